@@ -1,0 +1,170 @@
+"""The one WordPiece tokenizer: data builder, pre-training, fine-tuning and serving.
+
+Every path from text to token ids goes through `WordPieceTokenizer`, an in-graph
+tensorflow-text `FastBertTokenizer` (BERT basic tokenization + WordPiece), so the
+ids written by `pipelines.build_pretraining_data` are the ids a served model sees.
+"""
+
+import os
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def load_vocab(vocab_file):
+    """Reads a `vocab.txt` (one token per line) and checks its special tokens.
+
+    Args:
+        vocab_file: str. Path of the vocabulary.
+
+    Returns:
+        list of str, the tokens in id order.
+
+    Raises:
+        FileNotFoundError / ValueError naming the file and what is wrong.
+    """
+    if not tf.io.gfile.exists(vocab_file):
+        raise FileNotFoundError(f"Vocabulary file not found: `vocab_file={vocab_file}`")
+    with tf.io.gfile.GFile(vocab_file, "r") as f:
+        tokens = [line.rstrip("\n").rstrip("\r") for line in f]
+    while tokens and not tokens[-1]:
+        tokens.pop()
+    missing = [t for t in SPECIAL_TOKENS if t not in tokens]
+    if missing:
+        raise ValueError(
+            f"Vocabulary {vocab_file} lacks the special token(s) {missing}; "
+            f"ELECTRA needs all of {list(SPECIAL_TOKENS)}."
+        )
+    if tokens[0] != "[PAD]":
+        raise ValueError(
+            f"Vocabulary {vocab_file} must have [PAD] at id 0 (padding is id 0 "
+            f"in the records); found {tokens[0]!r} at line 1."
+        )
+    duplicates = len(tokens) - len(set(tokens))
+    if duplicates:
+        raise ValueError(f"Vocabulary {vocab_file} has {duplicates} duplicate tokens.")
+    return tokens
+
+
+class WordPieceTokenizer(tf.Module):
+    """BERT WordPiece tokenization as TensorFlow ops (lower-casing, accents, punctuation).
+
+    Args:
+        vocab_file: str. A `vocab.txt` with [PAD] at id 0 and [UNK], [CLS],
+            [SEP], [MASK] somewhere in it.
+        lower_case: bool. Lower-case and strip accents (uncased vocabularies).
+
+    Example:
+        ```python
+        tokenizer = WordPieceTokenizer("vocab.txt")
+        ids = tokenizer.tokenize(["Hello world!"])        # tf.RaggedTensor, int32
+        inputs = tokenizer.pack(["Hello"], ["world"], seq_length=16)
+        ```
+    """
+
+    def __init__(self, vocab_file, lower_case=True, name=None):
+        super().__init__(name=name)
+        self.vocab_file = os.fspath(vocab_file)
+        self.lower_case = lower_case
+        self.vocab = load_vocab(self.vocab_file)
+        self.vocab_size = len(self.vocab)
+        index = {t: i for i, t in enumerate(self.vocab)}
+        self.pad_id = index["[PAD]"]
+        self.unk_id = index["[UNK]"]
+        self.cls_id = index["[CLS]"]
+        self.sep_id = index["[SEP]"]
+        self.mask_id = index["[MASK]"]
+        self._tokenizer = tf_text.FastBertTokenizer(
+            self.vocab,
+            suffix_indicator="##",
+            unknown_token="[UNK]",
+            token_out_type=tf.int32,
+            lower_case_nfd_strip_accents=lower_case,
+        )
+        self._id_to_token = tf.constant(self.vocab)
+
+    @property
+    def special_ids(self):
+        """dict: the ids the model needs (`pad_id`, `cls_id`, `sep_id`, `mask_id`, `unk_id`)."""
+        return dict(
+            pad_id=self.pad_id,
+            unk_id=self.unk_id,
+            cls_id=self.cls_id,
+            sep_id=self.sep_id,
+            mask_id=self.mask_id,
+        )
+
+    def tokenize(self, texts):
+        """Texts to word-piece ids.
+
+        Args:
+            texts: string tensor of shape `(batch,)`.
+
+        Returns:
+            int32 `tf.RaggedTensor` of shape `(batch, None)`.
+        """
+        return self._tokenizer.tokenize(tf.convert_to_tensor(texts, tf.string))
+
+    def detokenize(self, ids):
+        """Ids (dense or ragged, any rank) to word-piece strings, for inspection."""
+        return tf.gather(self._id_to_token, ids)
+
+    def pack(self, texts_a, texts_b=None, seq_length=128):
+        """Builds model inputs `[CLS] a [SEP] (b [SEP])`, truncated and zero-padded.
+
+        Pairs are truncated longest-first, one word piece at a time, as BERT's
+        `_truncate_seq_pair` does.
+
+        Args:
+            texts_a: string tensor `(batch,)`.
+            texts_b: optional string tensor `(batch,)` for sentence pairs.
+            seq_length: int. Output length, including special tokens.
+
+        Returns:
+            dict of int32 tensors `(batch, seq_length)`: `token_ids`,
+            `segment_ids`, `padding_mask`.
+        """
+        if texts_b is None:
+            segments = tf_text.WaterfallTrimmer(seq_length - 2).trim([self.tokenize(texts_a)])
+        else:
+            segments = _truncate_longest_first(
+                self.tokenize(texts_a), self.tokenize(texts_b), seq_length - 3
+            )
+        ids, segment_ids = tf_text.combine_segments(
+            segments, start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id
+        )
+        token_ids, padding_mask = tf_text.pad_model_inputs(ids, seq_length, pad_value=self.pad_id)
+        segment_ids, _ = tf_text.pad_model_inputs(segment_ids, seq_length, pad_value=0)
+        return {
+            "token_ids": tf.cast(token_ids, tf.int32),
+            "segment_ids": tf.cast(segment_ids, tf.int32),
+            "padding_mask": tf.cast(padding_mask, tf.int32),
+        }
+
+
+def _truncate_longest_first(a, b, budget):
+    """BERT pair truncation: pop from the end of the longer segment until both fit.
+
+    Closed form of BERT's `_truncate_seq_pair` loop, which pops from `b` on ties:
+    a segment no longer than half the budget is kept whole, otherwise the two
+    end at `ceil(budget / 2)` for `a` and `floor(budget / 2)` for `b`.
+    """
+    len_a = tf.cast(a.row_lengths(), tf.int32)
+    len_b = tf.cast(b.row_lengths(), tf.int32)
+    half_hi = (budget + 1) // 2
+    half_lo = budget // 2
+    keep_a = tf.where(
+        len_a + len_b <= budget,
+        len_a,
+        tf.where(len_a <= half_lo, len_a, tf.maximum(budget - len_b, half_hi)),
+    )
+    keep_b = tf.minimum(len_b, budget - keep_a)
+    return [_head(a, keep_a), _head(b, keep_b)]
+
+
+def _head(ragged, lengths):
+    """First `lengths[i]` items of each row of a ragged tensor."""
+    mask = tf.ragged.range(tf.cast(ragged.row_lengths(), tf.int32)) < tf.expand_dims(lengths, 1)
+    return tf.ragged.boolean_mask(ragged, mask)

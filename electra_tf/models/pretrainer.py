@@ -1,0 +1,471 @@
+"""ElectraPretrainer: replaced token detection as a Keras model trained by `fit`.
+
+One step, one owner: `compute_losses` reads the batch, masks it, runs the
+generator, samples, corrupts, runs the discriminator and returns every loss
+and statistic; `train_step` / `test_step` only add gradients and metrics.
+"""
+
+import keras
+import tensorflow as tf
+from keras_hub.layers import MaskedLMHead
+
+from electra_tf.layers.discriminator_head import DiscriminatorHead
+from electra_tf.layers.embeddings import ElectraEmbeddings
+from electra_tf.layers.masking import gumbel_sample, mask_tokens, scatter_positions
+from electra_tf.models.encoder import ElectraEncoder
+
+# What each objective trains (paper section 3.2 and Table 5), as data:
+#   generator: a small MLM generator replaces the chosen tokens with samples;
+#   task: what the discriminator-sized encoder learns from its input:
+#     "rtd" replaced-token detection on every real token, "rtd_chosen" only on
+#     the chosen 15 %, "mlm" the original token at the chosen positions,
+#     "mlm_all" the original token at every real position.
+OBJECTIVES = {
+    "electra": dict(generator=True, task="rtd"),
+    "electra_15": dict(generator=True, task="rtd_chosen"),
+    "replace_mlm": dict(generator=True, task="mlm"),
+    "all_tokens_mlm": dict(generator=True, task="mlm_all"),
+    "mlm": dict(generator=False, task="mlm"),
+}
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class ElectraPretrainer(keras.Model):
+    """ELECTRA pre-training: a generator and a discriminator sharing embeddings.
+
+    `fit` on batches of `{"token_ids", "segment_ids", "padding_mask"}` (int32,
+    `(batch, seq_len)`, no labels: masking happens in the step). Each step masks
+    the batch (`mask_tokens`), runs the generator and its tied MLM head at the
+    chosen positions only, draws Gumbel-max samples (no gradient), builds the
+    corrupted input and its labels (a sample equal to the original is real),
+    runs the discriminator and minimises `gen_weight * mlm + disc_weight * disc`.
+    Losses are means over the *global* batch, so N replicas train like one.
+
+    Args:
+        discriminator: `ElectraEncoder`. Kept after pre-training.
+        generator: `ElectraEncoder` or None. Must read through the
+            discriminator's `embeddings` (the same layer object). None for
+            `objective="mlm"`.
+        objective: str. A key of `OBJECTIVES`.
+        num_predictions: int. Prediction slots per sequence.
+        mask_prob, mask_token_prob, mask_with_replacement: masking, see `mask_tokens`.
+        gen_weight, disc_weight: float. Loss weights (1 and 50 in the paper).
+        temperature: float. Sampling temperature.
+        disallow_correct: bool. Never sample the original token.
+        pad_id, cls_id, sep_id, mask_id: int. Special token ids.
+        seed: int. Base of the stateless masking/sampling stream.
+
+    Example:
+        ```python
+        config = electra_tf.config.get_config("tiny", vocab_size=1000)
+        pretrainer = build_pretrainer(config)
+        pretrainer.compile(optimizer=keras.optimizers.AdamW(1e-3))
+        ids = np.random.randint(200, 1000, (8, 32)).astype("int32")
+        batch = {"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": 1 + 0 * ids}
+        pretrainer.fit(tf.data.Dataset.from_tensors(batch).repeat(3))
+        ```
+    """
+
+    def __init__(
+        self,
+        discriminator,
+        generator=None,
+        objective="electra",
+        num_predictions=19,
+        mask_prob=0.15,
+        mask_token_prob=0.85,
+        mask_with_replacement=True,
+        gen_weight=1.0,
+        disc_weight=50.0,
+        temperature=1.0,
+        disallow_correct=False,
+        pad_id=0,
+        cls_id=101,
+        sep_id=102,
+        mask_id=103,
+        seed=0,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if objective not in OBJECTIVES:
+            raise ValueError(f"Unknown `objective={objective!r}`. Choose one of {list(OBJECTIVES)}.")
+        spec = OBJECTIVES[objective]
+        if spec["generator"] != (generator is not None):
+            raise ValueError(
+                f"`objective={objective!r}` {'needs' if spec['generator'] else 'takes no'} "
+                f"generator. Received: `generator={generator!r}`"
+            )
+        if generator is not None and generator.embeddings is not discriminator.embeddings:
+            raise ValueError(
+                "The generator must read through the discriminator's embeddings: build "
+                "it with `ElectraEncoder(..., embeddings=discriminator.embeddings)`."
+            )
+        # === Layers ===
+        self.discriminator = discriminator
+        self.generator = generator
+        self.embeddings = discriminator.embeddings
+        initializer = keras.initializers.TruncatedNormal(stddev=discriminator.initializer_range)
+        head_kwargs = dict(
+            token_embedding=self.embeddings.token_embedding,
+            intermediate_activation=keras.activations.gelu,
+            layer_norm_epsilon=discriminator.layer_norm_epsilon,
+            kernel_initializer=initializer,
+            dtype=self.dtype_policy,
+        )
+        self.generator_head = (
+            MaskedLMHead(name="generator_predictions", **head_kwargs) if generator else None
+        )
+        self.task = spec["task"]
+        if self.task.startswith("rtd"):
+            self.discriminator_head = DiscriminatorHead(
+                discriminator.hidden_dim,
+                initializer_range=discriminator.initializer_range,
+                dtype=self.dtype_policy,
+                name="discriminator_predictions",
+            )
+            self.mlm_head = None
+        else:
+            self.discriminator_head = None
+            self.mlm_head = MaskedLMHead(name="mlm_predictions", **head_kwargs)
+
+        # === Metrics (the official names) ===
+        mean = keras.metrics.Mean
+        self.loss_tracker = mean(name="loss")
+        self.mlm_loss_tracker = mean(name="masked_lm_loss")
+        self.mlm_accuracy = mean(name="masked_lm_accuracy")
+        self.sampled_mlm_accuracy = mean(name="sampled_masked_lm_accuracy") if generator else None
+        self.disc_loss_tracker = self.disc_accuracy = self.disc_auc = None
+        self.disc_precision = self.disc_recall = None
+        if self.discriminator_head is not None:
+            self.disc_loss_tracker = mean(name="disc_loss")
+            self.disc_accuracy = mean(name="disc_accuracy")
+            self.disc_auc = keras.metrics.AUC(name="disc_auc")
+            self.disc_precision = keras.metrics.Precision(name="disc_precision")
+            self.disc_recall = keras.metrics.Recall(name="disc_recall")
+        if self.mlm_head is not None and generator is not None:
+            self.disc_loss_tracker = mean(name="disc_mlm_loss")
+            self.disc_accuracy = mean(name="disc_mlm_accuracy")
+
+        # === Config ===
+        self.objective = objective
+        self.num_predictions = num_predictions
+        self.mask_prob = mask_prob
+        self.mask_token_prob = mask_token_prob
+        self.mask_with_replacement = mask_with_replacement
+        self.gen_weight = gen_weight
+        self.disc_weight = disc_weight
+        self.temperature = temperature
+        self.disallow_correct = disallow_correct
+        self.pad_id = pad_id
+        self.cls_id = cls_id
+        self.sep_id = sep_id
+        self.mask_id = mask_id
+        self.seed = seed
+        self.build()
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        self.discriminator.build()
+        if self.generator is not None:
+            self.generator.build()
+            self.generator_head.build((None, None, self.generator.hidden_dim))
+        hidden_shape = (None, None, self.discriminator.hidden_dim)
+        for head in (self.discriminator_head, self.mlm_head):
+            if head is not None:
+                head.build(hidden_shape)
+        self.built = True
+
+    def call(self, inputs, training=False):
+        """Discriminator replaced-token logits `(batch, seq_len)` (MLM objectives: its sequence output)."""
+        hidden = self.discriminator(inputs, training=training)
+        if self.discriminator_head is None:
+            return hidden
+        return self.discriminator_head(hidden)
+
+    # --- The ELECTRA step ---
+    def compute_losses(self, batch, seed, training):
+        """Masks, generates, samples, corrupts, discriminates. Returns a dict of tensors.
+
+        Losses are this replica's share of the global-batch mean: summed over
+        local positions and divided by the global count, so summing over
+        replicas (as gradient all-reduce does) gives the global mean.
+        """
+        token_ids = tf.cast(batch["token_ids"], tf.int32)
+        padding_mask = tf.cast(batch["padding_mask"], tf.int32)
+        segment_ids = tf.cast(batch["segment_ids"], tf.int32)
+        masked = mask_tokens(
+            token_ids,
+            padding_mask,
+            seed,
+            num_predictions=self.num_predictions,
+            mask_prob=self.mask_prob,
+            mask_id=self.mask_id,
+            special_ids=(self.cls_id, self.sep_id, self.mask_id),
+            mask_token_prob=self.mask_token_prob,
+            with_replacement=self.mask_with_replacement,
+        )
+        positions, targets, weights = masked["positions"], masked["target_ids"], masked["weights"]
+        out = {"weights": weights, "targets": targets, "positions": positions}
+        real = tf.cast(padding_mask, tf.float32)
+        seq_len = token_ids.shape[1]
+
+        def inputs(ids):
+            return {"token_ids": ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
+
+        disc_ids = masked["masked_ids"]
+        total = 0.0
+        if self.generator is not None:
+            hidden = self.generator(inputs(masked["masked_ids"]), training=training)
+            logits = tf.cast(self.generator_head(hidden, mask_positions=positions), tf.float32)
+            out["mlm_losses"] = _cross_entropy(targets, logits)
+            out["mlm_correct"] = _correct(targets, logits)
+            sampled = gumbel_sample(
+                logits,
+                seed,
+                self.temperature,
+                disallow_ids=targets if self.disallow_correct else None,
+            )
+            out["sampled_correct"] = tf.cast(tf.equal(sampled, targets), tf.float32)
+            replaced_at = scatter_positions(tf.cast(weights, tf.int32), positions, seq_len) > 0
+            sampled_at = scatter_positions(sampled * tf.cast(weights, tf.int32), positions, seq_len)
+            disc_ids = tf.where(replaced_at, sampled_at, token_ids)
+            total += self.gen_weight * _global_mean(out["mlm_losses"], weights)
+
+        hidden = self.discriminator(inputs(disc_ids), training=training)
+        if self.task.startswith("rtd"):
+            disc_logits = tf.cast(self.discriminator_head(hidden), tf.float32)
+            labels = tf.cast(tf.not_equal(disc_ids, token_ids), tf.float32)
+            disc_weights = real
+            if self.task == "rtd_chosen":
+                disc_weights = scatter_positions(weights, positions, seq_len)
+            out.update(disc_logits=disc_logits, disc_labels=labels, disc_weights=disc_weights)
+            out["disc_ids"] = disc_ids
+            out["disc_losses"] = tf.nn.sigmoid_cross_entropy_with_logits(labels, disc_logits)
+            total += self.disc_weight * _global_mean(out["disc_losses"], disc_weights)
+        else:
+            if self.task == "mlm_all":
+                task_positions = tf.broadcast_to(tf.range(seq_len)[None], tf.shape(token_ids))
+                task_targets, task_weights = token_ids, real
+            else:
+                task_positions, task_targets, task_weights = positions, targets, weights
+            logits = tf.cast(self.mlm_head(hidden, mask_positions=task_positions), tf.float32)
+            task_losses = _cross_entropy(task_targets, logits)
+            task_correct = _correct(task_targets, logits)
+            if self.generator is None:  # BERT: the encoder's MLM is the main loss
+                out.update(mlm_losses=task_losses, mlm_correct=task_correct)
+                total += _global_mean(task_losses, task_weights)
+            else:
+                out.update(disc_losses=task_losses, disc_correct=task_correct)
+                out["disc_weights"] = task_weights
+                total += _global_mean(task_losses, task_weights)
+        out["loss"] = total
+        return out
+
+    def _step_seed(self, salt):
+        step = self.optimizer.iterations if self.optimizer is not None else 0
+        return tf.stack([tf.constant(self.seed * 2 + salt, tf.int64), tf.cast(step, tf.int64)])
+
+    def train_step(self, data):
+        data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
+        with tf.GradientTape() as tape:
+            out = self.compute_losses(data, self._step_seed(0), training=True)
+            loss = self.optimizer.scale_loss(out["loss"])
+        gradients = tape.gradient(loss, self.trainable_variables)
+        self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
+        return self._update_metrics(out)
+
+    def test_step(self, data):
+        data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
+        out = self.compute_losses(data, self._step_seed(1), training=False)
+        return self._update_metrics(out)
+
+    def _update_metrics(self, out):
+        # Metrics see the whole global batch on every replica (gathered), so
+        # each replica's result is the global one and Keras' mean over
+        # replicas is exact, AUC included.
+        out = {k: _all_gather(v) for k, v in out.items() if k != "loss"} | {
+            "loss": _all_reduce_sum(out["loss"])
+        }
+        self.loss_tracker.update_state(out["loss"])
+        weights = out["weights"]
+        if "mlm_losses" in out:
+            self.mlm_loss_tracker.update_state(out["mlm_losses"], sample_weight=weights)
+            self.mlm_accuracy.update_state(out["mlm_correct"], sample_weight=weights)
+        if self.sampled_mlm_accuracy is not None:
+            self.sampled_mlm_accuracy.update_state(out["sampled_correct"], sample_weight=weights)
+        if "disc_losses" in out:
+            self.disc_loss_tracker.update_state(out["disc_losses"], sample_weight=out["disc_weights"])
+        if "disc_logits" in out:
+            labels, probs, disc_weights = out["disc_labels"], tf.sigmoid(out["disc_logits"]), out["disc_weights"]
+            correct = tf.cast(tf.equal(labels, tf.cast(probs > 0.5, tf.float32)), tf.float32)
+            self.disc_accuracy.update_state(correct, sample_weight=disc_weights)
+            for metric in (self.disc_auc, self.disc_precision, self.disc_recall):
+                metric.update_state(labels, probs, sample_weight=disc_weights)
+        elif "disc_correct" in out:
+            self.disc_accuracy.update_state(out["disc_correct"], sample_weight=out["disc_weights"])
+        logs = {m.name: m.result() for m in self.metrics}
+        if self.optimizer is not None:
+            logs["learning_rate"] = tf.cast(self.optimizer.learning_rate, tf.float32)
+        if _multi_worker(tf.distribute.get_strategy()):
+            # Keras reduces multi-worker logs with MEAN over axis 0, which a
+            # scalar lacks; the values are already global, so rank 1 is exact.
+            logs = {k: tf.reshape(v, [1]) for k, v in logs.items()}
+        return logs
+
+    @property
+    def metrics(self):
+        trackers = [
+            self.loss_tracker,
+            self.mlm_loss_tracker,
+            self.mlm_accuracy,
+            self.sampled_mlm_accuracy,
+            self.disc_loss_tracker,
+            self.disc_accuracy,
+            self.disc_auc,
+            self.disc_precision,
+            self.disc_recall,
+        ]
+        return [m for m in trackers if m is not None]
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Every layer is built in `__init__`. Keras' symbolic build would
+        # `strategy.reduce` the first int32 batch just to read its shapes,
+        # which MultiWorkerMirroredStrategy's collectives reject; only the
+        # optimizer is left to build.
+        if self.optimizer is not None and not self.optimizer.built:
+            with self.distribute_strategy.scope():
+                self.optimizer.build(self.trainable_variables)
+
+    # === Config ===
+    def get_config(self):
+        return {
+            "name": self.name,
+            "discriminator": self.discriminator.get_config(),
+            "generator": self.generator.get_config() if self.generator is not None else None,
+            "objective": self.objective,
+            "num_predictions": self.num_predictions,
+            "mask_prob": self.mask_prob,
+            "mask_token_prob": self.mask_token_prob,
+            "mask_with_replacement": self.mask_with_replacement,
+            "gen_weight": self.gen_weight,
+            "disc_weight": self.disc_weight,
+            "temperature": self.temperature,
+            "disallow_correct": self.disallow_correct,
+            "pad_id": self.pad_id,
+            "cls_id": self.cls_id,
+            "sep_id": self.sep_id,
+            "mask_id": self.mask_id,
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        discriminator = ElectraEncoder.from_config(config.pop("discriminator"))
+        generator_config = config.pop("generator")
+        generator = None
+        if generator_config is not None:
+            generator = ElectraEncoder(**generator_config, embeddings=discriminator.embeddings)
+        return cls(discriminator=discriminator, generator=generator, **config)
+
+
+def build_pretrainer(config):
+    """An `ElectraPretrainer` from an `electra_tf.config.ElectraConfig`."""
+    encoder_args = dict(
+        vocab_size=config.vocab_size,
+        embedding_dim=config.embedding_dim,
+        dropout=config.dropout,
+        max_sequence_length=config.max_sequence_length,
+        num_segments=config.num_segments,
+        activation=config.activation,
+        layer_norm_epsilon=config.layer_norm_epsilon,
+        initializer_range=config.initializer_range,
+    )
+    embeddings = ElectraEmbeddings(
+        vocab_size=config.vocab_size,
+        embedding_dim=config.embedding_dim,
+        max_sequence_length=config.max_sequence_length,
+        num_segments=config.num_segments,
+        dropout=config.dropout,
+        layer_norm_epsilon=config.layer_norm_epsilon,
+        initializer_range=config.initializer_range,
+        name="embeddings",
+    )
+    discriminator = ElectraEncoder(
+        num_layers=config.num_layers,
+        num_heads=config.num_heads,
+        hidden_dim=config.hidden_dim,
+        intermediate_dim=config.intermediate_dim,
+        embeddings=embeddings,
+        name="discriminator",
+        **encoder_args,
+    )
+    generator = None
+    if OBJECTIVES[config.objective]["generator"]:
+        generator = ElectraEncoder(
+            num_layers=config.num_layers,
+            num_heads=config.generator_num_heads,
+            hidden_dim=config.generator_hidden_dim,
+            intermediate_dim=config.generator_intermediate_dim,
+            embeddings=embeddings,
+            name="generator",
+            **encoder_args,
+        )
+    return ElectraPretrainer(
+        discriminator=discriminator,
+        generator=generator,
+        objective=config.objective,
+        num_predictions=config.num_predictions,
+        mask_prob=config.mask_prob,
+        mask_token_prob=config.mask_token_prob,
+        mask_with_replacement=config.mask_with_replacement,
+        gen_weight=config.gen_weight,
+        disc_weight=config.disc_weight,
+        temperature=config.temperature,
+        disallow_correct=config.disallow_correct,
+        pad_id=config.pad_id,
+        cls_id=config.cls_id,
+        sep_id=config.sep_id,
+        mask_id=config.mask_id,
+        seed=config.seed,
+        name="electra_pretrainer",
+    )
+
+
+def _cross_entropy(targets, logits):
+    return tf.nn.sparse_softmax_cross_entropy_with_logits(targets, logits)
+
+
+def _correct(targets, logits):
+    return tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), targets), tf.float32)
+
+
+def _global_mean(values, weights):
+    """This replica's share of the weighted mean over the global batch."""
+    weights = tf.cast(weights, tf.float32)
+    return tf.reduce_sum(values * weights) / (_all_reduce_sum(tf.reduce_sum(weights)) + 1e-6)
+
+
+def _replica_context():
+    context = tf.distribute.get_replica_context()
+    return context if context is not None and context.num_replicas_in_sync > 1 else None
+
+
+def _all_gather(value):
+    """`value` of every replica concatenated on axis 0 (identity on one replica)."""
+    context = _replica_context()
+    if context is None or value.shape.rank == 0:
+        return value
+    return context.all_gather(value, axis=0)
+
+
+def _all_reduce_sum(value):
+    context = _replica_context()
+    return value if context is None else context.all_reduce(tf.distribute.ReduceOp.SUM, value)
+
+
+def _multi_worker(strategy):
+    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and (
+        strategy.extended._in_multi_worker_mode()
+    )

@@ -1,0 +1,204 @@
+r"""Pre-trains ELECTRA: `python -m electra_tf.pretrain --config small --data 'gs://b/*' --model_dir DIR`.
+
+Every `ElectraConfig` field is a flag (`--learning_rate 1e-4`), applied over the
+preset. Re-running the same command resumes from the latest checkpoint in
+`--model_dir` (step, weights and optimizer state) and stops at `--train_steps`.
+Without `--data` it trains on the embedded demo corpus (built on first use).
+"""
+
+import math
+import os
+import shutil
+
+import keras
+import tensorflow as tf
+from absl import app, flags, logging
+
+from electra_tf import config as config_lib
+from electra_tf.data.pretraining_dataset import list_files, pretraining_dataset
+from electra_tf.data.tokenizer import WordPieceTokenizer
+from electra_tf.models.pretrainer import build_pretrainer
+from electra_tf.training import callbacks, checkpoints, distribute
+from electra_tf.training.optimization import create_optimizer
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("config", "small", f"Preset: {config_lib.preset_names()}.")
+flags.DEFINE_string("model_dir", None, "Checkpoints, logs, config and the trained discriminator.")
+flags.DEFINE_enum("strategy", "cpu", distribute.STRATEGIES, "tf.distribute strategy.")
+flags.DEFINE_string("tpu", None, "TPU name or address for --strategy=tpu.")
+flags.DEFINE_integer("num_cpu_devices", 0, "Logical CPU devices for --strategy=mirrored without GPUs.")
+flags.DEFINE_string("init_from", None, "Start from other weights: official:CKPT, hf:DIR or bert:DIR.")
+flags.DEFINE_string("demo_dir", os.path.join("~", ".cache", "electra_tf", "demo"),
+                    "Where the embedded demo corpus is built (--data=demo).")
+flags.DEFINE_integer("verbose", 1, "Keras progress: 1 bar, 2 one line per epoch, 0 silent.")
+_FLAG_TYPES = {int: flags.DEFINE_integer, float: flags.DEFINE_float, bool: flags.DEFINE_bool,
+               str: flags.DEFINE_string}
+for _name, (_kind, _default) in config_lib.fields().items():
+    _FLAG_TYPES[_kind](_name, None, f"Config override (default: the preset's, else {_default!r}).")
+
+
+def resolve_data(config, demo_dir):
+    """Fills in `data`, `vocab_file`, `vocab_size` and the special ids from the data."""
+    overrides = {}
+    if config.data == "demo":
+        from pipelines.demo_corpus import build_demo_data
+
+        demo = build_demo_data(os.path.expanduser(demo_dir), seq_length=config.seq_length)
+        overrides.update(data=demo["data"], vocab_file=demo["vocab_file"])
+    vocab_file = overrides.get("vocab_file", config.vocab_file)
+    if vocab_file:
+        tokenizer = WordPieceTokenizer(vocab_file)
+        special = {k: v for k, v in tokenizer.special_ids.items() if k != "unk_id"}
+        overrides.update(vocab_size=tokenizer.vocab_size, **special)
+    return config.replace(**overrides)
+
+
+def train(config, model_dir, strategy=None, init_from=None, verbose=1):
+    """Trains `config` into `model_dir`, resuming from its latest checkpoint.
+
+    Args:
+        config: `ElectraConfig` with `data` resolved (see `resolve_data`).
+        model_dir: str.
+        strategy: `tf.distribute.Strategy` (default: the current one).
+        init_from: optional str. Weights to start a new run from (ignored on resume).
+        verbose: int. Keras progress-bar mode.
+
+    Returns:
+        The trained `ElectraPretrainer`.
+    """
+    strategy = strategy or tf.distribute.get_strategy()
+    accumulation = config.gradient_accumulation_steps
+    jit_compile = config.jit_compile
+    if distribute.uses_logical_cpus(strategy):
+        if accumulation > 1:
+            raise ValueError(
+                "`--gradient_accumulation_steps` is not supported under MirroredStrategy over "
+                "logical CPU devices (Keras' accumulation fails in merge_call); raise "
+                "`--batch_size` instead."
+            )
+        if jit_compile:
+            logging.warning("XLA is unavailable for MirroredStrategy over logical CPUs; training without it.")
+            jit_compile = False
+    if config.precision != "float32":
+        keras.mixed_precision.set_global_policy(config.precision)
+    list_files(config.data)  # fail before building anything
+
+    chief = distribute.is_chief(strategy)
+    if chief:
+        checkpoints.write_config(config, model_dir)
+        if config.vocab_file:
+            shutil.copyfile(config.vocab_file, os.path.join(model_dir, checkpoints.VOCAB_FILE))
+
+    with strategy.scope():
+        pretrainer = build_pretrainer(config)
+        optimizer = create_optimizer(config)
+        pretrainer.compile(
+            optimizer=optimizer, jit_compile=jit_compile, steps_per_execution=config.steps_per_execution
+        )
+        optimizer.build(pretrainer.trainable_variables)
+        checkpoint = tf.train.Checkpoint(model=pretrainer, optimizer=optimizer)
+        save = callbacks.CheckpointEvery(
+            checkpoint,
+            os.path.join(model_dir, checkpoints.CHECKPOINT_DIR),
+            every=config.save_checkpoints_steps,
+            max_to_keep=config.keep_checkpoint_max,
+            strategy=strategy,
+            steps_per_update=accumulation,
+        )
+        latest = checkpoints.latest_checkpoint(model_dir)
+        if latest:
+            checkpoint.restore(latest).assert_existing_objects_matched()
+            logging.info("Resumed from %s", latest)
+        elif init_from:
+            from electra_tf.convert import init_from as load_weights
+
+            load_weights(init_from, pretrainer)
+            logging.info("Initialised from %s", init_from)
+
+    step = int(optimizer.iterations.numpy()) // accumulation
+    if step >= config.train_steps:
+        logging.info("Already trained %d of %d steps.", step, config.train_steps)
+    else:
+        dataset = _dataset(config, strategy)
+        steps_per_epoch = min(config.save_checkpoints_steps, config.train_steps) * accumulation
+        epochs = math.ceil(config.train_steps * accumulation / steps_per_epoch)
+        logging.info("Training steps %d -> %d (%d per epoch).", step, config.train_steps,
+                     steps_per_epoch // accumulation)
+        try:
+            pretrainer.fit(
+                dataset,
+                initial_epoch=step * accumulation // steps_per_epoch,
+                epochs=epochs,
+                steps_per_epoch=steps_per_epoch,
+                verbose=verbose,
+                callbacks=[
+                    callbacks.StopAtStep(config.train_steps, accumulation),
+                    callbacks.Throughput(config.batch_size),
+                    save,
+                    callbacks.tensorboard(
+                        os.path.join(model_dir, checkpoints.LOG_DIR), config.log_steps, strategy
+                    ),
+                ],
+            )
+        except tf.errors.DataLossError as e:
+            raise ValueError(f"Corrupt pre-training data: {_find_corrupt_file(config.data) or e.message}") from None
+        except tf.errors.InvalidArgumentError as e:
+            if "vocab_size" in e.message or "token id" in e.message.lower():
+                raise ValueError(e.message.split("\n")[0]) from None
+            raise
+    if chief:
+        path = os.path.join(model_dir, checkpoints.DISCRIMINATOR_FILE)
+        pretrainer.discriminator.save(path + ".tmp.keras")
+        os.replace(path + ".tmp.keras", path)
+        logging.info("Saved the discriminator to %s", path)
+    return pretrainer
+
+
+def _dataset(config, strategy):
+    """Global batches on one worker (Keras splits them over replicas in order); per-worker files otherwise."""
+    kwargs = dict(
+        patterns=config.data,
+        seq_length=config.seq_length,
+        vocab_size=config.vocab_size,
+        shuffle_buffer=config.shuffle_buffer,
+        seed=config.seed,
+    )
+    if isinstance(strategy, (tf.distribute.MultiWorkerMirroredStrategy, tf.distribute.TPUStrategy)):
+        def per_worker(context):
+            batch = context.get_per_replica_batch_size(config.batch_size)
+            return pretraining_dataset(batch_size=batch, input_context=context, **kwargs)
+
+        return strategy.distribute_datasets_from_function(per_worker)
+    return pretraining_dataset(batch_size=config.batch_size, **kwargs)
+
+
+def _find_corrupt_file(patterns):
+    """Reads every file through to name the one that fails (only called after a failure)."""
+    for path in list_files(patterns):
+        try:
+            for _ in tf.data.TFRecordDataset(path):
+                pass
+        except tf.errors.DataLossError as e:
+            return f"{path}: {e.message}"
+    return None
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    if not FLAGS.model_dir:
+        raise app.UsageError("--model_dir is required.")
+    overrides = {name: FLAGS[name].value for name in config_lib.fields() if FLAGS[name].value is not None}
+    config = config_lib.get_config(FLAGS.config, **overrides)
+    strategy = distribute.create_strategy(FLAGS.strategy, FLAGS.tpu, FLAGS.num_cpu_devices)
+    config = resolve_data(config, FLAGS.demo_dir)
+    logging.info("Config:\n%s", config.to_json())
+    train(config, FLAGS.model_dir, strategy, init_from=FLAGS.init_from, verbose=FLAGS.verbose)
+
+
+def run():
+    app.run(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,35 @@
+"""electra_tf: ELECTRA pre-training, fine-tuning and serving on TensorFlow 2 / Keras 3."""
+
+import setuptools
+
+setuptools.setup(
+    name="electra_tf",
+    version="0.1.0",
+    description=(
+        "ELECTRA (replaced token detection) pre-training, fine-tuning and "
+        "serving on TensorFlow 2 / Keras 3, from one CPU to TPU pods."
+    ),
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.11,<3.12",
+    packages=setuptools.find_packages(include=["electra_tf*", "pipelines*", "configs*"]),
+    install_requires=[
+        "tensorflow~=2.21.0",
+        "tensorflow-text~=2.21.0",
+        "keras>=3.15,<4",
+        "keras-hub>=0.32,<1",
+        "absl-py>=2.1",
+        "tensorboard>=2.20",
+        "numpy>=1.26",
+        "apache-beam>=2.60",
+        "tokenizers>=0.20",
+    ],
+    extras_require={
+        "test": ["pytest>=8", "pytest-timeout>=2.3"],
+    },
+    entry_points={
+        "console_scripts": [
+            "electra-pretrain=electra_tf.pretrain:run",
+        ],
+    },
+)
