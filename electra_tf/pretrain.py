@@ -103,7 +103,6 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
             every=config.save_checkpoints_steps,
             max_to_keep=config.keep_checkpoint_max,
             strategy=strategy,
-            steps_per_update=accumulation,
         )
         latest = checkpoints.latest_checkpoint(model_dir)
         if latest:
@@ -115,7 +114,7 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
             load_weights(init_from, pretrainer)
             logging.info("Initialised from %s", init_from)
 
-    step = int(optimizer.iterations.numpy()) // accumulation
+    step = int(optimizer.iterations.numpy())  # updates, not accumulation micro-steps
     if step >= config.train_steps:
         logging.info("Already trained %d of %d steps.", step, config.train_steps)
     else:
@@ -132,7 +131,7 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
                 steps_per_epoch=steps_per_epoch,
                 verbose=verbose,
                 callbacks=[
-                    callbacks.StopAtStep(config.train_steps, accumulation),
+                    callbacks.StopAtStep(config.train_steps),
                     callbacks.Throughput(config.batch_size),
                     save,
                     callbacks.tensorboard(
@@ -143,8 +142,9 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
         except tf.errors.DataLossError as e:
             raise ValueError(f"Corrupt pre-training data: {_find_corrupt_file(config.data) or e.message}") from None
         except tf.errors.InvalidArgumentError as e:
-            if "vocab_size" in e.message or "token id" in e.message.lower():
-                raise ValueError(e.message.split("\n")[0]) from None
+            ours = [line for line in e.message.splitlines() if "token id" in line.lower()]
+            if ours:
+                raise ValueError(ours[0].strip()) from None
             raise
     if chief:
         path = os.path.join(model_dir, checkpoints.DISCRIMINATOR_FILE)

@@ -59,7 +59,7 @@ def write_records():
                     ids = [101] + list(rng.randint(150, vocab_size, n - 2)) + [102] + [0] * (seq_length - n)
                     values = {"input_ids": ids, "input_mask": [1] * n + [0] * (seq_length - n),
                               "segment_ids": [0] * seq_length}
-                    feature = {name: tf.train.Feature(int64_list=tf.train.Int64List(value=values[name]))
+                    feature = {name: tf.train.Feature(int64_list=tf.train.Int64List(value=values.get(name, values["segment_ids"])))
                                for name in features}
                     writer.write(tf.train.Example(
                         features=tf.train.Features(feature=feature)).SerializeToString())

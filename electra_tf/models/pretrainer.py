@@ -263,7 +263,11 @@ class ElectraPretrainer(keras.Model):
         return out
 
     def _step_seed(self, salt):
-        step = self.optimizer.iterations if self.optimizer is not None else 0
+        # Keras' `iterations` counts updates; with gradient accumulation every
+        # micro-batch needs its own numbers, so key on the call counter.
+        step = 0
+        if self.optimizer is not None:
+            step = getattr(self.optimizer, "inner_optimizer", self.optimizer)._iterations
         return tf.stack([tf.constant(self.seed * 2 + salt, tf.int64), tf.cast(step, tf.int64)])
 
     def train_step(self, data):

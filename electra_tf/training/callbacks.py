@@ -25,13 +25,11 @@ class CheckpointEvery(keras.callbacks.Callback):
         every: int. Updates between saves.
         max_to_keep: int.
         strategy: the `tf.distribute.Strategy` training runs under.
-        steps_per_update: int. Optimiser calls per update (gradient accumulation).
     """
 
-    def __init__(self, checkpoint, directory, every, max_to_keep, strategy, steps_per_update=1):
+    def __init__(self, checkpoint, directory, every, max_to_keep, strategy):
         super().__init__()
         self.every = every
-        self.steps_per_update = steps_per_update
         self.strategy = strategy
         self.scratch = distribute.worker_dir(directory, strategy)
         self.manager = tf.train.CheckpointManager(
@@ -40,7 +38,8 @@ class CheckpointEvery(keras.callbacks.Callback):
         self.last_saved = self.step()
 
     def step(self):
-        return int(self.model.optimizer.iterations.numpy()) // self.steps_per_update if self.model else 0
+        # Keras' `iterations` counts updates (calls // gradient_accumulation_steps).
+        return int(self.model.optimizer.iterations.numpy()) if self.model else 0
 
     def set_model(self, model):
         super().set_model(model)
@@ -68,13 +67,12 @@ class CheckpointEvery(keras.callbacks.Callback):
 class StopAtStep(keras.callbacks.Callback):
     """Stops `fit` once the optimiser has made `train_steps` updates (resumed runs included)."""
 
-    def __init__(self, train_steps, steps_per_update=1):
+    def __init__(self, train_steps):
         super().__init__()
         self.train_steps = train_steps
-        self.steps_per_update = steps_per_update
 
     def on_train_batch_end(self, batch, logs=None):
-        if int(self.model.optimizer.iterations.numpy()) // self.steps_per_update >= self.train_steps:
+        if int(self.model.optimizer.iterations.numpy()) >= self.train_steps:
             self.model.stop_training = True
 
 

@@ -1,0 +1,161 @@
+"""The pretrain entry point: resume after SIGKILL, clear errors on bad input, precision and XLA."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import REPO, run_python
+from electra_tf.config import get_config
+from electra_tf.pretrain import train
+from electra_tf.training import checkpoints
+
+TINY = dict(vocab_size=400, embedding_dim=16, hidden_dim=32, num_layers=2, num_heads=2,
+            intermediate_dim=64, seq_length=32, max_sequence_length=32, batch_size=8,
+            warmup_steps=2, log_steps=5)
+
+
+def cli_args(data, model_dir, **overrides):
+    values = dict(TINY, data=data, **overrides)
+    return ["-m", "electra_tf.pretrain", "--config", "tiny", "--model_dir", str(model_dir),
+            "--verbose", "2", *[f"--{k}={v}" for k, v in values.items()]]
+
+
+def checkpoint_value(prefix, name):
+    return tf.train.load_checkpoint(prefix).get_tensor(name)
+
+
+def optimizer_iterations(prefix):
+    return int(checkpoint_value(prefix, "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"))
+
+
+@pytest.mark.large
+def test_resume_after_sigkill_continues_from_saved_step_and_optimizer_state(tmp_path, write_records):
+    data = write_records(tmp_path / "data", num_files=2, num_examples=64)
+    model_dir = tmp_path / "run"
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2")
+    proc = subprocess.Popen(
+        [sys.executable, *cli_args(data, model_dir, train_steps=100000, save_checkpoints_steps=10)],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.time() + 300
+    while checkpoints.latest_checkpoint(str(model_dir)) is None or not checkpoints.latest_checkpoint(
+        str(model_dir)).endswith("-20"):
+        assert proc.poll() is None and time.time() < deadline, "training died before its 2nd checkpoint"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    killed_at = checkpoints.latest_checkpoint(str(model_dir))
+    saved_step = optimizer_iterations(killed_at)
+    assert saved_step >= 20
+    slot_names = [n for n, _ in tf.train.list_variables(killed_at) if n.startswith("optimizer/_variables/")]
+    assert len(slot_names) > 100  # Adam moments of every variable
+
+    # Same command, with a smaller total so it ends soon: it must resume, not restart.
+    result = run_python(cli_args(data, model_dir, train_steps=saved_step + 7, save_checkpoints_steps=10))
+    assert f"Resumed from {killed_at}" in result.stderr
+    final = checkpoints.latest_checkpoint(str(model_dir))
+    assert optimizer_iterations(final) == saved_step + 7
+    assert (model_dir / "discriminator.keras").exists()
+
+    # The optimizer state was restored: rebuilding from the killed checkpoint in
+    # process (train_steps reached, so no step runs) reproduces the saved moments.
+    config = checkpoints.read_config(str(model_dir)).replace(train_steps=saved_step)
+    resume_dir = tmp_path / "restored"
+    (resume_dir / "checkpoints").mkdir(parents=True)
+    for f in tf.io.gfile.glob(killed_at + "*"):
+        tf.io.gfile.copy(f, str(resume_dir / "checkpoints" / os.path.basename(f)))
+    with open(resume_dir / "checkpoints" / "checkpoint", "w") as f:
+        f.write(f'model_checkpoint_path: "{os.path.basename(killed_at)}"\n')
+    model = train(config, str(resume_dir), verbose=0)
+    restored = [v.numpy() for v in model.optimizer.variables]
+    reader = tf.train.load_checkpoint(killed_at)
+    for name in slot_names:
+        saved = reader.get_tensor(name)
+        assert any(v.shape == saved.shape and np.array_equal(v, saved) for v in restored), name
+    assert any(np.abs(reader.get_tensor(n)).sum() > 0 for n in slot_names)
+
+
+def test_no_files_matching_data_glob_is_a_clear_error(tmp_path):
+    config = get_config("tiny", **TINY, data=str(tmp_path / "nothing-*.tfrecord"))
+    with pytest.raises(FileNotFoundError, match="nothing-"):
+        train(config, str(tmp_path / "run"), verbose=0)
+
+
+@pytest.mark.parametrize(
+    "features,seq_length,message",
+    [
+        (("input_ids", "input_mask", "tokens"), 32, r"lack feature\(s\) \['segment_ids'\]"),
+        (("input_ids", "input_mask", "segment_ids"), 24, "has length 24, but `seq_length=32`"),
+    ],
+)
+def test_records_with_wrong_features_name_the_file(tmp_path, write_records, features, seq_length, message):
+    data = write_records(tmp_path / "data", num_files=1, seq_length=seq_length, features=features)
+    config = get_config("tiny", **TINY, data=data)
+    with pytest.raises(ValueError, match=message):
+        train(config, str(tmp_path / "run"), verbose=0)
+
+
+@pytest.mark.large
+def test_bad_data_mid_run_names_the_culprit_and_keeps_checkpoints(tmp_path, write_records):
+    good = write_records(tmp_path / "good", num_files=1, num_examples=40)
+    model_dir = str(tmp_path / "run")
+    config = get_config("tiny", **TINY, data=good, train_steps=5, save_checkpoints_steps=5)
+    train(config, model_dir, verbose=0)
+    before = checkpoints.latest_checkpoint(model_dir)
+
+    # A truncated record file: the first record reads, a later one does not.
+    bad = write_records(tmp_path / "bad", num_files=1, num_examples=200)
+    path = tf.io.gfile.glob(bad)[0]
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:
+        f.truncate(size - 500)
+    with pytest.raises(ValueError, match="Corrupt pre-training data: .*records-0.tfrecord"):
+        train(config.replace(data=bad, train_steps=500), model_dir, verbose=0)
+
+    # Token ids beyond the vocabulary.
+    big = write_records(tmp_path / "big", num_files=1, num_examples=40, vocab_size=5000)
+    with pytest.raises(ValueError, match="vocab_size=400"):
+        train(config.replace(data=big, train_steps=500), model_dir, verbose=0)
+
+    assert checkpoints.latest_checkpoint(model_dir) == before
+    pretrainer, _ = checkpoints.restore_pretrainer(model_dir)  # still loads
+    assert pretrainer.discriminator.num_layers == 2
+
+
+def test_unknown_preset_and_config_key_are_clear_errors(tmp_path):
+    result = run_python(["-m", "electra_tf.pretrain", "--config", "smal", "--model_dir", str(tmp_path)],
+                        check=False)
+    assert result.returncode != 0 and "Unknown preset 'smal'" in result.stderr
+    result = run_python(["-m", "electra_tf.pretrain", "--config", "tiny", "--model_dir", str(tmp_path),
+                         "--hiden_dim=3"], check=False)
+    assert result.returncode != 0 and "hiden_dim" in result.stderr
+    with pytest.raises(ValueError, match=r"Unknown config key\(s\) \['hiden_dim'\]"):
+        get_config("tiny", hiden_dim=3)
+
+
+@pytest.mark.parametrize("options", [
+    dict(jit_compile=True),
+    dict(precision="mixed_bfloat16"),
+    dict(gradient_accumulation_steps=2, optimizer="lamb"),
+])
+def test_xla_bf16_accumulation_and_lamb_train(tmp_path, write_records, options):
+    import keras
+
+    data = write_records(tmp_path / "data", num_files=1, num_examples=40)
+    config = get_config("tiny", **TINY, data=data, train_steps=4, save_checkpoints_steps=4, **options)
+    try:
+        model = train(config, str(tmp_path / "run"), verbose=0)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert int(model.optimizer.iterations.numpy()) == 4  # updates
+    assert int(model.optimizer._iterations.numpy()) == 4 * config.gradient_accumulation_steps
+    if "precision" in options:
+        assert model.discriminator.transformer_layers[0].compute_dtype == "bfloat16"
+        assert model.embeddings.token_embedding.embeddings.dtype == "float32"
+    assert (tmp_path / "run" / "checkpoints" / "ckpt-4.index").exists()
