@@ -23,9 +23,20 @@ setuptools.setup(
         "numpy>=1.26",
         "apache-beam>=2.60",
         "tokenizers>=0.20",
+        "mwxml>=0.3.8",
+        "mwparserfromhell>=0.7",
     ],
     extras_require={
-        "test": ["pytest>=8", "pytest-timeout>=2.3"],
+        # Reading and writing Hugging Face checkpoints (`electra_tf.convert`).
+        "interop": ["safetensors>=0.4"],
+        # The suite checks conversions against transformers itself (PyTorch, CPU).
+        "test": [
+            "pytest>=8",
+            "safetensors>=0.4",
+            "transformers>=5,<6",
+            "torch==2.13.0",
+            "tensorflow-serving-api~=2.21.0",
+        ],
     },
     entry_points={
         "console_scripts": [

@@ -266,8 +266,9 @@ class ElectraPretrainer(keras.Model):
         # Keras' `iterations` counts updates; with gradient accumulation every
         # micro-batch needs its own numbers, so key on the call counter.
         step = 0
-        if self.optimizer is not None:
-            step = getattr(self.optimizer, "inner_optimizer", self.optimizer)._iterations
+        optimizer = getattr(self, "optimizer", None)  # absent before `compile`
+        if optimizer is not None:
+            step = getattr(optimizer, "inner_optimizer", optimizer)._iterations
         return tf.stack([tf.constant(self.seed * 2 + salt, tf.int64), tf.cast(step, tf.int64)])
 
     def train_step(self, data):

@@ -1,0 +1,114 @@
+"""Hugging Face BERT checkpoints (safetensors) as ELECTRA discriminators.
+
+A BERT encoder is an ELECTRA discriminator body with `embedding_dim ==
+hidden_dim` (no `embeddings_project`): the same embeddings, post-LN blocks and
+names. The BERT pooler (`pooler.*`) and pre-training heads (`cls.*`) have no
+ELECTRA counterpart and are dropped with a log line listing them; any other
+unknown weight is an error. Into an `ElectraPretrainer` a BERT checkpoint
+fills the shared embeddings and the discriminator; the discriminator head and
+the generator keep their initial values (logged).
+"""
+
+import numpy as np
+from absl import logging
+
+from electra_tf.convert import hf_names
+from electra_tf.convert.hugging_face import check_config, encoder_kwargs, read_safetensors_dir
+from electra_tf.convert.weight_map import assign_weights, build_model
+from electra_tf.models.encoder import ElectraEncoder
+from electra_tf.models.pretrainer import ElectraPretrainer
+
+_DROPPED = ("pooler.", "cls.")
+_BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")
+
+
+def read_bert(directory):
+    """Reads a Hugging Face BERT directory into official ELECTRA names.
+
+    Args:
+        directory: str. `config.json` + `model.safetensors` of a `BertModel`
+            (or `BertFor*`: the `bert.` body is read).
+
+    Returns:
+        dict with `"config"` and `"weights"` (official name -> float32 array).
+
+    Example:
+        ```python
+        bert = read_bert("all-MiniLM-L6-v2")
+        bert["weights"]["electra/embeddings/word_embeddings"].shape  # (30522, 384)
+        ```
+    """
+    config, state = read_safetensors_dir(directory)
+    if config.get("model_type") != "bert":
+        raise ValueError(
+            f"{directory!r} is not a BERT checkpoint. Received: `model_type={config.get('model_type')!r}`"
+        )
+    if config.get("position_embedding_type", "absolute") != "absolute":
+        raise ValueError(
+            "Only absolute position embeddings convert. Received: "
+            f"`position_embedding_type={config['position_embedding_type']!r}`"
+        )
+    weights, dropped, unused = {}, [], []
+    for name, value in state.items():
+        body = name[len("bert.") :] if name.startswith("bert.") else name
+        if body.endswith(_BUFFERS):
+            continue
+        if body.startswith(_DROPPED) or name.startswith(_DROPPED):
+            dropped.append(name)
+            continue
+        mapped = hf_names.hf_to_official(body, "model")
+        if mapped is None or not mapped[0].startswith("electra/"):
+            unused.append(name)
+            continue
+        official, transpose = mapped
+        value = np.asarray(value, np.float32)
+        weights[official] = value.T if transpose else value
+    if unused:
+        raise ValueError(
+            f"{len(unused)} weight(s) in {directory!r} have no ELECTRA counterpart: {sorted(unused)[:12]}"
+        )
+    if dropped:
+        logging.info("BERT weights with no ELECTRA counterpart, dropped: %s", sorted(dropped))
+    return {"config": config, "weights": weights}
+
+
+def load_bert(directory, model, strict=False):
+    """Loads a BERT checkpoint into an encoder or a pretrainer's discriminator, all or nothing.
+
+    Args:
+        directory: str. Hugging Face BERT directory.
+        model: `ElectraEncoder` or `ElectraPretrainer`, with
+            `embedding_dim == hidden_dim` and BERT's sizes.
+        strict: bool. Every part of `model` must be in the checkpoint (never
+            true of a pretrainer: BERT has no generator).
+
+    Raises:
+        ValueError: naming every architecture setting that differs.
+
+    Example:
+        ```python
+        config = get_config("base", embedding_dim=768, vocab_size=30522)
+        load_bert("bert-base-uncased", build_pretrainer(config))
+        ```
+    """
+    bert = read_bert(directory)
+    source = f"BERT checkpoint {directory!r}"
+    if isinstance(model, ElectraPretrainer):
+        check_config(bert["config"], model.discriminator, source)
+    elif isinstance(model, ElectraEncoder):
+        check_config(bert["config"], model, source)
+    return assign_weights(model, bert["weights"], source, strict=strict)
+
+
+def build_from_bert(directory):
+    """An `ElectraEncoder` (E = H, no projection) holding a BERT checkpoint.
+
+    Example:
+        ```python
+        encoder = build_from_bert("all-MiniLM-L6-v2")
+        ```
+    """
+    bert = read_bert(directory)
+    encoder = build_model(encoder_kwargs(bert["config"]))
+    assign_weights(encoder, bert["weights"], f"BERT checkpoint {directory!r}")
+    return encoder

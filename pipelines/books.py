@@ -1,0 +1,42 @@
+"""Reader for BooksCorpus-style text: one book per `.txt` file.
+
+Paragraphs are separated by blank lines; line breaks inside a paragraph are
+spaces. Each paragraph is sentence-split with `sentences.split_sentences`;
+a book is one document.
+"""
+
+from pipelines import sentences as sentences_lib
+from pipelines import text_io
+
+
+def read_book(path, key, source="books"):
+    """Yields the one document of a book file (nothing if it holds no text).
+
+    Args:
+        path: str. A `.txt` (or `.txt.gz`/`.txt.bz2`) file holding one book.
+        key: str. Stable file key; the document key is `<key>:0`.
+        source: str. Source label stored in the document.
+
+    Yields:
+        One `text_io.Document`.
+
+    Example:
+        ```python
+        doc = next(read_book("books/moby_dick.txt", key="moby_dick"))
+        ```
+    """
+    with text_io.CompressedReader(path) as reader:
+        try:
+            data = reader.file.read()
+        except reader.ERRORS as err:
+            raise reader.error(err) from err
+    text, invalid = text_io.decode_utf8(data)
+    sentences, paragraph = [], []
+    for line in text.splitlines() + [""]:
+        if line.strip():
+            paragraph.append(line)
+        elif paragraph:
+            sentences.extend(sentences_lib.split_sentences(" ".join(paragraph)))
+            paragraph = []
+    if sentences:
+        yield text_io.Document(f"{key}:0", source, sentences, invalid, len(data))

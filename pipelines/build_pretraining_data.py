@@ -1,0 +1,433 @@
+r"""Apache Beam pipeline: text -> packed ELECTRA pre-training TFRecords.
+
+    python -m pipelines.build_pretraining_data \
+        --input 'text:../shared/data/corpus/*.txt.gz' \
+        --vocab ../shared/data/vocab/bert_uncased_vocab.txt \
+        --output_dir /tmp/pretrain --max_seq_length 128 --num_shards 8 --seed 0
+
+Stages: list files (`sources.expand_inputs`) -> reshuffle the file names (so
+files are read in parallel; a single huge file is read by one worker) -> read
+documents -> tokenize batches of documents with the one `WordPieceTokenizer` (one TF call
+per batch) and pack each document (`packing.pack_document`, RNG seeded from
+(seed, document key)) -> key each example by sha1(document key, index) ->
+shard = that hash mod `num_shards` -> group -> sort each shard by the hash ->
+write `pretrain_data.tfrecord-{i:05d}-of-{N:05d}`.
+
+Output is a function of (inputs, vocab, max_seq_length, num_shards, seed)
+only: byte-identical across runs, runners and worker counts. Each shard is
+written under a hidden temporary name and renamed; `stats.json` and then
+`_SUCCESS` are written last, so a directory without `_SUCCESS` is incomplete
+and a re-run after a crash overwrites it with identical shards. Any Beam
+option passes through (`--runner DataflowRunner --project ...`); the default
+is the DirectRunner in multi-processing mode on all cores.
+"""
+
+import hashlib
+import json
+import os
+import time
+import uuid
+
+from absl import app
+from absl import flags
+from absl import logging
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.data import tokenizer as tokenizer_lib
+from pipelines import packing
+from pipelines import sources
+
+SHARD_PATTERN = "pretrain_data.tfrecord-{index:05d}-of-{num_shards:05d}"
+SUCCESS_FILE = "_SUCCESS"
+STATS_FILE = "stats.json"
+_PARTIAL_STATS = ".stats.partial.json"
+_TMP_PREFIX = ".tmp-"
+
+
+def shard_paths(output_dir, num_shards):
+    """The final shard paths of a build, in shard order."""
+    return [
+        os.path.join(output_dir, SHARD_PATTERN.format(index=i, num_shards=num_shards))
+        for i in range(num_shards)
+    ]
+
+
+def _sum_stats(dicts):
+    """Adds nested dicts of numbers key-wise."""
+    total = {}
+    for d in dicts:
+        for key, value in d.items():
+            if isinstance(value, dict):
+                total[key] = _sum_stats([total.get(key, {}), value])
+            else:
+                total[key] = total.get(key, 0) + value
+    return total
+
+
+class _SumStatsFn(beam.CombineFn):
+    def create_accumulator(self):
+        return {}
+
+    def add_input(self, accumulator, element):
+        return _sum_stats([accumulator, element])
+
+    def merge_accumulators(self, accumulators):
+        return _sum_stats(accumulators)
+
+    def extract_output(self, accumulator):
+        return accumulator
+
+
+def _read_file(input_file):
+    logging.info("Reading %s", input_file.path)
+    count = 0
+    for doc in sources.read_documents(input_file):
+        count += 1
+        yield doc
+    logging.info("Read %s: %d documents", input_file.path, count)
+
+
+class TokenizeAndPackFn(beam.DoFn):
+    """Tokenizes a batch of documents in one TF call, packs each, encodes the examples.
+
+    Args:
+        vocab_file: str. The vocabulary.
+        lower_case: bool. Passed to `WordPieceTokenizer`.
+        max_seq_length: int. Example length.
+        num_shards: int. Number of output shards.
+        seed: int. Build seed (with the document key it seeds the packing RNG).
+
+    Outputs (main): `(shard, blob)`, one per shard present in the batch, the
+    blob holding `sha1 key (20 bytes) + length (4 bytes) + serialized example`
+    items; tagged `stats`: one dict of counts per batch.
+    """
+
+    def __init__(self, vocab_file, lower_case, max_seq_length, num_shards, seed):
+        self.vocab_file = vocab_file
+        self.lower_case = lower_case
+        self.max_seq_length = max_seq_length
+        self.num_shards = num_shards
+        self.seed = seed
+        self._tokenizer = None
+
+    def setup(self):
+        self._tokenizer = tokenizer_lib.WordPieceTokenizer(self.vocab_file, lower_case=self.lower_case)
+        self._cls = self._tokenizer.cls_id
+        self._sep = self._tokenizer.sep_id
+        self._unk = self._tokenizer.unk_id
+        self._documents = self._examples = 0
+
+    def process(self, documents):
+        lines = [s for doc in documents for s in doc.sentences]
+        ragged = self._tokenizer.tokenize(lines)
+        flat = ragged.flat_values.numpy()
+        splits = ragged.row_splits.numpy()
+        lengths = np.diff(splits).tolist()
+        stats = {"unknown_tokens": int(np.count_nonzero(flat == self._unk))}
+        per_source = {}
+        examples, keys = [], []
+        line = 0
+        for doc in documents:
+            doc_lengths = lengths[line : line + len(doc.sentences)]
+            packed = packing.pack_lengths(  # spans index the batch's sentences (offset `line`)
+                doc_lengths, self.max_seq_length, packing.document_rng(self.seed, doc.key), offset=line
+            )
+            examples.extend(packed)
+            keys.extend(hashlib.sha1(f"{doc.key}#{i}".encode("utf-8")).digest() for i in range(len(packed)))
+            line += len(doc.sentences)
+            source = per_source.setdefault(doc.source, {})
+            for name, value in (("documents", 1), ("sentences", sum(1 for n in doc_lengths if n)),
+                                ("tokens", sum(doc_lengths)), ("examples", len(packed)),
+                                ("bytes", doc.num_bytes), ("invalid_utf8", doc.invalid_utf8)):
+                source[name] = source.get(name, 0) + value
+        stats["per_source"] = per_source
+        self._documents += len(documents)
+        self._examples += len(examples)
+        logging.log_every_n_seconds(
+            logging.INFO, "TokenizeAndPack: %d documents, %d examples so far (this worker)", 30,
+            self._documents, self._examples,
+        )
+        for name in ("documents", "sentences", "tokens", "examples", "bytes", "invalid_utf8"):
+            stats[name] = sum(s[name] for s in per_source.values())
+        stats["empty_sentences"] = lengths.count(0)
+        stats["single_segment_drawn"] = sum(e.single_segment for e in examples)
+        stats["single_segment"] = sum(not e.b for e in examples)
+        stats["short_target"] = sum(e.short_target for e in examples)
+        stats["truncated_tokens"] = sum(e.truncated for e in examples)
+        if not examples:
+            yield beam.pvalue.TaggedOutput("stats", stats)
+            return
+        arrays = packing.spans_to_arrays(
+            examples, splits[:-1], flat, self.max_seq_length, self._cls, self._sep
+        )
+        stats["example_tokens"] = int(arrays["input_mask"].sum())
+        yield beam.pvalue.TaggedOutput("stats", stats)
+        serialized = packing.serialize_examples(arrays)
+        by_shard = {}
+        for key, record in zip(keys, serialized):
+            shard = int.from_bytes(key[:8], "big") % self.num_shards
+            by_shard.setdefault(shard, []).append(key + len(record).to_bytes(4, "big") + record)
+        for shard, blobs in by_shard.items():
+            yield shard, b"".join(blobs)  # one bytes value per shard and batch: cheap to shuffle
+
+
+def _unpack_blob(blob):
+    """(sort key, record) pairs of a blob made of `key (20 bytes) + length (4) + record` items."""
+    pos = 0
+    while pos < len(blob):
+        key = blob[pos : pos + 20]
+        size = int.from_bytes(blob[pos + 20 : pos + 24], "big")
+        yield key, blob[pos + 24 : pos + 24 + size]
+        pos += 24 + size
+
+
+class WriteShardFn(beam.DoFn):
+    """Sorts one shard's examples by key and writes them atomically (temp file + rename)."""
+
+    def __init__(self, output_dir, num_shards):
+        self.output_dir = output_dir
+        self.num_shards = num_shards
+
+    def process(self, shard_and_groups):
+        shard, blobs = shard_and_groups
+        records = sorted(record for blob in blobs for record in _unpack_blob(blob))
+        final = shard_paths(self.output_dir, self.num_shards)[shard]
+        tmp = os.path.join(self.output_dir, f"{_TMP_PREFIX}{os.path.basename(final)}-{uuid.uuid4().hex}")
+        with tf.io.TFRecordWriter(tmp) as writer:
+            for _, record in records:
+                writer.write(record)
+        tf.io.gfile.rename(tmp, final, overwrite=True)
+        logging.info("Wrote %s (%d examples)", final, len(records))
+        yield len(records)
+
+
+def _write_json(path, value):
+    tmp = os.path.join(os.path.dirname(path), f"{_TMP_PREFIX}{os.path.basename(path)}-{uuid.uuid4().hex}")
+    with tf.io.gfile.GFile(tmp, "w") as f:
+        f.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
+    tf.io.gfile.rename(tmp, path, overwrite=True)
+
+
+def _prepare_output_dir(output_dir, num_shards):
+    """Marks the directory incomplete and removes temp files and foreign shards."""
+    tf.io.gfile.makedirs(output_dir)
+    keep = set(os.path.basename(p) for p in shard_paths(output_dir, num_shards))
+    for name in tf.io.gfile.listdir(output_dir):
+        stale = (
+            name in (SUCCESS_FILE, STATS_FILE, _PARTIAL_STATS)
+            or name.startswith(_TMP_PREFIX)
+            or (name.startswith("pretrain_data.tfrecord-") and name not in keep)
+        )
+        if stale:
+            tf.io.gfile.remove(os.path.join(output_dir, name))
+
+
+def default_pipeline_args():
+    """DirectRunner, multi-processing on every core."""
+    return [
+        "--runner=DirectRunner",
+        "--direct_running_mode=multi_processing",
+        f"--direct_num_workers={os.cpu_count() or 1}",
+    ]
+
+
+def _merge_pipeline_args(pipeline_args):
+    """User Beam options, completed with `default_pipeline_args()` where they say nothing.
+
+    A non-Direct runner, or `direct_running_mode=in_memory` (one process), drops
+    the multi-processing defaults.
+    """
+    user = list(pipeline_args or [])
+    joined = " ".join(user)
+    if "--runner" in joined and "DirectRunner" not in joined:
+        return user
+    defaults = default_pipeline_args()
+    if "in_memory" in joined:
+        defaults[-1] = "--direct_num_workers=1"
+    names = {a.split("=")[0] for a in user if a.startswith("--")}
+    return [d for d in defaults if d.split("=")[0] not in names] + user
+
+
+def _runner(options):
+    """The runner: for the DirectRunner, its FnApiRunner backend directly.
+
+    Beam's DirectRunner first tries the Prism runner, which downloads a binary
+    at run time and ignores `direct_running_mode`; going straight to the
+    FnApiRunner (what the DirectRunner falls back to) keeps builds offline and
+    honours `direct_running_mode` / `direct_num_workers`. Other runners
+    (Dataflow, Flink, Spark, Prism) are returned as named.
+    """
+    from apache_beam.options.pipeline_options import StandardOptions  # pylint: disable=import-outside-toplevel
+
+    name = options.view_as(StandardOptions).runner
+    if name not in (None, "DirectRunner", "direct"):
+        return None  # `beam.Pipeline` resolves it from the options
+    from apache_beam.portability.api import beam_provision_api_pb2  # pylint: disable=import-outside-toplevel
+    from apache_beam.runners.portability import portable_runner  # pylint: disable=import-outside-toplevel
+    from apache_beam.runners.portability.fn_api_runner import fn_runner  # pylint: disable=import-outside-toplevel
+
+    encoded = portable_runner.JobServiceHandle.encode_pipeline_options(options.get_all_options())
+    provision_info = fn_runner.ExtendedProvisionInfo(
+        beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)
+    )
+    return fn_runner.FnApiRunner(provision_info=provision_info)
+
+
+def _finalize_stats(stats, max_seq_length, num_shards, seed, elapsed):
+    examples = max(stats.get("examples", 0), 1)
+    tokens = max(stats.get("tokens", 0), 1)
+    positions = examples * max_seq_length
+    return dict(
+        documents=stats.get("documents", 0),
+        sentences=stats.get("sentences", 0),
+        examples=stats.get("examples", 0),
+        tokens=stats.get("tokens", 0),
+        bytes=stats.get("bytes", 0),
+        example_tokens=stats.get("example_tokens", 0),
+        truncated_tokens=stats.get("truncated_tokens", 0),
+        padding_fraction=(positions - stats.get("example_tokens", 0)) / positions,
+        single_segment_share=stats.get("single_segment", 0) / examples,
+        single_segment_drawn_share=stats.get("single_segment_drawn", 0) / examples,
+        short_target_share=stats.get("short_target", 0) / examples,
+        unknown_token_rate=stats.get("unknown_tokens", 0) / tokens,
+        invalid_utf8=stats.get("invalid_utf8", 0),
+        empty_sentences=stats.get("empty_sentences", 0),
+        per_source=stats.get("per_source", {}),
+        max_seq_length=max_seq_length,
+        num_shards=num_shards,
+        seed=seed,
+        seconds=round(elapsed, 3),
+    )
+
+
+def build_pretraining_data(
+    inputs,
+    vocab_file,
+    output_dir,
+    max_seq_length=128,
+    num_shards=8,
+    seed=0,
+    pipeline_args=None,
+    lower_case=True,
+    batch_size=64,
+):
+    """Builds packed pre-training TFRecords with Apache Beam; returns the stats.
+
+    Args:
+        inputs: str or list of str. Input specs `[kind:]GLOB`, see `sources`.
+        vocab_file: str. WordPiece `vocab.txt` (checked before any work).
+        output_dir: str. Destination (local or `tf.io.gfile` path).
+        max_seq_length: int. Example length, including [CLS]/[SEP].
+        num_shards: int. Number of output files.
+        seed: int. Packing seed.
+        pipeline_args: list of str. Beam options; default
+            `default_pipeline_args()` (DirectRunner, multi-processing). Use
+            `["--direct_running_mode=in_memory"]` for small in-process builds.
+        lower_case: bool. Tokenizer lower-casing (match the vocabulary).
+        batch_size: int. Documents per tokenizer call (upper bound).
+
+    Returns:
+        dict, the content of `output_dir/stats.json`.
+
+    Raises:
+        FileNotFoundError/ValueError for a bad vocabulary or inputs matching
+        nothing (before the pipeline starts), ValueError if the inputs hold no
+        text, `text_io.CorruptInputError` for a truncated input.
+
+    Example:
+        ```python
+        stats = build_pretraining_data(
+            "corpus/*.txt.gz", "vocab.txt", "/tmp/out", max_seq_length=128,
+            num_shards=4, pipeline_args=["--direct_running_mode=in_memory"])
+        ```
+    """
+    if max_seq_length < 5:
+        raise ValueError(f"`max_seq_length` must be >= 5. Received: `max_seq_length={max_seq_length}`")
+    if num_shards < 1:
+        raise ValueError(f"`num_shards` must be >= 1. Received: `num_shards={num_shards}`")
+    tokenizer_lib.load_vocab(vocab_file)  # fail fast on a bad vocabulary
+    files = sources.expand_inputs(inputs)
+    logging.info("Building from %d files (%d sources) into %s", len(files),
+                 len({f.source for f in files}), output_dir)
+    _prepare_output_dir(output_dir, num_shards)
+
+    options = PipelineOptions(_merge_pipeline_args(pipeline_args))
+    start = time.time()
+    with beam.Pipeline(runner=_runner(options), options=options) as pipeline:
+        documents = (
+            pipeline
+            | "ListFiles" >> beam.Create(files)
+            | "SpreadFiles" >> beam.Reshuffle()  # files, not documents, cross the network
+            | "ReadDocuments" >> beam.FlatMap(_read_file)
+            | "Batch" >> beam.BatchElements(min_batch_size=1, max_batch_size=batch_size)
+        )
+        packed = documents | "TokenizeAndPack" >> beam.ParDo(
+            TokenizeAndPackFn(vocab_file, lower_case, max_seq_length, num_shards, seed)
+        ).with_outputs("stats", main="examples")
+        all_shards = pipeline | "ShardIds" >> beam.Create([(i, b"") for i in range(num_shards)])
+        _ = (
+            (packed.examples, all_shards)
+            | "AllShards" >> beam.Flatten()
+            | "GroupByShard" >> beam.GroupByKey()
+            | "WriteShards" >> beam.ParDo(WriteShardFn(output_dir, num_shards))
+        )
+        _ = (
+            packed.stats
+            | "SumStats" >> beam.CombineGlobally(_SumStatsFn())
+            | "WriteStats" >> beam.Map(_write_json_to, os.path.join(output_dir, _PARTIAL_STATS))
+        )
+    elapsed = time.time() - start
+    partial = os.path.join(output_dir, _PARTIAL_STATS)
+    with tf.io.gfile.GFile(partial) as f:
+        raw = json.load(f)
+    tf.io.gfile.remove(partial)
+    stats = _finalize_stats(raw, max_seq_length, num_shards, seed, elapsed)
+    if stats["documents"] == 0 or stats["examples"] == 0:
+        raise ValueError(f"Inputs {inputs!r} hold no text: 0 documents with word pieces were read.")
+    _write_json(os.path.join(output_dir, STATS_FILE), stats)
+    with tf.io.gfile.GFile(os.path.join(output_dir, SUCCESS_FILE), "w") as f:
+        f.write("")
+    logging.info(
+        "Done in %.1fs: %d documents, %d examples, %d tokens (%.2f MB/s); padding %.3f, "
+        "single-segment %.3f, short-target %.3f, unknown %.5f, invalid utf-8 %d",
+        elapsed, stats["documents"], stats["examples"], stats["tokens"], stats["bytes"] / 1e6 / max(elapsed, 1e-9),
+        stats["padding_fraction"], stats["single_segment_share"], stats["short_target_share"],
+        stats["unknown_token_rate"], stats["invalid_utf8"],
+    )
+    return stats
+
+
+def _write_json_to(value, path):
+    _write_json(path, value)
+
+
+def define_flags():
+    """Defines the CLI flags (only when run as a script, so imports never clash)."""
+    flags.DEFINE_list("input", None, "Input specs `[kind:]GLOB` (kind: text, wikipedia, books).")
+    flags.DEFINE_string("vocab", None, "WordPiece vocab.txt.")
+    flags.DEFINE_string("output_dir", None, "Output directory.")
+    flags.DEFINE_integer("max_seq_length", 128, "Example length including [CLS]/[SEP].")
+    flags.DEFINE_integer("num_shards", 8, "Number of TFRecord shards.")
+    flags.DEFINE_integer("seed", 0, "Packing seed.")
+    flags.DEFINE_bool("lower_case", True, "Lower-case and strip accents (uncased vocabulary).")
+    flags.mark_flags_as_required(["input", "vocab", "output_dir"])
+
+
+def main(argv):
+    # Call through the importable module so Beam pickles DoFns by reference, not from __main__.
+    from pipelines import build_pretraining_data as lib  # pylint: disable=import-self
+
+    FLAGS = flags.FLAGS
+    stats = lib.build_pretraining_data(
+        FLAGS.input, FLAGS.vocab, FLAGS.output_dir, FLAGS.max_seq_length, FLAGS.num_shards,
+        FLAGS.seed, pipeline_args=argv[1:], lower_case=FLAGS.lower_case,
+    )
+    print(json.dumps({k: v for k, v in stats.items() if k != "per_source"}, indent=2))
+
+
+if __name__ == "__main__":
+    define_flags()
+    app.run(main, flags_parser=lambda argv: flags.FLAGS(argv, known_only=True))

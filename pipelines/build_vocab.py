@@ -1,0 +1,155 @@
+r"""Trains a WordPiece vocabulary with Hugging Face `tokenizers`.
+
+    python -m pipelines.build_vocab --input 'corpus/*.txt.gz' --vocab_size 8192 \
+        --output vocab.txt --lower_case --num_unused 100
+
+The text is normalized and pre-tokenized exactly as BERT (and our
+`WordPieceTokenizer`) does it: `BertNormalizer` (clean text, CJK spacing,
+lower-case + strip accents when `lower_case`) and `BertPreTokenizer`
+(whitespace and punctuation splits). `vocab.txt` is laid out as:
+
+    [PAD]                       id 0 (padding in the records)
+    [unused0] ... [unusedN-1]   free slots for later special tokens
+    [UNK] [CLS] [SEP] [MASK]
+    learned pieces               single characters, `##` continuations, words
+
+`vocab_size` counts every line. Training is deterministic for the same input
+files (same order) and parameters. Inputs are read with `sources`, so
+`text:`, `wikipedia:` and `books:` specs all work.
+"""
+
+import collections
+import os
+import unicodedata
+
+from absl import app
+from absl import flags
+from absl import logging
+import tensorflow as tf
+import tokenizers
+from tokenizers import models
+from tokenizers import normalizers
+from tokenizers import pre_tokenizers
+from tokenizers import trainers
+
+from pipelines import sources
+
+SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def _sentences(files):
+    for input_file in files:
+        count = 0
+        for doc in sources.read_documents(input_file):
+            count += 1
+            yield from doc.sentences
+        logging.info("build_vocab: read %s (%d documents)", input_file.path, count)
+
+
+def _is_punctuation(char):
+    """BERT's punctuation test (`BertPreTokenizer` splits these off: never a `##` piece)."""
+    code = ord(char)
+    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def _alphabet(files, normalizer, limit):
+    """The `limit` most frequent normalized characters, ordered by (-count, char)."""
+    raw = collections.Counter()
+    for sentence in _sentences(files):
+        raw.update(sentence)
+    counts = collections.Counter()
+    for char, count in raw.items():
+        for normalized in normalizer.normalize_str(char):
+            if not normalized.isspace():
+                counts[normalized] += count
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return [char for char, _ in ranked[:limit]]
+
+
+def build_vocab(inputs, vocab_size, output, lower_case=True, num_unused=100, limit_alphabet=1000,
+                min_frequency=2):
+    """Trains a WordPiece vocabulary and writes `vocab.txt`.
+
+    Args:
+        inputs: str or list of str. Input specs `[kind:]GLOB` (see `sources`).
+        vocab_size: int. Total lines of `vocab.txt`, special tokens included.
+        output: str. Path of the `vocab.txt` to write (atomically).
+        lower_case: bool. Lower-case and strip accents (an uncased vocabulary).
+        num_unused: int. Number of `[unusedK]` slots after [PAD].
+        limit_alphabet: int. Most frequent characters kept as pieces.
+        min_frequency: int. Least count for a merged piece.
+
+    Returns:
+        list of str, the vocabulary in id order.
+
+    Example:
+        ```python
+        vocab = build_vocab("corpus.txt", vocab_size=8192, output="/tmp/vocab.txt")
+        assert vocab[0] == "[PAD]"
+        ```
+    """
+    head = ["[PAD]"] + [f"[unused{i}]" for i in range(num_unused)] + list(SPECIAL_TOKENS)
+    if vocab_size <= len(head) + 1:
+        raise ValueError(
+            f"`vocab_size` must exceed the {len(head)} special tokens. Received: `vocab_size={vocab_size}`"
+        )
+    files = sources.expand_inputs(inputs)
+    normalizer = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=lower_case, lowercase=lower_case
+    )
+    alphabet = _alphabet(files, normalizer, limit_alphabet)
+    tokenizer = tokenizers.Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tokenizer.normalizer = normalizer
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=vocab_size - len(head),
+        min_frequency=min_frequency,
+        limit_alphabet=len(alphabet),
+        initial_alphabet=alphabet,
+        # Fixing the ids of every character and `##` continuation up front makes the
+        # trainer's tie-breaking (by token id) independent of its hash-map order.
+        special_tokens=alphabet + [f"##{c}" for c in alphabet if not _is_punctuation(c)],
+        continuing_subword_prefix="##",
+        show_progress=False,
+    )
+    logging.info("build_vocab: training %d pieces (alphabet %d) on %d files",
+                 vocab_size - len(head), len(alphabet), len(files))
+    tokenizer.train_from_iterator(_sentences(files), trainer=trainer)
+    learned = sorted(tokenizer.get_vocab().items(), key=lambda item: (item[1], item[0]))
+    reserved = set(head)
+    vocab = head + [token for token, _ in learned if token not in reserved and token.strip()]
+    vocab = vocab[:vocab_size]
+    if len(vocab) < vocab_size:
+        logging.warning("build_vocab: the corpus yields only %d of %d entries", len(vocab), vocab_size)
+    output_dir = os.path.dirname(output)
+    if output_dir:
+        tf.io.gfile.makedirs(output_dir)
+    tmp = f"{output}.tmp"
+    with tf.io.gfile.GFile(tmp, "w") as f:
+        f.write("".join(token + "\n" for token in vocab))
+    tf.io.gfile.rename(tmp, output, overwrite=True)
+    logging.info("build_vocab: wrote %s (%d entries)", output, len(vocab))
+    return vocab
+
+
+def define_flags():
+    """Defines the CLI flags (only when run as a script)."""
+    flags.DEFINE_list("input", None, "Input specs `[kind:]GLOB`, comma-separated.")
+    flags.DEFINE_integer("vocab_size", 30522, "Total vocabulary size, special tokens included.")
+    flags.DEFINE_string("output", None, "Path of the vocab.txt to write.")
+    flags.DEFINE_bool("lower_case", True, "Uncased vocabulary (lower-case, strip accents).")
+    flags.DEFINE_integer("num_unused", 100, "Number of [unusedK] slots.")
+    flags.mark_flags_as_required(["input", "output"])
+
+
+def main(argv):
+    del argv
+    FLAGS = flags.FLAGS
+    build_vocab(FLAGS.input, FLAGS.vocab_size, FLAGS.output, FLAGS.lower_case, FLAGS.num_unused)
+
+
+if __name__ == "__main__":
+    define_flags()
+    app.run(main)

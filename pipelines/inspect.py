@@ -1,0 +1,89 @@
+r"""Decodes pre-training records back to text, for eyeballing a build.
+
+    python -m pipelines.inspect --data '/tmp/pretrain/pretrain_data.tfrecord-*' \
+        --vocab vocab.txt --num 5
+
+Prints, per example, the A and B segments as text (word pieces joined: a `##`
+piece continues the previous word), the number of real tokens and the
+segment lengths.
+"""
+
+from absl import app
+from absl import flags
+import tensorflow as tf
+
+from electra_tf.data import tokenizer as tokenizer_lib
+
+
+def pieces_to_text(pieces):
+    """Joins word pieces into text (`##x` glues to the previous piece).
+
+    Example:
+        >>> pieces_to_text(["the", "token", "##izer", "works", "."])
+        'the tokenizer works .'
+    """
+    words = []
+    for piece in pieces:
+        if piece.startswith("##") and words:
+            words[-1] += piece[2:]
+        else:
+            words.append(piece)
+    return " ".join(words)
+
+
+def decode_examples(data, vocab_file, num=5):
+    """Reads the first `num` records of `data` and decodes them.
+
+    Args:
+        data: str. Glob of TFRecord files (`pretrain_data.tfrecord-*`).
+        vocab_file: str. The vocabulary the records were built with.
+        num: int. Number of examples.
+
+    Returns:
+        list of dicts: `a`, `b` (str), `num_tokens`, `len_a`, `len_b` (ints),
+        `input_ids` (list of int, unpadded).
+
+    Example:
+        ```python
+        for ex in decode_examples("/tmp/out/pretrain_data.tfrecord-*", "vocab.txt", 2):
+            print(ex["a"], "||", ex["b"])
+        ```
+    """
+    vocab = tokenizer_lib.load_vocab(vocab_file)
+    special = {vocab.index(t) for t in ("[CLS]", "[SEP]")}
+    files = sorted(tf.io.gfile.glob(data))
+    if not files:
+        raise ValueError(f"No records match `data={data!r}`")
+    spec = {n: tf.io.VarLenFeature(tf.int64) for n in ("input_ids", "input_mask", "segment_ids")}
+    out = []
+    for record in tf.data.TFRecordDataset(files).take(num):
+        example = {k: tf.sparse.to_dense(v).numpy() for k, v in tf.io.parse_single_example(record, spec).items()}
+        n = int(example["input_mask"].sum())
+        ids, segments = example["input_ids"][:n].tolist(), example["segment_ids"][:n].tolist()
+        a = [vocab[i] for i, s in zip(ids, segments) if s == 0 and i not in special]
+        b = [vocab[i] for i, s in zip(ids, segments) if s == 1 and i not in special]
+        out.append(dict(a=pieces_to_text(a), b=pieces_to_text(b), num_tokens=n, len_a=len(a), len_b=len(b),
+                        input_ids=ids))
+    return out
+
+
+def define_flags():
+    """Defines the CLI flags (only when run as a script)."""
+    flags.DEFINE_string("data", None, "Glob of TFRecord files.")
+    flags.DEFINE_string("vocab", None, "vocab.txt used for the build.")
+    flags.DEFINE_integer("num", 5, "Number of examples to print.")
+    flags.mark_flags_as_required(["data", "vocab"])
+
+
+def main(argv):
+    del argv
+    FLAGS = flags.FLAGS
+    for i, example in enumerate(decode_examples(FLAGS.data, FLAGS.vocab, FLAGS.num)):
+        print(f"--- example {i}: {example['num_tokens']} tokens (A {example['len_a']}, B {example['len_b']})")
+        print(f"A: {example['a']}")
+        print(f"B: {example['b'] or '(single segment)'}")
+
+
+if __name__ == "__main__":
+    define_flags()
+    app.run(main)

@@ -1,0 +1,119 @@
+"""Input specs -> files -> documents, for any mix of sources in one build.
+
+An input spec is `[kind:]GLOB`; several are given as a list or comma-separated.
+`kind` is one of:
+
+- `text`: BERT-convention text files (one sentence per line, blank line
+  between documents), `.gz`/`.bz2` by extension (`text_files.py`);
+- `wikipedia`: MediaWiki XML dumps, `*-pages-articles*.xml.bz2` (`wikipedia.py`);
+- `books`: one book per `.txt` file; a directory means all `.txt` files under
+  it (`books.py`).
+
+Without a prefix the kind is guessed: a directory is `books`, a name holding
+`.xml` is `wikipedia`, anything else is `text`. Each spec is one *source*:
+its label (`kind:GLOB`) keys the per-source counts in `stats.json`.
+"""
+
+import collections
+import os
+
+import tensorflow as tf
+
+from pipelines import books
+from pipelines import text_files
+from pipelines import wikipedia
+
+KINDS = ("text", "wikipedia", "books")
+READERS = {
+    "text": text_files.read_text_file,
+    "wikipedia": wikipedia.read_wikipedia_dump,
+    "books": books.read_book,
+}
+
+InputFile = collections.namedtuple("InputFile", ["source", "kind", "path", "key"])
+InputFile.__doc__ = """One file to read: its source label, reader kind, path and stable key."""
+
+
+def parse_specs(inputs):
+    """Splits `inputs` (str or list of str, comma-separated allowed) into (kind, glob) pairs."""
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    specs = []
+    for item in inputs:
+        for part in str(item).split(","):
+            part = part.strip()
+            if not part:
+                continue
+            kind, sep, pattern = part.partition(":")
+            if not sep or kind not in KINDS:
+                kind, pattern = _guess_kind(part), part
+            specs.append((kind, pattern))
+    if not specs:
+        raise ValueError(f"No input given. Received: `inputs={inputs!r}`")
+    return specs
+
+
+def _guess_kind(pattern):
+    if tf.io.gfile.isdir(pattern):
+        return "books"
+    if ".xml" in os.path.basename(pattern):
+        return "wikipedia"
+    return "text"
+
+
+def expand_inputs(inputs):
+    """Lists the files of every input spec, in a deterministic order.
+
+    Args:
+        inputs: str or list of str. Input specs `[kind:]GLOB` (see module doc).
+
+    Returns:
+        list of `InputFile`. Keys are paths relative to the common directory
+        of all files, so outputs do not depend on where the data lives.
+
+    Raises:
+        ValueError if a spec matches no file, or a file is given twice.
+
+    Example:
+        ```python
+        files = expand_inputs("text:corpus/*.txt.gz,wikipedia:dumps/*.xml.bz2")
+        ```
+    """
+    found = []
+    for kind, pattern in parse_specs(inputs):
+        source = f"{kind}:{pattern}"
+        if kind == "books" and tf.io.gfile.isdir(pattern):
+            paths = [
+                os.path.join(root, name)
+                for root, _, names in tf.io.gfile.walk(pattern)
+                for name in names
+                if name.endswith((".txt", ".txt.gz", ".txt.bz2"))
+            ]
+        else:
+            paths = [p for p in tf.io.gfile.glob(pattern) if not tf.io.gfile.isdir(p)]
+        if not paths:
+            raise ValueError(f"Input `{pattern}` ({kind}) matched no files.")
+        found.extend((source, kind, path) for path in sorted(paths))
+    paths = [path for _, _, path in found]
+    duplicates = sorted({p for p in paths if paths.count(p) > 1})
+    if duplicates:
+        raise ValueError(f"Files given more than once: {duplicates[:5]}")
+    common = os.path.commonpath(paths) if len(paths) > 1 else os.path.dirname(paths[0])
+    return [
+        InputFile(source, kind, path, os.path.relpath(path, common) if common else path)
+        for source, kind, path in found
+    ]
+
+
+def read_documents(input_file):
+    """Yields the `text_io.Document`s of one `InputFile` with its reader.
+
+    Example:
+        ```python
+        for f in expand_inputs("corpus/*.txt.gz"):
+            for doc in read_documents(f):
+                ...
+        ```
+    """
+    reader = READERS[input_file.kind]
+    yield from reader(input_file.path, key=input_file.key, source=input_file.source)

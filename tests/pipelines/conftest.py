@@ -1,0 +1,49 @@
+"""Fixtures for the pipeline tests: the shared data (skipped when absent) and a vocabulary."""
+
+import os
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if REPO not in sys.path:  # `pipelines` is a top-level package beside `electra_tf`
+    sys.path.insert(0, REPO)
+SHARED_DATA = os.path.join(REPO, "..", "shared", "data")
+BERT_VOCAB = os.path.join(SHARED_DATA, "vocab", "bert_uncased_vocab.txt")
+CORPUS_DIR = os.path.join(SHARED_DATA, "corpus")
+
+IN_MEMORY = ["--direct_running_mode=in_memory"]
+
+SAMPLE_TEXT = """The quick brown fox jumps over the lazy dog.
+Café owners in Zürich serve crème brûlée at 9 a.m. every day!
+Is this the real life, or is this just fantasy?
+
+Transformers such as ELECTRA learn by detecting replaced tokens.
+A small generator proposes plausible replacements for masked words.
+The discriminator predicts, for every token, whether it was replaced.
+
+Numbers like 3.14159 and 2,718 appear in scientific writing.
+東京 is the capital of Japan, and naïve readers enjoy its façades.
+"""
+
+
+@pytest.fixture(scope="session")
+def vocab_file(tmp_path_factory):
+    """The BERT uncased vocabulary when the shared data is there, else one trained here."""
+    if os.path.exists(BERT_VOCAB):
+        return BERT_VOCAB
+    from pipelines import build_vocab
+
+    root = tmp_path_factory.mktemp("vocab")
+    text = root / "text.txt"
+    text.write_text(SAMPLE_TEXT * 20, encoding="utf-8")
+    output = str(root / "vocab.txt")
+    build_vocab.build_vocab(str(text), vocab_size=400, output=output, num_unused=5)
+    return output
+
+
+@pytest.fixture(scope="session")
+def corpus_dir():
+    if not os.path.isdir(CORPUS_DIR):
+        pytest.skip(f"shared corpus not found at {CORPUS_DIR}")
+    return CORPUS_DIR

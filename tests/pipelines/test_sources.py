@@ -1,0 +1,80 @@
+"""Readers: BERT text files, books, sentence splitting, several sources in one build."""
+
+import bz2
+import gzip
+
+import pytest
+
+from pipelines import books
+from pipelines import build_pretraining_data as build_lib
+from pipelines import sentences
+from pipelines import sources
+from pipelines import text_files
+
+from conftest import IN_MEMORY
+
+
+def test_split_sentences():
+    text = ('Mr. Smith went to Washington D.C. on Monday. He met Dr. J. R. Jones at 5 p.m. and left! '
+            '"Was it worth it?" she asked. See No. 5 for details. Prices rose 3.5 percent.\nThe end.')
+    assert sentences.split_sentences(text) == [
+        "Mr. Smith went to Washington D.C. on Monday.",
+        "He met Dr. J. R. Jones at 5 p.m. and left!",
+        '"Was it worth it?" she asked.',
+        "See No. 5 for details.",
+        "Prices rose 3.5 percent.",
+        "The end.",
+    ]
+
+
+def test_text_files_documents_and_compression(tmp_path):
+    text = "First sentence.\nSecond one.\n\n\nOther doc.\n  \nThird doc line.\n"
+    for name, data in (("a.txt", text.encode()), ("a.txt.gz", gzip.compress(text.encode())),
+                       ("a.txt.bz2", bz2.compress(text.encode()))):
+        (tmp_path / name).write_bytes(data)
+        docs = list(text_files.read_text_file(str(tmp_path / name), key="k"))
+        assert [d.sentences for d in docs] == [["First sentence.", "Second one."], ["Other doc."], ["Third doc line."]]
+        assert [d.key for d in docs] == ["k:0", "k:1", "k:2"]
+
+
+def test_book_is_one_sentence_split_document(tmp_path):
+    (tmp_path / "book.txt").write_text(
+        "CHAPTER I.\n\nIt was a dark and stormy\nnight. The rain fell in torrents.\n\n"
+        "Except at occasional intervals, it was checked.\n", encoding="utf-8")
+    (doc,) = books.read_book(str(tmp_path / "book.txt"), key="book")
+    assert doc.sentences == ["CHAPTER I.", "It was a dark and stormy night.", "The rain fell in torrents.",
+                             "Except at occasional intervals, it was checked."]
+
+
+def test_expand_inputs_kinds_and_errors(tmp_path):
+    (tmp_path / "books").mkdir()
+    (tmp_path / "books" / "b1.txt").write_text("A book sentence here. Another one.\n")
+    (tmp_path / "t.txt").write_text("x\n")
+    (tmp_path / "enwiki-pages-articles1.xml.bz2").write_bytes(b"")
+    files = sources.expand_inputs(
+        [str(tmp_path / "books"), f"{tmp_path}/t.txt,{tmp_path}/enwiki-pages-articles1.xml.bz2"])
+    assert [(f.kind, f.key) for f in files] == [
+        ("books", "books/b1.txt"), ("text", "t.txt"), ("wikipedia", "enwiki-pages-articles1.xml.bz2")]
+    with pytest.raises(ValueError, match="matched no files"):
+        sources.expand_inputs(f"text:{tmp_path}/nothing*.txt")
+
+
+def test_mixed_sources_in_one_build(tmp_path, vocab_file):
+    from test_wikipedia_reader import PAGES, _dump
+
+    (tmp_path / "books").mkdir()
+    (tmp_path / "books" / "novel.txt").write_text(
+        "It was the best of times. It was the worst of times.\n\nIt was the age of wisdom.\n")
+    (tmp_path / "news.txt").write_text("Stocks rose today.\nBonds fell.\n\nRain is expected.\n")
+    (tmp_path / "enwiki-pages-articles1.xml.bz2").write_bytes(bz2.compress(_dump(PAGES)))
+    inputs = [f"books:{tmp_path}/books", f"text:{tmp_path}/news.txt",
+              f"wikipedia:{tmp_path}/enwiki-*.xml.bz2"]
+    stats = build_lib.build_pretraining_data(inputs, vocab_file, str(tmp_path / "out"), max_seq_length=32,
+                                             num_shards=2, pipeline_args=IN_MEMORY)
+    per_source = stats["per_source"]
+    assert sorted(per_source) == sorted(inputs)
+    assert per_source[inputs[0]]["documents"] == 1 and per_source[inputs[0]]["sentences"] == 3
+    assert per_source[inputs[1]]["documents"] == 2 and per_source[inputs[1]]["sentences"] == 3
+    assert per_source[inputs[2]]["documents"] == 2
+    assert stats["documents"] == 5
+    assert stats["examples"] == sum(s["examples"] for s in per_source.values())
