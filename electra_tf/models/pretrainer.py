@@ -10,7 +10,6 @@ import tensorflow as tf
 from keras_hub.layers import MaskedLMHead
 
 from electra_tf.layers.discriminator_head import DiscriminatorHead
-from electra_tf.layers.embeddings import ElectraEmbeddings
 from electra_tf.layers.masking import gumbel_sample, mask_tokens, scatter_positions
 from electra_tf.models.encoder import ElectraEncoder
 
@@ -377,7 +376,7 @@ class ElectraPretrainer(keras.Model):
 
 def build_pretrainer(config):
     """An `ElectraPretrainer` from an `electra_tf.config.ElectraConfig`."""
-    encoder_args = dict(
+    shared = dict(
         vocab_size=config.vocab_size,
         embedding_dim=config.embedding_dim,
         dropout=config.dropout,
@@ -387,24 +386,13 @@ def build_pretrainer(config):
         layer_norm_epsilon=config.layer_norm_epsilon,
         initializer_range=config.initializer_range,
     )
-    embeddings = ElectraEmbeddings(
-        vocab_size=config.vocab_size,
-        embedding_dim=config.embedding_dim,
-        max_sequence_length=config.max_sequence_length,
-        num_segments=config.num_segments,
-        dropout=config.dropout,
-        layer_norm_epsilon=config.layer_norm_epsilon,
-        initializer_range=config.initializer_range,
-        name="embeddings",
-    )
     discriminator = ElectraEncoder(
         num_layers=config.num_layers,
         num_heads=config.num_heads,
         hidden_dim=config.hidden_dim,
         intermediate_dim=config.intermediate_dim,
-        embeddings=embeddings,
         name="discriminator",
-        **encoder_args,
+        **shared,
     )
     generator = None
     if OBJECTIVES[config.objective]["generator"]:
@@ -413,9 +401,9 @@ def build_pretrainer(config):
             num_heads=config.generator_num_heads,
             hidden_dim=config.generator_hidden_dim,
             intermediate_dim=config.generator_intermediate_dim,
-            embeddings=embeddings,
+            embeddings=discriminator.embeddings,
             name="generator",
-            **encoder_args,
+            **shared,
         )
     return ElectraPretrainer(
         discriminator=discriminator,
