@@ -1,0 +1,155 @@
+"""The pre-trained discriminator as a SavedModel that `tf.saved_model.load` alone can run.
+
+Layout of `export_dir` (a standard SavedModel):
+
+    saved_model.pb, variables/        the graph and the weights
+    assets/vocab.txt                  the WordPiece vocabulary
+    assets/encoder_config.json        `ElectraEncoder.get_config()` + `seq_length`
+
+Signatures:
+
+    serving_default   token_ids, segment_ids, padding_mask  int32 (batch, seq_len)
+                      -> sequence_output (batch, seq_len, hidden), cls_output (batch, hidden)
+    preprocess        text  string (batch,)
+                      -> token_ids, segment_ids, padding_mask  int32 (batch, seq_length)
+    preprocess_pair   text, text_b  string (batch,) -> the same, `[CLS] a [SEP] b [SEP]`
+
+The same functions are attributes of the loaded object (`loaded.encode`,
+`loaded.preprocess`, `loaded.preprocess_pair`), and `loaded.encoder_weights`
+lists the encoder's variables in `ElectraEncoder.weights` order, so
+`load_encoder(export_dir)` rebuilds a trainable Keras encoder from it.
+"""
+
+import json
+import os
+import tempfile
+
+import tensorflow as tf
+
+from electra_tf.data.tokenizer import WordPieceTokenizer
+from electra_tf.export.serving import Untracked, check_ids, check_texts
+from electra_tf.models.encoder import ElectraEncoder
+
+ENCODER_CONFIG_ASSET = "encoder_config.json"
+VOCAB_ASSET = "vocab.txt"
+
+
+def _ids_spec(name):
+    return tf.TensorSpec([None, None], tf.int32, name=name)
+
+
+class EncoderModule(tf.Module):
+    """`tf.Module` holding an encoder and its tokenizer, with the exported functions.
+
+    Args:
+        encoder: `ElectraEncoder`.
+        vocab_file: str. The vocabulary the encoder was trained with.
+        seq_length: int. Output length of the preprocessing functions.
+    """
+
+    def __init__(self, encoder, vocab_file, seq_length=128, name=None):
+        super().__init__(name=name)
+        if seq_length > encoder.max_sequence_length:
+            raise ValueError(
+                f"`seq_length={seq_length}` exceeds the encoder's "
+                f"`max_sequence_length={encoder.max_sequence_length}`."
+            )
+        self._encoder = Untracked(encoder)  # variables tracked below; see serving.ServingModule
+        self.encoder_weights = [w.value for w in encoder.weights]
+        self.tokenizer = WordPieceTokenizer(vocab_file)
+        if self.tokenizer.vocab_size != encoder.vocab_size:
+            raise ValueError(
+                f"The vocabulary {vocab_file} has {self.tokenizer.vocab_size} tokens, the encoder "
+                f"`vocab_size={encoder.vocab_size}`."
+            )
+        self.seq_length = seq_length
+        self._config_dir = tempfile.mkdtemp(prefix="electra_export_")
+        vocab_copy = os.path.join(self._config_dir, VOCAB_ASSET)  # the asset keeps its file name
+        tf.io.gfile.copy(vocab_file, vocab_copy)
+        self.vocab_asset = tf.saved_model.Asset(vocab_copy)
+        config_file = os.path.join(self._config_dir, ENCODER_CONFIG_ASSET)
+        with open(config_file, "w") as f:
+            json.dump({"encoder": encoder.get_config(), "seq_length": seq_length}, f, indent=2)
+        self.config_asset = tf.saved_model.Asset(config_file)
+
+    @tf.function(input_signature=[_ids_spec("token_ids"), _ids_spec("segment_ids"), _ids_spec("padding_mask")])
+    def encode(self, token_ids, segment_ids, padding_mask):
+        inputs = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
+        inputs = check_ids(inputs)
+        sequence = self._encoder.obj(inputs, training=False)
+        return {"sequence_output": sequence, "cls_output": sequence[:, 0, :]}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def preprocess(self, text):
+        text, _ = check_texts(text)
+        return self.tokenizer.pack(text, seq_length=self.seq_length)
+
+    @tf.function(
+        input_signature=[tf.TensorSpec([None], tf.string, name="text"), tf.TensorSpec([None], tf.string, name="text_b")]
+    )
+    def preprocess_pair(self, text, text_b):
+        text, text_b = check_texts(text, text_b)
+        return self.tokenizer.pack(text, text_b, seq_length=self.seq_length)
+
+    def signatures(self):
+        return {
+            "serving_default": self.encode,
+            "preprocess": self.preprocess,
+            "preprocess_pair": self.preprocess_pair,
+        }
+
+
+def export_encoder(encoder, vocab_file, export_dir, seq_length=128):
+    """Writes `encoder` (+ tokenizer) as a SavedModel; see the module docstring.
+
+    Args:
+        encoder: `ElectraEncoder`. E.g. `load_discriminator(model_dir)[0]`.
+        vocab_file: str. Its vocabulary.
+        export_dir: str. Output folder (created; must not hold a SavedModel).
+        seq_length: int. Length produced by the preprocessing signatures.
+
+    Returns:
+        str, `export_dir`.
+
+    Example:
+        ```python
+        encoder, config = load_discriminator("electra_runs/small")
+        export_encoder(encoder, "electra_runs/small/vocab.txt", "/tmp/electra_encoder")
+        loaded = tf.saved_model.load("/tmp/electra_encoder")
+        inputs = loaded.preprocess(tf.constant(["hello world"]))
+        loaded.encode(**inputs)["cls_output"].shape  # (1, hidden_dim)
+        ```
+    """
+    if not isinstance(encoder, ElectraEncoder):
+        raise TypeError(f"`encoder` must be an ElectraEncoder. Received: {type(encoder).__name__}")
+    if tf.io.gfile.exists(os.path.join(export_dir, "saved_model.pb")):
+        raise FileExistsError(f"{export_dir} already holds a SavedModel; choose a new folder.")
+    module = EncoderModule(encoder, vocab_file, seq_length)
+    tf.saved_model.save(module, export_dir, signatures=module.signatures())
+    return export_dir
+
+
+def load_encoder(export_dir):
+    """A trainable `ElectraEncoder` rebuilt from an `export_encoder` SavedModel.
+
+    Returns:
+        `(encoder, vocab_file)`; `vocab_file` is the exported asset's path.
+    """
+    config_file = os.path.join(export_dir, "assets", ENCODER_CONFIG_ASSET)
+    if not tf.io.gfile.exists(config_file):
+        raise FileNotFoundError(
+            f"{export_dir} is not an electra_tf encoder export (no assets/{ENCODER_CONFIG_ASSET})."
+        )
+    with tf.io.gfile.GFile(config_file) as f:
+        config = json.load(f)["encoder"]
+    encoder = ElectraEncoder.from_config(config)
+    encoder.build()
+    loaded = tf.saved_model.load(export_dir)
+    if len(loaded.encoder_weights) != len(encoder.weights):
+        raise ValueError(
+            f"{export_dir} holds {len(loaded.encoder_weights)} encoder weights; an encoder with its "
+            f"config has {len(encoder.weights)}."
+        )
+    for target, source in zip(encoder.weights, loaded.encoder_weights):
+        target.assign(source)
+    return encoder, os.path.join(export_dir, "assets", VOCAB_ASSET)

@@ -1,0 +1,121 @@
+"""The discriminator as a keras-hub preset: `ElectraBackbone` + `ElectraTokenizer`.
+
+The preset directory loads with keras-hub alone:
+
+    backbone = keras_hub.models.ElectraBackbone.from_preset(preset_dir)
+    tokenizer = keras_hub.tokenizers.ElectraTokenizer.from_preset(preset_dir)
+
+Weights are copied layer by layer (our `ElectraEncoder` mirrors the
+backbone's layer structure). Two differences to know:
+
+- Activation. keras-hub's `ElectraBackbone` hard-codes the tanh-approximate
+  GELU. An encoder trained with `activation="gelu"` (exact erf, our default
+  and the released checkpoints') gives outputs that differ by about 1e-3 in
+  the backbone; an encoder trained with `activation="gelu_approximate"`
+  matches to float32 round-off. `export_preset` logs a warning for the former.
+- Pooler. The backbone has a `pooled_dense` (tanh) layer ELECTRA never
+  trained; it keeps its random initialisation. Use `sequence_output[:, 0]`,
+  as the ELECTRA fine-tuning head does, not `pooled_output`.
+"""
+
+import os
+
+import keras_hub
+from absl import logging
+
+from electra_tf.models.encoder import ElectraEncoder
+
+KERAS_HUB_LAYER_NORM_EPSILON = 1e-12
+
+
+def to_keras_hub_backbone(encoder):
+    """An `ElectraBackbone` with `encoder`'s dimensions and weights.
+
+    Args:
+        encoder: `ElectraEncoder`.
+
+    Returns:
+        `keras_hub.models.ElectraBackbone`.
+    """
+    if not isinstance(encoder, ElectraEncoder):
+        raise TypeError(f"`encoder` must be an ElectraEncoder. Received: {type(encoder).__name__}")
+    if encoder.layer_norm_epsilon != KERAS_HUB_LAYER_NORM_EPSILON:
+        raise ValueError(
+            "keras-hub's ElectraBackbone fixes the LayerNorm epsilon at 1e-12. Received an encoder "
+            f"with `layer_norm_epsilon={encoder.layer_norm_epsilon}`."
+        )
+    if encoder.activation not in ("gelu", "gelu_approximate"):
+        raise ValueError(
+            "keras-hub's ElectraBackbone uses the approximate GELU; an encoder with "
+            f"`activation={encoder.activation!r}` cannot be exported to it."
+        )
+    if encoder.activation == "gelu":
+        logging.warning(
+            "The encoder uses the exact GELU; keras-hub's ElectraBackbone uses the tanh approximation, "
+            "so its outputs will differ by about 1e-3. Train with `activation='gelu_approximate'` "
+            "for an exact match."
+        )
+    encoder.build()
+    backbone = keras_hub.models.ElectraBackbone(
+        vocab_size=encoder.vocab_size,
+        num_layers=encoder.num_layers,
+        num_heads=encoder.num_heads,
+        hidden_dim=encoder.hidden_dim,
+        embedding_dim=encoder.embedding_dim,
+        intermediate_dim=encoder.intermediate_dim,
+        dropout=encoder.dropout,
+        max_sequence_length=encoder.max_sequence_length,
+        num_segments=encoder.num_segments,
+    )
+    embeddings = encoder.embeddings
+    pairs = [
+        (embeddings.token_embedding, backbone.token_embedding),
+        (embeddings.position_embedding, backbone.position_embedding),
+        (embeddings.segment_embedding, backbone.segment_embedding),
+        (embeddings.layer_norm, backbone.embeddings_layer_norm),
+    ]
+    if encoder.embeddings_project is not None:
+        pairs.append((encoder.embeddings_project, backbone.embeddings_projection))
+    pairs += list(zip(encoder.transformer_layers, backbone.transformer_layers))
+    for source, target in pairs:
+        source_weights, target_weights = source.weights, target.weights
+        if [w.shape for w in source_weights] != [w.shape for w in target_weights]:
+            raise ValueError(
+                f"Layer {source.name!r} does not match keras-hub's {target.name!r}: "
+                f"{[w.path for w in source_weights]} vs {[w.path for w in target_weights]}"
+            )
+        for s, t in zip(source_weights, target_weights):
+            t.assign(s)
+    return backbone
+
+
+def export_preset(encoder, vocab_file, preset_dir, lowercase=True):
+    """Writes a keras-hub preset (backbone + tokenizer) to `preset_dir`.
+
+    Args:
+        encoder: `ElectraEncoder`.
+        vocab_file: str. Its WordPiece vocabulary.
+        preset_dir: str. Output folder.
+        lowercase: bool. Tokenizer lower-casing and accent stripping (True for
+            uncased vocabularies, as `WordPieceTokenizer(lower_case=True)`).
+
+    Returns:
+        str, `preset_dir`.
+
+    Example:
+        ```python
+        encoder, config = load_discriminator("electra_runs/small")
+        export_preset(encoder, "electra_runs/small/vocab.txt", "/tmp/electra_preset")
+        backbone = keras_hub.models.ElectraBackbone.from_preset("/tmp/electra_preset")
+        ```
+    """
+    backbone = to_keras_hub_backbone(encoder)
+    os.makedirs(preset_dir, exist_ok=True)
+    backbone.save_to_preset(preset_dir)
+    # Our tokenizer lower-cases *and* strips accents for uncased vocabularies (BERT's
+    # basic tokenizer); keras-hub keeps the two apart.
+    tokenizer = keras_hub.tokenizers.ElectraTokenizer(
+        vocabulary=vocab_file, lowercase=lowercase, strip_accents=lowercase
+    )
+    tokenizer.save_to_preset(preset_dir)
+    return preset_dir

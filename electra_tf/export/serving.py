@@ -1,0 +1,222 @@
+"""A fine-tuned classifier as a TensorFlow Serving model, raw text in.
+
+Layout: `<base_dir>/<model_name>/<version>/` (a SavedModel; TF Serving's
+`--model_base_path=<base_dir>/<model_name>` picks up the highest version):
+
+    saved_model.pb, variables/
+    assets/labels.txt          label i on line i
+    assets/vocab.txt           the WordPiece vocabulary
+    assets/serving_config.json task, seq_length, label names, pair or single
+
+Signatures (batch dimension dynamic everywhere):
+
+    serving_default  text  string (batch,)   [+ text_b string (batch,) for pair tasks]
+                     -> probabilities float32 (batch, num_labels),
+                        label_id int32 (batch,), label string (batch,)
+                     (regression tasks: -> score float32 (batch,))
+    predict_ids      token_ids, segment_ids, padding_mask  int32 (batch, seq_len)
+                     -> the same outputs
+
+Texts are tokenised in the graph by the same `WordPieceTokenizer` as in
+training, truncated to `seq_length` (pairs longest-first); an empty string is
+a valid input (`[CLS] [SEP]`).
+"""
+
+import json
+import os
+import tempfile
+
+import keras
+import tensorflow as tf
+
+from electra_tf.data.tokenizer import WordPieceTokenizer
+from electra_tf.models.classifier import ElectraClassifier
+
+SERVING_CONFIG_ASSET = "serving_config.json"
+
+
+class ServingModule(tf.Module):
+    """`tf.Module` with a classifier, its tokenizer and the two serving functions.
+
+    Args:
+        classifier: `ElectraClassifier`.
+        vocab_file: str.
+        label_names: list of str. One per output unit (ignored for regression).
+        seq_length: int. Tokens per request text (pair), special tokens included.
+        pair: bool. Whether `serving_default` takes `text_b` too.
+        regression: bool. Output `score` instead of probabilities.
+        task: str. Recorded in `serving_config.json`.
+    """
+
+    def __init__(self, classifier, vocab_file, label_names, seq_length=128, pair=False, regression=False,
+                 task="", name=None):
+        super().__init__(name=name)
+        # The Keras model is held outside TF's object tracking (Keras would add its own
+        # default signature, traced from build shapes); its variables are tracked here.
+        self._model = Untracked(classifier)
+        self.model_variables = [w.value for w in classifier.weights]
+        self.tokenizer = WordPieceTokenizer(vocab_file)
+        self.seq_length = seq_length
+        self.pair = pair
+        self.regression = regression
+        self._tmp = tempfile.mkdtemp(prefix="electra_serving_")
+        labels_file = os.path.join(self._tmp, "labels.txt")
+        with open(labels_file, "w") as f:
+            f.write("".join(f"{name}\n" for name in label_names))
+        config_file = os.path.join(self._tmp, SERVING_CONFIG_ASSET)
+        with open(config_file, "w") as f:
+            json.dump({"task": task, "seq_length": seq_length, "pair": pair, "regression": regression,
+                       "label_names": list(label_names)}, f, indent=2)
+        self.labels_asset = tf.saved_model.Asset(labels_file)
+        vocab_copy = os.path.join(self._tmp, "vocab.txt")  # the asset keeps its file name
+        tf.io.gfile.copy(vocab_file, vocab_copy)
+        self.vocab_asset = tf.saved_model.Asset(vocab_copy)
+        self.config_asset = tf.saved_model.Asset(config_file)
+        self.label_names = tf.constant(list(label_names) or [""], tf.string)
+
+        ids = [tf.TensorSpec([None, None], tf.int32, name=n) for n in ("token_ids", "segment_ids", "padding_mask")]
+        self.predict_ids = tf.function(self._predict_ids, input_signature=ids)
+        texts = [tf.TensorSpec([None], tf.string, name="text")]
+        if pair:
+            texts.append(tf.TensorSpec([None], tf.string, name="text_b"))
+        self.serve_text = tf.function(self._serve_text, input_signature=texts)
+
+    def _outputs(self, inputs):
+        logits = self._model.obj(inputs, training=False)
+        if self.regression:
+            return {"score": logits[:, 0]}
+        probabilities = tf.nn.softmax(logits, axis=-1)
+        label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return {"probabilities": probabilities, "label_id": label_id,
+                "label": tf.gather(self.label_names, label_id)}
+
+    def _predict_ids(self, token_ids, segment_ids, padding_mask):
+        inputs = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
+        return self._outputs(check_ids(inputs))
+
+    def _serve_text(self, text, text_b=None):
+        text, text_b = check_texts(text, text_b)
+        return self._outputs(self.tokenizer.pack(text, text_b, seq_length=self.seq_length))
+
+    def signatures(self):
+        return {"serving_default": self.serve_text, "predict_ids": self.predict_ids}
+
+
+class Untracked:
+    """Holds an object out of `tf.Module` attribute tracking."""
+
+    def __init__(self, obj):
+        self.obj = obj
+
+
+def check_texts(text, text_b=None):
+    """Runtime checks of request texts: rank 1, and equal batch sizes for pairs.
+
+    The signature's `(None,)` shape is not enforced by TF at call time (nor by
+    TF Serving), so a `(batch, 1)` request would otherwise be tokenised as
+    something else; `EnsureShape` turns it into an `InvalidArgumentError`.
+    """
+    text = tf.ensure_shape(text, [None], name="text_must_be_a_vector")
+    if text_b is not None:
+        text_b = tf.ensure_shape(text_b, [None], name="text_b_must_be_a_vector")
+        with tf.control_dependencies([tf.debugging.assert_equal(
+                tf.size(text), tf.size(text_b), message="`text` and `text_b` must have the same batch size")]):
+            text_b = tf.identity(text_b)
+    return text, text_b
+
+
+def check_ids(inputs):
+    """Runtime checks of id inputs: rank 2, all three of one shape."""
+    inputs = {k: tf.ensure_shape(v, [None, None], name=f"{k}_must_be_batch_by_seq_len") for k, v in inputs.items()}
+    shape = tf.shape(inputs["token_ids"])
+    checks = [tf.debugging.assert_equal(tf.shape(inputs[k]), shape,
+                                        message=f"`{k}` must have the shape of `token_ids`")
+              for k in ("segment_ids", "padding_mask")]
+    with tf.control_dependencies(checks):
+        return {k: tf.identity(v) for k, v in inputs.items()}
+
+
+def export_serving(classifier, vocab_file, base_dir, model_name="electra", version=1, label_names=None,
+                   seq_length=128, pair=False, task=""):
+    """Writes `classifier` as `<base_dir>/<model_name>/<version>/` for TF Serving.
+
+    Args:
+        classifier: `ElectraClassifier` (fine-tuned).
+        vocab_file: str. Its vocabulary.
+        base_dir: str. TF Serving model base folder's parent.
+        model_name: str. Model name in TF Serving.
+        version: int. Version folder; must not exist yet.
+        label_names: list of str or None. Default `["0", "1", ...]`.
+        seq_length: int. Truncation length for requests.
+        pair: bool. Sentence-pair task (`serving_default` takes `text_b`).
+        task: str. Recorded in the assets.
+
+    Returns:
+        str, the version folder.
+
+    Example:
+        ```python
+        path = export_serving(classifier, "vocab.txt", "/tmp/serving", "movie", 1,
+                              label_names=["negative", "positive"])
+        loaded = tf.saved_model.load(path)
+        loaded.signatures["serving_default"](text=tf.constant(["a fine film"]))["probabilities"]
+        ```
+    """
+    if not isinstance(classifier, ElectraClassifier):
+        raise TypeError(
+            "A serving export needs a fine-tuned `ElectraClassifier` (encoder + task head). "
+            f"Received: {type(classifier).__name__}. Fine-tune first with `python -m electra_tf.finetune`, "
+            "or export the bare encoder with `--kind encoder`."
+        )
+    if not isinstance(version, int) or version < 1:
+        raise ValueError(f"`version` must be a positive int (TF Serving folder name). Received: `version={version!r}`")
+    regression = classifier.num_labels == 1 and (label_names is None or len(label_names) <= 1)
+    if label_names is None:
+        label_names = [] if regression else [str(i) for i in range(classifier.num_labels)]
+    if not regression and len(label_names) != classifier.num_labels:
+        raise ValueError(
+            f"{len(label_names)} label names for a classifier with `num_labels={classifier.num_labels}`. "
+            f"Received: `label_names={label_names}`"
+        )
+    if seq_length > classifier.encoder.max_sequence_length:
+        raise ValueError(f"`seq_length={seq_length}` exceeds the encoder's "
+                         f"`max_sequence_length={classifier.encoder.max_sequence_length}`.")
+    path = os.path.join(base_dir, model_name, str(version))
+    if tf.io.gfile.exists(path):
+        raise FileExistsError(f"{path} exists; TF Serving versions are immutable, choose a new `version`.")
+    module = ServingModule(classifier, vocab_file, label_names, seq_length, pair, regression, task)
+    tf.saved_model.save(module, path, signatures=module.signatures())
+    return path
+
+
+def load_finetuned(model_dir):
+    """The classifier, vocab file and task config a `finetune` run left in `model_dir`.
+
+    Raises a clear error when `model_dir` holds no classifier head (e.g. a
+    pre-training run or a bare encoder).
+    """
+    from electra_tf.training.finetune_files import CLASSIFIER_FILE, FINETUNE_CONFIG_FILE
+
+    if model_dir.endswith(".keras"):
+        classifier_file, model_dir = model_dir, os.path.dirname(model_dir)
+    else:
+        classifier_file = os.path.join(model_dir, CLASSIFIER_FILE)
+    if not tf.io.gfile.exists(classifier_file):
+        hint = ""
+        if tf.io.gfile.exists(os.path.join(model_dir, "config.json")):
+            hint = " It looks like a pre-training run (config.json, no classifier head):"
+        raise FileNotFoundError(
+            f"No fine-tuned classifier in {model_dir} (expected {CLASSIFIER_FILE}).{hint} "
+            "fine-tune it first with `python -m electra_tf.finetune`, or export the bare "
+            "encoder with `python -m electra_tf.export --kind encoder`."
+        )
+    classifier = keras.saving.load_model(classifier_file, compile=False)
+    if not isinstance(classifier, ElectraClassifier):
+        raise TypeError(f"{classifier_file} holds a {type(classifier).__name__}, not an ElectraClassifier "
+                        "(no classifier head): fine-tune it first with `python -m electra_tf.finetune`.")
+    config = {}
+    config_file = os.path.join(model_dir, FINETUNE_CONFIG_FILE)
+    if tf.io.gfile.exists(config_file):
+        with tf.io.gfile.GFile(config_file) as f:
+            config = json.load(f)
+    return classifier, os.path.join(model_dir, "vocab.txt"), config

@@ -1,0 +1,93 @@
+"""ElectraClassifier: an ELECTRA encoder with a sentence(-pair) classification head."""
+
+import keras
+
+from electra_tf.models.encoder import ElectraEncoder  # noqa: F401  (registered for `from_config`)
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class ElectraClassifier(keras.Model):
+    """[CLS] vector -> dropout -> dense(num_labels), on top of an `ElectraEncoder`.
+
+    The reference fine-tuning head (no pooler): the encoder's output at
+    position 0 ([CLS]), dropout 0.1, one dense layer. Outputs are logits
+    `(batch, num_labels)`; for a regression task (STS-B) use `num_labels=1`
+    and a mean-squared-error loss on the score.
+
+    Args:
+        encoder: `ElectraEncoder`. The pre-trained discriminator.
+        num_labels: int. Output units (1 for regression).
+        dropout: float. Dropout on the [CLS] vector.
+        initializer_range: float or None. Std of the head's truncated-normal
+            initialiser; None uses the encoder's.
+
+    Call inputs: dict with int32 `token_ids`, `segment_ids`, `padding_mask`
+    `(batch, seq_len)`. Returns logits `(batch, num_labels)`.
+
+    Example:
+        ```python
+        import keras, numpy as np
+        from electra_tf.models.encoder import ElectraEncoder  # noqa: F401  (registered for `from_config`)
+        from electra_tf.models.classifier import ElectraClassifier
+
+        encoder = ElectraEncoder(
+            vocab_size=100, num_layers=2, num_heads=2, hidden_dim=32,
+            embedding_dim=16, intermediate_dim=64,
+        )
+        classifier = ElectraClassifier(encoder, num_labels=3)
+        ids = np.ones((2, 8), "int32")
+        classifier({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids}).shape
+        # (2, 3)
+        ```
+    """
+
+    def __init__(self, encoder, num_labels, dropout=0.1, initializer_range=None, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(num_labels, int) or num_labels < 1:
+            raise ValueError(f"`num_labels` must be a positive int. Received: `num_labels={num_labels!r}`")
+        if initializer_range is None:
+            initializer_range = getattr(encoder, "initializer_range", 0.02)
+        # === Layers ===
+        self.encoder = encoder
+        self.head_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="head_dropout")
+        self.head = keras.layers.Dense(
+            num_labels,
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            dtype=self.dtype_policy,
+            name="task_head",
+        )
+
+        # === Config ===
+        self.num_labels = num_labels
+        self.dropout = dropout
+        self.initializer_range = initializer_range
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        if not self.encoder.built:
+            self.encoder.build(input_shape)
+        self.head.build((None, self.encoder.hidden_dim))
+        self.built = True
+
+    def call(self, inputs, training=None):
+        sequence = self.encoder(inputs, training=training)
+        cls = sequence[:, 0, :]
+        return self.head(self.head_dropout(cls, training=training))
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "num_labels": self.num_labels,
+            "dropout": self.dropout,
+            "initializer_range": self.initializer_range,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)
+
