@@ -129,6 +129,7 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
                 initial_epoch=step * accumulation // steps_per_epoch,
                 epochs=epochs,
                 steps_per_epoch=steps_per_epoch,
+                shuffle=False,  # the dataset shuffles itself
                 verbose=verbose,
                 callbacks=[
                     callbacks.StopAtStep(config.train_steps),
