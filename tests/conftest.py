@@ -1,24 +1,11 @@
-"""Shared fixtures: real data paths, small pre-training records, a subprocess runner."""
+"""Shared fixtures: a demo corpus built once, small pre-training records."""
 
 import os
 import pathlib
-import subprocess
-import sys
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
-
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-
-def shared_data(*parts):
-    """A path under ../shared/data, or skip the test when it is absent (a user's fresh machine)."""
-    path = SHARED_DATA.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"{path} not available")
-    return path
 
 
 @pytest.fixture(scope="session")
@@ -27,18 +14,6 @@ def demo_data(tmp_path_factory):
     from pipelines.demo_corpus import build_demo_data
 
     return build_demo_data(str(tmp_path_factory.mktemp("demo")), seq_length=128)
-
-
-def run_python(args, env=None, timeout=600, check=True, **kwargs):
-    """Runs `python args...` from the repo root; returns the CompletedProcess (output captured)."""
-    full_env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2", **(env or {}))
-    result = subprocess.run(
-        [sys.executable, *args], cwd=REPO, env=full_env, capture_output=True, text=True,
-        timeout=timeout, **kwargs,
-    )
-    if check and result.returncode != 0:
-        raise AssertionError(f"{args} failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
-    return result
 
 
 @pytest.fixture

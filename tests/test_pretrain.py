@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO, run_python
+from helpers import REPO, run_python
 from electra_tf.config import get_config
 from electra_tf.pretrain import train
 from electra_tf.training import checkpoints

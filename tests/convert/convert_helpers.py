@@ -1,7 +1,6 @@
 """Helpers for the checkpoint-conversion tests: tiny ELECTRA shapes, E != H."""
 
 import numpy as np
-import pytest
 
 from electra_tf.config import get_config
 

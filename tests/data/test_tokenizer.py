@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from conftest import shared_data
+from helpers import shared_data
 from electra_tf.data.tokenizer import WordPieceTokenizer, load_vocab
 
 

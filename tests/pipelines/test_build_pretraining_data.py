@@ -11,7 +11,7 @@ import tensorflow as tf
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from pipelines import build_pretraining_data as build_lib
 
-from conftest import IN_MEMORY, SAMPLE_TEXT
+from pipeline_testdata import IN_MEMORY, SAMPLE_TEXT
 
 MAX_LEN = 64
 

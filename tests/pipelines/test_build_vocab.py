@@ -5,7 +5,7 @@ import pytest
 from electra_tf.data.tokenizer import WordPieceTokenizer, load_vocab
 from pipelines import build_vocab
 
-from conftest import SAMPLE_TEXT
+from pipeline_testdata import SAMPLE_TEXT
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def test_deterministic(tmp_path, corpus):
     import subprocess
     import sys
 
-    from conftest import REPO
+    from pipeline_testdata import REPO
 
     a = build_vocab.build_vocab(corpus, vocab_size=300, output=str(tmp_path / "a.txt"))
     b = build_vocab.build_vocab(corpus, vocab_size=300, output=str(tmp_path / "b.txt"))

@@ -13,7 +13,7 @@ from electra_tf.data.tokenizer import WordPieceTokenizer
 from pipelines import build_pretraining_data as build_lib
 from pipelines import packing
 
-from conftest import IN_MEMORY
+from pipeline_testdata import IN_MEMORY
 
 MAX_LEN = 128
 NUM_DOCS = 150

@@ -11,7 +11,7 @@ from pipelines import sentences
 from pipelines import sources
 from pipelines import text_files
 
-from conftest import IN_MEMORY
+from pipeline_testdata import IN_MEMORY
 
 
 def test_split_sentences():

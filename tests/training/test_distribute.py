@@ -9,7 +9,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from conftest import REPO, run_python
+from helpers import REPO, run_python
 
 MIRRORED_SCRIPT = textwrap.dedent(
     """

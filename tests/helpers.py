@@ -1,0 +1,54 @@
+"""Helpers shared by the test modules (import as `from helpers import ...`)."""
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+def shared_data(*parts):
+    """A path under ../shared/data, or skip the test when it is absent (a user's fresh machine)."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} not available")
+    return path
+
+
+def run_python(args, env=None, timeout=600, check=True, **kwargs):
+    """Runs `python args...` from the repo root; returns the CompletedProcess (output captured)."""
+    full_env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2", **(env or {}))
+    result = subprocess.run(
+        [sys.executable, *args], cwd=REPO, env=full_env, capture_output=True, text=True,
+        timeout=timeout, **kwargs,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"{args} failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
+    return result
+
+
+def make_run_dir(model_dir, vocab_file, seed=0, **overrides):
+    """A pre-training `model_dir` as `electra_tf.pretrain` leaves it, with an untrained tiny model."""
+    import keras
+
+    from electra_tf.config import get_config
+    from electra_tf.data.tokenizer import load_vocab
+    from electra_tf.models.pretrainer import build_pretrainer
+    from electra_tf.training import checkpoints
+
+    values = dict(vocab_size=len(load_vocab(vocab_file)), embedding_dim=32, hidden_dim=64, num_layers=2,
+                  num_heads=2, intermediate_dim=128, max_sequence_length=128, seq_length=64)
+    values.update(overrides)
+    config = get_config("tiny", **values)
+    os.makedirs(model_dir, exist_ok=True)
+    keras.utils.set_random_seed(seed)
+    pretrainer = build_pretrainer(config)
+    pretrainer.discriminator.save(os.path.join(model_dir, checkpoints.DISCRIMINATOR_FILE))
+    checkpoints.write_config(config, str(model_dir))
+    shutil.copyfile(vocab_file, os.path.join(model_dir, checkpoints.VOCAB_FILE))
+    return str(model_dir)
