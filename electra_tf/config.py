@@ -57,6 +57,8 @@ class ElectraConfig:
     seq_length: int = 128  # length of the records
     batch_size: int = 128  # global batch, summed over replicas
     shuffle_buffer: int = 1000
+    eval_data: str = ""  # held-out TFRecord glob(s): evaluated at every checkpoint
+    eval_steps: int = 100  # batches per evaluation (the same batches each time)
     # --- Optimisation ---
     optimizer: str = "adamw"  # one of OPTIMIZERS
     learning_rate: float = 5e-4

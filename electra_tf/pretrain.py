@@ -82,6 +82,8 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
     if config.precision != "float32":
         keras.mixed_precision.set_global_policy(config.precision)
     list_files(config.data)  # fail before building anything
+    if config.eval_data:
+        list_files(config.eval_data)
 
     chief = distribute.is_chief(strategy)
     if chief:
@@ -118,7 +120,8 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
     if step >= config.train_steps:
         logging.info("Already trained %d of %d steps.", step, config.train_steps)
     else:
-        dataset = _dataset(config, strategy)
+        dataset = _dataset(config, strategy, config.data)
+        eval_dataset = _dataset(config, strategy, config.eval_data, training=False) if config.eval_data else None
         steps_per_epoch = min(config.save_checkpoints_steps, config.train_steps) * accumulation
         epochs = math.ceil(config.train_steps * accumulation / steps_per_epoch)
         logging.info("Training steps %d -> %d (%d per epoch).", step, config.train_steps,
@@ -130,6 +133,8 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
                 epochs=epochs,
                 steps_per_epoch=steps_per_epoch,
                 shuffle=False,  # the dataset shuffles itself
+                validation_data=eval_dataset,
+                validation_steps=config.eval_steps if eval_dataset is not None else None,
                 verbose=verbose,
                 callbacks=[
                     callbacks.StopAtStep(config.train_steps),
@@ -155,22 +160,30 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
     return pretrainer
 
 
-def _dataset(config, strategy):
-    """Global batches on one worker (Keras splits them over replicas in order); per-worker files otherwise."""
+def _dataset(config, strategy, patterns, training=True):
+    """Global batches on one worker (Keras splits them over replicas in order); per-worker files otherwise.
+
+    Evaluation data is read in file order, unshuffled and repeated, so every
+    evaluation sees the same `eval_steps` batches.
+    """
     kwargs = dict(
-        patterns=config.data,
+        patterns=patterns,
         seq_length=config.seq_length,
         vocab_size=config.vocab_size,
         shuffle_buffer=config.shuffle_buffer,
         seed=config.seed,
+        repeat=training,
     )
-    if isinstance(strategy, (tf.distribute.MultiWorkerMirroredStrategy, tf.distribute.TPUStrategy)):
-        def per_worker(context):
-            batch = context.get_per_replica_batch_size(config.batch_size)
-            return pretraining_dataset(batch_size=batch, input_context=context, **kwargs)
 
-        return strategy.distribute_datasets_from_function(per_worker)
-    return pretraining_dataset(batch_size=config.batch_size, **kwargs)
+    def read(batch_size, context=None):
+        dataset = pretraining_dataset(batch_size=batch_size, input_context=context, **kwargs)
+        return dataset if training else dataset.repeat()
+
+    if isinstance(strategy, (tf.distribute.MultiWorkerMirroredStrategy, tf.distribute.TPUStrategy)):
+        return strategy.distribute_datasets_from_function(
+            lambda context: read(context.get_per_replica_batch_size(config.batch_size), context)
+        )
+    return read(config.batch_size)
 
 
 def _find_corrupt_file(patterns):

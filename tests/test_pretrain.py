@@ -148,7 +148,9 @@ def test_xla_bf16_accumulation_and_lamb_train(tmp_path, write_records, options):
     import keras
 
     data = write_records(tmp_path / "data", num_files=1, num_examples=40)
-    config = get_config("tiny", **TINY, data=data, train_steps=4, save_checkpoints_steps=4, **options)
+    held_out = write_records(tmp_path / "eval", num_files=1, num_examples=16, seed=1)
+    config = get_config("tiny", **TINY, data=data, train_steps=4, save_checkpoints_steps=2,
+                        eval_data=held_out, eval_steps=2, **options)
     try:
         model = train(config, str(tmp_path / "run"), verbose=0)
     finally:
@@ -159,3 +161,4 @@ def test_xla_bf16_accumulation_and_lamb_train(tmp_path, write_records, options):
         assert model.discriminator.transformer_layers[0].compute_dtype == "bfloat16"
         assert model.embeddings.token_embedding.embeddings.dtype == "float32"
     assert (tmp_path / "run" / "checkpoints" / "ckpt-4.index").exists()
+    assert list((tmp_path / "run" / "logs" / "validation").glob("events*"))  # evaluated per checkpoint
