@@ -288,7 +288,7 @@ class ElectraPretrainer(keras.Model):
         # Metrics see the whole global batch on every replica (gathered), so
         # each replica's result is the global one and Keras' mean over
         # replicas is exact, AUC included.
-        out = {k: _all_gather(v) for k, v in out.items() if k != "loss"} | {
+        out = {k: _all_gather(v) for k, v in out.items() if k in _METRIC_INPUTS} | {
             "loss": _all_reduce_sum(out["loss"])
         }
         self.loss_tracker.update_state(out["loss"])
@@ -424,6 +424,13 @@ def build_pretrainer(config):
         seed=config.seed,
         name="electra_pretrainer",
     )
+
+
+# What `_update_metrics` reads of `compute_losses`' output (the rest is not gathered).
+_METRIC_INPUTS = (
+    "weights", "mlm_losses", "mlm_correct", "sampled_correct",
+    "disc_losses", "disc_weights", "disc_labels", "disc_logits", "disc_correct",
+)
 
 
 def _cross_entropy(targets, logits):
