@@ -36,6 +36,7 @@ setuptools.setup(
             "transformers>=5,<6",
             "torch==2.13.0",
             "tensorflow-serving-api~=2.21.0",
+            "matplotlib>=3.8",
         ],
     },
     entry_points={

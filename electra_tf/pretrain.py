@@ -6,20 +6,13 @@ preset. Re-running the same command resumes from the latest checkpoint in
 Without `--data` it trains on the embedded demo corpus (built on first use).
 """
 
-import math
 import os
-import shutil
 
-import keras
-import tensorflow as tf
 from absl import app, flags, logging
 
 from electra_tf import config as config_lib
-from electra_tf.data.pretraining_dataset import list_files, pretraining_dataset
-from electra_tf.data.tokenizer import WordPieceTokenizer
-from electra_tf.models.pretrainer import build_pretrainer
-from electra_tf.training import callbacks, checkpoints, distribute
-from electra_tf.training.optimization import create_optimizer
+from electra_tf.training import distribute
+from electra_tf.training.pretraining import resolve_data, train
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("config", "small", f"Preset: {config_lib.preset_names()}.")
@@ -35,166 +28,6 @@ _FLAG_TYPES = {int: flags.DEFINE_integer, float: flags.DEFINE_float, bool: flags
                str: flags.DEFINE_string}
 for _name, (_kind, _default) in config_lib.fields().items():
     _FLAG_TYPES[_kind](_name, None, f"Config override (default: the preset's, else {_default!r}).")
-
-
-def resolve_data(config, demo_dir):
-    """Fills in `data`, `vocab_file`, `vocab_size` and the special ids from the data."""
-    overrides = {}
-    if config.data == "demo":
-        from pipelines.demo_corpus import build_demo_data
-
-        demo = build_demo_data(os.path.expanduser(demo_dir), seq_length=config.seq_length)
-        overrides.update(data=demo["data"], vocab_file=demo["vocab_file"])
-    vocab_file = overrides.get("vocab_file", config.vocab_file)
-    if vocab_file:
-        tokenizer = WordPieceTokenizer(vocab_file)
-        special = {k: v for k, v in tokenizer.special_ids.items() if k != "unk_id"}
-        overrides.update(vocab_size=tokenizer.vocab_size, **special)
-    return config.replace(**overrides)
-
-
-def train(config, model_dir, strategy=None, init_from=None, verbose=1):
-    """Trains `config` into `model_dir`, resuming from its latest checkpoint.
-
-    Args:
-        config: `ElectraConfig` with `data` resolved (see `resolve_data`).
-        model_dir: str.
-        strategy: `tf.distribute.Strategy` (default: the current one).
-        init_from: optional str. Weights to start a new run from (ignored on resume).
-        verbose: int. Keras progress-bar mode.
-
-    Returns:
-        The trained `ElectraPretrainer`.
-    """
-    strategy = strategy or tf.distribute.get_strategy()
-    accumulation = config.gradient_accumulation_steps
-    jit_compile = config.jit_compile
-    if distribute.uses_logical_cpus(strategy):
-        if accumulation > 1:
-            raise ValueError(
-                "`--gradient_accumulation_steps` is not supported under MirroredStrategy over "
-                "logical CPU devices (Keras' accumulation fails in merge_call); raise "
-                "`--batch_size` instead."
-            )
-        if jit_compile:
-            logging.warning("XLA is unavailable for MirroredStrategy over logical CPUs; training without it.")
-            jit_compile = False
-    if config.precision != "float32":
-        keras.mixed_precision.set_global_policy(config.precision)
-    list_files(config.data)  # fail before building anything
-    if config.eval_data:
-        list_files(config.eval_data)
-
-    chief = distribute.is_chief(strategy)
-    if chief:
-        checkpoints.write_config(config, model_dir)
-        if config.vocab_file:
-            shutil.copyfile(config.vocab_file, os.path.join(model_dir, checkpoints.VOCAB_FILE))
-
-    with strategy.scope():
-        pretrainer = build_pretrainer(config)
-        optimizer = create_optimizer(config)
-        pretrainer.compile(
-            optimizer=optimizer, jit_compile=jit_compile, steps_per_execution=config.steps_per_execution
-        )
-        optimizer.build(pretrainer.trainable_variables)
-        checkpoint = tf.train.Checkpoint(model=pretrainer, optimizer=optimizer)
-        save = callbacks.CheckpointEvery(
-            checkpoint,
-            os.path.join(model_dir, checkpoints.CHECKPOINT_DIR),
-            every=config.save_checkpoints_steps,
-            max_to_keep=config.keep_checkpoint_max,
-            strategy=strategy,
-        )
-        latest = checkpoints.latest_checkpoint(model_dir)
-        if latest:
-            checkpoint.restore(latest).assert_existing_objects_matched()
-            logging.info("Resumed from %s", latest)
-        elif init_from:
-            from electra_tf.convert import init_from as load_weights
-
-            load_weights(init_from, pretrainer)
-            logging.info("Initialised from %s", init_from)
-
-    step = int(optimizer.iterations.numpy())  # updates, not accumulation micro-steps
-    if step >= config.train_steps:
-        logging.info("Already trained %d of %d steps.", step, config.train_steps)
-    else:
-        dataset = _dataset(config, strategy, config.data)
-        eval_dataset = _dataset(config, strategy, config.eval_data, training=False) if config.eval_data else None
-        steps_per_epoch = min(config.save_checkpoints_steps, config.train_steps) * accumulation
-        epochs = math.ceil(config.train_steps * accumulation / steps_per_epoch)
-        logging.info("Training steps %d -> %d (%d per epoch).", step, config.train_steps,
-                     steps_per_epoch // accumulation)
-        try:
-            pretrainer.fit(
-                dataset,
-                initial_epoch=step * accumulation // steps_per_epoch,
-                epochs=epochs,
-                steps_per_epoch=steps_per_epoch,
-                shuffle=False,  # the dataset shuffles itself
-                validation_data=eval_dataset,
-                validation_steps=config.eval_steps if eval_dataset is not None else None,
-                verbose=verbose,
-                callbacks=[
-                    callbacks.StopAtStep(config.train_steps),
-                    callbacks.Throughput(config.batch_size),
-                    save,
-                    callbacks.tensorboard(
-                        os.path.join(model_dir, checkpoints.LOG_DIR), config.log_steps, strategy
-                    ),
-                ],
-            )
-        except tf.errors.DataLossError as e:
-            raise ValueError(f"Corrupt pre-training data: {_find_corrupt_file(config.data) or e.message}") from None
-        except tf.errors.InvalidArgumentError as e:
-            ours = [line for line in e.message.splitlines() if "token id" in line.lower()]
-            if ours:
-                raise ValueError(ours[0].strip()) from None
-            raise
-    if chief:
-        path = os.path.join(model_dir, checkpoints.DISCRIMINATOR_FILE)
-        pretrainer.discriminator.save(path + ".tmp.keras")
-        os.replace(path + ".tmp.keras", path)
-        logging.info("Saved the discriminator to %s", path)
-    return pretrainer
-
-
-def _dataset(config, strategy, patterns, training=True):
-    """Global batches on one worker (Keras splits them over replicas in order); per-worker files otherwise.
-
-    Evaluation data is read in file order, unshuffled and repeated, so every
-    evaluation sees the same `eval_steps` batches.
-    """
-    kwargs = dict(
-        patterns=patterns,
-        seq_length=config.seq_length,
-        vocab_size=config.vocab_size,
-        shuffle_buffer=config.shuffle_buffer,
-        seed=config.seed,
-        repeat=training,
-    )
-
-    def read(batch_size, context=None):
-        dataset = pretraining_dataset(batch_size=batch_size, input_context=context, **kwargs)
-        return dataset if training else dataset.repeat()
-
-    if isinstance(strategy, (tf.distribute.MultiWorkerMirroredStrategy, tf.distribute.TPUStrategy)):
-        return strategy.distribute_datasets_from_function(
-            lambda context: read(context.get_per_replica_batch_size(config.batch_size), context)
-        )
-    return read(config.batch_size)
-
-
-def _find_corrupt_file(patterns):
-    """Reads every file through to name the one that fails (only called after a failure)."""
-    for path in list_files(patterns):
-        try:
-            for _ in tf.data.TFRecordDataset(path):
-                pass
-        except tf.errors.DataLossError as e:
-            return f"{path}: {e.message}"
-    return None
 
 
 def main(argv):

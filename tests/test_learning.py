@@ -5,7 +5,7 @@ import pytest
 from electra_tf.config import get_config
 from electra_tf.data.pretraining_dataset import pretraining_dataset
 from electra_tf.models.pretrainer import build_pretrainer
-from electra_tf.pretrain import resolve_data, train
+from electra_tf.training.pretraining import resolve_data, train
 
 
 @pytest.mark.large

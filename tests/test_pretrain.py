@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from helpers import REPO, run_python
 from electra_tf.config import get_config
-from electra_tf.pretrain import train
+from electra_tf.training.pretraining import train
 from electra_tf.training import checkpoints
 
 TINY = dict(vocab_size=400, embedding_dim=16, hidden_dim=32, num_layers=2, num_heads=2,

@@ -69,7 +69,7 @@ WORKER_SCRIPT = textwrap.dedent(
     import sys
     import numpy as np, tensorflow as tf
     from electra_tf.config import get_config
-    from electra_tf.pretrain import train
+    from electra_tf.training.pretraining import train
     from electra_tf.training.distribute import create_strategy
 
     strategy = create_strategy("multi_worker")
