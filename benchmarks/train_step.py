@@ -1,0 +1,420 @@
+r"""Steady-state speed of the ELECTRA pre-training step on this machine.
+
+    python benchmarks/train_step.py --config small --batch_size 32 --seq_length 128 \
+        --precision float32 --jit_compile 0 --steps_per_execution 1 \
+        --warmup 3 --repeats 3 --steps 10
+
+Builds the model and optimizer exactly as `electra_tf.pretrain.train` does
+(`build_pretrainer`, `create_optimizer`, `compile(jit_compile=...,
+steps_per_execution=...)`, the global mixed-precision policy) and trains with
+`fit` on synthetic batches (random ids in [999, vocab) with [CLS] first and
+[SEP] last, all tokens real, 4 batches cycled, as the peer benchmarks in
+../shared/bench/peers do). Steps/s is taken over each of `--repeats` windows
+of `--steps` steps after `--warmup` steps (which include tracing and XLA
+compilation); the median and min-max are reported. Threads: TF intra-op 2,
+inter-op 1 (`tf.config.threading`), like the peers.
+
+Also measured, in the same process (so on the same cores, but not while
+training): the peak matmul rate (2048^3 fp32 and bf16 `tf.linalg.matmul`,
+median of timed windows) used for MFU, and the input pipeline alone
+(`pretraining_dataset` over TFRecords written to a temp dir): examples/s and
+headroom = pipeline examples/s / trainer sequences/s.
+
+The machine may be shared: for each timed window the run also records its own
+CPU-seconds per step and the other processes' share of the cores (busy time in
+/proc/stat minus its own), so that runs taken under different load can be told
+apart. FLOPs per sequence are analytic (`electra_tf.training.flops`: matmuls
+only, 3 x forward). Results go to stdout as Markdown; `--json FILE` appends one JSON
+line per run, and `--summarize FILE --output MD` turns those lines into the
+report table with the peers' figures (../shared/bench/peers/results/summary.md).
+"""
+
+import argparse
+import json
+import os
+import platform
+import re
+import resource
+import statistics
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PEERS_SUMMARY = os.path.join(REPO, "..", "shared", "bench", "peers", "results", "summary.md")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--config", default="small", help="Preset name.")
+    p.add_argument("--batch_size", type=int, default=32)
+    p.add_argument("--seq_length", type=int, default=128)
+    p.add_argument("--objective", default=None, help="Override the preset's objective.")
+    p.add_argument("--precision", default="float32", choices=["float32", "mixed_bfloat16", "mixed_float16"])
+    p.add_argument("--jit_compile", type=int, default=0)
+    p.add_argument("--steps_per_execution", type=int, default=1)
+    p.add_argument("--warmup", type=int, default=3, help="Untimed steps (tracing, XLA compilation).")
+    p.add_argument("--repeats", type=int, default=3, help="Timed windows.")
+    p.add_argument("--steps", type=int, default=10, help="Steps per timed window.")
+    p.add_argument("--intra", type=int, default=2, help="TF intra-op threads.")
+    p.add_argument("--inter", type=int, default=1, help="TF inter-op threads (0 = TF default).")
+    p.add_argument("--onednn", type=int, default=None, help="Sets TF_ENABLE_ONEDNN_OPTS (default: TF's, on).")
+    p.add_argument("--peak", type=int, default=1, help="Measure the peak matmul rate (for MFU).")
+    p.add_argument("--peak_seconds", type=float, default=2.0, help="Timed seconds per peak shape.")
+    p.add_argument("--pipeline", type=int, default=1, help="Measure the input pipeline alone.")
+    p.add_argument("--pipeline_batches", type=int, default=100)
+    p.add_argument("--json", default=None, help="Append the result as one JSON line to this file.")
+    p.add_argument("--tag", default="", help="Free text stored with the result.")
+    p.add_argument("--summarize", default=None, help="JSON-lines file to summarise instead of running.")
+    p.add_argument("--output", default=None, help="With --summarize: Markdown file to write.")
+    p.add_argument("--notes", default=None, help="With --summarize: Markdown file appended to the report.")
+    return p.parse_args(argv)
+
+
+ARGS = parse_args() if __name__ == "__main__" else None
+if ARGS is not None and ARGS.onednn is not None:
+    os.environ["TF_ENABLE_ONEDNN_OPTS"] = str(ARGS.onednn)
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+sys.path.insert(0, REPO)
+
+
+def set_threads(intra, inter):
+    tf.config.threading.set_intra_op_parallelism_threads(intra)
+    tf.config.threading.set_inter_op_parallelism_threads(inter)
+
+
+def synthetic_batches(batch_size, seq_length, vocab_size, cls_id, sep_id, num=4, seed=1):
+    """`num` batches of random ids in [999, vocab) (or [5, vocab) for tiny vocabularies), [CLS] ... [SEP]."""
+    rng = np.random.RandomState(seed)
+    low = 999 if vocab_size > 2000 else 5
+    ids = rng.randint(low, vocab_size, size=(num, batch_size, seq_length)).astype("int32")
+    ids[:, :, 0] = cls_id
+    ids[:, :, -1] = sep_id
+    return {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": np.ones_like(ids)}
+
+
+def measure_peak(dtype, m=2048, k=2048, n=2048, seconds=2.0, windows=5):
+    """Median GFLOP/s of an (m x k) @ (k x n) `tf.linalg.matmul` in `dtype`, over timed windows."""
+    x = tf.cast(tf.random.normal([m, k]), dtype)
+    w = tf.cast(tf.random.normal([k, n]), dtype)
+    fn = tf.function(lambda: tf.linalg.matmul(x, w))
+    for _ in range(3):
+        fn()
+    t0 = time.perf_counter()
+    fn()
+    iters = max(1, int(seconds / windows / max(time.perf_counter() - t0, 1e-6)))
+    rates = []
+    for _ in range(windows):
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        rates.append(2.0 * m * k * n * iters / (time.perf_counter() - t0) / 1e9)
+    return statistics.median(rates)
+
+
+def write_records(directory, num_files, examples_per_file, seq_length, vocab_size, seed=0):
+    """Random pre-training records in the official format (Int64 input_ids, input_mask, segment_ids)."""
+    rng = np.random.RandomState(seed)
+    for f in range(num_files):
+        with tf.io.TFRecordWriter(os.path.join(directory, f"pretrain_data.tfrecord-{f}-of-{num_files}")) as writer:
+            for _ in range(examples_per_file):
+                n = rng.randint(seq_length // 2, seq_length + 1)
+                ids = [101] + list(rng.randint(999, vocab_size, n - 2)) + [102] + [0] * (seq_length - n)
+                mask = [1] * n + [0] * (seq_length - n)
+                segments = [0] * seq_length
+
+                def feature(values):
+                    return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+
+                example = tf.train.Example(features=tf.train.Features(feature={
+                    "input_ids": feature(ids), "input_mask": feature(mask), "segment_ids": feature(segments)}))
+                writer.write(example.SerializeToString())
+    return os.path.join(directory, "pretrain_data.tfrecord-*")
+
+
+def measure_pipeline(config, batch_size, num_batches, warmup=10):
+    """Examples/s of `pretraining_dataset` alone (decode, shuffle, batch, id checks) over temp TFRecords."""
+    from electra_tf.data.pretraining_dataset import pretraining_dataset
+
+    vocab_size = max(config.vocab_size, 1000)
+    with tempfile.TemporaryDirectory() as directory:
+        pattern = write_records(directory, 8, 512, config.seq_length, vocab_size)
+        dataset = pretraining_dataset(pattern, batch_size=batch_size, seq_length=config.seq_length,
+                                      vocab_size=vocab_size, shuffle_buffer=config.shuffle_buffer, seed=config.seed)
+        iterator = iter(dataset)
+        for _ in range(warmup):
+            next(iterator)
+        t0 = time.perf_counter()
+        for _ in range(num_batches):
+            batch = next(iterator)
+        batch["token_ids"].numpy()
+        return num_batches * batch_size / (time.perf_counter() - t0)
+
+
+def _machine_busy_seconds():
+    """CPU-seconds all processes have spent busy since boot (/proc/stat), or None off Linux."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except OSError:
+        return None
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class _StepClock(keras.callbacks.Callback):
+    """Records (steps done, wall time, own CPU time, machine busy time) after every execution."""
+
+    def __init__(self):
+        super().__init__()
+        self.marks = {}
+
+    def _mark(self, steps):
+        self.marks[steps] = (time.perf_counter(), _own_cpu_seconds(), _machine_busy_seconds())
+
+    def on_train_begin(self, logs=None):
+        self._mark(0)
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._mark(batch + 1)
+
+
+def run(args):
+    from electra_tf.config import get_config
+    from electra_tf.models.pretrainer import build_pretrainer
+    from electra_tf.training import flops
+    from electra_tf.training.optimization import create_optimizer
+
+    set_threads(args.intra, args.inter)
+    overrides = dict(batch_size=args.batch_size, seq_length=args.seq_length, precision=args.precision,
+                     jit_compile=bool(args.jit_compile), steps_per_execution=args.steps_per_execution)
+    if args.objective:
+        overrides["objective"] = args.objective
+    config = get_config(args.config, **overrides)
+    spe = config.steps_per_execution
+    warmup = -(-args.warmup // spe) * spe  # whole executions
+    steps = -(-args.steps // spe) * spe
+
+    # As electra_tf.pretrain.train does (single device, no strategy).
+    if config.precision != "float32":
+        keras.mixed_precision.set_global_policy(config.precision)
+    pretrainer = build_pretrainer(config)
+    optimizer = create_optimizer(config)
+    pretrainer.compile(optimizer=optimizer, jit_compile=config.jit_compile, steps_per_execution=spe)
+    optimizer.build(pretrainer.trainable_variables)
+    num_params = sum(int(np.prod(v.shape)) for v in pretrainer.trainable_variables)
+
+    data = synthetic_batches(config.batch_size, config.seq_length, config.vocab_size, config.cls_id, config.sep_id)
+    dataset = tf.data.Dataset.from_tensor_slices(data).repeat().prefetch(2)
+    total = warmup + args.repeats * steps
+    clock = _StepClock()
+    t_start = time.perf_counter()
+    history = pretrainer.fit(dataset, steps_per_epoch=total, epochs=1, verbose=0, callbacks=[clock])
+    rates, cpu_per_step, others = [], [], []
+    for r in range(args.repeats):
+        (t0, cpu0, busy0), (t1, cpu1, busy1) = clock.marks[warmup + r * steps], clock.marks[warmup + (r + 1) * steps]
+        rates.append(steps / (t1 - t0))
+        cpu_per_step.append((cpu1 - cpu0) / steps)
+        if busy0 is not None:  # other processes' share of the machine's cores during the window
+            others.append(max(0.0, (busy1 - busy0) - (cpu1 - cpu0)) / ((t1 - t0) * os.cpu_count()))
+    warmup_s = clock.marks[warmup][0] - t_start
+    loss = float(history.history["loss"][-1])
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    peaks = {}
+    if args.peak:
+        peaks = {"float32": measure_peak(tf.float32, seconds=args.peak_seconds),
+                 "bfloat16": measure_peak(tf.bfloat16, seconds=args.peak_seconds)}
+    pipeline = measure_pipeline(config, config.batch_size, args.pipeline_batches) if args.pipeline else None
+
+    import keras_hub  # pylint: disable=import-outside-toplevel
+
+    return dict(
+        config=args.config, objective=config.objective, batch=config.batch_size, seq=config.seq_length,
+        precision=config.precision, xla=int(config.jit_compile), spe=spe, intra=args.intra, inter=args.inter,
+        onednn=os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default"), tag=args.tag,
+        steps_per_s=rates, cpu_s_per_step=cpu_per_step, others_cpu_share=others,
+        warmup_steps=warmup, steps=steps, warmup_s=round(warmup_s, 2), loss=loss,
+        flops_per_seq=flops.train_flops_per_sequence(config), num_params=num_params,
+        peak_gflops=peaks, pipeline_examples_per_s=pipeline, peak_rss_mb=round(rss_mb, 1),
+        load_avg=os.getloadavg()[0], date=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        command="python " + " ".join(["benchmarks/train_step.py"] + sys.argv[1:]),
+        versions=dict(python=platform.python_version(), tensorflow=tf.__version__, keras=keras.__version__,
+                      keras_hub=keras_hub.__version__),
+    )
+
+
+def _setting(r):
+    s = f"{r['config']} {r['precision']} xla={r['xla']} spe={r['spe']}"
+    if r.get("objective", "electra") != "electra":
+        s += f" {r['objective']}"
+    if r.get("onednn", "default") != "default":
+        s += f" onednn={r['onednn']}"
+    if r.get("inter", 1) != 1 or r.get("intra", 2) != 2:
+        s += f" intra={r['intra']} inter={r['inter']}"
+    return s
+
+
+HEADER = ("| setting | batch x seq | steps/s median (min-max) | n | seq/s | tokens/s | GFLOP/seq | GFLOP/s "
+          "| MFU vs fp32 peak | MFU vs bf16 peak | own CPU-s/step | others' CPU share | peak RSS MB "
+          "| pipeline ex/s (headroom) | warm-up s |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def table_row(rows, peak=None):
+    """One Markdown row over every repeat of `rows` (runs of one setting)."""
+    r0 = rows[0]
+    rates = [x for r in rows for x in r["steps_per_s"]]
+    med = statistics.median(rates)
+    seq_s = med * r0["batch"]
+    gflops = seq_s * r0["flops_per_seq"] / 1e9
+    peaks = peak or {}
+    if not peaks:
+        got = [r["peak_gflops"] for r in rows if r.get("peak_gflops")]
+        peaks = {k: statistics.median(p[k] for p in got) for k in ("float32", "bfloat16")} if got else {}
+    mfu32 = f"{gflops / peaks['float32']:.1%}" if peaks else "-"
+    mfu16 = f"{gflops / peaks['bfloat16']:.1%}" if peaks else "-"
+    pipes = [r["pipeline_examples_per_s"] for r in rows if r.get("pipeline_examples_per_s")]
+    pipe = f"{statistics.median(pipes):,.0f} ({statistics.median(pipes) / seq_s:,.0f}x)" if pipes else "-"
+    warm = statistics.median(r["warmup_s"] for r in rows)
+    rss = max(r["peak_rss_mb"] for r in rows)
+    cpu = [x for r in rows for x in r.get("cpu_s_per_step", [])]
+    cpu = f"{statistics.median(cpu):.2f}" if cpu else "-"
+    others = [x for r in rows for x in r.get("others_cpu_share", [])]
+    others = f"{statistics.median(others):.0%} ({min(others):.0%}-{max(others):.0%})" if others else "-"
+    return (f"| {_setting(r0)} | {r0['batch']} x {r0['seq']} | {med:.4f} ({min(rates):.4f}-{max(rates):.4f}) | "
+            f"{len(rates)} | {seq_s:.2f} | {seq_s * r0['seq']:,.0f} | {r0['flops_per_seq'] / 1e9:.3f} | "
+            f"{gflops:.1f} | {mfu32} | {mfu16} | {cpu} | {others} | {rss:,.0f} | {pipe} | {warm:.1f} |")
+
+
+def peer_figures(path=PEERS_SUMMARY):
+    """(peer, setting, batch, median steps/s) rows and the fp32 peak from the peers' summary.md."""
+    if not os.path.exists(path):
+        return [], None
+    rows, peak = [], None
+    for line in open(path, encoding="utf-8"):
+        m = re.match(r"\| (\S[^|]*) \| (\S[^|]*) \| (\d+) \| ([0-9.]+) \(", line)
+        if m:
+            rows.append((m.group(1), m.group(2), int(m.group(3)), float(m.group(4))))
+        m = re.match(r"machine peak used for MFU: ([0-9.]+)", line)
+        if m:
+            peak = float(m.group(1))
+    return rows, peak
+
+
+def _cpu_name():
+    """'model name, family F' from /proc/cpuinfo (family 25 = AMD Zen 3/4, 26 = Zen 5)."""
+    info = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                info.setdefault(key.strip(), value.strip())
+    except OSError:
+        return platform.processor() or "unknown CPU"
+    flags = info.get("flags", "").split()
+    extras = [f for f in ("avx512f", "avx512_bf16", "amx_bf16") if f in flags]
+    return f"{info.get('model name', '?')}, CPU family {info.get('cpu family', '?')}, {' '.join(extras)}"
+
+
+def summarize(path, output=None, notes=None):
+    runs = [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
+    groups = {}
+    for r in runs:
+        groups.setdefault((r["config"], r["batch"], r["seq"], _setting(r)), []).append(r)
+    lines = ["# ELECTRA pre-training step: steady-state speed on this machine", ""]
+    first, last = runs[0], runs[-1]
+    lines += [
+        f"Runs: {len(runs)} processes, {first['date']} to {last['date']}; machine {platform.platform()}, "
+        f"{os.cpu_count()} CPU cores ({_cpu_name()}), shared with other jobs "
+        f"(load average {min(r['load_avg'] for r in runs):.1f}-{max(r['load_avg'] for r in runs):.1f} "
+        "at the end of the runs). Versions: " + ", ".join(f"{k} {v}" for k, v in first["versions"].items()) + ".",
+        "",
+        "Each process: warm-up steps (tracing, XLA compilation), then timed windows of steps; "
+        "steps/s is the median over every window of every run of a setting (n windows). "
+        "TF threads intra-op 2, inter-op 1 unless the setting says otherwise (inter=0: TF default pool). Synthetic batches (random ids, all tokens real), "
+        "model and optimizer built as `electra_tf.pretrain` builds them, trained by `fit`. "
+        "FLOPs: analytic matmul count (`electra_tf.training.flops`, 3 x forward). "
+        "Peak: median of the per-run 2048^3 `tf.linalg.matmul` rates (fp32, bf16) measured in the same processes. "
+        "Pipeline: `pretraining_dataset` alone over temp TFRecords, not while training.",
+        "",
+        "Commands (one process per line, settings run in alternation):",
+        "",
+        "```",
+        *sorted({r["command"] for r in runs}),
+        "```",
+        "",
+    ]
+    got = [r["peak_gflops"] for r in runs if r.get("peak_gflops")]
+    peak = {k: statistics.median(p[k] for p in got) for k in ("float32", "bfloat16")} if got else None
+    if peak:
+        lines += [f"Peak matmul (median over {len(got)} runs): fp32 {peak['float32']:.1f} GFLOP/s, "
+                  f"bf16 {peak['bfloat16']:.1f} GFLOP/s.", ""]
+    lines += [HEADER]
+    for key in sorted(groups, key=lambda k: (k[0] != "tiny", k[1], k[3])):
+        lines.append(table_row(groups[key], peak))
+    peers, peer_peak = peer_figures()
+    peers32 = [p for p in peers if p[2] == 32]
+    ours = {k[3]: statistics.median(x for r in v for x in r["steps_per_s"]) for k, v in groups.items()
+            if k[0] == "small" and k[1] == 32 and k[2] == 128}
+    if peers32 and ours:
+        best = max(peers32, key=lambda p: p[3])
+        lines += [
+            "",
+            "## Against the peers (small, batch 32, seq 128)",
+            "",
+            "Peer figures are quoted from `../shared/bench/peers/results/summary.md` (same machine, same day, "
+            "same workload and FLOP count, fp32); they were **not** measured side by side with these runs, "
+            "and the machine's load differed.",
+            f"Best peer: {best[0]} {best[1]}, {best[3]:.4f} steps/s (peers' fp32 peak {peer_peak} GFLOP/s).",
+            "",
+            "| ours | steps/s | GFLOP/s | MFU vs peers' fp32 peak | / best peer | "
+            + " | ".join(f"/ {p[0]} {p[1]}" for p in peers32) + " |",
+            "|---|---|---|---|---|" + "---|" * len(peers32),
+        ]
+        flops_per_seq = next(iter(groups.values()))[0]["flops_per_seq"]
+        for name, rate in sorted(ours.items()):
+            gflops = rate * 32 * flops_per_seq / 1e9
+            mfu = f"{gflops / peer_peak:.1%}" if peer_peak else "-"
+            lines.append(f"| {name} | {rate:.4f} | {gflops:.1f} | {mfu} | {rate / best[3]:.2f}x | "
+                         + " | ".join(f"{rate / p[3]:.2f}x" for p in peers32) + " |")
+    text = "\n".join(lines) + "\n"
+    if notes:
+        with open(notes, encoding="utf-8") as f:
+            text += "\n" + f.read()
+    print(text)
+    if output:
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+def main(args):
+    if args.summarize:
+        summarize(args.summarize, args.output, args.notes)
+        return
+    result = run(args)
+    print(HEADER)
+    print(table_row([result]))
+    print()
+    print(f"Command: `{result['command']}`")
+    print(f"steps/s per window: {[round(x, 4) for x in result['steps_per_s']]}; others' CPU share per window: "
+          f"{[round(x, 2) for x in result['others_cpu_share']]}; "
+          f"peak GFLOP/s: {({k: round(v, 1) for k, v in result['peak_gflops'].items()})}; "
+          f"threads intra {args.intra} inter {args.inter}; load avg {result['load_avg']:.1f}")
+    if args.json:
+        with open(args.json, "a", encoding="utf-8") as f:
+            f.write(json.dumps(result) + "\n")
+
+
+if __name__ == "__main__":
+    main(ARGS)
