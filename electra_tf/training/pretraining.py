@@ -6,7 +6,6 @@ Flag-free, so scripts and benchmarks can call `train` next to other CLIs;
 
 import math
 import os
-import shutil
 
 import keras
 import tensorflow as tf
@@ -71,7 +70,7 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
     if chief:
         checkpoints.write_config(config, model_dir)
         if config.vocab_file:
-            shutil.copyfile(config.vocab_file, os.path.join(model_dir, checkpoints.VOCAB_FILE))
+            tf.io.gfile.copy(config.vocab_file, os.path.join(model_dir, checkpoints.VOCAB_FILE), overwrite=True)
 
     with strategy.scope():
         pretrainer = build_pretrainer(config)
@@ -137,7 +136,7 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
     if chief:
         path = os.path.join(model_dir, checkpoints.DISCRIMINATOR_FILE)
         pretrainer.discriminator.save(path + ".tmp.keras")
-        os.replace(path + ".tmp.keras", path)
+        tf.io.gfile.rename(path + ".tmp.keras", path, overwrite=True)  # model_dir may be gs://
         logging.info("Saved the discriminator to %s", path)
     return pretrainer
 
