@@ -9,7 +9,6 @@ fills the shared embeddings and the discriminator; the discriminator head and
 the generator keep their initial values (logged).
 """
 
-import numpy as np
 from absl import logging
 
 from electra_tf.convert import hf_names
@@ -48,7 +47,7 @@ def read_bert(directory):
             "Only absolute position embeddings convert. Received: "
             f"`position_embedding_type={config['position_embedding_type']!r}`"
         )
-    weights, dropped, unused = {}, [], []
+    dropped, kept = [], []
     for name, value in state.items():
         body = name[len("bert.") :] if name.startswith("bert.") else name
         if body.endswith(_BUFFERS):
@@ -56,13 +55,10 @@ def read_bert(directory):
         if body.startswith(_DROPPED) or name.startswith(_DROPPED):
             dropped.append(name)
             continue
-        mapped = hf_names.hf_to_official(body, "model")
-        if mapped is None or not mapped[0].startswith("electra/"):
-            unused.append(name)
-            continue
-        official, transpose = mapped
-        value = np.asarray(value, np.float32)
-        weights[official] = value.T if transpose else value
+        kept.append((name, body, value))
+    weights, unused = hf_names.map_to_official(
+        kept, "model", accept=lambda official: official.startswith("electra/")
+    )
     if unused:
         raise ValueError(
             f"{len(unused)} weight(s) in {directory!r} have no ELECTRA counterpart: {sorted(unused)[:12]}"

@@ -16,6 +16,8 @@ goes: `"discriminator"` (`ElectraForPreTraining`, body under `electra.`),
 
 import re
 
+import numpy as np
+
 ROLES = ("model", "discriminator", "generator")
 
 _HEADS = {  # HF module -> official scope
@@ -68,6 +70,30 @@ def hf_to_official(name, role):
         rest = match.group(2).replace(".", "/")
         return _leaf(f"{scope}/encoder/layer_{match.group(1)}/{rest}", leaf, module)
     return None
+
+
+def map_to_official(items, role, accept=lambda official: True):
+    """Hugging Face tensors under official names, transposed where the layouts differ.
+
+    Args:
+        items: iterable of `(reported_name, hf_name, array)`; `reported_name` is
+            what an error shows (the name as stored in the file).
+        role: str. "model", "discriminator" or "generator".
+        accept: callable on the official name; a rejected mapping counts as unused.
+
+    Returns:
+        `({official name: float32 array}, [reported names with no counterpart])`.
+    """
+    weights, unused = {}, []
+    for reported, name, value in items:
+        mapped = hf_to_official(name, role)
+        if mapped is None or not accept(mapped[0]):
+            unused.append(reported)
+            continue
+        official, transpose = mapped
+        value = np.asarray(value, np.float32)
+        weights[official] = value.T if transpose else value
+    return weights, unused
 
 
 def official_to_hf(name, role):

@@ -145,19 +145,15 @@ def read_hugging_face(directory):
     role = ARCHITECTURES[architectures[0]]
     if role == "model" and any(k.startswith("electra.") for k in state):
         role = "discriminator"  # a body saved by a task model
-    weights, unused = {}, []
-    for name, value in state.items():
-        if name.endswith(_BUFFERS):
-            continue
-        if name == "generator_lm_head.weight":
-            continue  # tied: checked against the word embeddings below
-        mapped = hf_names.hf_to_official(name, role)
-        if mapped is None:
-            unused.append(name)
-            continue
-        official, transpose = mapped
-        value = np.asarray(value, np.float32)
-        weights[official] = value.T if transpose else value
+    weights, unused = hf_names.map_to_official(
+        (
+            (name, name, value)
+            for name, value in state.items()
+            # the tied output is checked against the word embeddings below
+            if not name.endswith(_BUFFERS) and name != "generator_lm_head.weight"
+        ),
+        role,
+    )
     if unused:
         raise ValueError(
             f"{len(unused)} weight(s) in {directory!r} ({architectures[0]}) have no ELECTRA "
