@@ -66,8 +66,8 @@ def pretraining_dataset(
 
     Args:
         patterns: str. Comma-separated file globs (local or `gs://`).
-        batch_size: int. Global batch size; divided by the number of input
-            pipelines when `input_context` is given.
+        batch_size: int. Global batch size; the per-replica share of it when
+            `input_context` is given.
         seq_length: int. Record length.
         vocab_size: int. Token ids must be below it; a larger one stops
             training with an error instead of silently embedding zeros (GPUs).
@@ -83,9 +83,8 @@ def pretraining_dataset(
     files = list_files(patterns)
     check_record_format(files[0], seq_length)
     if input_context is not None:
-        batch_size = input_context.get_per_replica_batch_size(batch_size) * (
-            input_context.num_replicas_in_sync // input_context.num_input_pipelines
-        )
+        # `distribute_datasets_from_function` wants per-replica batches.
+        batch_size = input_context.get_per_replica_batch_size(batch_size)
     dataset = tf.data.Dataset.from_tensor_slices(files)
     if input_context is not None and input_context.num_input_pipelines > 1:
         if len(files) < input_context.num_input_pipelines:

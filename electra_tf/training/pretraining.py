@@ -60,8 +60,7 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
         if jit_compile:
             logging.warning("XLA is unavailable for MirroredStrategy over logical CPUs; training without it.")
             jit_compile = False
-    if config.precision != "float32":
-        keras.mixed_precision.set_global_policy(config.precision)
+    keras.mixed_precision.set_global_policy(config.precision)  # also resets an earlier run's policy
     list_files(config.data)  # fail before building anything
     if config.eval_data:
         list_files(config.eval_data)
@@ -161,9 +160,7 @@ def _dataset(config, strategy, patterns, training=True):
         return dataset if training else dataset.repeat()
 
     if isinstance(strategy, (tf.distribute.MultiWorkerMirroredStrategy, tf.distribute.TPUStrategy)):
-        return strategy.distribute_datasets_from_function(
-            lambda context: read(context.get_per_replica_batch_size(config.batch_size), context)
-        )
+        return strategy.distribute_datasets_from_function(lambda context: read(config.batch_size, context))
     return read(config.batch_size)
 
 
