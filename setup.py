@@ -21,6 +21,7 @@ setuptools.setup(
         "absl-py>=2.1",
         "tensorboard>=2.20",
         "numpy>=1.26",
+        "numba>=0.60",  # compiled packing and Example encoding in pipelines/ (3x the builder throughput)
         "apache-beam>=2.60",
         "tokenizers>=0.20",
         "mwxml>=0.3.8",

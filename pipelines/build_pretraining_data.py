@@ -7,11 +7,13 @@ r"""Apache Beam pipeline: text -> packed ELECTRA pre-training TFRecords.
 
 Stages: list files (`sources.expand_inputs`) -> reshuffle the file names (so
 files are read in parallel; a single huge file is read by one worker) -> read
-documents -> tokenize batches of documents with the one `WordPieceTokenizer` (one TF call
-per batch) and pack each document (`packing.pack_document`, RNG seeded from
-(seed, document key)) -> key each example by sha1(document key, index) ->
-shard = that hash mod `num_shards` -> group -> sort each shard by the hash ->
-write `pretrain_data.tfrecord-{i:05d}-of-{N:05d}`.
+documents in batches of about 1 MB of text -> tokenize each batch with the one
+`WordPieceTokenizer` (one TF call) and pack its documents (`packing.pack`,
+compiled; RNG seeded from (seed, document key)) -> key each example by a hash
+of (document key, index in document) -> shard = key mod `num_shards` ->
+group compact example rows by shard -> sort each shard by key -> encode the
+`tf.train.Example`s (`packing.serialize_examples`, compiled) -> write
+`pretrain_data.tfrecord-{i:05d}-of-{N:05d}`.
 
 Output is a function of (inputs, vocab, max_seq_length, num_shards, seed)
 only: byte-identical across runs, runners and worker counts. Each shard is
@@ -81,17 +83,63 @@ class _SumStatsFn(beam.CombineFn):
         return accumulator
 
 
-def _read_file(input_file):
+def row_dtype(max_seq_length, vocab_size):
+    """The compact record of one example between packing and writing (what the shuffle moves).
+
+    `key` orders examples and picks their shard; `document` (a hash of the
+    document key) and `index` (the example's place in its document) break ties,
+    so the order never depends on scheduling.
+    """
+    ids = np.uint16 if vocab_size <= 1 << 16 else np.uint32
+    return np.dtype([("key", "<u8"), ("document", "<u8"), ("index", "<u4"), ("num_a", "<u2"),
+                     ("num_b", "<u2"), ("input_ids", ids, (max_seq_length,))])
+
+
+def _mix64(x):
+    """splitmix64's finalizer: a bijection of uint64 that spreads neighbouring values."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def example_rows(packed, document_keys, vocab_size):
+    """`row_dtype` rows of a batch's packed examples, keyed by (document key, index in document).
+
+    Args:
+        packed: `packing.Packed`.
+        document_keys: list of str, the key of each document of the batch.
+        vocab_size: int. Picks the id width.
+    """
+    hashes = np.array([int.from_bytes(hashlib.sha1(k.encode("utf-8")).digest()[:8], "little")
+                       for k in document_keys], np.uint64)
+    document = hashes[packed.document]
+    index = (np.arange(len(packed.document)) - np.searchsorted(packed.document, packed.document)).astype(np.uint64)
+    rows = np.empty(len(document), row_dtype(packed.input_ids.shape[1], vocab_size))
+    with np.errstate(over="ignore"):
+        rows["key"] = _mix64(document + (index + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15))
+    rows["document"], rows["index"] = document, index
+    rows["num_a"], rows["num_b"], rows["input_ids"] = packed.num_a, packed.num_b, packed.input_ids
+    return rows
+
+
+def _read_batches(input_file, batch_bytes):
+    """The documents of one file, in lists of about `batch_bytes` of text (one tokenizer call each)."""
     logging.info("Reading %s", input_file.path)
-    count = 0
+    count, batch, size = 0, [], 0
     for doc in sources.read_documents(input_file):
         count += 1
-        yield doc
+        batch.append(doc)
+        size += doc.num_bytes
+        if size >= batch_bytes:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
     logging.info("Read %s: %d documents", input_file.path, count)
 
 
 class TokenizeAndPackFn(beam.DoFn):
-    """Tokenizes a batch of documents in one TF call, packs each, encodes the examples.
+    """Tokenizes a batch of documents in one TF call, packs them, encodes the examples.
 
     Args:
         vocab_file: str. The vocabulary.
@@ -101,8 +149,8 @@ class TokenizeAndPackFn(beam.DoFn):
         seed: int. Build seed (with the document key it seeds the packing RNG).
 
     Outputs (main): `(shard, blob)`, one per shard present in the batch, the
-    blob holding `sha1 key (20 bytes) + length (4 bytes) + serialized example`
-    items; tagged `stats`: one dict of counts per batch.
+    blob holding the shard's `example_rows` as bytes; tagged `stats`: one dict
+    of counts per batch.
     """
 
     def __init__(self, vocab_file, lower_case, max_seq_length, num_shards, seed):
@@ -115,89 +163,83 @@ class TokenizeAndPackFn(beam.DoFn):
 
     def setup(self):
         self._tokenizer = tokenizer_lib.WordPieceTokenizer(self.vocab_file, lower_case=self.lower_case)
-        self._cls = self._tokenizer.cls_id
-        self._sep = self._tokenizer.sep_id
-        self._unk = self._tokenizer.unk_id
         self._documents = self._examples = 0
 
     def process(self, documents):
-        lines = [s for doc in documents for s in doc.sentences]
-        ragged = self._tokenizer.tokenize(lines)
+        ragged = self._tokenizer.tokenize([s for doc in documents for s in doc.sentences])
         flat = ragged.flat_values.numpy()
         splits = ragged.row_splits.numpy()
-        lengths = np.diff(splits).tolist()
-        stats = {"unknown_tokens": int(np.count_nonzero(flat == self._unk))}
-        per_source = {}
-        examples, keys = [], []
-        line = 0
-        for doc in documents:
-            doc_lengths = lengths[line : line + len(doc.sentences)]
-            packed = packing.pack_lengths(  # spans index the batch's sentences (offset `line`)
-                doc_lengths, self.max_seq_length, packing.document_rng(self.seed, doc.key), offset=line
-            )
-            examples.extend(packed)
-            keys.extend(hashlib.sha1(f"{doc.key}#{i}".encode("utf-8")).digest() for i in range(len(packed)))
-            line += len(doc.sentences)
-            source = per_source.setdefault(doc.source, {})
-            for name, value in (("documents", 1), ("sentences", sum(1 for n in doc_lengths if n)),
-                                ("tokens", sum(doc_lengths)), ("examples", len(packed)),
-                                ("bytes", doc.num_bytes), ("invalid_utf8", doc.invalid_utf8)):
-                source[name] = source.get(name, 0) + value
-        stats["per_source"] = per_source
+        document_splits = np.cumsum([0] + [len(doc.sentences) for doc in documents])
+        packed = packing.pack(
+            flat, splits, document_splits, [packing.document_seed(self.seed, doc.key) for doc in documents],
+            self.max_seq_length, self._tokenizer.cls_id, self._tokenizer.sep_id,
+        )
+        stats = self._stats(documents, flat, splits, document_splits, packed)
+        yield beam.pvalue.TaggedOutput("stats", stats)
         self._documents += len(documents)
-        self._examples += len(examples)
+        self._examples += len(packed.document)
         logging.log_every_n_seconds(
             logging.INFO, "TokenizeAndPack: %d documents, %d examples so far (this worker)", 30,
             self._documents, self._examples,
         )
-        for name in ("documents", "sentences", "tokens", "examples", "bytes", "invalid_utf8"):
-            stats[name] = sum(s[name] for s in per_source.values())
-        stats["empty_sentences"] = lengths.count(0)
-        stats["single_segment_drawn"] = sum(e.single_segment for e in examples)
-        stats["single_segment"] = sum(not e.b for e in examples)
-        stats["short_target"] = sum(e.short_target for e in examples)
-        stats["truncated_tokens"] = sum(e.truncated for e in examples)
-        if not examples:
-            yield beam.pvalue.TaggedOutput("stats", stats)
-            return
-        arrays = packing.spans_to_arrays(
-            examples, splits[:-1], flat, self.max_seq_length, self._cls, self._sep
+        rows = example_rows(packed, [documents[d].key for d in range(len(documents))], self._tokenizer.vocab_size)
+        shards = rows["key"] % np.uint64(self.num_shards)
+        order = np.argsort(shards, kind="stable")
+        rows, shards = rows[order], shards[order]
+        bounds = np.flatnonzero(np.diff(shards)) + 1
+        for part in np.split(rows, bounds):
+            if len(part):  # one compact bytes value per shard and batch: cheap to shuffle
+                yield int(part["key"][0] % np.uint64(self.num_shards)), part.tobytes()
+
+    def _stats(self, documents, flat, splits, document_splits, packed):
+        lengths = np.diff(splits)
+        sentence_tokens = np.add.reduceat(lengths, document_splits[:-1]) if len(lengths) else lengths
+        sentences = np.add.reduceat(lengths > 0, document_splits[:-1]) if len(lengths) else lengths
+        examples = np.bincount(packed.document, minlength=len(documents))
+        per_source = {}
+        for doc, num_tokens, num_sentences, num_examples in zip(
+            documents, sentence_tokens.tolist(), sentences.tolist(), examples.tolist()
+        ):
+            source = per_source.setdefault(doc.source, dict.fromkeys(
+                ("documents", "sentences", "tokens", "examples", "bytes", "invalid_utf8"), 0))
+            source["documents"] += 1
+            source["sentences"] += num_sentences
+            source["tokens"] += num_tokens
+            source["examples"] += num_examples
+            source["bytes"] += doc.num_bytes
+            source["invalid_utf8"] += doc.invalid_utf8
+        stats = {name: sum(s[name] for s in per_source.values())
+                 for name in ("documents", "sentences", "tokens", "examples", "bytes", "invalid_utf8")}
+        stats.update(
+            per_source=per_source,
+            unknown_tokens=int(np.count_nonzero(flat == self._tokenizer.unk_id)),
+            empty_sentences=int(np.count_nonzero(lengths == 0)),
+            single_segment_drawn=int(packed.single_segment.sum()),
+            single_segment=int(np.count_nonzero(packed.num_b == 0)),
+            short_target=int(packed.short_target.sum()),
+            truncated_tokens=int(packed.truncated.sum()),
+            example_tokens=int(packing.num_tokens(packed.num_a, packed.num_b).sum()),
         )
-        stats["example_tokens"] = int(arrays["input_mask"].sum())
-        yield beam.pvalue.TaggedOutput("stats", stats)
-        serialized = packing.serialize_examples(arrays)
-        by_shard = {}
-        for key, record in zip(keys, serialized):
-            shard = int.from_bytes(key[:8], "big") % self.num_shards
-            by_shard.setdefault(shard, []).append(key + len(record).to_bytes(4, "big") + record)
-        for shard, blobs in by_shard.items():
-            yield shard, b"".join(blobs)  # one bytes value per shard and batch: cheap to shuffle
-
-
-def _unpack_blob(blob):
-    """(sort key, record) pairs of a blob made of `key (20 bytes) + length (4) + record` items."""
-    pos = 0
-    while pos < len(blob):
-        key = blob[pos : pos + 20]
-        size = int.from_bytes(blob[pos + 20 : pos + 24], "big")
-        yield key, blob[pos + 24 : pos + 24 + size]
-        pos += 24 + size
+        return stats
 
 
 class WriteShardFn(beam.DoFn):
-    """Sorts one shard's examples by key and writes them atomically (temp file + rename)."""
+    """Sorts one shard's examples by key, encodes them and writes them atomically (temp file + rename)."""
 
-    def __init__(self, output_dir, num_shards):
+    def __init__(self, output_dir, num_shards, max_seq_length, vocab_size):
         self.output_dir = output_dir
         self.num_shards = num_shards
+        self.dtype = row_dtype(max_seq_length, vocab_size)
 
-    def process(self, shard_and_groups):
-        shard, blobs = shard_and_groups
-        records = sorted(record for blob in blobs for record in _unpack_blob(blob))
+    def process(self, shard_and_blobs):
+        shard, blobs = shard_and_blobs
+        rows = np.frombuffer(b"".join(blobs), self.dtype)
+        rows = rows[np.lexsort((rows["index"], rows["document"], rows["key"]))]
+        records = packing.serialize_examples(rows["input_ids"], rows["num_a"], rows["num_b"])
         final = shard_paths(self.output_dir, self.num_shards)[shard]
         tmp = os.path.join(self.output_dir, f"{_TMP_PREFIX}{os.path.basename(final)}-{uuid.uuid4().hex}")
         with tf.io.TFRecordWriter(tmp) as writer:
-            for _, record in records:
+            for record in records:
                 writer.write(record)
         tf.io.gfile.rename(tmp, final, overwrite=True)
         logging.info("Wrote %s (%d examples)", final, len(records))
@@ -312,7 +354,7 @@ def build_pretraining_data(
     seed=0,
     pipeline_args=None,
     lower_case=True,
-    batch_size=64,
+    batch_bytes=1 << 20,
 ):
     """Builds packed pre-training TFRecords with Apache Beam; returns the stats.
 
@@ -327,7 +369,8 @@ def build_pretraining_data(
             `default_pipeline_args()` (DirectRunner, multi-processing). Use
             `["--direct_running_mode=in_memory"]` for small in-process builds.
         lower_case: bool. Tokenizer lower-casing (match the vocabulary).
-        batch_size: int. Documents per tokenizer call (upper bound).
+        batch_bytes: int. Text per tokenizer call: documents are batched up to
+            about this many bytes (a longer document is one batch).
 
     Returns:
         dict, the content of `output_dir/stats.json`.
@@ -348,7 +391,7 @@ def build_pretraining_data(
         raise ValueError(f"`max_seq_length` must be >= 5. Received: `max_seq_length={max_seq_length}`")
     if num_shards < 1:
         raise ValueError(f"`num_shards` must be >= 1. Received: `num_shards={num_shards}`")
-    tokenizer_lib.load_vocab(vocab_file)  # fail fast on a bad vocabulary
+    vocab_size = len(tokenizer_lib.load_vocab(vocab_file))  # fails fast on a bad vocabulary
     files = sources.expand_inputs(inputs)
     logging.info("Building from %d files (%d sources) into %s", len(files),
                  len({f.source for f in files}), output_dir)
@@ -361,8 +404,7 @@ def build_pretraining_data(
             pipeline
             | "ListFiles" >> beam.Create(files)
             | "SpreadFiles" >> beam.Reshuffle()  # files, not documents, cross the network
-            | "ReadDocuments" >> beam.FlatMap(_read_file)
-            | "Batch" >> beam.BatchElements(min_batch_size=1, max_batch_size=batch_size)
+            | "ReadDocuments" >> beam.FlatMap(_read_batches, batch_bytes)
         )
         packed = documents | "TokenizeAndPack" >> beam.ParDo(
             TokenizeAndPackFn(vocab_file, lower_case, max_seq_length, num_shards, seed)
@@ -372,7 +414,7 @@ def build_pretraining_data(
             (packed.examples, all_shards)
             | "AllShards" >> beam.Flatten()
             | "GroupByShard" >> beam.GroupByKey()
-            | "WriteShards" >> beam.ParDo(WriteShardFn(output_dir, num_shards))
+            | "WriteShards" >> beam.ParDo(WriteShardFn(output_dir, num_shards, max_seq_length, vocab_size))
         )
         _ = (
             packed.stats

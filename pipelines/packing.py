@@ -1,7 +1,7 @@
 """ELECTRA example packing (reference section 4) and the `tf.train.Example` encoder.
 
-`pack_document` is the official `build_pretraining_dataset.ExampleBuilder`
-applied to one document, with its own RNG:
+`pack` is the official `build_pretraining_dataset.ExampleBuilder` applied to
+each document of a batch, with one RNG per document:
 
 1. Sentences (lists of word-piece ids) accumulate until their total length
    reaches `target_length`; the end of the document flushes what is left.
@@ -24,314 +24,359 @@ applied to one document, with its own RNG:
 
 Sentences with no word pieces are skipped (the official code would append an
 empty list, which changes nothing but may shift one RNG draw).
+
+Speed: packing and encoding run in numba-compiled loops (the builder spends
+most of its time here otherwise). The per-document RNG stays Python's
+`random.Random`: its raw 32-bit Mersenne Twister words are drawn in one call
+(`getrandbits`) and the kernel rebuilds `random()` and `randint()` from them
+exactly as CPython does, so the draws are those of the official code.
 """
 
+import collections
 import hashlib
 import random
 
+import numba
 import numpy as np
 
 FEATURES = ("input_ids", "input_mask", "segment_ids")  # sorted: the proto's deterministic order
 SHORT_TARGET_PROB = 0.05
 SINGLE_SEGMENT_PROB = 0.1
+_WORDS_PER_SENTENCE = 8  # RNG words drawn up front per sentence; more are drawn in the rare case it is short
+
+Packed = collections.namedtuple(
+    "Packed", ["input_ids", "num_a", "num_b", "document", "single_segment", "short_target", "truncated"]
+)
+Packed.__doc__ = """Examples packed from a batch of documents (`n` rows).
+
+Args:
+    input_ids: `(n, max_seq_length)` int32, `[CLS] A [SEP] B [SEP]` zero-padded.
+    num_a, num_b: `(n,)` int32, segment lengths without specials, after
+        truncation; they define `input_mask` and `segment_ids` (`masks`).
+    document: `(n,)` int, index of each example's document in the batch
+        (examples of a document are consecutive and in order).
+    single_segment: `(n,)` bool, the 10 % single-segment draw fired.
+    short_target: `(n,)` bool, the 5 % short-target draw fired for the example.
+    truncated: `(n,)` int, word pieces cut by truncation.
+"""
 
 
-def document_rng(seed, doc_key):
-    """The per-document RNG: `random.Random` seeded from sha256("<seed>:<doc_key>").
+def document_seed(seed, doc_key):
+    """The seed of a document's `random.Random`: the first 8 bytes of sha256("<seed>:<doc_key>").
 
     Args:
         seed: int. Build seed.
         doc_key: str. Stable document key.
 
     Example:
-        >>> document_rng(0, "a.txt:0").random() == document_rng(0, "a.txt:0").random()
+        >>> document_seed(0, "a.txt:0") == document_seed(0, "a.txt:0") != document_seed(1, "a.txt:0")
         True
     """
-    digest = hashlib.sha256(f"{seed}:{doc_key}".encode("utf-8")).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
+    return int.from_bytes(hashlib.sha256(f"{seed}:{doc_key}".encode("utf-8")).digest()[:8], "big")
 
 
-def _next_target(rng, max_seq_length):
-    if rng.random() < SHORT_TARGET_PROB:
-        return rng.randint(5, max_seq_length), True
-    return max_seq_length, False
+def _draw_words(seeds, sentences_per_doc, words_per_sentence):
+    """The first 32-bit MT outputs of each document's RNG, enough for it: (words, per-document splits).
 
-
-class PackedExample(tuple):
-    """One packed example as spans: `(a, b, single_segment, short_target, truncated)`.
-
-    `a` and `b` are lists of `(sentence_index, num_ids)` pieces, after
-    truncation (the last piece of a cut segment is a prefix of its sentence).
+    `getrandbits(32 * k)` returns k consecutive `genrand_uint32()` outputs,
+    the first in the lowest 32 bits. A document needs at most 2 words per
+    sentence (the 50 % draw) plus, per example (<= sentences + 1), 2 + 2 for
+    the single/short draws and 1 per `randint` try.
     """
-
-    __slots__ = ()
-
-    a = property(lambda self: self[0])
-    b = property(lambda self: self[1])
-    single_segment = property(lambda self: self[2])
-    short_target = property(lambda self: self[3])
-    truncated = property(lambda self: self[4])
+    counts = [words_per_sentence * s + 16 for s in sentences_per_doc]
+    words = np.frombuffer(b"".join(
+        random.Random(seed).getrandbits(32 * c).to_bytes(4 * c, "little") for seed, c in zip(seeds, counts)
+    ), "<u4")
+    return words, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
 
-def pack_lengths(lengths, max_seq_length, rng, offset=0):
-    """Packs one document given only its sentence lengths (the fast path).
-
-    Args:
-        lengths: list of int. Word pieces per sentence, in order (0 = skipped).
-        max_seq_length: int. Example length including [CLS]/[SEP].
-        rng: `random.Random`, the document's RNG (`document_rng`).
-        offset: int. Added to the sentence indices in the returned spans.
-
-    Returns:
-        list of `PackedExample` spans.
-
-    Example:
-        >>> pack_lengths([2, 1], 8, document_rng(0, "doc:0"))
-        [([(0, 2)], [(1, 1)], False, False, 0)]
-    """
-    examples = []
-    target, short = _next_target(rng, max_seq_length)
-    current, length = [], 0
-    for index, num in enumerate(lengths, offset):
-        if not num:
-            continue
-        current.append((index, num))
-        length += num
-        if length >= target:
-            examples.append(_create_example(current, target, short, max_seq_length, rng))
-            current, length = [], 0
-            target, short = _next_target(rng, max_seq_length)
-    if current:
-        examples.append(_create_example(current, target, short, max_seq_length, rng))
-    return examples
+@numba.njit(cache=True)
+def _random(words, pos):
+    """CPython's `random()` from two MT words: 53 random bits."""
+    a = words[pos] >> 5
+    b = words[pos + 1] >> 6
+    return (a * 67108864.0 + b) * (1.0 / 9007199254740992.0)
 
 
-def _create_example(sentences, target, short, max_seq_length, rng):
-    single = rng.random() < SINGLE_SEGMENT_PROB
-    first_target = 100000 if single else (target - 3) // 2
-    first, second, len_a, len_b = [], [], 0, 0
-    for piece in sentences:
-        num = piece[1]
-        if len_a == 0 or len_a + num < first_target or (
-            len_b == 0 and len_a < first_target and rng.random() < 0.5
-        ):
-            first.append(piece)
-            len_a += num
-        else:
-            second.append(piece)
-            len_b += num
-    keep_a = min(len_a, max_seq_length - 2)
-    keep_b = min(len_b, max(0, max_seq_length - keep_a - 3))
-    if keep_a < len_a:
-        first = _take(first, keep_a)
-    if keep_b < len_b:
-        second = _take(second, keep_b)
-    return PackedExample((first, second, single, short, len_a + len_b - keep_a - keep_b))
-
-
-def _take(pieces, budget):
-    """The leading pieces holding `budget` ids, the last one cut short."""
-    out = []
-    for index, num in pieces:
-        if budget <= 0:
-            break
-        out.append((index, min(num, budget)))
-        budget -= num
-    return out
-
-
-def pack_document(sentences, max_seq_length, rng, cls_id, sep_id):
-    """Packs one document's tokenized sentences into examples (lists of ids).
-
-    Args:
-        sentences: list of list of int. Word-piece ids per sentence, in order.
-        max_seq_length: int. Example length including [CLS]/[SEP].
-        rng: `random.Random`, the document's RNG (`document_rng`).
-        cls_id: int. Id of [CLS].
-        sep_id: int. Id of [SEP].
-
-    Returns:
-        list of dicts: `input_ids` (list of int, unpadded), `num_a`, `num_b`
-        (segment lengths without specials), `single_segment` (the 10 % draw
-        fired), `short_target` (the 5 % draw fired), `truncated` (ids cut).
-
-    Example:
-        >>> rng = document_rng(0, "doc:0")
-        >>> [e["input_ids"] for e in pack_document([[5, 6], [7]], 8, rng, 1, 2)]
-        [[1, 5, 6, 2, 7, 2]]
-    """
-    out = []
-    for example in pack_lengths([len(s) for s in sentences], max_seq_length, rng):
-        first = [i for index, num in example.a for i in sentences[index][:num]]
-        second = [i for index, num in example.b for i in sentences[index][:num]]
-        input_ids = [cls_id] + first + [sep_id] + (second + [sep_id] if second else [])
-        out.append(dict(input_ids=input_ids, num_a=len(first), num_b=len(second),
-                        single_segment=example.single_segment, short_target=example.short_target,
-                        truncated=example.truncated))
-    return out
-
-
-def spans_to_arrays(examples, sentence_starts, flat_ids, max_seq_length, cls_id, sep_id):
-    """Materializes packed spans of many documents into padded arrays, vectorized.
-
-    Args:
-        examples: list of `PackedExample`; sentence indices are global, i.e.
-            index into `sentence_starts`.
-        sentence_starts: int array, start of each sentence in `flat_ids`.
-        flat_ids: int array, the word-piece ids of all sentences back to back.
-        max_seq_length: int.
-        cls_id: int. Id of [CLS].
-        sep_id: int. Id of [SEP].
-
-    Returns:
-        dict of `(n, max_seq_length)` int64 arrays `input_ids`, `input_mask`, `segment_ids`.
-    """
-    n = len(examples)
-    src, num, row, col = [], [], [], []
-    len_a = np.zeros((n,), np.int64)
-    len_b = np.zeros((n,), np.int64)
-    for i, example in enumerate(examples):
-        pos = 1
-        for index, count in example[0]:
-            src.append(index)
-            num.append(count)
-            row.append(i)
-            col.append(pos)
-            pos += count
-        len_a[i] = pos - 1
-        pos += 1
-        for index, count in example[1]:
-            src.append(index)
-            num.append(count)
-            row.append(i)
-            col.append(pos)
-            pos += count
-        len_b[i] = pos - len_a[i] - 2
-    num = np.asarray(num, np.int64)
-    within = np.arange(int(num.sum())) - np.repeat(np.cumsum(num) - num, num)
-    input_ids = np.zeros((n, max_seq_length), np.int64)
-    input_ids[np.repeat(np.asarray(row, np.int64), num), np.repeat(np.asarray(col, np.int64), num) + within] = (
-        flat_ids[np.repeat(np.asarray(sentence_starts)[np.asarray(src, np.int64)], num) + within]
-    )
-    rows = np.arange(n)
-    input_ids[:, 0] = cls_id
-    input_ids[rows, len_a + 1] = sep_id
-    has_b = len_b > 0
-    input_ids[rows[has_b], (len_a + len_b + 2)[has_b]] = sep_id
-    total = len_a + 2 + np.where(has_b, len_b + 1, 0)
-    positions = np.arange(max_seq_length)[None, :]
-    input_mask = (positions < total[:, None]).astype(np.int64)
-    segment_ids = ((positions >= (len_a + 2)[:, None]) & (input_mask == 1)).astype(np.int64)
-    return dict(input_ids=input_ids, input_mask=input_mask, segment_ids=segment_ids)
-
-
-def _encode_varint(value):
-    out = bytearray()
+@numba.njit(cache=True)
+def _next_target(words, pos, end, max_seq_length):
+    """(target, short drawn, new pos); pos = -1 when the document's words ran out."""
+    if pos + 2 > end:
+        return 0, False, -1
+    r = _random(words, pos)
+    pos += 2
+    if r >= 0.05:
+        return max_seq_length, False, pos
+    # randint(5, max_seq_length) = 5 + _randbelow(n): getrandbits(n.bit_length()) until < n.
+    n = max_seq_length - 4
+    k = 0
+    while (n >> k) > 0:
+        k += 1
     while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
+        if pos + 1 > end:
+            return 0, True, -1
+        value = words[pos] >> (32 - k)
+        pos += 1
+        if value < n:
+            return 5 + value, True, pos
 
 
-_SMALL_VARINTS = [_encode_varint(i) for i in range(1 << 14)]
+@numba.njit(cache=True)
+def _pack_kernel(ids, sentence_splits, document_splits, words, word_splits, max_seq_length, cls_id, sep_id):
+    num_docs = len(document_splits) - 1
+    capacity = len(sentence_splits) - 1 + num_docs
+    input_ids = np.zeros((capacity, max_seq_length), np.int32)
+    num_a = np.zeros(capacity, np.int32)
+    num_b = np.zeros(capacity, np.int32)
+    document = np.zeros(capacity, np.int32)
+    single = np.zeros(capacity, np.bool_)
+    short = np.zeros(capacity, np.bool_)
+    truncated = np.zeros(capacity, np.int32)
+    overflow = np.zeros(num_docs, np.bool_)
+    current = np.empty(max_seq_length + 1, np.int64)  # sentences of the example being built
+    to_a = np.empty(max_seq_length + 1, np.bool_)
+    n = 0
+    for d in range(num_docs):
+        pos, end = word_splits[d], word_splits[d + 1]
+        first_example = n
+        target, short_drawn, pos = _next_target(words, pos, end, max_seq_length)
+        count, length = 0, 0
+        s = document_splits[d]
+        while pos >= 0 and (s < document_splits[d + 1] or count > 0):
+            if s < document_splits[d + 1]:
+                size = sentence_splits[s + 1] - sentence_splits[s]
+                if size > 0:
+                    current[count] = s
+                    count += 1
+                    length += size
+                s += 1
+                if length < target or count == 0:
+                    continue
+            # Create an example from `current` (full, or the document's last one).
+            if pos + 2 > end:
+                pos = -1
+                break
+            single_drawn = _random(words, pos) < 0.1
+            pos += 2
+            first_target = 100000 if single_drawn else (target - 3) // 2
+            len_a, len_b = 0, 0
+            for j in range(count):
+                size = sentence_splits[current[j] + 1] - sentence_splits[current[j]]
+                into_a = len_a == 0 or len_a + size < first_target
+                if not into_a and len_b == 0 and len_a < first_target:
+                    if pos + 2 > end:
+                        pos = -1
+                        break
+                    into_a = _random(words, pos) < 0.5
+                    pos += 2
+                to_a[j] = into_a
+                if into_a:
+                    len_a += size
+                else:
+                    len_b += size
+            if pos < 0:
+                break
+            keep_a = min(len_a, max_seq_length - 2)
+            keep_b = min(len_b, max(0, max_seq_length - keep_a - 3))
+            row = input_ids[n]
+            row[0] = cls_id
+            for segment in range(2):
+                at = 1 if segment == 0 else keep_a + 2
+                left = keep_a if segment == 0 else keep_b
+                for j in range(count):
+                    if to_a[j] != (segment == 0) or left == 0:
+                        continue
+                    start = sentence_splits[current[j]]
+                    take = min(sentence_splits[current[j] + 1] - start, left)
+                    row[at : at + take] = ids[start : start + take]
+                    at += take
+                    left -= take
+                if segment == 0 or keep_b > 0:
+                    row[at] = sep_id
+            num_a[n], num_b[n], document[n] = keep_a, keep_b, d
+            single[n], short[n] = single_drawn, short_drawn
+            truncated[n] = len_a + len_b - keep_a - keep_b
+            n += 1
+            count, length = 0, 0
+            if s < document_splits[d + 1]:  # (the official code also draws after a document's last example)
+                target, short_drawn, pos = _next_target(words, pos, end, max_seq_length)
+        if pos < 0:
+            overflow[d] = True
+            n = first_example
+    return input_ids[:n], num_a[:n], num_b[:n], document[:n], single[:n], short[:n], truncated[:n], overflow
 
 
-def _varint(value):
-    """Protobuf base-128 varint of a non-negative int (table lookup below 16384)."""
-    return _SMALL_VARINTS[value] if value < 16384 else _encode_varint(value)
-
-
-def _varint_rows(values):
-    """Varint-encodes each row of a non-negative int array: (concatenated bytes, row byte lengths)."""
-    v = values.astype(np.uint64)
-    nbytes = np.ones(v.shape, np.int64)
-    for k in range(1, 10):
-        more = v >= np.uint64(1 << (7 * k))
-        if not more.any():
-            break
-        nbytes += more
-    width = int(nbytes.max()) if v.size else 1
-    out = np.empty(v.shape + (width,), np.uint8)
-    for k in range(width):
-        byte = ((v >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
-        out[..., k] = byte | ((nbytes > k + 1).astype(np.uint8) << 7)
-    valid = np.arange(width) < nbytes[..., None]
-    return out[valid].tobytes(), nbytes.sum(axis=-1)
-
-
-def to_arrays(examples, max_seq_length):
-    """Pads `pack_document` outputs into `(n, max_seq_length)` int64 arrays.
-
-    Returns:
-        dict of numpy arrays `input_ids`, `input_mask`, `segment_ids`.
-    """
-    n = len(examples)
-    input_ids = np.zeros((n, max_seq_length), np.int64)
-    lengths = np.empty((n,), np.int64)
-    first_len = np.empty((n,), np.int64)
-    for i, example in enumerate(examples):
-        ids = example["input_ids"]
-        input_ids[i, : len(ids)] = ids
-        lengths[i] = len(ids)
-        first_len[i] = example["num_a"] + 2
-    positions = np.arange(max_seq_length)[None, :]
-    input_mask = (positions < lengths[:, None]).astype(np.int64)
-    segment_ids = ((positions >= first_len[:, None]) & (input_mask == 1)).astype(np.int64)
-    return dict(input_ids=input_ids, input_mask=input_mask, segment_ids=segment_ids)
-
-
-def _entry_prefix(key, payload_len):
-    """Framing of one `features` map entry up to its packed payload."""
-    int64_list = 1 + len(_varint(payload_len)) + payload_len
-    feature = 1 + len(_varint(int64_list)) + int64_list
-    entry = 1 + len(_varint(len(key))) + len(key) + 1 + len(_varint(feature)) + feature
-    return (b"\x0a" + _varint(entry) + b"\x0a" + _varint(len(key)) + key + b"\x12" + _varint(feature)
-            + b"\x1a" + _varint(int64_list) + b"\x0a" + _varint(payload_len))
-
-
-def serialize_examples(arrays):
-    """Serializes rows of int arrays as `tf.train.Example`s, byte-identical to
-    `tf.train.Example(...).SerializeToString(deterministic=True)` with Int64
-    features `input_ids`, `input_mask`, `segment_ids`, but vectorized.
+def pack(flat_ids, sentence_splits, document_splits, seeds, max_seq_length, cls_id, sep_id):
+    """Packs every document of a batch into examples.
 
     Args:
-        arrays: dict of equal-shape `(n, seq_len)` non-negative int arrays.
+        flat_ids: int array, the word pieces of all sentences back to back.
+        sentence_splits: int array, `flat_ids[sentence_splits[i]:sentence_splits[i + 1]]`
+            is sentence i (row splits of the tokenizer's ragged output).
+        document_splits: int array, sentences `document_splits[d]` up to
+            `document_splits[d + 1]` belong to document d.
+        seeds: list of int, the seed of each document's `random.Random`
+            (`document_seed`).
+        max_seq_length: int. Example length including [CLS]/[SEP].
+        cls_id: int. Id of [CLS].
+        sep_id: int. Id of [SEP].
+
+    Returns:
+        `Packed`.
+
+    Example:
+        >>> seeds = [document_seed(0, "doc:0")]
+        >>> packed = pack(np.array([5, 6, 7]), np.array([0, 2, 3]), np.array([0, 2]), seeds, 8, 1, 2)
+        >>> packed.input_ids.tolist()
+        [[1, 5, 6, 2, 7, 2, 0, 0]]
+    """
+    if max_seq_length < 5:
+        raise ValueError(f"`max_seq_length` must be >= 5. Received: `max_seq_length={max_seq_length}`")
+    ids = np.asarray(flat_ids, np.int32)
+    sentence_splits = np.asarray(sentence_splits, np.int64)
+    document_splits = np.asarray(document_splits, np.int64)
+    sentences_per_doc = np.diff(document_splits).tolist()
+    words_per_sentence = _WORDS_PER_SENTENCE
+    while True:
+        words, word_splits = _draw_words(seeds, sentences_per_doc, words_per_sentence)
+        *out, overflow = _pack_kernel(ids, sentence_splits, document_splits, words, word_splits,
+                                      max_seq_length, cls_id, sep_id)
+        if not overflow.any():  # else: a run of `randint` rejections; redraw with more words
+            break
+        words_per_sentence *= 4
+    input_ids, num_a, num_b, document, single, short, truncated = out
+    return Packed(input_ids, num_a, num_b, document, single, short, truncated)
+
+
+def num_tokens(num_a, num_b):
+    """Example lengths: `[CLS] A [SEP]` plus `B [SEP]` when B is not empty."""
+    num_a, num_b = np.asarray(num_a), np.asarray(num_b)
+    return num_a + 2 + np.where(num_b > 0, num_b + 1, 0)
+
+
+def masks(num_a, num_b, max_seq_length):
+    """`input_mask` and `segment_ids` (`(n, max_seq_length)` int8) of examples with these segment lengths.
+
+    Example:
+        >>> [m.tolist() for m in masks([2], [1], 8)]
+        [[[1, 1, 1, 1, 1, 1, 0, 0]], [[0, 0, 0, 0, 1, 1, 0, 0]]]
+    """
+    positions = np.arange(max_seq_length)[None, :]
+    input_mask = positions < num_tokens(num_a, num_b)[:, None]
+    segment_ids = (positions >= (np.asarray(num_a) + 2)[:, None]) & input_mask
+    return input_mask.astype(np.int8), segment_ids.astype(np.int8)
+
+
+@numba.njit(cache=True)
+def _varint_size(value):
+    size = 1
+    while value >= 128:
+        value >>= 7
+        size += 1
+    return size
+
+
+@numba.njit(cache=True)
+def _put_varint(buf, at, value):
+    while value >= 128:
+        buf[at] = (value & 127) | 128
+        value >>= 7
+        at += 1
+    buf[at] = value
+    return at + 1
+
+
+@numba.njit(cache=True)
+def _entry_sizes(key_size, payload):
+    """Sizes of one `features` map entry: (whole entry incl. its tag and length, entry, feature, int64_list)."""
+    int64_list = 1 + _varint_size(payload) + payload
+    feature = 1 + _varint_size(int64_list) + int64_list
+    entry = 1 + _varint_size(key_size) + key_size + 1 + _varint_size(feature) + feature
+    return 1 + _varint_size(entry) + entry, entry, feature, int64_list
+
+
+@numba.njit(cache=True)
+def _serialize_kernel(input_ids, lengths, first_lengths, keys, key_splits):
+    """Returns (bytes buffer, record offsets) of the examples' `tf.train.Example` protos."""
+    n, seq = input_ids.shape
+    num_features = len(key_splits) - 1
+    payloads = np.zeros((num_features, n), np.int64)
+    features_sizes = np.zeros(n, np.int64)
+    sizes = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        features = 0
+        for f in range(num_features):
+            payload = seq if f > 0 else 0  # masks and segment ids: one byte per value
+            if f == 0:
+                for j in range(seq):
+                    payload += _varint_size(input_ids[i, j])
+            payloads[f, i] = payload
+            features += _entry_sizes(key_splits[f + 1] - key_splits[f], payload)[0]
+        features_sizes[i] = features
+        sizes[i + 1] = 1 + _varint_size(features) + features
+    offsets = np.cumsum(sizes)
+    buf = np.empty(offsets[-1], np.uint8)
+    for i in range(n):
+        at = offsets[i]
+        buf[at] = 0x0A  # Example.features
+        at = _put_varint(buf, at + 1, features_sizes[i])
+        for f in range(num_features):
+            key_size = key_splits[f + 1] - key_splits[f]
+            _, entry, feature, int64_list = _entry_sizes(key_size, payloads[f, i])
+            buf[at] = 0x0A  # Features.feature map entry
+            at = _put_varint(buf, at + 1, entry)
+            buf[at] = 0x0A  # key
+            at = _put_varint(buf, at + 1, key_size)
+            buf[at : at + key_size] = keys[key_splits[f] : key_splits[f + 1]]
+            at += key_size
+            buf[at] = 0x12  # value: Feature
+            at = _put_varint(buf, at + 1, feature)
+            buf[at] = 0x1A  # Feature.int64_list
+            at = _put_varint(buf, at + 1, int64_list)
+            buf[at] = 0x0A  # Int64List.value, packed
+            at = _put_varint(buf, at + 1, payloads[f, i])
+            if f == 0:
+                for j in range(seq):
+                    at = _put_varint(buf, at, input_ids[i, j])
+            else:  # input_mask: 1 below the length; segment_ids: 1 from B's start to the length
+                start = 0 if f == 1 else first_lengths[i]
+                for j in range(seq):
+                    buf[at + j] = 1 if start <= j < lengths[i] else 0
+                at += seq
+    return buf, offsets
+
+
+_KEYS = np.frombuffer("".join(FEATURES).encode(), np.uint8)
+_KEY_SPLITS = np.cumsum([0] + [len(name) for name in FEATURES]).astype(np.int64)
+
+
+def serialize_examples(input_ids, num_a, num_b):
+    """Serializes packed examples as `tf.train.Example`s: Int64 features
+    `input_ids`, `input_mask`, `segment_ids` (the masks as `masks` gives them),
+    byte-identical to `tf.train.Example(...).SerializeToString(deterministic=True)`
+    but compiled, not protobuf.
+
+    Args:
+        input_ids: `(n, max_seq_length)` non-negative int array.
+        num_a, num_b: `(n,)` int, segment lengths (`Packed.num_a`, `Packed.num_b`).
 
     Returns:
         list of n bytes.
 
     Example:
-        >>> arrays = to_arrays([dict(input_ids=[1, 300, 2], num_a=1)], 4)
         >>> import tensorflow as tf
-        >>> tf.train.Example.FromString(serialize_examples(arrays)[0]).features.feature[
-        ...     "input_ids"].int64_list.value
+        >>> record = serialize_examples(np.array([[1, 300, 2, 0]]), [1], [0])[0]
+        >>> tf.train.Example.FromString(record).features.feature["input_ids"].int64_list.value
         [1, 300, 2, 0]
     """
-    n = len(arrays[FEATURES[0]])
-    entries = []  # per feature: a list of n byte strings, the whole map entry of each row
-    for name in FEATURES:
-        key = name.encode()
-        data, lengths = _varint_rows(arrays[name])
-        lengths = lengths.tolist()
-        if n and min(lengths) == max(lengths):  # fixed width (masks, segment ids): one framing
-            prefix = _entry_prefix(key, lengths[0])
-            width = lengths[0]
-            entries.append([prefix + data[i * width : (i + 1) * width] for i in range(n)])
-        else:
-            prefixes, rows, pos = {}, [], 0
-            for size in lengths:
-                prefix = prefixes.get(size)
-                if prefix is None:
-                    prefix = prefixes[size] = _entry_prefix(key, size)
-                rows.append(prefix + data[pos : pos + size])
-                pos += size
-            entries.append(rows)
-    out = []
-    for parts in zip(*entries):
-        features = b"".join(parts)
-        out.append(b"\x0a" + _varint(len(features)) + features)
-    return out
+    input_ids = np.asarray(input_ids)
+    if input_ids.ndim != 2:
+        raise ValueError(f"`input_ids` must be (examples, seq_len). Received shape {input_ids.shape}")
+    if input_ids.size and input_ids.min() < 0:
+        raise ValueError("`input_ids` must be non-negative (packed varints of int64 >= 0).")
+    num_a = np.asarray(num_a, np.int64)
+    buf, offsets = _serialize_kernel(input_ids, num_tokens(num_a, num_b).astype(np.int64), num_a + 2,
+                                     _KEYS, _KEY_SPLITS)
+    data = buf.tobytes()
+    offsets = offsets.tolist()
+    return [data[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]

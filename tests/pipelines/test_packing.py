@@ -73,12 +73,12 @@ class ReferenceExampleBuilder:
             self._target_length = self._max_length
 
 
-def _reference_examples(docs, tokenizer, seed):
+def _reference_examples(docs, tokenizer, seed, max_len=MAX_LEN):
     """All examples (as tuples of ids, unpadded) and the draw counts, per the official rules."""
     examples, short, single = [], 0, 0
     for key, sentences in docs:
         digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()  # documented per-document seed
-        builder = ReferenceExampleBuilder(random.Random(int.from_bytes(digest[:8], "big")), MAX_LEN)
+        builder = ReferenceExampleBuilder(random.Random(int.from_bytes(digest[:8], "big")), max_len)
         builder._next_target()  # the draw the official code makes after the previous document
         pieces = [ids for ids in tokenizer.tokenize(sentences).to_list() if ids]
         made = [builder.add_line(ids) for ids in pieces] + [builder.flush()]
@@ -212,17 +212,43 @@ def test_examples_are_consistent_and_decode_to_source(real_build, vocab_file):
     assert quirks > 0  # the documented A-after-B quirk is kept
 
 
+@pytest.mark.parametrize("max_len", [7, 16, 64, 512])
+def test_pack_matches_official_transcription_at_other_lengths(max_len, corpus_dir, vocab_file, monkeypatch):
+    """The compiled packer (its MT-word emulation of `random()`/`randint()` included) against the
+    transcription, without Beam; short lengths exercise truncation and many `randint` draws."""
+    tokenizer = WordPieceTokenizer(vocab_file)
+    docs = _read_docs(os.path.join(corpus_dir, "austen.txt.gz"), 40)
+    keyed = [(f"austen:{i}", d) for i, d in enumerate(docs)]
+    expected, short, single = _reference_examples(keyed, tokenizer, seed=3, max_len=max_len)
+    ragged = tokenizer.tokenize([s for d in docs for s in d])
+    splits = np.cumsum([0] + [len(d) for d in docs])
+    seeds = [packing.document_seed(3, key) for key, _ in keyed]
+    if max_len == 7:  # too few RNG words drawn up front: the packer must redraw and agree
+        monkeypatch.setattr(packing, "_WORDS_PER_SENTENCE", 1)
+    packed = packing.pack(ragged.flat_values.numpy(), ragged.row_splits.numpy(), splits, seeds,
+                          max_len, tokenizer.cls_id, tokenizer.sep_id)
+    mask, _ = packing.masks(packed.num_a, packed.num_b, max_len)
+    got = [tuple(row[m == 1].tolist()) for row, m in zip(packed.input_ids, mask)]
+    assert got == expected  # same examples in the same order
+    assert int(packed.short_target.sum()) == short and int(packed.single_segment.sum()) == single
+    assert short > 0 and single > 0
+
+
 def test_serializer_matches_tf_example():
     rng = np.random.default_rng(0)
-    arrays = {
-        "input_ids": rng.integers(0, 2**31, size=(20, 16)) >> rng.integers(0, 31, size=(20, 16)),
-        "input_mask": rng.integers(0, 2, size=(20, 16)),
-        "segment_ids": rng.integers(0, 2, size=(20, 16)),
-    }
-    arrays["input_ids"][0] = 0  # all-zero row: the shortest varints
-    for i, got in enumerate(packing.serialize_examples(arrays)):
+    n, seq = 20, 16
+    input_ids = rng.integers(0, 2**31, size=(n, seq)) >> rng.integers(0, 31, size=(n, seq))
+    input_ids[0] = 0  # all-zero row: the shortest varints
+    num_a = rng.integers(1, seq - 2, size=n)
+    num_b = np.minimum(rng.integers(0, seq, size=n), seq - num_a - 3)
+    num_b[1] = 0  # single segment
+    for i, got in enumerate(packing.serialize_examples(input_ids, num_a, num_b)):
+        length = num_a[i] + 2 + (num_b[i] + 1 if num_b[i] else 0)
+        input_mask = [int(j < length) for j in range(seq)]
+        segment_ids = [int(num_a[i] + 2 <= j < length) for j in range(seq)]
+        values = dict(input_ids=input_ids[i].tolist(), input_mask=input_mask, segment_ids=segment_ids)
         example = tf.train.Example(features=tf.train.Features(feature={
-            name: tf.train.Feature(int64_list=tf.train.Int64List(value=arrays[name][i].tolist()))
+            name: tf.train.Feature(int64_list=tf.train.Int64List(value=values[name]))
             for name in ("segment_ids", "input_ids", "input_mask")  # map order must not matter
         }))
         assert got == example.SerializeToString(deterministic=True)
