@@ -10,8 +10,8 @@ median of `--iters` calls is reported, and differences give the rest:
 - `gumbel_noise`: the (batch, num_predictions, vocab) uniform draw and the
   double log of `gumbel_sample`, reduced by argmax (no logits);
 - `gumbel_sample`: `gumbel_sample` on given logits (noise + argmax);
-- `inverse_cdf_sample`: a candidate replacement drawing from the same
-  distribution with one uniform per slot (softmax CDF + binary search);
+- `inverse_cdf_sample`: `inverse_cdf_sample` (`--sampler inverse_cdf`), the same
+  distribution from one uniform per slot (softmax CDF + binary search);
 - `generator_forward`: mask + generator + MLM head at the chosen slots;
 - `discriminator_forward`: discriminator + RTD head on a batch;
 - `forward`: `compute_losses` (mask, generator, sampling, corruption, discriminator, losses);
@@ -115,13 +115,7 @@ def main():
 
     @tf.function(jit_compile=jit)
     def inverse_cdf_sample():
-        # Candidate replacement for gumbel_sample: the same categorical distribution from one
-        # uniform per slot (exp + cumsum + binary search instead of V uniforms and two logs each).
-        probs = tf.exp(logits - tf.reduce_max(logits, axis=-1, keepdims=True))
-        cdf = tf.reshape(tf.math.cumsum(probs, axis=-1), [b * n, v])
-        u = tf.reshape(masking.replica_uniform([b, n], seed), [b * n, 1]) * cdf[:, -1:]
-        ids = tf.searchsorted(cdf, u, side="right", out_type=tf.int32)
-        return tf.reshape(tf.minimum(ids, v - 1), [b, n])
+        return masking.inverse_cdf_sample(logits, seed, config.temperature)
 
     @tf.function(jit_compile=jit)
     def generator_forward():

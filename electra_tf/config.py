@@ -46,6 +46,7 @@ class ElectraConfig:
     disc_weight: float = 50.0  # lambda
     temperature: float = 1.0  # generator sampling temperature
     disallow_correct: bool = False  # never sample the original token
+    sampler: str = "gumbel"  # "gumbel" (reference) or "inverse_cdf": same distribution, one uniform per draw
     # --- Special token ids (read from `vocab_file` when one is given) ---
     pad_id: int = 0
     cls_id: int = 101

@@ -10,7 +10,7 @@ import tensorflow as tf
 from keras_hub.layers import MaskedLMHead
 
 from electra_tf.layers.discriminator_head import DiscriminatorHead
-from electra_tf.layers.masking import gumbel_sample, mask_tokens, scatter_positions
+from electra_tf.layers.masking import SAMPLERS, mask_tokens, scatter_positions
 from electra_tf.models.encoder import ElectraEncoder
 
 # What each objective trains (paper section 3.2 and Table 5), as data:
@@ -51,6 +51,8 @@ class ElectraPretrainer(keras.Model):
         gen_weight, disc_weight: float. Loss weights (1 and 50 in the paper).
         temperature: float. Sampling temperature.
         disallow_correct: bool. Never sample the original token.
+        sampler: str. A key of `masking.SAMPLERS`: "gumbel" (the reference's
+            Gumbel-max) or "inverse_cdf" (same distribution, cheaper on CPU).
         pad_id, cls_id, sep_id, mask_id: int. Special token ids.
         seed: int. Base of the stateless masking/sampling stream.
 
@@ -78,6 +80,7 @@ class ElectraPretrainer(keras.Model):
         disc_weight=50.0,
         temperature=1.0,
         disallow_correct=False,
+        sampler="gumbel",
         pad_id=0,
         cls_id=101,
         sep_id=102,
@@ -155,6 +158,9 @@ class ElectraPretrainer(keras.Model):
         self.disc_weight = disc_weight
         self.temperature = temperature
         self.disallow_correct = disallow_correct
+        if sampler not in SAMPLERS:
+            raise ValueError(f"Unknown `sampler={sampler!r}`. Choose one of {list(SAMPLERS)}.")
+        self.sampler = sampler
         self.pad_id = pad_id
         self.cls_id = cls_id
         self.sep_id = sep_id
@@ -219,7 +225,7 @@ class ElectraPretrainer(keras.Model):
             logits = tf.cast(self.generator_head(hidden, mask_positions=positions), tf.float32)
             out["mlm_losses"] = _cross_entropy(targets, logits)
             out["mlm_correct"] = _correct(targets, logits)
-            sampled = gumbel_sample(
+            sampled = SAMPLERS[self.sampler](
                 logits,
                 seed,
                 self.temperature,
@@ -356,6 +362,7 @@ class ElectraPretrainer(keras.Model):
             "disc_weight": self.disc_weight,
             "temperature": self.temperature,
             "disallow_correct": self.disallow_correct,
+            "sampler": self.sampler,
             "pad_id": self.pad_id,
             "cls_id": self.cls_id,
             "sep_id": self.sep_id,
@@ -417,6 +424,7 @@ def build_pretrainer(config):
         disc_weight=config.disc_weight,
         temperature=config.temperature,
         disallow_correct=config.disallow_correct,
+        sampler=config.sampler,
         pad_id=config.pad_id,
         cls_id=config.cls_id,
         sep_id=config.sep_id,

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.layers.masking import gumbel_sample, mask_tokens, replica_uniform
+from electra_tf.layers.masking import SAMPLERS, mask_tokens, replica_uniform
 
 PAD, CLS, SEP, MASK = 0, 101, 102, 103
 SEQ, P = 64, int((0.15 + 0.005) * 64)
@@ -96,14 +96,35 @@ def test_replica_uniform_rows_are_the_global_draw_split_by_replica():
     assert 0.4 < full.mean() < 0.6
 
 
-def test_gumbel_sample_matches_softmax_distribution():
+@pytest.mark.parametrize("sampler", sorted(SAMPLERS))
+def test_sampler_matches_softmax_distribution(sampler):
+    sample = SAMPLERS[sampler]
     probs = np.array([0.6, 0.3, 0.1, 0.0], np.float32)
     logits = np.log(probs + 1e-30)[None, None].repeat(20000, axis=1)  # (1, 20000, 4)
-    sampled = gumbel_sample(logits, tf.constant([1, 2], tf.int64)).numpy().ravel()
+    sampled = sample(logits, tf.constant([1, 2], tf.int64)).numpy().ravel()
     freq = np.bincount(sampled, minlength=4) / sampled.size
     np.testing.assert_allclose(freq, probs, atol=0.015)
-    half = gumbel_sample(logits, tf.constant([1, 2], tf.int64), temperature=2.0).numpy().ravel()
+    half = sample(logits, tf.constant([1, 2], tf.int64), temperature=2.0).numpy().ravel()
     tempered = np.sqrt(probs) / np.sqrt(probs).sum()
     np.testing.assert_allclose(np.bincount(half, minlength=4) / half.size, tempered, atol=0.015)
-    never = gumbel_sample(logits, tf.constant([1, 2], tf.int64), disallow_ids=np.zeros((1, 20000), np.int32))
+    never = sample(logits, tf.constant([1, 2], tf.int64), disallow_ids=np.zeros((1, 20000), np.int32))
     assert (never.numpy() != 0).all()
+
+
+@pytest.mark.parametrize("sampler", sorted(SAMPLERS))
+def test_sampler_on_a_bert_sized_vocabulary(sampler):
+    """30,522 logits like a generator's: a chi-square test of the draws against the softmax
+    (the 50 likeliest ids one by one, the rest pooled); catches precision loss in a long CDF."""
+    rng = np.random.default_rng(0)
+    row = rng.normal(0.0, 2.5, size=30522).astype(np.float32)
+    probs = np.exp(row - row.max())
+    probs /= probs.sum()
+    draws = 4000
+    logits = np.broadcast_to(row, (8, draws // 8, row.size))
+    sampled = SAMPLERS[sampler](logits, tf.constant([5, 6], tf.int64)).numpy().ravel()
+    top = np.argsort(-probs)[:50]
+    observed = np.append(np.bincount(sampled, minlength=row.size)[top], 0)
+    observed[-1] = draws - observed[:-1].sum()
+    expected = np.append(probs[top], 1 - probs[top].sum()) * draws
+    chi2 = ((observed - expected) ** 2 / expected).sum()
+    assert chi2 < 90, chi2  # 50 degrees of freedom: P(chi2 > 90) ~ 4e-4

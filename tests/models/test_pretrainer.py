@@ -29,8 +29,9 @@ def seed(step=0):
     return tf.constant([0, step], tf.int64)
 
 
-def test_labels_equal_corrupted_differs_from_original():
-    model = build_pretrainer(tiny())
+@pytest.mark.parametrize("sampler", ["gumbel", "inverse_cdf"])
+def test_labels_equal_corrupted_differs_from_original(sampler):
+    model = build_pretrainer(tiny(sampler=sampler))
     data = batch(np.random.RandomState(0))
     out = model.compute_losses(data, seed(), training=False)
     ids, disc_ids = data["token_ids"], out["disc_ids"].numpy()
@@ -42,8 +43,9 @@ def test_labels_equal_corrupted_differs_from_original():
     assert (disc_ids != ids).any()  # an untrained generator replaces most of them
 
 
-def test_generator_predicting_the_original_makes_every_label_real():
-    model = build_pretrainer(tiny())
+@pytest.mark.parametrize("sampler", ["gumbel", "inverse_cdf"])
+def test_generator_predicting_the_original_makes_every_label_real(sampler):
+    model = build_pretrainer(tiny(sampler=sampler))
     data = batch(np.random.RandomState(0), low=200, high=201)  # every maskable token is 200
     bias = model.generator_head._bias
     bias.assign(tf.tensor_scatter_nd_update(tf.zeros_like(bias), [[200]], [1e4]))
@@ -83,6 +85,7 @@ def test_objectives_train_and_round_trip_config(objective):
     if objective.startswith("electra"):
         assert {"disc_auc", "disc_precision", "disc_recall", "sampled_masked_lm_accuracy"} <= set(logs)
     clone = ElectraPretrainer.from_config(model.get_config())
+    assert clone.sampler == model.sampler
     assert [v.shape for v in clone.weights] == [v.shape for v in model.weights]
     if clone.generator is not None:
         assert clone.generator.embeddings is clone.discriminator.embeddings
