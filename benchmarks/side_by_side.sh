@@ -13,7 +13,7 @@ set -uo pipefail
 ROUNDS=${1:-2}
 BATCH=${2:-32}
 shift 2 2>/dev/null || shift $#
-SETTINGS=${*:-"ours ours_inter0 ours_bf16_inter0 hf hf_compile tfm_inter0 tfm_xla"}
+SETTINGS=${*:-"ours_inter0 ours_xla_inter0 ours_icdf_inter0 ours_bf16_inter0 hf hf_compile tfm_inter0 tfm_xla"}
 PEERS=${PEERS:-$(cd "$(dirname "$0")/../../shared/bench/peers" 2>/dev/null && pwd)}
 ROOT=${PEERS_ROOT:-$HOME/.cache/electra-peers}
 OUT=${OUT:-benchmarks/results/side_by_side.jsonl}
@@ -24,8 +24,10 @@ busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
 
 run() {  # setting -> the command line
   case $1 in
-    ours) echo "$PY benchmarks/train_step.py --config small --batch_size $BATCH --peak 1 --pipeline 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
-    ours_inter0) echo "$PY benchmarks/train_step.py --config small --batch_size $BATCH --inter 0 --peak 0 --pipeline 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
+    ours) echo "$PY benchmarks/train_step.py --config small --batch_size $BATCH --peak 0 --pipeline 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
+    ours_inter0) echo "$PY benchmarks/train_step.py --config small --batch_size $BATCH --inter 0 --peak 1 --pipeline 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
+    ours_xla_inter0) echo "$PY benchmarks/train_step.py --config small --batch_size $BATCH --jit_compile 1 --inter 0 --peak 0 --pipeline 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
+    ours_icdf_inter0) echo "$PY benchmarks/train_step.py --config small --batch_size $BATCH --sampler inverse_cdf --inter 0 --peak 0 --pipeline 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
     ours_bf16_inter0) echo "$PY benchmarks/train_step.py --config small --batch_size $BATCH --precision mixed_bfloat16 --inter 0 --peak 0 --pipeline 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
     hf) echo "$ROOT/hf/bin/python $PEERS/bench_hf_torch.py --batch $BATCH --steps $STEPS --repeats $REPEATS" ;;
     hf_compile) echo "$ROOT/hf/bin/python $PEERS/bench_hf_torch.py --batch $BATCH --compile default --steps $STEPS --repeats $REPEATS" ;;

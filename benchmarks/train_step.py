@@ -50,6 +50,7 @@ def parse_args(argv=None):
     p.add_argument("--batch_size", type=int, default=32)
     p.add_argument("--seq_length", type=int, default=128)
     p.add_argument("--objective", default=None, help="Override the preset's objective.")
+    p.add_argument("--sampler", default="gumbel", help="Generator sampler (`masking.SAMPLERS`).")
     p.add_argument("--precision", default="float32", choices=["float32", "mixed_bfloat16", "mixed_float16"])
     p.add_argument("--jit_compile", type=int, default=0)
     p.add_argument("--steps_per_execution", type=int, default=1)
@@ -200,6 +201,7 @@ def run(args):
                      jit_compile=bool(args.jit_compile), steps_per_execution=args.steps_per_execution)
     if args.objective:
         overrides["objective"] = args.objective
+    overrides["sampler"] = args.sampler
     config = get_config(args.config, **overrides)
     spe = config.steps_per_execution
     warmup = -(-args.warmup // spe) * spe  # whole executions
@@ -242,7 +244,7 @@ def run(args):
     return dict(
         config=args.config, objective=config.objective, batch=config.batch_size, seq=config.seq_length,
         precision=config.precision, xla=int(config.jit_compile), spe=spe, intra=args.intra, inter=args.inter,
-        onednn=os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default"), tag=args.tag,
+        onednn=os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default"), tag=args.tag, sampler=args.sampler,
         steps_per_s=rates, cpu_s_per_step=cpu_per_step, others_cpu_share=others,
         warmup_steps=warmup, steps=steps, warmup_s=round(warmup_s, 2), loss=loss,
         flops_per_seq=flops.train_flops_per_sequence(config), num_params=num_params,
@@ -258,6 +260,8 @@ def _setting(r):
     s = f"{r['config']} {r['precision']} xla={r['xla']} spe={r['spe']}"
     if r.get("objective", "electra") != "electra":
         s += f" {r['objective']}"
+    if r.get("sampler", "gumbel") != "gumbel":
+        s += f" sampler={r['sampler']}"
     if r.get("onednn", "default") != "default":
         s += f" onednn={r['onednn']}"
     if r.get("inter", 1) != 1 or r.get("intra", 2) != 2:
