@@ -143,12 +143,10 @@ def gumbel_sample(logits, seed, temperature=1.0, disallow_ids=None):
     Returns:
         int32 `(batch, slots)` sampled ids. No gradient flows through it.
     """
-    logits = tf.stop_gradient(tf.cast(logits, tf.float32))
-    if disallow_ids is not None:
-        logits -= 1000.0 * tf.one_hot(disallow_ids, tf.shape(logits)[-1])
+    logits = _sampling_logits(logits, temperature, disallow_ids)
     shape = [tf.shape(logits)[0]] + logits.shape.as_list()[1:]
     u = replica_uniform(shape, _fold(seed, 3))
-    return tf.argmax(logits / temperature + _gumbel(u), axis=-1, output_type=tf.int32)
+    return tf.argmax(logits + _gumbel(u), axis=-1, output_type=tf.int32)
 
 
 def inverse_cdf_sample(logits, seed, temperature=1.0, disallow_ids=None):
@@ -158,28 +156,15 @@ def inverse_cdf_sample(logits, seed, temperature=1.0, disallow_ids=None):
     binary search finds where `u * total` falls, so a step draws one number
     per slot instead of one per vocabulary entry (the Gumbel noise is most of
     `gumbel_sample`'s cost on CPU). The draws differ from `gumbel_sample`'s;
-    their distribution does not.
-
-    Args:
-        logits: float `(batch, slots, vocab)`.
-        seed: int64 `(2,)` stateless seed.
-        temperature: float.
-        disallow_ids: optional int32 `(batch, slots)`; these ids get -1000
-            added to their logit (the reference's `disallow_correct`).
-
-    Returns:
-        int32 `(batch, slots)` sampled ids. No gradient flows through it.
+    their distribution does not. Arguments and result as `gumbel_sample`.
 
     Example:
         >>> logits = tf.math.log([[[0.25, 0.75]]])
         >>> inverse_cdf_sample(logits, tf.constant([0, 1], tf.int64)).shape
         TensorShape([1, 1])
     """
-    logits = tf.stop_gradient(tf.cast(logits, tf.float32))
+    logits = _sampling_logits(logits, temperature, disallow_ids)
     vocab = tf.shape(logits)[-1]
-    if disallow_ids is not None:
-        logits -= 1000.0 * tf.one_hot(disallow_ids, vocab)
-    logits /= temperature
     cdf = tf.math.cumsum(tf.exp(logits - tf.reduce_max(logits, axis=-1, keepdims=True)), axis=-1)
     shape = [tf.shape(logits)[0]] + logits.shape.as_list()[1:-1]
     u = replica_uniform(shape, _fold(seed, 3))
@@ -188,6 +173,14 @@ def inverse_cdf_sample(logits, seed, temperature=1.0, disallow_ids=None):
 
 
 SAMPLERS = {"gumbel": gumbel_sample, "inverse_cdf": inverse_cdf_sample}
+
+
+def _sampling_logits(logits, temperature, disallow_ids):
+    """float32 `logits / temperature` without gradient, disallowed ids pushed down by 1000."""
+    logits = tf.stop_gradient(tf.cast(logits, tf.float32))
+    if disallow_ids is not None:
+        logits -= 1000.0 * tf.one_hot(disallow_ids, tf.shape(logits)[-1])
+    return logits / temperature
 
 
 def _gumbel(u):
