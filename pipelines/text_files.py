@@ -44,7 +44,7 @@ def read_text_file(path, key, source="text"):
                 for end in ends + [len(stripped)]:
                     sentences.extend(stripped[start:end])
                     stop = min(end + 1, len(stripped))  # the blank line's bytes belong to its document
-                    num_bytes += offsets[stop] - offsets[start]
+                    num_bytes += offsets[stop] - offsets[start] + stop - start  # + the newlines
                     if bad_offsets:
                         invalid += bad_offsets[stop] - bad_offsets[start]
                     if end < len(stripped) and sentences:
@@ -60,8 +60,8 @@ def read_text_file(path, key, source="text"):
 
 
 def _blocks(file, block_size=1 << 22):
-    """Decoded lines of large blocks: (texts, byte offset of each line and of the block's end
-    (newlines included), invalid UTF-8 per line or None)."""
+    """Decoded lines of large blocks: (texts, byte offset of each line and of the block's end,
+    not counting newlines, invalid UTF-8 per line or None)."""
     rest = b""
     while True:
         block = file.read(block_size)
@@ -90,4 +90,4 @@ def _decode_block(block, final):
         bad = bad[:-1] if bad else bad
     # Byte sizes: characters when the block is ASCII (the common case), else the raw lines.
     sizes = map(len, texts) if ascii_only else map(len, block.split(b"\n")[: len(texts)])
-    return texts, list(itertools.accumulate((n + 1 for n in sizes), initial=0)), bad
+    return texts, list(itertools.accumulate(sizes, initial=0)), bad
