@@ -198,7 +198,7 @@ def _pack_kernel(ids, sentence_splits, document_splits, words, word_splits, max_
             truncated[n] = len_a + len_b - keep_a - keep_b
             n += 1
             count, length = 0, 0
-            if s < document_splits[d + 1]:  # (the official code also draws after a document's last example)
+            if s < document_splits[d + 1]:  # after the last example the draw would go unused
                 target, short_drawn, pos = _next_target(words, pos, end, max_seq_length)
         if pos < 0:
             overflow[d] = True
