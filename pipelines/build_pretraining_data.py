@@ -182,14 +182,13 @@ class TokenizeAndPackFn(beam.DoFn):
             logging.INFO, "TokenizeAndPack: %d documents, %d examples so far (this worker)", 30,
             self._documents, self._examples,
         )
-        rows = example_rows(packed, [documents[d].key for d in range(len(documents))], self._tokenizer.vocab_size)
+        rows = example_rows(packed, [doc.key for doc in documents], self._tokenizer.vocab_size)
         shards = rows["key"] % np.uint64(self.num_shards)
         order = np.argsort(shards, kind="stable")
         rows, shards = rows[order], shards[order]
-        bounds = np.flatnonzero(np.diff(shards)) + 1
-        for part in np.split(rows, bounds):
-            if len(part):  # one compact bytes value per shard and batch: cheap to shuffle
-                yield int(part["key"][0] % np.uint64(self.num_shards)), part.tobytes()
+        starts = np.flatnonzero(np.diff(shards, prepend=shards[:1] + 1))  # where each shard's run begins
+        for start, stop in zip(starts, [*starts[1:], len(rows)]):
+            yield int(shards[start]), rows[start:stop].tobytes()  # one compact value per shard and batch
 
     def _stats(self, documents, flat, splits, document_splits, packed):
         lengths = np.diff(splits)
