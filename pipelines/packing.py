@@ -52,7 +52,8 @@ Packed.__doc__ = """Examples packed from a batch of documents (`n` rows).
 Args:
     input_ids: `(n, max_seq_length)` int32, `[CLS] A [SEP] B [SEP]` zero-padded.
     num_a, num_b: `(n,)` int32, segment lengths without specials, after
-        truncation; they define `input_mask` and `segment_ids` (`masks`).
+        truncation; they define `input_mask` and `segment_ids` (see
+        `serialize_examples`).
     document: `(n,)` int, index of each example's document in the batch
         (examples of a document are consecutive and in order).
     single_segment: `(n,)` bool, the 10 % single-segment draw fired.
@@ -254,19 +255,6 @@ def num_tokens(num_a, num_b):
     return num_a + 2 + np.where(num_b > 0, num_b + 1, 0)
 
 
-def masks(num_a, num_b, max_seq_length):
-    """`input_mask` and `segment_ids` (`(n, max_seq_length)` int8) of examples with these segment lengths.
-
-    Example:
-        >>> [m.tolist() for m in masks([2], [1], 8)]
-        [[[1, 1, 1, 1, 1, 1, 0, 0]], [[0, 0, 0, 0, 1, 1, 0, 0]]]
-    """
-    positions = np.arange(max_seq_length)[None, :]
-    input_mask = positions < num_tokens(num_a, num_b)[:, None]
-    segment_ids = (positions >= (np.asarray(num_a) + 2)[:, None]) & input_mask
-    return input_mask.astype(np.int8), segment_ids.astype(np.int8)
-
-
 @numba.njit(cache=True)
 def _varint_size(value):
     size = 1
@@ -352,7 +340,8 @@ _KEY_SPLITS = np.cumsum([0] + [len(name) for name in FEATURES]).astype(np.int64)
 
 def serialize_examples(input_ids, num_a, num_b):
     """Serializes packed examples as `tf.train.Example`s: Int64 features
-    `input_ids`, `input_mask`, `segment_ids` (the masks as `masks` gives them),
+    `input_ids`, `input_mask` (1 on the first `num_tokens` positions) and
+    `segment_ids` (1 from B's first token to the end of the example),
     byte-identical to `tf.train.Example(...).SerializeToString(deterministic=True)`
     but compiled, not protobuf.
 

@@ -227,8 +227,8 @@ def test_pack_matches_official_transcription_at_other_lengths(max_len, corpus_di
         monkeypatch.setattr(packing, "_WORDS_PER_SENTENCE", 1)
     packed = packing.pack(ragged.flat_values.numpy(), ragged.row_splits.numpy(), splits, seeds,
                           max_len, tokenizer.cls_id, tokenizer.sep_id)
-    mask, _ = packing.masks(packed.num_a, packed.num_b, max_len)
-    got = [tuple(row[m == 1].tolist()) for row, m in zip(packed.input_ids, mask)]
+    lengths = packing.num_tokens(packed.num_a, packed.num_b)
+    got = [tuple(row[:n].tolist()) for row, n in zip(packed.input_ids, lengths)]
     assert got == expected  # same examples in the same order
     assert int(packed.short_target.sum()) == short and int(packed.single_segment.sum()) == single
     assert short > 0 and single > 0
