@@ -16,10 +16,13 @@ Measures, on the same text and cores:
 Wall time of the builder is its pipeline run (`stats["seconds"]`); CPU time
 (this process plus finished worker processes, all threads) includes setup.
 Per-core rates are tokens per *marginal* CPU-second: the CPU time of the full
-run minus that of the same build on 200 lines (start-up: TensorFlow imports,
-vocabulary and worker processes), which is what a long build pays per token.
-A first 200-line build, not measured, loads the numba kernels (compiled once
-per machine and cached).
+run minus that of the same build on the first 200 lines of each file (start-up:
+TensorFlow imports, vocabulary, pipeline construction and worker processes),
+which is what a long build pays per token. A first such build, not measured,
+loads the numba kernels (compiled once per machine and cached). Rounds
+alternate the raw tokenizer, the start-up build and the full build, and the
+ratio of each round is printed too: this machine is shared and its speed
+drifts by 10 % within minutes.
 CPU seconds are far less skewed by other jobs on a shared machine than wall time.
 It then extrapolates the wall time of a 3.3B-token Wikipedia + BooksCorpus
 build from the per-core token rate. Figures are printed and written as
@@ -37,6 +40,7 @@ import time
 from absl import app
 from absl import flags
 from absl import logging
+import numpy as np
 import tensorflow as tf
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -77,7 +81,8 @@ def wikitext_rate(repeats=40):
     return sum(len(a.encode("utf-8")) for a in articles) / (_cpu_seconds() - start)
 
 
-def raw_tokenizer_rate(files, vocab, repeats):
+def raw_tokenizer(files, vocab):
+    """A function that tokenizes the corpus once (lines in memory, batches of 4096) and returns its figures."""
     lines = []
     for path in files:
         with gzip.open(path, "rt", encoding="utf-8") as f:
@@ -85,17 +90,16 @@ def raw_tokenizer_rate(files, vocab, repeats):
     num_bytes = sum(len(line.encode("utf-8")) for line in lines)
     tokenizer = WordPieceTokenizer(vocab)
     tokenizer.tokenize(lines[:100])
-    best = best_cpu = None
-    for _ in range(repeats):
+
+    def run():
         start, cpu, tokens = time.perf_counter(), _cpu_seconds(), 0
         for i in range(0, len(lines), 4096):
             ragged = tokenizer.tokenize(lines[i : i + 4096])
             tokens += len(ragged.flat_values.numpy())
             ragged.row_splits.numpy()
-        elapsed, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
-        best = elapsed if best is None else min(best, elapsed)
-        best_cpu = cpu if best_cpu is None else min(best_cpu, cpu)
-    return dict(bytes=num_bytes, tokens=tokens, seconds=best, cpu=best_cpu)
+        return dict(bytes=num_bytes, tokens=tokens, seconds=time.perf_counter() - start, cpu=_cpu_seconds() - cpu)
+
+    return run
 
 
 def builder_rate(files, vocab, max_seq_length, pipeline_args):
@@ -119,30 +123,45 @@ def main(argv):
     if not files:
         raise ValueError(f"No corpus at {FLAGS.corpus}")
     logging.info("raw tokenizer on %d files", len(files))
-    raw = raw_tokenizer_rate(files, FLAGS.vocab, FLAGS.repeats)
+    raw_run = raw_tokenizer(files, FLAGS.vocab)
+    raw_run()  # warm-up
+    # The start-up build reads the first 200 lines of every corpus file: with the same number of
+    # files, Beam builds the same graph (it expands `Create` of one element differently) and bundles.
     tiny_dir = tempfile.mkdtemp()
-    tiny = os.path.join(tiny_dir, "tiny.txt")
-    with gzip.open(files[0], "rt", encoding="utf-8") as f, open(tiny, "w", encoding="utf-8") as out:
-        out.writelines(line for _, line in zip(range(200), f))
+    tiny = [os.path.join(tiny_dir, os.path.basename(path)) for path in files]
+    for path, small in zip(files, tiny):
+        with gzip.open(path, "rt", encoding="utf-8") as f, gzip.open(small, "wt", encoding="utf-8") as out:
+            out.writelines(line for _, line in zip(range(200), f))
+    raw_rounds = []
 
-    def measure(args):
-        """Full run, and its marginal CPU cost: minus a 200-line run (start-up, worker imports).
-        Like the raw tokenizer, the best of `--repeats` runs of each is kept."""
-        builder_rate([tiny], FLAGS.vocab, FLAGS.max_seq_length, args)  # warm-up: numba compiles once per machine
-        fixed = min((builder_rate([tiny], FLAGS.vocab, FLAGS.max_seq_length, args) for _ in range(FLAGS.repeats)),
-                    key=lambda r: r["cpu"])
-        result = min((builder_rate(files, FLAGS.vocab, FLAGS.max_seq_length, args) for _ in range(FLAGS.repeats)),
-                     key=lambda r: r["cpu"])
-        result["fixed_cpu"] = fixed["cpu"]
-        result["marginal_cpu"] = result["cpu"] - fixed["cpu"]
+    def measure(args, with_raw):
+        """Full run, and its marginal CPU cost: minus the run on the first 200 lines of each file
+        (start-up, worker imports). Rounds alternate (raw tokenizer,) start-up run, full run, so
+        the ratio is also taken side by side; the table keeps the best of `--repeats` of each."""
+        builder_rate(tiny, FLAGS.vocab, FLAGS.max_seq_length, args)  # warm-up: numba compiles once per machine
+        rounds = []
+        for _ in range(FLAGS.repeats):
+            if with_raw:
+                raw_rounds.append(raw_run())
+            fixed = builder_rate(tiny, FLAGS.vocab, FLAGS.max_seq_length, args)
+            full = builder_rate(files, FLAGS.vocab, FLAGS.max_seq_length, args)
+            rounds.append(dict(full, fixed_cpu=fixed["cpu"], marginal_cpu=full["cpu"] - fixed["cpu"]))
+        result = min(rounds, key=lambda r: r["cpu"])
+        result["fixed_cpu"] = min(r["fixed_cpu"] for r in rounds)
+        result["marginal_cpu"] = result["cpu"] - result["fixed_cpu"]
+        result["rounds"] = rounds
         return result
 
-    logging.info("builder, in_memory (1 process)")
-    one = measure(["--direct_running_mode=in_memory"])
+    logging.info("builder, in_memory (1 process), alternating with the raw tokenizer")
+    one = measure(["--direct_running_mode=in_memory"], with_raw=True)
+    raw = min(raw_rounds, key=lambda r: r["cpu"])
+    round_ratios = [(raw_r["cpu"] / raw_r["tokens"]) / (r["marginal_cpu"] / r["tokens"])
+                    for raw_r, r in zip(raw_rounds, one["rounds"])]
     multi = None
     if FLAGS.workers > 0:
         logging.info("builder, multi_processing (%d workers)", FLAGS.workers)
-        multi = measure(["--direct_running_mode=multi_processing", f"--direct_num_workers={FLAGS.workers}"])
+        multi = measure(["--direct_running_mode=multi_processing", f"--direct_num_workers={FLAGS.workers}"],
+                        with_raw=False)
 
     def row(name, r, cores):
         mbs, tps = r["bytes"] / 1e6 / r["seconds"], r["tokens"] / r["seconds"]
@@ -183,6 +202,10 @@ def main(argv):
         f"Builder / raw tokenizer, per CPU-second: in_memory {one_per_core / raw_per_core:.0%}"
         + (f", multi_processing {multi_per_core / raw_per_core:.0%}" if multi_per_core else "")
         + " (target: at least 70 %).",
+        "",
+        "Side by side, round by round (raw tokenizer, start-up build, full build; in_memory): "
+        + ", ".join(f"{r:.0%}" for r in round_ratios)
+        + f"; median {np.median(round_ratios):.0%}.",
         "",
         "## Extrapolation: 3.3B-token Wikipedia + BooksCorpus build",
         "",

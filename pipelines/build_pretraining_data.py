@@ -12,7 +12,8 @@ documents in batches of about 1 MB of text -> tokenize each batch with the one
 compiled; RNG seeded from (seed, document key)) -> key each example by a hash
 of (document key, index in document) -> shard = key mod `num_shards` ->
 group compact example rows by shard -> sort each shard by key -> encode the
-`tf.train.Example`s (`packing.serialize_examples`, compiled) -> write
+`tf.train.Example`s (`packing.encode_examples`, compiled) -> frame them as a
+TFRecord file in one piece (`tfrecord.frame_records`) -> write
 `pretrain_data.tfrecord-{i:05d}-of-{N:05d}`.
 
 Output is a function of (inputs, vocab, max_seq_length, num_shards, seed)
@@ -41,6 +42,7 @@ import tensorflow as tf
 from electra_tf.data import tokenizer as tokenizer_lib
 from pipelines import packing
 from pipelines import sources
+from pipelines import tfrecord
 
 SHARD_PATTERN = "pretrain_data.tfrecord-{index:05d}-of-{num_shards:05d}"
 SUCCESS_FILE = "_SUCCESS"
@@ -123,17 +125,11 @@ def example_rows(packed, document_keys, vocab_size):
 
 
 def _read_batches(input_file, batch_bytes):
-    """The documents of one file, in lists of about `batch_bytes` of text (one tokenizer call each)."""
+    """The documents of one file as `text_io.DocumentBatch`es (one tokenizer call each)."""
     logging.info("Reading %s", input_file.path)
-    count, batch, size = 0, [], 0
-    for doc in sources.read_documents(input_file):
-        count += 1
-        batch.append(doc)
-        size += doc.num_bytes
-        if size >= batch_bytes:
-            yield batch
-            batch, size = [], 0
-    if batch:
+    count = 0
+    for batch in sources.read_batches(input_file, batch_bytes):
+        count += len(batch.keys)
         yield batch
     logging.info("Read %s: %d documents", input_file.path, count)
 
@@ -165,24 +161,24 @@ class TokenizeAndPackFn(beam.DoFn):
         self._tokenizer = tokenizer_lib.WordPieceTokenizer(self.vocab_file, lower_case=self.lower_case)
         self._documents = self._examples = 0
 
-    def process(self, documents):
-        ragged = self._tokenizer.tokenize([s for doc in documents for s in doc.sentences])
-        flat = ragged.flat_values.numpy()
-        splits = ragged.row_splits.numpy()
-        document_splits = np.cumsum([0] + [len(doc.sentences) for doc in documents])
+    def process(self, batch):
+        flat, line_splits = self._tokenizer.tokenize_lines(batch.text)
+        sentence_lines = np.flatnonzero(~batch.blank)
+        # Blank lines hold no word pieces, so the sentences' rows are contiguous.
+        splits = np.append(line_splits[sentence_lines], line_splits[-1])
+        document_splits = np.concatenate([[0], np.cumsum(~batch.blank)])[batch.document_lines]
         packed = packing.pack(
-            flat, splits, document_splits, [packing.document_seed(self.seed, doc.key) for doc in documents],
+            flat, splits, document_splits, [packing.document_seed(self.seed, key) for key in batch.keys],
             self.max_seq_length, self._tokenizer.cls_id, self._tokenizer.sep_id,
         )
-        stats = self._stats(documents, flat, splits, document_splits, packed)
-        yield beam.pvalue.TaggedOutput("stats", stats)
-        self._documents += len(documents)
+        yield beam.pvalue.TaggedOutput("stats", self._stats(batch, flat, splits, document_splits, packed))
+        self._documents += len(batch.keys)
         self._examples += len(packed.document)
         logging.log_every_n_seconds(
             logging.INFO, "TokenizeAndPack: %d documents, %d examples so far (this worker)", 30,
             self._documents, self._examples,
         )
-        rows = example_rows(packed, [doc.key for doc in documents], self._tokenizer.vocab_size)
+        rows = example_rows(packed, batch.keys, self._tokenizer.vocab_size)
         shards = rows["key"] % np.uint64(self.num_shards)
         order = np.argsort(shards, kind="stable")
         rows, shards = rows[order], shards[order]
@@ -190,27 +186,19 @@ class TokenizeAndPackFn(beam.DoFn):
         for start, stop in zip(starts, [*starts[1:], len(rows)]):
             yield int(shards[start]), rows[start:stop].tobytes()  # one compact value per shard and batch
 
-    def _stats(self, documents, flat, splits, document_splits, packed):
+    def _stats(self, batch, flat, splits, document_splits, packed):
         lengths = np.diff(splits)
-        sentence_tokens = np.add.reduceat(lengths, document_splits[:-1]) if len(lengths) else lengths
-        sentences = np.add.reduceat(lengths > 0, document_splits[:-1]) if len(lengths) else lengths
-        examples = np.bincount(packed.document, minlength=len(documents))
-        per_source = {}
-        for doc, num_tokens, num_sentences, num_examples in zip(
-            documents, sentence_tokens.tolist(), sentences.tolist(), examples.tolist()
-        ):
-            source = per_source.setdefault(doc.source, dict.fromkeys(
-                ("documents", "sentences", "tokens", "examples", "bytes", "invalid_utf8"), 0))
-            source["documents"] += 1
-            source["sentences"] += num_sentences
-            source["tokens"] += num_tokens
-            source["examples"] += num_examples
-            source["bytes"] += doc.num_bytes
-            source["invalid_utf8"] += doc.invalid_utf8
-        stats = {name: sum(s[name] for s in per_source.values())
-                 for name in ("documents", "sentences", "tokens", "examples", "bytes", "invalid_utf8")}
-        stats.update(
-            per_source=per_source,
+        counts = dict(
+            documents=len(batch.keys),
+            sentences=int(np.count_nonzero(lengths)),
+            tokens=len(flat),
+            examples=len(packed.document),
+            bytes=int(batch.num_bytes.sum()),
+            invalid_utf8=int(batch.invalid_utf8.sum()),
+        )
+        return dict(
+            counts,
+            per_source={batch.source: counts},
             unknown_tokens=int(np.count_nonzero(flat == self._tokenizer.unk_id)),
             empty_sentences=int(np.count_nonzero(lengths == 0)),
             single_segment_drawn=int(packed.single_segment.sum()),
@@ -219,7 +207,6 @@ class TokenizeAndPackFn(beam.DoFn):
             truncated_tokens=int(packed.truncated.sum()),
             example_tokens=int(packing.num_tokens(packed.num_a, packed.num_b).sum()),
         )
-        return stats
 
 
 class WriteShardFn(beam.DoFn):
@@ -234,15 +221,14 @@ class WriteShardFn(beam.DoFn):
         shard, blobs = shard_and_blobs
         rows = np.frombuffer(b"".join(blobs), self.dtype)
         rows = rows[np.lexsort((rows["index"], rows["document"], rows["key"]))]
-        records = packing.serialize_examples(rows["input_ids"], rows["num_a"], rows["num_b"])
+        records, offsets = packing.encode_examples(rows["input_ids"], rows["num_a"], rows["num_b"])
         final = shard_paths(self.output_dir, self.num_shards)[shard]
         tmp = os.path.join(self.output_dir, f"{_TMP_PREFIX}{os.path.basename(final)}-{uuid.uuid4().hex}")
-        with tf.io.TFRecordWriter(tmp) as writer:
-            for record in records:
-                writer.write(record)
+        with tf.io.gfile.GFile(tmp, "wb") as f:
+            f.write(tfrecord.frame_records(records, offsets))
         tf.io.gfile.rename(tmp, final, overwrite=True)
-        logging.info("Wrote %s (%d examples)", final, len(records))
-        yield len(records)
+        logging.info("Wrote %s (%d examples)", final, len(rows))
+        yield len(rows)
 
 
 def _write_json(path, value):

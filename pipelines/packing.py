@@ -338,6 +338,22 @@ _KEYS = np.frombuffer("".join(FEATURES).encode(), np.uint8)
 _KEY_SPLITS = np.cumsum([0] + [len(name) for name in FEATURES]).astype(np.int64)
 
 
+def encode_examples(input_ids, num_a, num_b):
+    """`serialize_examples`, as one buffer: the records back to back, and where each starts.
+
+    Returns:
+        `(buffer, offsets)`: uint8 array, int64 array of `n + 1` offsets
+        (record `i` is `buffer[offsets[i]:offsets[i + 1]]`).
+    """
+    input_ids = np.asarray(input_ids)
+    if input_ids.ndim != 2:
+        raise ValueError(f"`input_ids` must be (examples, seq_len). Received shape {input_ids.shape}")
+    if input_ids.size and input_ids.min() < 0:
+        raise ValueError("`input_ids` must be non-negative (packed varints of int64 >= 0).")
+    num_a = np.asarray(num_a, np.int64)
+    return _serialize_kernel(input_ids, num_tokens(num_a, num_b).astype(np.int64), num_a + 2, _KEYS, _KEY_SPLITS)
+
+
 def serialize_examples(input_ids, num_a, num_b):
     """Serializes packed examples as `tf.train.Example`s: Int64 features
     `input_ids`, `input_mask` (1 on the first `num_tokens` positions) and
@@ -358,14 +374,7 @@ def serialize_examples(input_ids, num_a, num_b):
         >>> tf.train.Example.FromString(record).features.feature["input_ids"].int64_list.value
         [1, 300, 2, 0]
     """
-    input_ids = np.asarray(input_ids)
-    if input_ids.ndim != 2:
-        raise ValueError(f"`input_ids` must be (examples, seq_len). Received shape {input_ids.shape}")
-    if input_ids.size and input_ids.min() < 0:
-        raise ValueError("`input_ids` must be non-negative (packed varints of int64 >= 0).")
-    num_a = np.asarray(num_a, np.int64)
-    buf, offsets = _serialize_kernel(input_ids, num_tokens(num_a, num_b).astype(np.int64), num_a + 2,
-                                     _KEYS, _KEY_SPLITS)
+    buf, offsets = encode_examples(input_ids, num_a, num_b)
     data = buf.tobytes()
     offsets = offsets.tolist()
     return [data[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]

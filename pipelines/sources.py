@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from pipelines import books
 from pipelines import text_files
+from pipelines import text_io
 from pipelines import wikipedia
 
 KINDS = ("text", "wikipedia", "books")
@@ -117,3 +118,22 @@ def read_documents(input_file):
     """
     reader = READERS[input_file.kind]
     yield from reader(input_file.path, key=input_file.key, source=input_file.source)
+
+
+def read_batches(input_file, batch_bytes=1 << 20):
+    """Yields the documents of one `InputFile` as `text_io.DocumentBatch`es of about `batch_bytes`.
+
+    Text files are batched straight from their bytes (`text_files.read_text_batches`);
+    other kinds batch their reader's `Document`s.
+
+    Example:
+        ```python
+        for f in expand_inputs("corpus/*.txt.gz"):
+            for batch in read_batches(f):
+                ...
+        ```
+    """
+    if input_file.kind == "text":
+        yield from text_files.read_text_batches(input_file.path, input_file.key, input_file.source, batch_bytes)
+    else:
+        yield from text_io.batch_documents(read_documents(input_file), batch_bytes)

@@ -1,5 +1,8 @@
 """The one tokenizer: BERT WordPiece rules and BERT pair truncation, against independent references."""
 
+import gzip
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -74,3 +77,57 @@ def test_vocab_without_mask_token_is_rejected_with_the_file_name(tmp_path):
         load_vocab(str(path))
     with pytest.raises(FileNotFoundError, match="missing.txt"):
         load_vocab(str(tmp_path / "missing.txt"))
+
+
+LINES_TEXT = (
+    "Hello, WORLD!\n\n  \nunaffable Café hola qué\r\n中文字 \x00 control\t tab\n"
+    + "a" * 150 + " long word\n· \u00a0 nbsp\nno newline at the end"
+)
+
+
+def reference_lines(tokenizer, text):
+    """`tokenize` on each line: the per-string path `tokenize_lines` must agree with."""
+    ragged = tokenizer.tokenize(text.split(b"\n"))
+    return ragged.flat_values.numpy(), ragged.row_splits.numpy()
+
+
+def assert_same_lines(tokenizer, text):
+    ids, splits = tokenizer.tokenize_lines(text)
+    want_ids, want_splits = reference_lines(tokenizer, text)
+    np.testing.assert_array_equal(splits, want_splits)
+    np.testing.assert_array_equal(ids, want_ids)
+
+
+def test_tokenize_lines_equals_tokenizing_each_line(vocab_file, tmp_path):
+    path = tmp_path / "vocab_punct.txt"
+    path.write_text(pathlib.Path(vocab_file).read_text() + "¡\n§\n¶\ntab\nlong\nword\n")
+    tokenizer = WordPieceTokenizer(str(path))
+    marks = [m.decode() for m, _ in tokenizer._markers()]
+    assert marks[:3] == ["¡", "§", "¶"]  # non-ASCII first
+    assert_same_lines(tokenizer, LINES_TEXT.encode())
+    assert tokenizer._line_marker[0].decode() == "¡"
+    # The text holds the mark in use: too many marks come back; a free one is searched for and kept.
+    assert_same_lines(tokenizer, (LINES_TEXT + "\n¡hola!").encode())
+    assert tokenizer._line_marker[0].decode() == "§"
+    # The text holds every mark: it falls back to one string per line.
+    assert_same_lines(tokenizer, (LINES_TEXT + "\n" + " ".join(marks)).encode())
+    for text in (b"", b"\n", b"\n\n", b"one line", "ünïcödé only\n".encode()):
+        assert_same_lines(tokenizer, text)
+
+
+def test_tokenize_lines_with_a_vocab_without_punctuation(vocab_file, tmp_path):
+    path = tmp_path / "no_punct.txt"
+    kept = [t for t in pathlib.Path(vocab_file).read_text().split("\n") if t not in (",", "!")]
+    path.write_text("\n".join(kept) + "\n")
+    tokenizer = WordPieceTokenizer(str(path))
+    assert tokenizer._markers() == ()
+    assert_same_lines(tokenizer, b"Hello, world!\n\nunaffable cafe")
+    assert_same_lines(WordPieceTokenizer(vocab_file), b"Hello, world!\n\nunaffable cafe\n")
+
+
+def test_tokenize_lines_on_real_text():
+    tokenizer = WordPieceTokenizer(str(shared_data("vocab", "bert_uncased_vocab.txt")))
+    for name in ("linuxdocs.txt.gz", "austen.txt.gz"):  # non-ASCII, long lines, blank lines
+        with gzip.open(shared_data("corpus", name)) as f:
+            text = f.read(1 << 20)
+        assert_same_lines(tokenizer, text[: text.rfind(b"\n")])

@@ -10,6 +10,7 @@ from pipelines import build_pretraining_data as build_lib
 from pipelines import sentences
 from pipelines import sources
 from pipelines import text_files
+from pipelines import text_io
 
 from pipeline_testdata import IN_MEMORY
 
@@ -78,3 +79,63 @@ def test_mixed_sources_in_one_build(tmp_path, vocab_file):
     assert per_source[inputs[2]]["documents"] == 2
     assert stats["documents"] == 5
     assert stats["examples"] == sum(s["examples"] for s in per_source.values())
+
+
+def reference_text_documents(data):
+    """The BERT text convention read line by line (independent of `text_files`): per document, its
+    stripped sentences, invalid UTF-8 count and bytes (its lines with their newlines, up to and
+    including the blank line that ends it; blank lines before it count towards it)."""
+    docs, sentences, invalid, size = [], [], 0, 0
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    for raw in lines:
+        text, bad = text_io.decode_utf8(raw)
+        size += len(raw) + 1
+        invalid += bad
+        if text.strip():
+            sentences.append(text.strip())
+        elif sentences:
+            docs.append((sentences, invalid, size))
+            sentences, invalid, size = [], 0, 0
+    if sentences:
+        docs.append((sentences, invalid, size - (0 if data.endswith(b"\n") else 1)))
+    return docs
+
+
+def random_text(rng, num_lines):
+    pieces = ["word", "Ünïcode", "中文", "\t", " ", "\u00a0", "\u3000", "\r", ".", "\x1f", "\x00"]
+    lines = []
+    for _ in range(num_lines):
+        kind = rng.random()
+        if kind < 0.15:
+            lines.append(b"")
+        elif kind < 0.25:  # whitespace only, ASCII or not: blank too
+            lines.append("".join(rng.choice([" ", "\t", "\u00a0", "\u3000", "\r", "\x1c"]) for _ in range(3)).encode())
+        elif kind < 0.3:  # invalid UTF-8
+            lines.append(b"bad \xff\xfe bytes \xc3")
+        else:
+            lines.append(" ".join(rng.choice(pieces) for _ in range(rng.randint(1, 40))).encode())
+    return b"\n".join(lines) + (b"\n" if rng.random() < 0.5 else b"")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_text_batches_equal_a_line_by_line_reading(tmp_path, seed):
+    import random  # pylint: disable=import-outside-toplevel
+
+    import numpy as np  # pylint: disable=import-outside-toplevel
+
+    rng = random.Random(seed)
+    data = random_text(rng, 3000)
+    path = tmp_path / "t.txt.gz"
+    path.write_bytes(gzip.compress(data))
+    want = reference_text_documents(data)
+    for batch_bytes in (1, 997, 1 << 20):
+        batches = list(text_files.read_text_batches(str(path), key="k", batch_bytes=batch_bytes))
+        assert all(len(b.blank) == len(b.text.split(b"\n")) for b in batches)
+        docs = [d for b in batches for d in text_io.unbatch_documents(b)]
+        assert [(d.sentences, d.invalid_utf8, d.num_bytes) for d in docs] == want
+        assert [d.key for d in docs] == [f"k:{i}" for i in range(len(want))]
+        for b in batches:  # documents tile the batch's lines
+            assert b.document_lines[0] == 0 and b.document_lines[-1] == len(b.blank)
+            assert np.all(np.diff(b.document_lines) > 0) and len(b.keys) == len(b.document_lines) - 1
