@@ -210,8 +210,9 @@ def main(argv):
         "## Extrapolation: 3.3B-token Wikipedia + BooksCorpus build",
         "",
         "From the marginal rates above (start-up excluded), plain-text input, linear scaling; a "
-        "distributed runner's shuffle of the ~2 KB/example blobs is not included. A Beam worker on "
-        "Dataflow runs fused stages in-process, so its per-core rate is taken as the in_memory one.",
+        "distributed runner's shuffle of the compact example rows (about 280 bytes per example) is "
+        "not included. A Beam worker on Dataflow runs fused stages in-process, so its per-core rate "
+        "is taken as the in_memory one.",
         "",
         "| setup | cores | wall time |",
         "|---|---:|---:|",

@@ -26,15 +26,15 @@ Sentences with no word pieces are skipped (the official code would append an
 empty list, which changes nothing but may shift one RNG draw).
 
 Speed: packing and encoding run in numba-compiled loops (the builder spends
-most of its time here otherwise). The per-document RNG stays Python's
-`random.Random`: its raw 32-bit Mersenne Twister words are drawn in one call
-(`getrandbits`) and the kernel rebuilds `random()` and `randint()` from them
+most of its time here otherwise). The per-document RNG is Python's
+`random.Random(seed)`, rebuilt in the same compiled code: its Mersenne Twister
+seeding (`init_by_array`) and raw 32-bit words (`_mt_words`, checked against
+CPython's `getrandbits`), and `random()` and `randint()` made from those words
 exactly as CPython does, so the draws are those of the official code.
 """
 
 import collections
 import hashlib
-import random
 
 import numba
 import numpy as np
@@ -79,16 +79,80 @@ def document_seed(seed, doc_key):
 def _draw_words(seeds, sentences_per_doc, words_per_sentence):
     """The first 32-bit MT outputs of each document's RNG, enough for it: (words, per-document splits).
 
-    `getrandbits(32 * k)` returns k consecutive `genrand_uint32()` outputs,
-    the first in the lowest 32 bits. A document needs at most 2 words per
-    sentence (the 50 % draw) plus, per example (<= sentences + 1), 2 + 2 for
-    the single/short draws and 1 per `randint` try.
+    The words are those of `random.Random(seed).getrandbits(32 * k)` (k
+    consecutive `genrand_uint32()` outputs, the first in the lowest 32 bits),
+    made by `_mt_words`. A document needs at most 2 words per sentence (the
+    50 % draw) plus, per example (<= sentences + 1), 2 + 2 for the
+    single/short draws and 1 per `randint` try.
     """
-    counts = [words_per_sentence * s + 16 for s in sentences_per_doc]
-    words = np.frombuffer(b"".join(
-        random.Random(seed).getrandbits(32 * c).to_bytes(4 * c, "little") for seed, c in zip(seeds, counts)
-    ), "<u4")
-    return words, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    counts = np.array([words_per_sentence * s + 16 for s in sentences_per_doc], np.int64)
+    try:
+        seeds = np.array(seeds, np.uint64)
+    except OverflowError as err:
+        raise ValueError(f"Document seeds must be in [0, 2**64) (see `document_seed`): {err}") from err
+    return _mt_words(seeds, counts), np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+
+@numba.njit(cache=True)
+def _mt_twist(mt):
+    """MT19937's state update (624 words, in place), as CPython's `genrand_uint32` does it."""
+    upper, lower, one, zero = np.uint64(0x80000000), np.uint64(0x7FFFFFFF), np.uint64(1), np.uint64(0)
+    matrix = np.uint64(0x9908B0DF)
+    for k in range(227):
+        y = (mt[k] & upper) | (mt[k + 1] & lower)
+        mt[k] = mt[k + 397] ^ (y >> one) ^ (matrix if y & one else zero)
+    for k in range(227, 623):
+        y = (mt[k] & upper) | (mt[k + 1] & lower)
+        mt[k] = mt[k - 227] ^ (y >> one) ^ (matrix if y & one else zero)
+    y = (mt[623] & upper) | (mt[0] & lower)
+    mt[623] = mt[396] ^ (y >> one) ^ (matrix if y & one else zero)
+
+@numba.njit(cache=True)
+def _mt_words(seeds, counts):
+    """CPython's `random.Random(seed).getrandbits(32 * count)` words, for every (seed, count)."""
+    mask = np.uint64(0xFFFFFFFF)
+    out = np.empty(counts.sum(), np.uint32)
+    mt = np.empty(624, np.uint64)
+    at = 0
+    for d in range(len(seeds)):
+        key = (seeds[d] & mask, seeds[d] >> np.uint64(32))
+        key_length = 2 if key[1] else 1
+        mt[0] = np.uint64(19650218)
+        for i in range(1, 624):
+            mt[i] = (np.uint64(1812433253) * (mt[i - 1] ^ (mt[i - 1] >> np.uint64(30))) + np.uint64(i)) & mask
+        i, j = 1, 0
+        for _ in range(max(624, key_length)):
+            mt[i] = ((mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> np.uint64(30))) * np.uint64(1664525)))
+                     + key[j] + np.uint64(j)) & mask
+            i += 1
+            j += 1
+            if i >= 624:
+                mt[0] = mt[623]
+                i = 1
+            if j >= key_length:
+                j = 0
+        for _ in range(623):
+            mt[i] = ((mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> np.uint64(30))) * np.uint64(1566083941)))
+                     - np.uint64(i)) & mask
+            i += 1
+            if i >= 624:
+                mt[0] = mt[623]
+                i = 1
+        mt[0] = np.uint64(0x80000000)
+        index = 624
+        for _ in range(counts[d]):
+            if index >= 624:
+                _mt_twist(mt)
+                index = 0
+            y = mt[index]
+            index += 1
+            y ^= y >> np.uint64(11)
+            y ^= (y << np.uint64(7)) & np.uint64(0x9D2C5680)
+            y ^= (y << np.uint64(15)) & np.uint64(0xEFC60000)
+            y ^= y >> np.uint64(18)
+            out[at] = y
+            at += 1
+    return out
 
 
 @numba.njit(cache=True)

@@ -252,3 +252,17 @@ def test_serializer_matches_tf_example():
             for name in ("segment_ids", "input_ids", "input_mask")  # map order must not matter
         }))
         assert got == example.SerializeToString(deterministic=True)
+
+
+def test_compiled_mersenne_twister_equals_cpython_random():
+    seeds = [0, 1, 5, 19650218, 2**32 - 1, 2**32, 2**63 + 12345, 2**64 - 1, packing.document_seed(0, "a:0")]
+    counts = [0, 1, 623, 624, 625, 1300, 3, 700, 17]
+    words, splits = packing._draw_words(seeds, [0] * len(seeds), 0)  # 16 words each
+    for seed, start, stop in zip(seeds, splits[:-1], splits[1:]):
+        want = random.Random(seed).getrandbits(32 * 16).to_bytes(64, "little")
+        assert words[start:stop].astype("<u4").tobytes() == want
+    words = packing._mt_words(np.array(seeds, np.uint64), np.array(counts, np.int64))
+    want = b"".join(random.Random(s).getrandbits(32 * c).to_bytes(4 * c, "little") for s, c in zip(seeds, counts))
+    assert words.astype("<u4").tobytes() == want
+    with pytest.raises(ValueError, match="seeds"):
+        packing._draw_words([-1], [1], 8)
