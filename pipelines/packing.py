@@ -107,6 +107,7 @@ def _mt_twist(mt):
     y = (mt[623] & upper) | (mt[0] & lower)
     mt[623] = mt[396] ^ (y >> one) ^ (matrix if y & one else zero)
 
+
 @numba.njit(cache=True)
 def _mt_words(seeds, counts):
     """CPython's `random.Random(seed).getrandbits(32 * count)` words, for every (seed, count)."""
