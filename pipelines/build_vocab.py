@@ -20,7 +20,6 @@ files (same order) and parameters. Inputs are read with `sources`, so
 
 import collections
 import os
-import unicodedata
 
 from absl import app
 from absl import flags
@@ -32,6 +31,7 @@ from tokenizers import normalizers
 from tokenizers import pre_tokenizers
 from tokenizers import trainers
 
+from electra_tf.data.tokenizer import is_bert_punctuation
 from pipelines import sources
 
 SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -44,14 +44,6 @@ def _sentences(files):
             count += 1
             yield from doc.sentences
         logging.info("build_vocab: read %s (%d documents)", input_file.path, count)
-
-
-def _is_punctuation(char):
-    """BERT's punctuation test (`BertPreTokenizer` splits these off: never a `##` piece)."""
-    code = ord(char)
-    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
-        return True
-    return unicodedata.category(char).startswith("P")
 
 
 def _alphabet(files, normalizer, limit):
@@ -110,7 +102,7 @@ def build_vocab(inputs, vocab_size, output, lower_case=True, num_unused=100, lim
         initial_alphabet=alphabet,
         # Fixing the ids of every character and `##` continuation up front makes the
         # trainer's tie-breaking (by token id) independent of its hash-map order.
-        special_tokens=alphabet + [f"##{c}" for c in alphabet if not _is_punctuation(c)],
+        special_tokens=alphabet + [f"##{c}" for c in alphabet if not is_bert_punctuation(c)],
         continuing_subword_prefix="##",
         show_progress=False,
     )

@@ -166,11 +166,11 @@ class WordPieceTokenizer(tf.Module):
         """Line-end marks for `tokenize_lines`: (UTF-8 bytes, id) of single-character
         punctuation tokens that tokenize to themselves; rare (non-ASCII) ones first."""
         if self._line_markers is None:
-            chars = [t for t in self.vocab if len(t) == 1 and _is_bert_punctuation(t)]
-            chars = sorted(chars, key=lambda c: c.isascii())[:16]
-            pieces = self.tokenize(chars).to_list() if chars else []
+            candidates = [(t, i) for i, t in enumerate(self.vocab) if len(t) == 1 and is_bert_punctuation(t)]
+            candidates = sorted(candidates, key=lambda c: c[0].isascii())[:16]
+            pieces = self.tokenize([c for c, _ in candidates]).to_list() if candidates else []
             self._line_markers = tuple(
-                (c.encode("utf-8"), got[0]) for c, got in zip(chars, pieces) if got == [self.vocab.index(c)]
+                (c.encode("utf-8"), i) for (c, i), got in zip(candidates, pieces) if got == [i]
             )
             self._line_marker = self._line_markers[0] if self._line_markers else None
         return self._line_markers
@@ -212,8 +212,9 @@ class WordPieceTokenizer(tf.Module):
         }
 
 
-def _is_bert_punctuation(char):
-    """BERT's rule: ASCII symbols count as punctuation, as does Unicode category P*."""
+def is_bert_punctuation(char):
+    """BERT's punctuation rule: ASCII symbols and Unicode category P*. The tokenizer always cuts
+    these out as tokens of their own (so they are never a `##` piece)."""
     code = ord(char)
     if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
         return True
