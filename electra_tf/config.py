@@ -79,7 +79,8 @@ class ElectraConfig:
     save_checkpoints_steps: int = 1000
     keep_checkpoint_max: int = 5
     log_steps: int = 100  # TensorBoard scalars every N steps
-    seed: int = 0
+    seed: int = 0  # initialisation, dropout, masking, sampling and data order
+    deterministic: bool = False  # TF op determinism: bit-equal reruns and resumes (README, Reliability)
 
     def __post_init__(self):
         _check_choice("objective", self.objective, OBJECTIVES)

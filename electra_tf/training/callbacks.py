@@ -1,6 +1,9 @@
-"""Keras callbacks of the pre-training loop: checkpoints, throughput, stopping."""
+"""Keras callbacks of the pre-training loop: checkpoints, preemption, non-finite loss, throughput, stopping."""
 
+import math
 import shutil
+import signal
+import threading
 import time
 
 import keras
@@ -8,29 +11,34 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf.training import distribute
+from electra_tf.training.named_checkpoint import all_finite
 
 
 class CheckpointEvery(keras.callbacks.Callback):
-    """Saves model + optimizer every `every` updates through a `tf.train.CheckpointManager`.
+    """Saves model, optimizer and input position every `every` updates (`tf.train.CheckpointManager`).
 
     The manager writes a checkpoint's files first and its index (`checkpoint`)
     last, so a run killed mid-save leaves the previous checkpoint the latest
-    one; it keeps the newest `max_to_keep`. On multi-worker runs every worker
+    one; it keeps the newest `max_to_keep`. A model holding a NaN or Inf is
+    never saved (`FloatingPointError`). On multi-worker runs every worker
     saves (reading synchronised variables is collective); only the chief's
     copy is kept.
 
     Args:
-        checkpoint: `tf.train.Checkpoint` of the model and optimizer.
+        checkpoint: `tf.train.Checkpoint` (a `NamedCheckpoint`'s).
         directory: str. Where the chief writes.
         every: int. Updates between saves.
         max_to_keep: int.
         strategy: the `tf.distribute.Strategy` training runs under.
+        before_save: optional list of callables run before each save (e.g.
+            flushing TensorBoard, so the logs on disk reach the checkpoint).
     """
 
-    def __init__(self, checkpoint, directory, every, max_to_keep, strategy):
+    def __init__(self, checkpoint, directory, every, max_to_keep, strategy, before_save=()):
         super().__init__()
         self.every = every
         self.strategy = strategy
+        self.before_save = list(before_save)
         self.scratch = distribute.worker_dir(directory, strategy)
         self.manager = tf.train.CheckpointManager(
             checkpoint, self.scratch, max_to_keep=max_to_keep, checkpoint_name="ckpt"
@@ -49,6 +57,10 @@ class CheckpointEvery(keras.callbacks.Callback):
         step = self.step()
         if step == self.last_saved:
             return
+        if not all_finite(self.model.variables):
+            raise FloatingPointError(f"The model holds NaN or Inf at step {step}; no checkpoint written.")
+        for hook in self.before_save:
+            hook()
         path = self.manager.save(checkpoint_number=step)
         self.last_saved = step
         if distribute.is_chief(self.strategy):
@@ -62,6 +74,65 @@ class CheckpointEvery(keras.callbacks.Callback):
 
     def on_train_end(self, logs=None):
         self.save()
+
+
+class StopOnNonFiniteLoss(keras.callbacks.Callback):
+    """Stops training with `FloatingPointError` naming the step when the loss is NaN or Inf.
+
+    Keras' `loss` log is the running mean over the epoch, so it turns
+    non-finite at the first bad step and stays so. Put it before
+    `CheckpointEvery` so the bad step is never saved.
+    """
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(float(loss)):
+            step = int(self.model.optimizer.iterations.numpy())
+            raise FloatingPointError(
+                f"Non-finite loss ({float(loss)}) at step {step}: training stopped. The latest "
+                "checkpoint holds the last finite weights; lower --learning_rate or check the data."
+            )
+
+
+class SaveOnPreemption(keras.callbacks.Callback):
+    """On SIGTERM, saves a checkpoint at the next step boundary and ends `fit` cleanly.
+
+    GCE, GKE, Slurm and TPU maintenance send SIGTERM before they stop a job.
+    The handler only sets a flag; the save happens between two steps, through
+    `save`, so the checkpoint is a consistent one. `preempted_at` holds the
+    saved step afterwards. Keras 3's `BackupAndRestore` has no such hook and
+    `tf.distribute.experimental.PreemptionCheckpointHandler` drives a custom
+    loop, not `fit`; on multi-worker runs every worker receives the signal
+    and stops at the same step boundary, as the save is collective.
+
+    Args:
+        save: `CheckpointEvery` whose `save` writes the checkpoint.
+    """
+
+    def __init__(self, save):
+        super().__init__()
+        self.save = save
+        self.requested = False
+        self.preempted_at = None
+        self._previous = None
+
+    def on_train_begin(self, logs=None):
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGTERM, self._request)
+
+    def _request(self, signum, frame):
+        self.requested = True
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.requested and self.preempted_at is None:
+            self.save.save()
+            self.preempted_at = self.save.step()
+            self.model.stop_training = True
+
+    def on_train_end(self, logs=None):
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
+            self._previous = None
 
 
 class StopAtStep(keras.callbacks.Callback):
@@ -102,8 +173,29 @@ class Throughput(keras.callbacks.Callback):
         self._last = (batch, now)
 
 
-def tensorboard(log_dir, update_freq, strategy):
-    """Keras' TensorBoard callback writing to `log_dir` (the chief) or a scratch folder."""
-    return keras.callbacks.TensorBoard(
-        log_dir=distribute.worker_dir(log_dir, strategy), update_freq=update_freq
-    )
+class TensorBoard(keras.callbacks.TensorBoard):
+    """Keras' TensorBoard, with batch summaries keyed on the optimizer's step.
+
+    Keras counts batches from 0 in every `fit` call; a resumed run would log
+    over its own earlier steps. Here the count starts at the batches already
+    trained (`iterations x gradient_accumulation_steps`), so the steps of a
+    killed-and-resumed run continue without a gap. `flush` writes pending
+    events (called before each checkpoint).
+    """
+
+    def __init__(self, log_dir, update_freq, accumulation=1):
+        super().__init__(log_dir=log_dir, update_freq=update_freq)
+        self.accumulation = accumulation
+
+    def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
+        self._global_train_batch = int(self.model.optimizer.iterations.numpy()) * self.accumulation
+
+    def flush(self):
+        for writer in self._writers.values():
+            writer.flush()
+
+
+def tensorboard(log_dir, update_freq, strategy, accumulation=1):
+    """`TensorBoard` writing to `log_dir` (the chief) or a scratch folder."""
+    return TensorBoard(distribute.worker_dir(log_dir, strategy), update_freq, accumulation)

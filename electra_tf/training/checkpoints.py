@@ -2,7 +2,8 @@
 
     model_dir/config.json          the resolved `ElectraConfig`
     model_dir/vocab.txt            the vocabulary the records were built with
-    model_dir/checkpoints/ckpt-N   model + optimizer, every `save_checkpoints_steps`
+    model_dir/checkpoints/ckpt-N   model, optimizer and input position by name
+                                   (`named_checkpoint`), every `save_checkpoints_steps`
     model_dir/logs/                TensorBoard
     model_dir/discriminator.keras  the trained discriminator (`ElectraEncoder`)
 """
@@ -17,6 +18,7 @@ import tensorflow as tf
 from electra_tf.config import ElectraConfig
 from electra_tf.models.encoder import ElectraEncoder  # noqa: F401  (registers the class)
 from electra_tf.models.pretrainer import build_pretrainer
+from electra_tf.training.named_checkpoint import NamedCheckpoint
 
 CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
@@ -49,7 +51,13 @@ def latest_checkpoint(model_dir):
 
 
 def restore_pretrainer(model_dir, checkpoint=None):
-    """Rebuilds the `ElectraPretrainer` of a run and loads its weights (no optimizer).
+    """Rebuilds the `ElectraPretrainer` of a run from its `config.json` and restores every weight.
+
+    The one way a run's checkpoint is read without its optimizer (`--init`,
+    fine-tuning, exports, benchmarks). Every variable of the model must be in
+    the checkpoint under its name, with its shape, or it raises
+    `CheckpointMismatchError` naming them; a 0.1 positional checkpoint is
+    mapped through the optimizer's order (see `NamedCheckpoint.restore`).
 
     Args:
         model_dir: str. A pre-training `model_dir`.
@@ -57,18 +65,27 @@ def restore_pretrainer(model_dir, checkpoint=None):
 
     Returns:
         `(pretrainer, config)`.
+
+    Example:
+        ```python
+        pretrainer, config = restore_pretrainer("runs/demo")
+        encoder = pretrainer.discriminator
+        ```
     """
     config = read_config(model_dir)
     checkpoint = checkpoint or latest_checkpoint(model_dir)
     if checkpoint is None:
         raise FileNotFoundError(f"No checkpoint in {os.path.join(model_dir, CHECKPOINT_DIR)}.")
     pretrainer = build_pretrainer(config)
-    tf.train.Checkpoint(model=pretrainer).read(checkpoint).expect_partial().assert_existing_objects_matched()
+    NamedCheckpoint(pretrainer).restore(checkpoint)
     return pretrainer, config
 
 
 def load_discriminator(model_dir):
     """The trained discriminator of a run: `discriminator.keras`, else the latest checkpoint.
+
+    Both give the same encoder: the `.keras` file is written from the live
+    model at the end of training, the checkpoint restores every weight by name.
 
     Returns:
         `(ElectraEncoder, ElectraConfig)`.

@@ -15,6 +15,7 @@ from electra_tf.data.pretraining_dataset import list_files, pretraining_dataset
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.models.pretrainer import build_pretrainer
 from electra_tf.training import callbacks, checkpoints, distribute
+from electra_tf.training.named_checkpoint import NamedCheckpoint
 from electra_tf.training.optimization import create_optimizer
 
 
@@ -61,6 +62,8 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
             logging.warning("XLA is unavailable for MirroredStrategy over logical CPUs; training without it.")
             jit_compile = False
     keras.mixed_precision.set_global_policy(config.precision)  # also resets an earlier run's policy
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
     list_files(config.data)  # fail before building anything
     if config.eval_data:
         list_files(config.eval_data)
@@ -71,6 +74,15 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
         if config.vocab_file:
             tf.io.gfile.copy(config.vocab_file, os.path.join(model_dir, checkpoints.VOCAB_FILE), overwrite=True)
 
+    # The input position is part of the checkpoint where one iterator feeds
+    # every replica (one device, MirroredStrategy); see `_resumable`.
+    dataset = _dataset(config, strategy, config.data)
+    iterator = None
+    if not isinstance(strategy, (tf.distribute.MultiWorkerMirroredStrategy, tf.distribute.TPUStrategy)):
+        dataset = strategy.experimental_distribute_dataset(dataset)
+        iterator = iter(dataset)
+        dataset = _resumable(dataset, iterator)
+    keras.utils.set_random_seed(config.seed)  # initialisation and dropout streams follow --seed
     with strategy.scope():
         pretrainer = build_pretrainer(config)
         optimizer = create_optimizer(config)
@@ -78,17 +90,21 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
             optimizer=optimizer, jit_compile=jit_compile, steps_per_execution=config.steps_per_execution
         )
         optimizer.build(pretrainer.trainable_variables)
-        checkpoint = tf.train.Checkpoint(model=pretrainer, optimizer=optimizer)
+        state = NamedCheckpoint(pretrainer, optimizer, data=iterator)
+        board = callbacks.tensorboard(
+            os.path.join(model_dir, checkpoints.LOG_DIR), config.log_steps, strategy, accumulation
+        )
         save = callbacks.CheckpointEvery(
-            checkpoint,
+            state.checkpoint,
             os.path.join(model_dir, checkpoints.CHECKPOINT_DIR),
             every=config.save_checkpoints_steps,
             max_to_keep=config.keep_checkpoint_max,
             strategy=strategy,
+            before_save=[board.flush],
         )
         latest = checkpoints.latest_checkpoint(model_dir)
         if latest:
-            checkpoint.restore(latest).assert_existing_objects_matched()
+            state.restore(latest)
             logging.info("Resumed from %s", latest)
         elif init_from:
             from electra_tf.convert import init_from as load_weights
@@ -97,10 +113,10 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
             logging.info("Initialised from %s", init_from)
 
     step = int(optimizer.iterations.numpy())  # updates, not accumulation micro-steps
+    preemption = callbacks.SaveOnPreemption(save)
     if step >= config.train_steps:
         logging.info("Already trained %d of %d steps.", step, config.train_steps)
     else:
-        dataset = _dataset(config, strategy, config.data)
         eval_dataset = _dataset(config, strategy, config.eval_data, training=False) if config.eval_data else None
         steps_per_epoch = min(config.save_checkpoints_steps, config.train_steps) * accumulation
         epochs = math.ceil(config.train_steps * accumulation / steps_per_epoch)
@@ -119,10 +135,10 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
                 callbacks=[
                     callbacks.StopAtStep(config.train_steps),
                     callbacks.Throughput(config.batch_size),
+                    board,
+                    callbacks.StopOnNonFiniteLoss(),  # before `save`: a bad step is never written
                     save,
-                    callbacks.tensorboard(
-                        os.path.join(model_dir, checkpoints.LOG_DIR), config.log_steps, strategy
-                    ),
+                    preemption,
                 ],
             )
         except tf.errors.DataLossError as e:
@@ -132,12 +148,32 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
             if ours:
                 raise ValueError(ours[0].strip()) from None
             raise
+    if preemption.preempted_at is not None:
+        logging.warning("Preempted (SIGTERM): saved the checkpoint of step %d; re-run the same command to "
+                        "resume.", preemption.preempted_at)
+        return pretrainer
     if chief:
         path = os.path.join(model_dir, checkpoints.DISCRIMINATOR_FILE)
         pretrainer.discriminator.save(path + ".tmp.keras")
         tf.io.gfile.rename(path + ".tmp.keras", path, overwrite=True)  # model_dir may be gs://
         logging.info("Saved the discriminator to %s", path)
     return pretrainer
+
+
+def _resumable(dataset, iterator):
+    """`dataset`, whose `iter()` returns `iterator`: `fit` then reads from the iterator the checkpoint holds.
+
+    Why tf.data iterator checkpointing rather than a stateless, index-based
+    pipeline: the iterator's state (file order, interleave cursors, the
+    shuffle buffer's records) restores the exact next batch in well under a
+    second at any step, where a stateless pipeline must replay (`skip`) every
+    record read so far, or needs random access that TFRecord files lack.
+    Measured by `benchmarks/data_position.py` with 1,000 files and a
+    10,000-example shuffle buffer (`benchmarks/results/data_position.md`).
+    """
+    cls = type(dataset)
+    dataset.__class__ = type(cls.__name__, (cls,), {"__iter__": lambda self: iterator})
+    return dataset
 
 
 def _dataset(config, strategy, patterns, training=True):
