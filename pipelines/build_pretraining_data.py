@@ -139,7 +139,7 @@ class TokenizeAndPackFn(beam.DoFn):
 
     Args:
         vocab_file: str. The vocabulary.
-        lower_case: bool. Passed to `WordPieceTokenizer`.
+        lower_case: bool or None. Passed to `WordPieceTokenizer` (None: the vocabulary's setting).
         max_seq_length: int. Example length.
         num_shards: int. Number of output shards.
         seed: int. Build seed (with the document key it seeds the packing RNG).
@@ -151,14 +151,15 @@ class TokenizeAndPackFn(beam.DoFn):
 
     def __init__(self, vocab_file, lower_case, max_seq_length, num_shards, seed):
         self.vocab_file = vocab_file
-        self.lower_case = lower_case
+        # The resolved settings (dict) travel to the workers; a bool is the caller's choice.
+        self.lower_case = lower_case if isinstance(lower_case, dict) else {"lower_case": lower_case}
         self.max_seq_length = max_seq_length
         self.num_shards = num_shards
         self.seed = seed
         self._tokenizer = None
 
     def setup(self):
-        self._tokenizer = tokenizer_lib.WordPieceTokenizer(self.vocab_file, lower_case=self.lower_case)
+        self._tokenizer = tokenizer_lib.WordPieceTokenizer(self.vocab_file, **self.lower_case)
         self._documents = self._examples = 0
 
     def process(self, batch):
@@ -338,7 +339,7 @@ def build_pretraining_data(
     num_shards=8,
     seed=0,
     pipeline_args=None,
-    lower_case=True,
+    lower_case=None,
     batch_bytes=1 << 20,
 ):
     """Builds packed pre-training TFRecords with Apache Beam; returns the stats.
@@ -353,7 +354,9 @@ def build_pretraining_data(
         pipeline_args: list of str. Beam options; default
             `default_pipeline_args()` (DirectRunner, multi-processing). Use
             `["--direct_running_mode=in_memory"]` for small in-process builds.
-        lower_case: bool. Tokenizer lower-casing (match the vocabulary).
+        lower_case: bool or None. Tokenizer lower-casing; None (default):
+            the vocabulary's `tokenizer_config.json`, else uncased. A value
+            that contradicts the saved settings is an error.
         batch_bytes: int. Text per tokenizer call: documents are batched up to
             about this many bytes (a longer document is one batch).
 
@@ -376,7 +379,8 @@ def build_pretraining_data(
         raise ValueError(f"`max_seq_length` must be >= 5. Received: `max_seq_length={max_seq_length}`")
     if num_shards < 1:
         raise ValueError(f"`num_shards` must be >= 1. Received: `num_shards={num_shards}`")
-    vocab_size = len(tokenizer_lib.load_vocab(vocab_file))  # fails fast on a bad vocabulary
+    tokenizer = tokenizer_lib.WordPieceTokenizer(vocab_file, lower_case=lower_case)  # fails fast on a bad vocabulary
+    vocab_size, settings = tokenizer.vocab_size, tokenizer.settings
     files = sources.expand_inputs(inputs)
     logging.info("Building from %d files (%d sources) into %s", len(files),
                  len({f.source for f in files}), output_dir)
@@ -392,7 +396,7 @@ def build_pretraining_data(
             | "ReadDocuments" >> beam.FlatMap(_read_batches, batch_bytes)
         )
         packed = documents | "TokenizeAndPack" >> beam.ParDo(
-            TokenizeAndPackFn(vocab_file, lower_case, max_seq_length, num_shards, seed)
+            TokenizeAndPackFn(vocab_file, settings, max_seq_length, num_shards, seed)
         ).with_outputs("stats", main="examples")
         all_shards = pipeline | "ShardIds" >> beam.Create([(i, b"") for i in range(num_shards)])
         _ = (
@@ -412,6 +416,7 @@ def build_pretraining_data(
         raw = json.load(f)
     tf.io.gfile.remove(partial)
     stats = _finalize_stats(raw, max_seq_length, num_shards, seed, elapsed)
+    stats.update(vocab_size=vocab_size, vocab_sha256=tokenizer_lib.vocab_digest(vocab_file), tokenizer=settings)
     if stats["documents"] == 0 or stats["examples"] == 0:
         raise ValueError(f"Inputs {inputs!r} hold no text: 0 documents with word pieces were read.")
     _write_json(os.path.join(output_dir, STATS_FILE), stats)
@@ -439,7 +444,7 @@ def define_flags():
     flags.DEFINE_integer("max_seq_length", 128, "Example length including [CLS]/[SEP].")
     flags.DEFINE_integer("num_shards", 8, "Number of TFRecord shards.")
     flags.DEFINE_integer("seed", 0, "Packing seed.")
-    flags.DEFINE_bool("lower_case", True, "Lower-case and strip accents (uncased vocabulary).")
+    flags.DEFINE_bool("lower_case", None, "Lower-case (default: the vocabulary's tokenizer_config.json, else true).")
     flags.mark_flags_as_required(["input", "vocab", "output_dir"])
 
 

@@ -31,7 +31,7 @@ from tokenizers import normalizers
 from tokenizers import pre_tokenizers
 from tokenizers import trainers
 
-from electra_tf.data.tokenizer import is_bert_punctuation
+from electra_tf.data.tokenizer import is_bert_punctuation, write_settings
 from pipelines import sources
 
 SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -121,6 +121,8 @@ def build_vocab(inputs, vocab_size, output, lower_case=True, num_unused=100, lim
     tmp = f"{output}.tmp"
     with tf.io.gfile.GFile(tmp, "w") as f:
         f.write("".join(token + "\n" for token in vocab))
+    # The settings first: a vocab.txt never stands without the normalisation it was built with.
+    write_settings(output_dir or ".", {"lower_case": lower_case, "strip_accents": lower_case})
     tf.io.gfile.rename(tmp, output, overwrite=True)
     logging.info("build_vocab: wrote %s (%d entries)", output, len(vocab))
     return vocab
@@ -131,7 +133,8 @@ def define_flags():
     flags.DEFINE_list("input", None, "Input specs `[kind:]GLOB`, comma-separated.")
     flags.DEFINE_integer("vocab_size", 30522, "Total vocabulary size, special tokens included.")
     flags.DEFINE_string("output", None, "Path of the vocab.txt to write.")
-    flags.DEFINE_bool("lower_case", True, "Uncased vocabulary (lower-case, strip accents).")
+    flags.DEFINE_bool("lower_case", True, "Uncased vocabulary (lower-case, strip accents); saved in "
+                      "tokenizer_config.json beside the vocab.txt.")
     flags.DEFINE_integer("num_unused", 100, "Number of [unusedK] slots.")
     flags.mark_flags_as_required(["input", "output"])
 

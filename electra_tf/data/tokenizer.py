@@ -5,6 +5,7 @@ tensorflow-text `FastBertTokenizer` (BERT basic tokenization + WordPiece), so th
 ids written by `pipelines.build_pretraining_data` are the ids a served model sees.
 """
 
+import json
 import os
 import unicodedata
 
@@ -13,6 +14,49 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+# Beside every `vocab.txt` a pipeline, a run or an export writes: how text is normalised before
+# WordPiece (`{"lower_case": bool, "strip_accents": bool}`). A vocabulary without it is uncased,
+# as every vocabulary before this file existed was.
+SETTINGS_FILE = "tokenizer_config.json"
+DEFAULT_SETTINGS = {"lower_case": True, "strip_accents": True}
+
+
+def read_settings(vocab_file):
+    """The tokenizer settings saved beside `vocab_file`, or None when there are none."""
+    path = os.path.join(os.path.dirname(os.fspath(vocab_file)), SETTINGS_FILE)
+    if not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path) as f:
+        try:
+            values = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path} is not valid JSON: {e}") from None
+    unknown = sorted(set(values) - set(DEFAULT_SETTINGS))
+    if unknown or not all(isinstance(values.get(k, True), bool) for k in DEFAULT_SETTINGS):
+        raise ValueError(f"{path}: expected boolean {sorted(DEFAULT_SETTINGS)}; found {values}.")
+    return {"lower_case": values.get("lower_case", True),
+            "strip_accents": values.get("strip_accents", values.get("lower_case", True))}
+
+
+def write_settings(directory, settings):
+    """Writes `tokenizer_config.json` into `directory` (beside its `vocab.txt`)."""
+    tf.io.gfile.makedirs(directory)
+    with tf.io.gfile.GFile(os.path.join(directory, SETTINGS_FILE), "w") as f:
+        f.write(json.dumps(dict(settings), indent=2, sort_keys=True) + "\n")
+
+
+def vocab_digest(vocab_file):
+    """SHA-256 of a vocabulary file's bytes: which vocabulary records were built with."""
+    import hashlib
+
+    with tf.io.gfile.GFile(vocab_file, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def copy_vocab(vocab_file, destination):
+    """Copies `vocab_file` to the path `destination` and its tokenizer settings beside it."""
+    tf.io.gfile.copy(vocab_file, destination, overwrite=True)
+    write_settings(os.path.dirname(destination), read_settings(vocab_file) or DEFAULT_SETTINGS)
 
 
 def load_vocab(vocab_file):
@@ -56,7 +100,12 @@ class WordPieceTokenizer(tf.Module):
     Args:
         vocab_file: str. A `vocab.txt` with [PAD] at id 0 and [UNK], [CLS],
             [SEP], [MASK] somewhere in it.
-        lower_case: bool. Lower-case and strip accents (uncased vocabularies).
+        lower_case: optional bool. Lower-case the text (uncased vocabularies).
+            Default: the `tokenizer_config.json` beside `vocab_file`, else True.
+        strip_accents: optional bool. Remove accents (NFD, then drop
+            combining marks). Default: the saved setting, else `lower_case`.
+            Given values that differ from the saved ones are an error: a
+            vocabulary is tokenized the way it was built.
 
     Example:
         ```python
@@ -66,10 +115,20 @@ class WordPieceTokenizer(tf.Module):
         ```
     """
 
-    def __init__(self, vocab_file, lower_case=True, name=None):
+    def __init__(self, vocab_file, lower_case=None, strip_accents=None, name=None):
         super().__init__(name=name)
         self.vocab_file = os.fspath(vocab_file)
-        self.lower_case = lower_case
+        saved = read_settings(self.vocab_file)
+        given = {k: v for k, v in (("lower_case", lower_case), ("strip_accents", strip_accents)) if v is not None}
+        if saved is not None and any(saved[k] != v for k, v in given.items()):
+            raise ValueError(
+                f"Tokenizer settings {given} differ from those saved with the vocabulary "
+                f"({os.path.join(os.path.dirname(self.vocab_file), SETTINGS_FILE)}: {saved}); "
+                "a vocabulary must be used the way it was built."
+            )
+        settings = saved or {"lower_case": lower_case if lower_case is not None else True}
+        settings.setdefault("strip_accents", strip_accents if strip_accents is not None else settings["lower_case"])
+        self.lower_case, self.strip_accents = settings["lower_case"], settings["strip_accents"]
         self.vocab = tuple(load_vocab(self.vocab_file))  # a list would be wrapped and tracked item by item (0.2 s)
         self.vocab_size = len(self.vocab)
         index = {t: i for i, t in enumerate(self.vocab)}
@@ -83,10 +142,15 @@ class WordPieceTokenizer(tf.Module):
             suffix_indicator="##",
             unknown_token="[UNK]",
             token_out_type=tf.int32,
-            lower_case_nfd_strip_accents=lower_case,
+            lower_case_nfd_strip_accents=self.lower_case and self.strip_accents,
         )
         self._id_to_token = tf.constant(self.vocab)
         self._line_markers = self._line_marker = None  # see `tokenize_lines`
+
+    @property
+    def settings(self):
+        """dict: `lower_case` and `strip_accents`, as `tokenizer_config.json` holds them."""
+        return {"lower_case": self.lower_case, "strip_accents": self.strip_accents}
 
     @property
     def special_ids(self):
@@ -108,7 +172,13 @@ class WordPieceTokenizer(tf.Module):
         Returns:
             int32 `tf.RaggedTensor` of shape `(batch, None)`.
         """
-        return self._tokenizer.tokenize(tf.convert_to_tensor(texts, tf.string))
+        texts = tf.convert_to_tensor(texts, tf.string)
+        if self.lower_case != self.strip_accents:  # FastBertTokenizer does both or neither
+            if self.lower_case:
+                texts = tf.strings.lower(texts, encoding="utf-8")
+            else:
+                texts = tf.strings.regex_replace(tf_text.normalize_utf8(texts, "NFD"), r"\p{Mn}", "")
+        return self._tokenizer.tokenize(texts)
 
     def tokenize_lines(self, text):
         """The word-piece ids of every line of a UTF-8 text, in one tokenizer call.

@@ -4,6 +4,7 @@ Layout of `export_dir` (a standard SavedModel):
 
     saved_model.pb, variables/        the graph and the weights
     assets/vocab.txt                  the WordPiece vocabulary
+    assets/tokenizer_config.json      its normalisation (lower_case, strip_accents)
     assets/encoder_config.json        `ElectraEncoder.get_config()` + `seq_length`
 
 Signatures:
@@ -26,7 +27,7 @@ import tempfile
 
 import tensorflow as tf
 
-from electra_tf.data.tokenizer import WordPieceTokenizer
+from electra_tf.data.tokenizer import SETTINGS_FILE, WordPieceTokenizer, copy_vocab
 from electra_tf.export.serving import Untracked, check_ids, check_texts
 from electra_tf.models.encoder import ElectraEncoder
 
@@ -65,7 +66,8 @@ class EncoderModule(tf.Module):
         self.seq_length = seq_length
         self._config_dir = tempfile.mkdtemp(prefix="electra_export_")
         vocab_copy = os.path.join(self._config_dir, VOCAB_ASSET)  # the asset keeps its file name
-        tf.io.gfile.copy(vocab_file, vocab_copy)
+        copy_vocab(vocab_file, vocab_copy)  # and its tokenizer_config.json, an asset too
+        self.tokenizer_settings_asset = tf.saved_model.Asset(os.path.join(self._config_dir, SETTINGS_FILE))
         self.vocab_asset = tf.saved_model.Asset(vocab_copy)
         config_file = os.path.join(self._config_dir, ENCODER_CONFIG_ASSET)
         with open(config_file, "w") as f:

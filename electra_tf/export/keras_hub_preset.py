@@ -23,6 +23,7 @@ import os
 import keras_hub
 from absl import logging
 
+from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.models.encoder import ElectraEncoder
 
 KERAS_HUB_LAYER_NORM_EPSILON = 1e-12
@@ -89,15 +90,16 @@ def to_keras_hub_backbone(encoder):
     return backbone
 
 
-def export_preset(encoder, vocab_file, preset_dir, lowercase=True):
+def export_preset(encoder, vocab_file, preset_dir, lowercase=None):
     """Writes a keras-hub preset (backbone + tokenizer) to `preset_dir`.
 
     Args:
         encoder: `ElectraEncoder`.
         vocab_file: str. Its WordPiece vocabulary.
         preset_dir: str. Output folder.
-        lowercase: bool. Tokenizer lower-casing and accent stripping (True for
-            uncased vocabularies, as `WordPieceTokenizer(lower_case=True)`).
+        lowercase: optional bool. Tokenizer lower-casing; default: the
+            `tokenizer_config.json` saved beside `vocab_file` (accent
+            stripping follows it too), else True.
 
     Returns:
         str, `preset_dir`.
@@ -112,10 +114,9 @@ def export_preset(encoder, vocab_file, preset_dir, lowercase=True):
     backbone = to_keras_hub_backbone(encoder)
     os.makedirs(preset_dir, exist_ok=True)
     backbone.save_to_preset(preset_dir)
-    # Our tokenizer lower-cases *and* strips accents for uncased vocabularies (BERT's
-    # basic tokenizer); keras-hub keeps the two apart.
+    settings = WordPieceTokenizer(vocab_file, lower_case=lowercase).settings  # refuses a contradiction
     tokenizer = keras_hub.tokenizers.ElectraTokenizer(
-        vocabulary=vocab_file, lowercase=lowercase, strip_accents=lowercase
+        vocabulary=vocab_file, lowercase=settings["lower_case"], strip_accents=settings["strip_accents"]
     )
     tokenizer.save_to_preset(preset_dir)
     return preset_dir

@@ -6,6 +6,7 @@ Layout: `<base_dir>/<model_name>/<version>/` (a SavedModel; TF Serving's
     saved_model.pb, variables/
     assets/labels.txt          label i on line i
     assets/vocab.txt           the WordPiece vocabulary
+    assets/tokenizer_config.json  its normalisation (lower_case, strip_accents)
     assets/serving_config.json task, seq_length, label names, pair or single
 
 Signatures (batch dimension dynamic everywhere):
@@ -16,6 +17,8 @@ Signatures (batch dimension dynamic everywhere):
                      (regression tasks: -> score float32 (batch,))
     predict_ids      token_ids, segment_ids, padding_mask  int32 (batch, seq_len)
                      -> the same outputs
+    preprocess       text [+ text_b] -> token_ids, segment_ids, padding_mask
+                     (what `serving_default` feeds the model; for debugging clients)
 
 Texts are tokenised in the graph by the same `WordPieceTokenizer` as in
 training, truncated to `seq_length` (pairs longest-first); an empty string is
@@ -29,7 +32,7 @@ import tempfile
 import keras
 import tensorflow as tf
 
-from electra_tf.data.tokenizer import WordPieceTokenizer
+from electra_tf.data.tokenizer import SETTINGS_FILE, WordPieceTokenizer, copy_vocab
 from electra_tf.models.classifier import ElectraClassifier
 
 SERVING_CONFIG_ASSET = "serving_config.json"
@@ -69,7 +72,8 @@ class ServingModule(tf.Module):
                        "label_names": list(label_names)}, f, indent=2)
         self.labels_asset = tf.saved_model.Asset(labels_file)
         vocab_copy = os.path.join(self._tmp, "vocab.txt")  # the asset keeps its file name
-        tf.io.gfile.copy(vocab_file, vocab_copy)
+        copy_vocab(vocab_file, vocab_copy)  # and its tokenizer_config.json, an asset too
+        self.tokenizer_settings_asset = tf.saved_model.Asset(os.path.join(self._tmp, SETTINGS_FILE))
         self.vocab_asset = tf.saved_model.Asset(vocab_copy)
         self.config_asset = tf.saved_model.Asset(config_file)
         self.label_names = tf.constant(list(label_names) or [""], tf.string)
@@ -80,6 +84,7 @@ class ServingModule(tf.Module):
         if pair:
             texts.append(tf.TensorSpec([None], tf.string, name="text_b"))
         self.serve_text = tf.function(self._serve_text, input_signature=texts)
+        self.preprocess = tf.function(self._preprocess, input_signature=texts)
 
     def _outputs(self, inputs):
         logits = self._model.obj(inputs, training=False)
@@ -98,8 +103,12 @@ class ServingModule(tf.Module):
         text, text_b = check_texts(text, text_b)
         return self._outputs(self.tokenizer.pack(text, text_b, seq_length=self.seq_length))
 
+    def _preprocess(self, text, text_b=None):
+        text, text_b = check_texts(text, text_b)
+        return self.tokenizer.pack(text, text_b, seq_length=self.seq_length)
+
     def signatures(self):
-        return {"serving_default": self.serve_text, "predict_ids": self.predict_ids}
+        return {"serving_default": self.serve_text, "predict_ids": self.predict_ids, "preprocess": self.preprocess}
 
 
 class Untracked:

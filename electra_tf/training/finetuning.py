@@ -12,7 +12,6 @@ layer-wise LR decay. Trial i uses seed `seed + i`.
 
 import json
 import os
-import shutil
 import statistics
 import time
 
@@ -22,7 +21,7 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf.data import tasks as tasks_lib
-from electra_tf.data.tokenizer import WordPieceTokenizer
+from electra_tf.data.tokenizer import WordPieceTokenizer, copy_vocab
 from electra_tf.models.classifier import ElectraClassifier
 from electra_tf.training.finetune_files import (
     CLASSIFIER_FILE,
@@ -171,7 +170,7 @@ def run_finetuning(
         if best is None or headline > best[0]:
             best = (headline, trial)
             classifier.save(os.path.join(output_dir, CLASSIFIER_FILE))
-            shutil.copyfile(found_vocab, os.path.join(output_dir, "vocab.txt"))
+            copy_vocab(found_vocab, os.path.join(output_dir, "vocab.txt"))
 
     summary = {}
     for split in devs:

@@ -9,7 +9,8 @@ object-graph tracking happens to follow:
     model/<layer>/<sublayer>/.../<variable>      every variable of the model
     optimizer/slots/<model variable>/<slot>      Adam moments, accumulators, ...
     optimizer/state/<name>                       iterations, loss scale, ...
-    data                                         the input iterator's position
+
+(The input position needs no entry: it is the step; see `pretraining_dataset`.)
 
 A model variable's name is the chain of attributes that holds it, from the
 model down (`discriminator/transformer_layers/1/self_attention_layer/
@@ -34,7 +35,6 @@ from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 MODEL = "model"
 OPTIMIZER = "optimizer"
-DATA = "data"
 _VALUE = "/.ATTRIBUTES/VARIABLE_VALUE"
 _LEGACY_KEY = "optimizer/_trainable_variables/0" + _VALUE
 
@@ -148,12 +148,11 @@ def optimizer_variables(optimizer, model_names):
 
 
 class NamedCheckpoint:
-    """A `tf.train.Checkpoint` of a model (and optionally its optimizer and input iterator) by name.
+    """A `tf.train.Checkpoint` of a model (and optionally its optimizer) by name.
 
     Args:
         model: built Keras model.
         optimizer: optional built Keras optimizer of `model`.
-        data: optional checkpointable input iterator (`iter(dataset)`).
 
     Attributes:
         checkpoint: the `tf.train.Checkpoint` (give it to a `CheckpointManager`).
@@ -171,15 +170,12 @@ class NamedCheckpoint:
         ```
     """
 
-    def __init__(self, model, optimizer=None, data=None):
-        self.model, self.optimizer, self.data = model, optimizer, data
+    def __init__(self, model, optimizer=None):
+        self.model, self.optimizer = model, optimizer
         self.names = {MODEL: model_variables(model)}
         if optimizer is not None:
             self.names[OPTIMIZER] = optimizer_variables(optimizer, self.names[MODEL])
-        objects = {section: _nest(variables) for section, variables in self.names.items()}
-        if data is not None:
-            objects[DATA] = data
-        self.checkpoint = tf.train.Checkpoint(**objects)
+        self.checkpoint = tf.train.Checkpoint(**{s: _nest(v) for s, v in self.names.items()})
 
     def restore(self, path):
         """Restores every variable of this object's sections from `path`, or raises.
@@ -208,8 +204,6 @@ class NamedCheckpoint:
                       if k in stored and list(stored[k]) != list(v.shape)]
             problems += _describe("missing", missing) + _describe("unexpected", unexpected)
             problems += _describe("mis-shaped (checkpoint != model)", shapes)
-        if self.data is not None and not any(k.startswith(DATA + "/") for k in stored):
-            problems.append("missing the input pipeline's position (`data`)")
         if problems:
             raise CheckpointMismatchError(
                 f"Checkpoint {path} does not match the model it is restored into: " + "; ".join(problems)
@@ -225,8 +219,8 @@ class NamedCheckpoint:
         The model's trainable variables, in `model.trainable_variables` order
         (the order 0.1 built its optimizer with), must match the stored
         positional entries one for one in number and shape; the optimizer's
-        variables likewise. Dropout RNG state and the input position were not
-        saved by 0.1: they start fresh, with a warning.
+        variables likewise. Dropout RNG state was not saved by 0.1: it starts
+        fresh, with a warning.
         """
         reader = tf.train.load_checkpoint(path)
         _assign_positional(reader, path, ("optimizer", "_trainable_variables"),
@@ -237,8 +231,7 @@ class NamedCheckpoint:
         logging.warning(
             "%s is an electra_tf 0.1 checkpoint (weights stored by position in the optimizer); "
             "mapped through the optimizer's order and verified against every shape. Dropout RNG "
-            "state%s starts fresh. The next save writes the named format.",
-            path, " and the input position" if self.data is not None else "",
+            "state starts fresh. The next save writes the named format.", path,
         )
 
 

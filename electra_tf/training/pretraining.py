@@ -4,6 +4,7 @@ Flag-free, so scripts and benchmarks can call `train` next to other CLIs;
 `electra_tf.pretrain` is its command line.
 """
 
+import json
 import math
 import os
 
@@ -12,7 +13,7 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf.data.pretraining_dataset import list_files, pretraining_dataset
-from electra_tf.data.tokenizer import WordPieceTokenizer
+from electra_tf.data import tokenizer as tokenizer_lib
 from electra_tf.models.pretrainer import build_pretrainer
 from electra_tf.training import callbacks, checkpoints, distribute
 from electra_tf.training.named_checkpoint import NamedCheckpoint
@@ -29,10 +30,36 @@ def resolve_data(config, demo_dir):
         overrides.update(data=demo["data"], vocab_file=demo["vocab_file"])
     vocab_file = overrides.get("vocab_file", config.vocab_file)
     if vocab_file:
-        tokenizer = WordPieceTokenizer(vocab_file)
+        tokenizer = tokenizer_lib.WordPieceTokenizer(vocab_file)
         special = {k: v for k, v in tokenizer.special_ids.items() if k != "unk_id"}
         overrides.update(vocab_size=tokenizer.vocab_size, **special)
+        check_data_vocabulary(overrides.get("data", config.data), vocab_file, tokenizer.settings)
     return config.replace(**overrides)
+
+
+def check_data_vocabulary(patterns, vocab_file, settings):
+    """Refuses records whose `stats.json` says they were built with another vocabulary or tokenizer settings.
+
+    Builds write `vocab_sha256` and `tokenizer` into `stats.json` beside the
+    shards; records without one (other tools, older builds) are not checked.
+    """
+    for directory in sorted({os.path.dirname(path) for path in list_files(patterns)}):
+        stats_path = os.path.join(directory, "stats.json")
+        if not tf.io.gfile.exists(stats_path):
+            continue
+        with tf.io.gfile.GFile(stats_path) as f:
+            stats = json.load(f)
+        if stats.get("vocab_sha256") not in (None, tokenizer_lib.vocab_digest(vocab_file)):
+            raise ValueError(
+                f"The records in {directory} were built with another vocabulary than `--vocab_file="
+                f"{vocab_file}` ({stats_path}: vocab_sha256 {stats['vocab_sha256'][:12]}...). Pass the "
+                "vocabulary they were built with."
+            )
+        if stats.get("tokenizer") not in (None, settings):
+            raise ValueError(
+                f"The records in {directory} were tokenized with {stats['tokenizer']} ({stats_path}), "
+                f"but {vocab_file} is used with {settings}: the model would see other ids at serving time."
+            )
 
 
 def train(config, model_dir, strategy=None, init_from=None, verbose=1):
@@ -72,16 +99,8 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
     if chief:
         checkpoints.write_config(config, model_dir)
         if config.vocab_file:
-            tf.io.gfile.copy(config.vocab_file, os.path.join(model_dir, checkpoints.VOCAB_FILE), overwrite=True)
+            tokenizer_lib.copy_vocab(config.vocab_file, os.path.join(model_dir, checkpoints.VOCAB_FILE))
 
-    # The input position is part of the checkpoint where one iterator feeds
-    # every replica (one device, MirroredStrategy); see `_resumable`.
-    dataset = _dataset(config, strategy, config.data)
-    iterator = None
-    if not isinstance(strategy, (tf.distribute.MultiWorkerMirroredStrategy, tf.distribute.TPUStrategy)):
-        dataset = strategy.experimental_distribute_dataset(dataset)
-        iterator = iter(dataset)
-        dataset = _resumable(dataset, iterator)
     keras.utils.set_random_seed(config.seed)  # initialisation and dropout streams follow --seed
     with strategy.scope():
         pretrainer = build_pretrainer(config)
@@ -90,7 +109,7 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
             optimizer=optimizer, jit_compile=jit_compile, steps_per_execution=config.steps_per_execution
         )
         optimizer.build(pretrainer.trainable_variables)
-        state = NamedCheckpoint(pretrainer, optimizer, data=iterator)
+        state = NamedCheckpoint(pretrainer, optimizer)
         board = callbacks.tensorboard(
             os.path.join(model_dir, checkpoints.LOG_DIR), config.log_steps, strategy, accumulation
         )
@@ -117,6 +136,9 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
     if step >= config.train_steps:
         logging.info("Already trained %d of %d steps.", step, config.train_steps)
     else:
+        # The input position is the step: the pipeline is a function of (files, seed), so the
+        # batches already trained on are skipped (see `pretraining_dataset`'s `skip_batches`).
+        dataset = _dataset(config, strategy, config.data, skip_batches=step * accumulation)
         eval_dataset = _dataset(config, strategy, config.eval_data, training=False) if config.eval_data else None
         steps_per_epoch = min(config.save_checkpoints_steps, config.train_steps) * accumulation
         epochs = math.ceil(config.train_steps * accumulation / steps_per_epoch)
@@ -160,24 +182,12 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
     return pretrainer
 
 
-def _resumable(dataset, iterator):
-    """`dataset`, whose `iter()` returns `iterator`: `fit` then reads from the iterator the checkpoint holds.
-
-    Why tf.data iterator checkpointing rather than a stateless, index-based
-    pipeline: the iterator's state (file order, interleave cursors, the
-    shuffle buffer's records) restores the exact next batch in well under a
-    second at any step, where a stateless pipeline must replay (`skip`) every
-    record read so far, or needs random access that TFRecord files lack.
-    Measured by `benchmarks/data_position.py` with 1,000 files and a
-    10,000-example shuffle buffer (`benchmarks/results/data_position.md`).
-    """
-    cls = type(dataset)
-    dataset.__class__ = type(cls.__name__, (cls,), {"__iter__": lambda self: iterator})
-    return dataset
-
-
-def _dataset(config, strategy, patterns, training=True):
+def _dataset(config, strategy, patterns, training=True, skip_batches=0):
     """Global batches on one worker (Keras splits them over replicas in order); per-worker files otherwise.
+
+    `skip_batches` (training): batches every input pipeline has already
+    delivered, i.e. updates x accumulation steps, to resume at the exact next
+    batch.
 
     Evaluation data is read in file order, unshuffled and repeated, so every
     evaluation sees the same `eval_steps` batches.
@@ -192,7 +202,10 @@ def _dataset(config, strategy, patterns, training=True):
     )
 
     def read(batch_size, context=None):
-        dataset = pretraining_dataset(batch_size=batch_size, input_context=context, **kwargs)
+        skip = skip_batches
+        if context is not None:  # one per-replica batch per local replica and step
+            skip *= context.num_replicas_in_sync // context.num_input_pipelines
+        dataset = pretraining_dataset(batch_size=batch_size, input_context=context, skip_batches=skip, **kwargs)
         return dataset if training else dataset.repeat()
 
     if isinstance(strategy, (tf.distribute.MultiWorkerMirroredStrategy, tf.distribute.TPUStrategy)):

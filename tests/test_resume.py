@@ -1,0 +1,181 @@
+"""Exact resume: same command, same model, through SIGKILL (also mid-save), SIGTERM and under MirroredStrategy.
+
+Every run here is the `electra_tf.pretrain` command line in a subprocess; the
+reference for "resumed correctly" is an uninterrupted run of the same command.
+"""
+
+import glob
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from helpers import REPO, run_python, write_records
+from electra_tf.training import checkpoints
+from electra_tf.training.named_checkpoint import all_finite
+
+TINY = dict(vocab_size=400, embedding_dim=16, hidden_dim=32, num_layers=2, num_heads=2,
+            intermediate_dim=64, seq_length=32, max_sequence_length=32, batch_size=8,
+            warmup_steps=4, log_steps=5, save_checkpoints_steps=5, keep_checkpoint_max=3,
+            shuffle_buffer=50, deterministic=True)
+STEPS = 40
+SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
+
+# Runs the CLI, but the save of checkpoint `KILL_AT_SAVE` writes its files and is SIGKILLed
+# before the checkpoint index is updated (and its data file is cut short): a death mid-save.
+KILL_DURING_SAVE = textwrap.dedent("""
+    import os, signal, sys
+    import tensorflow as tf
+    target = int(os.environ["KILL_AT_SAVE"])
+    original = tf.train.CheckpointManager.save
+    def save(self, checkpoint_number=None, **kwargs):
+        if checkpoint_number is not None and checkpoint_number >= target:
+            prefix = self._checkpoint.write(os.path.join(self.directory, f"ckpt-{checkpoint_number}"))
+            for path in tf.io.gfile.glob(prefix + ".data*"):
+                os.truncate(path, os.path.getsize(path) // 2)
+            os.kill(os.getpid(), signal.SIGKILL)
+        return original(self, checkpoint_number=checkpoint_number, **kwargs)
+    tf.train.CheckpointManager.save = save
+    from electra_tf.pretrain import run
+    sys.argv = ["electra-pretrain", *sys.argv[1:]]
+    run()
+""")
+
+
+def command(data, model_dir, strategy_args=(), **overrides):
+    values = dict(TINY, data=data, train_steps=STEPS, **overrides)
+    return ["-m", "electra_tf.pretrain", "--config", "tiny", "--model_dir", str(model_dir), "--verbose", "0",
+            *strategy_args, *[f"--{k}={v}" for k, v in values.items()]]
+
+
+def env():
+    return dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2")
+
+
+def model_weights(model_dir):
+    """name -> value of every model variable in the run's latest checkpoint."""
+    path = checkpoints.latest_checkpoint(str(model_dir))
+    reader = tf.train.load_checkpoint(path)
+    return path, {n: reader.get_tensor(n) for n, _ in tf.train.list_variables(path)
+                  if n.startswith("model/") and "seed_generator" not in n}
+
+
+def assert_same_model(a, b, atol=1e-6):
+    path_a, weights_a = model_weights(a)
+    path_b, weights_b = model_weights(b)
+    assert os.path.basename(path_a) == os.path.basename(path_b) == f"ckpt-{STEPS}"
+    assert weights_a.keys() == weights_b.keys() and len(weights_a) > 50
+    worst = max(float(np.abs(weights_a[n] - weights_b[n]).max()) for n in weights_a)
+    assert worst <= atol, worst
+
+
+def logged_steps(model_dir, tag="batch_loss"):
+    steps = set()
+    for path in glob.glob(os.path.join(model_dir, "logs", "train", "events*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            if any(v.tag == tag for v in event.summary.value):
+                steps.add(event.step)
+    return steps
+
+
+def latest_step(model_dir):
+    latest = checkpoints.latest_checkpoint(str(model_dir))
+    return int(latest.rsplit("-", 1)[1]) if latest else 0
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return write_records(tmp_path_factory.mktemp("resume") / "data", num_files=3, num_examples=48)
+
+
+@pytest.mark.large
+def test_same_command_twice_gives_the_same_model(tmp_path, data):
+    for name in ("a", "b"):
+        run_python(command(data, tmp_path / name))
+    assert_same_model(tmp_path / "a", tmp_path / "b", atol=0.0)
+
+
+@pytest.mark.large
+@pytest.mark.parametrize("strategy_args", [(), ("--strategy=mirrored", "--num_cpu_devices=2")],
+                         ids=["one_device", "mirrored_2_cpus"])
+def test_sigkill_three_times_then_rerun_equals_an_uninterrupted_run(tmp_path, data, strategy_args):
+    reference = tmp_path / "reference"
+    run_python(command(data, reference, strategy_args))
+    rng = random.Random(len(strategy_args))
+    model_dir = tmp_path / "killed"
+    kills = []
+    # 1. Killed while writing a checkpoint: that checkpoint must not become the latest.
+    target = rng.choice([10, 15])
+    script = tmp_path / "kill_during_save.py"
+    script.write_text(KILL_DURING_SAVE)
+    result = subprocess.run([sys.executable, str(script), *command(data, model_dir, strategy_args)[2:]],
+                            cwd=REPO, env=dict(env(), KILL_AT_SAVE=str(target)), capture_output=True,
+                            timeout=600)
+    assert result.returncode == -signal.SIGKILL
+    assert latest_step(model_dir) == target - 5  # the half-written one is ignored
+    kills.append(("during save", target))
+    # 2, 3. Killed at random moments after the next checkpoints.
+    for _ in range(2):
+        seen = latest_step(model_dir)
+        proc = subprocess.Popen([sys.executable, *command(data, model_dir, strategy_args)], cwd=REPO, env=env(),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.time() + 300
+            while latest_step(model_dir) <= seen and proc.poll() is None and time.time() < deadline:
+                time.sleep(0.05)
+            time.sleep(rng.uniform(0, 0.5))
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        kills.append(("random", latest_step(model_dir)))
+    assert latest_step(model_dir) < STEPS, kills  # the kills really interrupted the run
+    run_python(command(data, model_dir, strategy_args))  # the same command finishes the run
+    assert_same_model(model_dir, reference)
+    assert set(range(5, STEPS + 1, 5)) <= logged_steps(str(model_dir)), kills  # no gap in TensorBoard
+    assert (model_dir / "discriminator.keras").exists()
+
+
+@pytest.mark.large
+def test_sigterm_saves_the_current_step_and_exits_0(tmp_path, data):
+    reference = tmp_path / "reference"
+    run_python(command(data, reference, train_steps=60))
+    model_dir = tmp_path / "preempted"
+    proc = subprocess.Popen([sys.executable, *command(data, model_dir, train_steps=60, save_checkpoints_steps=20)],
+                            cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while latest_step(model_dir) < 20 and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr[-3000:]
+    saved = latest_step(model_dir)
+    assert 20 <= saved < 60 and f"saved the checkpoint of step {saved}" in stderr
+    assert not (model_dir / "discriminator.keras").exists()  # an unfinished run does not look finished
+    run_python(command(data, model_dir, train_steps=60, save_checkpoints_steps=20))
+    global STEPS
+    steps, STEPS = STEPS, 60
+    try:
+        assert_same_model(model_dir, reference)
+    finally:
+        STEPS = steps
+
+
+@pytest.mark.large
+def test_non_finite_loss_stops_naming_the_step_and_keeps_finite_checkpoints(tmp_path, data):
+    from electra_tf.config import get_config
+    from electra_tf.training.pretraining import train
+
+    model_dir = str(tmp_path / "run")
+    config = get_config("tiny", **dict(TINY, deterministic=False), data=data, train_steps=5)
+    train(config, model_dir, verbose=0)
+    with pytest.raises(FloatingPointError, match=r"at step \d+"):
+        train(config.replace(train_steps=40, learning_rate=1e30, save_checkpoints_steps=1), model_dir, verbose=0)
+    pretrainer, _ = checkpoints.restore_pretrainer(model_dir)
+    assert all_finite(pretrainer.variables)
