@@ -1,0 +1,13 @@
+"""Every docstring example of `electra_tf.finetuning` runs and prints what it shows."""
+
+import doctest
+
+import pytest
+
+from electra_tf.finetuning import conll, tagging_features, tagging_metrics
+
+
+@pytest.mark.parametrize("module", [conll, tagging_features, tagging_metrics], ids=lambda m: m.__name__)
+def test_docstring_examples(module):
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
