@@ -39,6 +39,7 @@ setuptools.setup(
             "torch==2.13.0",
             "tensorflow-serving-api~=2.21.0",
             "matplotlib>=3.8",
+            "seqeval>=1.2",  # independent reference for the tagging metrics
         ],
     },
     entry_points={

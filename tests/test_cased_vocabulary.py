@@ -10,6 +10,7 @@ import json
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the tokenizer ops the served model uses)
 
 from helpers import run_python
 

@@ -31,7 +31,7 @@ def checkpoint_value(prefix, name):
 
 
 def optimizer_iterations(prefix):
-    return int(checkpoint_value(prefix, "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"))
+    return int(checkpoint_value(prefix, "optimizer/state/iteration/.ATTRIBUTES/VARIABLE_VALUE"))
 
 
 @pytest.mark.large
@@ -57,7 +57,7 @@ def test_resume_after_sigkill_continues_from_saved_step_and_optimizer_state(tmp_
     killed_at = checkpoints.latest_checkpoint(str(model_dir))
     saved_step = optimizer_iterations(killed_at)
     assert saved_step >= 20
-    slot_names = [n for n, _ in tf.train.list_variables(killed_at) if n.startswith("optimizer/_variables/")]
+    slot_names = [n for n, _ in tf.train.list_variables(killed_at) if n.startswith("optimizer/slots/")]
     assert len(slot_names) > 100  # Adam moments of every variable
 
     # Same command, with a smaller total so it ends soon: it must resume, not restart.

@@ -50,7 +50,7 @@ KILL_DURING_SAVE = textwrap.dedent("""
 
 
 def command(data, model_dir, strategy_args=(), **overrides):
-    values = dict(TINY, data=data, train_steps=STEPS, **overrides)
+    values = {**TINY, "data": data, "train_steps": STEPS, **overrides}
     return ["-m", "electra_tf.pretrain", "--config", "tiny", "--model_dir", str(model_dir), "--verbose", "0",
             *strategy_args, *[f"--{k}={v}" for k, v in values.items()]]
 
