@@ -74,6 +74,7 @@ class ElectraConfig:
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
     adam_epsilon: float = 1e-6
+    adam_bias_correction: bool = False  # official AdamWeightDecayOptimizer: none; True = Keras' AdamW (adamw only)
     clip_norm: float = 1.0  # global-norm clipping; 0 disables
     gradient_accumulation_steps: int = 1
     # --- Performance ---
