@@ -34,7 +34,7 @@ def resolve_data(config, demo_dir):
     return config.replace(**overrides)
 
 
-def train(config, model_dir, strategy=None, init_from=None, verbose=1):
+def train(config, model_dir, strategy=None, init_from=None, verbose=1, extra_callbacks=()):
     """Trains `config` into `model_dir`, resuming from its latest checkpoint.
 
     Args:
@@ -43,6 +43,7 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
         strategy: `tf.distribute.Strategy` (default: the current one).
         init_from: optional str. Weights to start a new run from (ignored on resume).
         verbose: int. Keras progress-bar mode.
+        extra_callbacks: Keras callbacks to run after the loop's own (probes, benchmarks).
 
     Returns:
         The trained `ElectraPretrainer`.
@@ -123,6 +124,7 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
                     callbacks.tensorboard(
                         os.path.join(model_dir, checkpoints.LOG_DIR), config.log_steps, strategy
                     ),
+                    *extra_callbacks,
                 ],
             )
         except tf.errors.DataLossError as e:
