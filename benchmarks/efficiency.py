@@ -21,12 +21,22 @@ What it does, top to bottom (`main`):
    the discriminator of each checkpoint is exported afterwards. (Stopping and
    resuming with a larger `train_steps` would not do: the warmup/decay
    schedule follows `train_steps`, so each stage would decay to 0.)
-4. A no-pre-training baseline: the same encoder, randomly initialised.
-5. Fine-tuning: every encoder x every task x every seed
+4. A no-pre-training baseline: the same encoder, randomly initialised
+   (seed `--baseline_seed`, recorded).
+5. Guard: every encoder is checked against the live model that produced it
+   before it is fine-tuned (sequence outputs on a fixed batch, dropout off,
+   max |diff| <= `GUARD_ATOL`); a mismatch stops the run (`EncoderMismatch`).
+6. Context probe (objectives with a discriminator head): every
+   `--probe_every` updates, the discriminator's AUC on fixed held-out batches
+   beside a token-identity-only baseline's (`token_identity_auc`). With
+   `--holdout` (default) the last record file is kept out of pre-training for
+   the guard batch and the probe.
+7. Fine-tuning: every encoder x every task x every seed
    (`electra_tf.training.finetuning.run_finetuning`, one trial per seed).
-6. Report: `results.json` (every run), `results.md` (objective x task table
-   beside the paper's Table 5, curve table, command, date, versions) and
-   `efficiency.png` (average dev score vs pre-training FLOPs).
+8. Report: `results.json` (every run), `results.md` (objective x task table
+   beside the paper's Table 5, curve table, context probe, command, date,
+   versions), `efficiency.png` (average dev score vs pre-training FLOPs) and
+   `context.png` (windowed discriminator AUC vs the token-identity AUC).
 
 Resumable: each finished unit (records, pre-training run, exported encoder,
 fine-tuning run) leaves a file that a re-run finds and skips; an interrupted
@@ -60,9 +70,11 @@ import tensorflow as tf  # pylint: disable=wrong-import-position
 from electra_tf.config import OBJECTIVES, get_config  # pylint: disable=wrong-import-position
 from electra_tf.training.pretraining import resolve_data, train  # pylint: disable=wrong-import-position
 from electra_tf.data.tasks import load_task  # pylint: disable=wrong-import-position
-from electra_tf.models.pretrainer import build_pretrainer  # pylint: disable=wrong-import-position
+from electra_tf.models.pretrainer import OBJECTIVES as OBJECTIVE_SPECS, build_pretrainer  # pylint: disable=wrong-import-position
 from electra_tf.training import checkpoints, flops  # pylint: disable=wrong-import-position
 from electra_tf.training.finetuning import run_finetuning  # pylint: disable=wrong-import-position
+from electra_tf.training.finetune_files import load_init  # pylint: disable=wrong-import-position
+from electra_tf.data.pretraining_dataset import list_files, pretraining_dataset  # pylint: disable=wrong-import-position
 
 SHARED = os.path.join(REPO, "..", "shared", "data")
 
@@ -103,6 +115,8 @@ BUDGETS = {
 # Paper Table 5 (GLUE dev, Base-sized); "mlm" is BERT. Section 7 of docs/electra-reference.md.
 PAPER_TABLE5 = {"electra": 85.0, "all_tokens_mlm": 84.3, "replace_mlm": 82.4, "electra_15": 82.4, "mlm": 82.2}
 BASELINE = "random_init"  # the encoder with no pre-training
+GUARD_FILE = "guard.npz"  # beside each exported encoder: the guard batch and its live outputs
+CONTEXT_FILE = "context_probe.json"  # in a pre-training model_dir: one record per probe window
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("budget", "smoke", list(BUDGETS), "Size of the experiment.")
@@ -122,6 +136,10 @@ flags.DEFINE_integer("dev_limit", None, "Override the budget: dev examples per t
 flags.DEFINE_integer("epochs", None, "Override the budget: fine-tuning epochs.")
 flags.DEFINE_string("demo_dir", os.path.join("~", ".cache", "electra_tf", "demo"),
                     "Where the embedded demo corpus is built (--corpus demo).")
+flags.DEFINE_integer("baseline_seed", 0, "Initialisation seed of the no-pre-training baseline.")
+flags.DEFINE_bool("holdout", True, "Keep the last record file out of pre-training, for the guard and the probe.")
+flags.DEFINE_integer("probe_every", 100, "Updates per context-probe window (0: no probe).")
+flags.DEFINE_integer("probe_batches", 32, "Held-out batches the context probe scores per window.")
 
 
 # === Small helpers ===
@@ -207,6 +225,214 @@ def prepare_data(corpus, vocab, output_dir, seq_length, units):
     return os.path.join(data_dir, "pretrain_data.tfrecord-*"), vocab
 
 
+def split_holdout(data, holdout):
+    """`(training files, held-out files)` as comma-separated globs: the last file held out when `holdout`.
+
+    The held-out file gives the guard batch and the context probe's batches, so
+    the probe scores text the discriminator did not train on. Without
+    `holdout` (or with one file) both read the training records.
+    """
+    files = list_files(data)
+    if not holdout or len(files) < 2:
+        return data, data
+    return ",".join(files[:-1]), files[-1]
+
+
+def fixed_batches(patterns, config, count, batch_size=None):
+    """The first `count` batches of `patterns` in file order (no shuffle): numpy dicts, the same every call."""
+    dataset = pretraining_dataset(patterns, batch_size or config.batch_size, config.seq_length, config.vocab_size,
+                                  shuffle_buffer=1, seed=0, repeat=False)
+    found = [{k: v.numpy() for k, v in b.items()} for b in dataset.take(count)]
+    if len(found) < count:
+        raise ValueError(f"{patterns} holds fewer than {count} batches of {batch_size or config.batch_size}.")
+    return found
+
+
+# === Guard: every fine-tuned encoder equals the live model that produced it ===
+
+GUARD_ATOL = 1e-5  # max |diff| of float32 sequence outputs; a restore that misses any variable is >> 1e-3
+GUARD_DIR = "guard"  # in a pre-training model_dir: step-N.npz, the live discriminator's outputs at step N
+GUARD_SEQUENCES = 8
+
+
+class EncoderMismatch(RuntimeError):
+    """An encoder about to be fine-tuned is not the model that pre-training produced."""
+
+
+def encoder_outputs(encoder, batch):
+    """Sequence output of `encoder` on `batch`, dropout off."""
+    return np.asarray(encoder(batch, training=False), dtype=np.float32)
+
+
+def write_reference(path, batch, outputs, **meta):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "wb") as f:
+        np.savez(f, outputs=outputs, meta=json.dumps(meta), **batch)
+    os.replace(path + ".tmp", path)
+
+
+def read_reference(path):
+    """`(batch, outputs, meta)` written by `write_reference`; FileNotFoundError when absent."""
+    with np.load(path) as z:
+        batch = {k: z[k] for k in ("token_ids", "segment_ids", "padding_mask")}
+        return batch, z["outputs"], json.loads(str(z["meta"]))
+
+
+def check_encoder(encoder, batch, reference, name, atol=GUARD_ATOL):
+    """Raises `EncoderMismatch` unless `encoder`'s outputs on `batch` are within `atol` of `reference`.
+
+    Returns:
+        float, the max |diff|.
+    """
+    found = encoder_outputs(encoder, batch)
+    if found.shape != reference.shape:
+        raise EncoderMismatch(f"{name}: outputs of shape {found.shape}, the pre-trained model's {reference.shape}.")
+    diff = float(np.max(np.abs(found - reference)))
+    if not diff <= atol:  # also catches NaN
+        raise EncoderMismatch(
+            f"{name} is not the model pre-training produced: max |output diff| {diff:.3g} > {atol:g} on the "
+            f"guard batch (dropout off). The restore or export lost weights; refusing to fine-tune it."
+        )
+    return diff
+
+
+class RecordLiveOutputs(keras.callbacks.Callback):
+    """Writes the live discriminator's outputs on the guard batch at each of `steps` (`step-N.npz`).
+
+    Why a callback: a budget-fraction checkpoint is written mid-run, so the only
+    live model that ever had its weights is the training model at that step.
+    `CheckpointEvery` saves in `on_train_batch_end` of the same update, so the
+    outputs recorded here come from the very weights that checkpoint holds
+    (no update runs between the two callbacks). They are written to files, so
+    a resumed pre-training still has the references of the steps before it.
+    """
+
+    def __init__(self, steps, batch, directory):
+        super().__init__()
+        self.steps, self.batch, self.directory = set(steps), batch, directory
+
+    def path(self, step):
+        return os.path.join(self.directory, f"step-{step}.npz")
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if step in self.steps and not os.path.exists(self.path(step)):
+            write_reference(self.path(step), self.batch, encoder_outputs(self.model.discriminator, self.batch),
+                            step=step, source="live pre-training model")
+
+
+# === Context probe: does the discriminator beat a token-identity-only score? ===
+
+PROBE_SEED = 13  # masking/sampling stream of the probe batches: the same positions every window
+
+
+def auc(scores, labels):
+    """Area under the ROC curve (Mann-Whitney, ties count one half); NaN without both classes."""
+    scores = np.asarray(scores, np.float64).ravel()
+    labels = np.asarray(labels).ravel() > 0.5
+    positives, negatives = int(labels.sum()), int((~labels).sum())
+    if not positives or not negatives:
+        return float("nan")
+    _, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
+    first = np.cumsum(counts) - counts + 1  # 1-based rank of each distinct score's first occurrence
+    ranks = (first + (counts - 1) / 2.0)[inverse]  # tied scores share their average rank
+    return float((ranks[labels].sum() - positives * (positives + 1) / 2.0) / (positives * negatives))
+
+
+def token_identity_scores(train_ids, train_labels, eval_ids, smoothing=1.0):
+    """Log-odds of "replaced" per token id, fitted on `(train_ids, train_labels)`, for `eval_ids`.
+
+    `log((r + s p) / (n - r + s (1 - p)))` for a token seen `n` times, `r` of
+    them replaced; `p` is the overall replaced rate and `s` the smoothing
+    (pseudo-counts). An unseen token scores the prior `log(p / (1 - p))`.
+    """
+    train_ids, train_labels = np.asarray(train_ids).ravel(), np.asarray(train_labels, np.float64).ravel()
+    p = float(np.clip(train_labels.mean(), 1e-6, 1 - 1e-6))
+    ids, inverse = np.unique(train_ids, return_inverse=True)
+    seen = np.bincount(inverse).astype(np.float64)
+    replaced = np.bincount(inverse, weights=train_labels)
+    log_odds = np.log((replaced + smoothing * p) / (seen - replaced + smoothing * (1 - p)))
+    eval_ids = np.asarray(eval_ids).ravel()
+    at = np.clip(np.searchsorted(ids, eval_ids), 0, len(ids) - 1)
+    return np.where(ids[at] == eval_ids, log_odds[at], np.log(p / (1 - p)))
+
+
+def token_identity_auc(ids, labels, folds, smoothing=1.0):
+    """AUC of the token-identity score, cross-fitted: each fold scored by a table fitted on the others.
+
+    Out-of-fold, because fitting and scoring the same samples leaks labels
+    through rare tokens (a token seen once scores its own label) and flatters
+    the baseline; the folds are the same window's batches, so the table sees
+    the generator as it is at that step (fitting on the previous window would
+    score a generator that has since moved on). With one fold per batch the
+    table is fitted on all but one batch: as much data as the window has.
+    """
+    ids, labels, folds = (np.asarray(a).ravel() for a in (ids, labels, folds))
+    scores = np.empty(len(ids))
+    for fold in np.unique(folds):
+        held = folds == fold
+        scores[held] = token_identity_scores(ids[~held], labels[~held], ids[held], smoothing)
+    return auc(scores, labels)
+
+
+def probe_window(pretrainer, batches, step, compute=None):
+    """Discriminator AUC and token-identity AUCs on `batches` (dropout off, fixed masking seed)."""
+    compute = compute or (lambda b, s: pretrainer.compute_losses(b, s, training=False))
+    parts = {k: [] for k in ("disc_ids", "disc_labels", "disc_logits", "disc_weights", "fold")}
+    for i, batch in enumerate(batches):
+        out = compute(batch, tf.constant([PROBE_SEED, i], tf.int64))
+        keep = np.asarray(out["disc_weights"]).ravel() > 0
+        for key in ("disc_ids", "disc_labels", "disc_logits"):
+            parts[key].append(np.asarray(out[key]).ravel()[keep])
+        parts["fold"].append(np.full(int(keep.sum()), i))
+    ids, labels, logits, folds = (np.concatenate(parts[k]) for k in ("disc_ids", "disc_labels", "disc_logits",
+                                                                      "fold"))
+    # token_auc: leave one batch out. token_auc_half: fitted on half the batches; if it is much below
+    # token_auc, the table is still data-starved and token_auc understates a token-only score.
+    # token_auc_in_sample: fitted on the scored samples themselves, an optimistic bound.
+    return dict(step=step, disc_auc=auc(logits, labels), token_auc=token_identity_auc(ids, labels, folds),
+                token_auc_half=token_identity_auc(ids, labels, folds % 2),
+                token_auc_in_sample=auc(token_identity_scores(ids, labels, ids), labels),
+                replaced_fraction=float(labels.mean()), tokens=int(len(labels)))
+
+
+class ContextProbe(keras.callbacks.Callback):
+    """Every `every` updates (and at the end): `probe_window` on fixed held-out batches, appended to `path`.
+
+    A window is a point in training, scored on the same held-out batches each
+    time (not Keras' cumulative per-epoch metric). Records already in `path`
+    are kept, so a resumed run continues the curve.
+    """
+
+    def __init__(self, batches, every, path):
+        super().__init__()
+        self.batches, self.every, self.path = batches, every, path
+        self.records = read_json(path) or []
+        self._compute = None
+
+    def probe(self, step):
+        if any(r["step"] == step for r in self.records):
+            return
+        if self._compute is None:
+            self._compute = tf.function(  # plain Python branching only: no AutoGraph needed
+                lambda b, s: self.model.compute_losses(b, s, training=False), autograph=False)
+        self.records.append(probe_window(self.model, self.batches, step, self._compute))
+        write_json(self.path, self.records)
+
+    def on_train_begin(self, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if step == 0:
+            self.probe(0)
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if step % self.every == 0:
+            self.probe(step)
+
+    def on_train_end(self, logs=None):
+        self.probe(int(self.model.optimizer.iterations.numpy()))
+
+
 # === 2. Equal-FLOPs pre-training ===
 
 def plan_pretraining(base_config, objectives, electra_steps):
@@ -235,11 +461,16 @@ def log_plan(plan):
                      "  ".join(f"{p['breakdown'][k] / 1e9:.3f}" for k in parts))
 
 
-def pretrain(objective, config, output_dir, curve_fractions, units):
-    """Runs (or resumes, or skips) one objective's pre-training; exports its encoders.
+def pretrain(objective, config, output_dir, curve_fractions, units, guard_batch, probe_batches=(), probe_every=0):
+    """Runs (or resumes, or skips) one objective's pre-training; exports its encoders, each guarded.
+
+    Args:
+        guard_batch: dict of numpy arrays: the batch `RecordLiveOutputs` and the guard compare on.
+        probe_batches: list of such batches for `ContextProbe` (discriminator-head objectives only).
+        probe_every: int. Updates per probe window; 0 disables the probe.
 
     Returns:
-        dict encoder name -> {objective, fraction, step, flops, path}.
+        dict encoder name -> {objective, fraction, step, flops, path, guard}.
     """
     steps = config.train_steps
     if curve_fractions:
@@ -249,14 +480,20 @@ def pretrain(objective, config, output_dir, curve_fractions, units):
     keep = math.ceil(steps / every) + 2 if curve_fractions else 2  # the fraction checkpoints must all survive
     config = config.replace(save_checkpoints_steps=every, keep_checkpoint_max=keep)
     model_dir = os.path.join(output_dir, "pretrain", objective)
+    guard_dir = os.path.join(model_dir, GUARD_DIR)
     marker = os.path.join(model_dir, "done.json")
     record = read_json(marker)
+    live = None  # the model `train` returns, when it ran in this invocation
     if record:
         units.skip(f"pretrain {objective}")
     else:
         logging.info("Pre-training %s for %d steps (checkpoints every %d) in %s", objective, steps, every, model_dir)
         start, cpu = time.time(), cpu_seconds()
-        train(config, model_dir, verbose=2)
+        extra = [RecordLiveOutputs(at.values(), guard_batch, guard_dir)]
+        if probe_every and probe_batches and OBJECTIVE_SPECS[objective]["task"].startswith("rtd"):
+            extra.append(ContextProbe(probe_batches, probe_every, os.path.join(model_dir, CONTEXT_FILE)))
+        keras.utils.set_random_seed(config.seed)  # the initialisation; masking and data use `config.seed` too
+        live = train(config, model_dir, verbose=2, extra_callbacks=extra)
         record = dict(objective=objective, steps=steps, seconds=time.time() - start, cpu_seconds=cpu_seconds() - cpu)
         write_json(marker, record)
         units.done(f"pretrain {objective} ({steps} steps)", record["seconds"])
@@ -268,19 +505,47 @@ def pretrain(objective, config, output_dir, curve_fractions, units):
         directory = os.path.join(output_dir, "encoders", name.replace("@", "_f"))
         info = dict(objective=objective, fraction=fraction, step=step, flops=step * per_step,
                     path=os.path.join(directory, "encoder.keras"))
-        if read_json(os.path.join(directory, "encoder.json")):
+        found = read_json(os.path.join(directory, "encoder.json"))
+        if found:
             units.skip(f"export {name}")
+            info = found
         else:
             start = time.time()
             prefix = os.path.join(model_dir, checkpoints.CHECKPOINT_DIR, f"ckpt-{step}")
             if not tf.io.gfile.exists(prefix + ".index"):
                 raise FileNotFoundError(f"No checkpoint at step {step} for {name}: {prefix}")
+            batch, reference, source = live_reference(live, step, steps, guard_dir, name)
             pretrainer, _ = checkpoints.restore_pretrainer(model_dir, prefix)
+            diff = check_encoder(pretrainer.discriminator, batch, reference, f"{name} restored from {prefix}")
             save_encoder(pretrainer.discriminator, directory, os.path.join(model_dir, checkpoints.VOCAB_FILE))
+            write_reference(os.path.join(directory, GUARD_FILE), batch, reference, step=step, source=source)
+            info["restore_max_diff"] = diff
             write_json(os.path.join(directory, "encoder.json"), info)
-            units.done(f"export {name} (step {step})", time.time() - start)
+            units.done(f"export {name} (step {step}; restored = {source}, max |diff| {diff:.2g})",
+                       time.time() - start)
         encoders[name] = info
     return encoders
+
+
+def live_reference(live, step, steps, guard_dir, name):
+    """`(batch, outputs, source)`: what the encoder exported at `step` must reproduce.
+
+    The final step: the model `train` returned, when it ran in this invocation.
+    Otherwise the outputs `RecordLiveOutputs` recorded from the training model
+    at that step.
+    """
+    path = os.path.join(guard_dir, f"step-{step}.npz")
+    try:
+        batch, outputs, meta = read_reference(path)
+    except FileNotFoundError:
+        raise EncoderMismatch(
+            f"No live reference for {name} at step {step} ({path}): this pre-training ran without the guard "
+            "(or stopped between checkpoint and record). Use a new --output_dir."
+        ) from None
+    if live is not None and step == steps:
+        outputs = encoder_outputs(live.discriminator, batch)
+        return batch, outputs, "the model train() returned"
+    return batch, outputs, meta["source"] + f" at step {meta['step']}"
 
 
 def save_encoder(encoder, directory, vocab_file):
@@ -291,18 +556,21 @@ def save_encoder(encoder, directory, vocab_file):
     shutil.copyfile(vocab_file, os.path.join(directory, "vocab.txt"))
 
 
-def random_encoder(config, output_dir, units):
-    """The no-pre-training baseline: the discriminator as initialised (seed `config.seed`)."""
+def random_encoder(config, output_dir, units, guard_batch, seed):
+    """The no-pre-training baseline: the discriminator as initialised with `keras.utils.set_random_seed(seed)`."""
     directory = os.path.join(output_dir, "encoders", BASELINE)
-    info = dict(objective=BASELINE, fraction=0.0, step=0, flops=0.0, path=os.path.join(directory, "encoder.keras"))
-    if read_json(os.path.join(directory, "encoder.json")):
+    info = dict(objective=BASELINE, fraction=0.0, step=0, flops=0.0, path=os.path.join(directory, "encoder.keras"),
+                seed=seed)
+    found = read_json(os.path.join(directory, "encoder.json"))
+    if found:
         units.skip(f"export {BASELINE}")
-        return info
-    keras.utils.set_random_seed(config.seed)
+        return found
+    keras.utils.set_random_seed(seed)
     encoder = build_pretrainer(config.replace(objective="mlm")).discriminator
-    ones = tf.ones((1, 8), tf.int32)
-    encoder({"token_ids": ones, "segment_ids": 0 * ones, "padding_mask": ones})  # build the weights
+    outputs = encoder_outputs(encoder, guard_batch)  # also builds the weights
     save_encoder(encoder, directory, config.vocab_file)
+    write_reference(os.path.join(directory, GUARD_FILE), guard_batch, outputs, step=0,
+                    source=f"the random initialisation (seed {seed})")
     write_json(os.path.join(directory, "encoder.json"), info)
     units.done(f"export {BASELINE}", 0.0)
     return info
@@ -314,6 +582,7 @@ def finetune(encoders, task_dirs, seeds, hparams, output_dir, units):
     """Every encoder x task x seed; returns a list of run records."""
     runs = []
     for name, info in encoders.items():
+        guard_encoder(name, info)
         for task_dir in task_dirs:
             task = os.path.basename(os.path.normpath(task_dir))
             spec = load_task(task, task_dir)
@@ -344,6 +613,20 @@ def finetune(encoders, task_dirs, seeds, hparams, output_dir, units):
                                  cpu_seconds=timing.get("cpu_seconds"),
                                  majority_class_accuracy=result["majority_class_accuracy"]))
     return runs
+
+
+def guard_encoder(name, info):
+    """Loads `info["path"]` as fine-tuning does and checks it against its live reference; records the result."""
+    directory = os.path.dirname(info["path"])
+    try:
+        batch, reference, meta = read_reference(os.path.join(directory, GUARD_FILE))
+    except FileNotFoundError:
+        raise EncoderMismatch(f"No guard reference beside {info['path']}: exported without the guard. "
+                              "Use a new --output_dir.") from None
+    encoder, _ = load_init(info["path"])
+    diff = check_encoder(encoder, batch, reference, f"encoder {name} ({info['path']})")
+    info["guard"] = dict(max_abs_diff=diff, atol=GUARD_ATOL, reference=meta["source"], step=meta["step"])
+    logging.info("[guard] %s equals %s: max |diff| %.2g", name, meta["source"], diff)
 
 
 def summarize(runs, tasks, seeds):
@@ -436,8 +719,56 @@ def write_markdown(path, report):
     lines += ["", f"Fine-tuning: {len(report['runs'])} runs, {total('seconds'):.0f} s wall / "
               f"{total('cpu_seconds'):.0f} CPU s in all ({total('train_seconds'):.0f} s of `fit`). "
               f"Load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores.", ""]
+    guarded = [e["guard"]["max_abs_diff"] for e in report["encoders"].values() if "guard" in e]
+    lines += [f"Guard: {len(guarded)} encoders equal the model that produced them before fine-tuning "
+              f"(max |output diff| {max(guarded, default=float('nan')):.2g} <= {report['guard_atol']:g} on a "
+              f"fixed held-out batch, dropout off); the random baseline's seed is {report['baseline_seed']}.", ""]
+    lines += context_markdown(report["context"], report["context_probe"])
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(lines))
+
+
+def context_markdown(context, probe):
+    """The context-probe table: one row per window and objective."""
+    if not context:
+        return []
+    lines = ["## Does the discriminator use context? (`context.png`)", "",
+             f"Every {probe['every']} updates, on the same {probe['batches']} held-out batches of "
+             f"{probe['batch_size']} (masking seed {probe['seed']}, dropout off): the discriminator's AUC, and the "
+             "AUC of a score that sees only the token id (per-id log-odds of \"replaced\", smoothed; each batch "
+             "scored by a table fitted on the window's other batches; half: fitted on half of them; in-sample: "
+             "fitted and scored on all of them, an optimistic bound). A discriminator that uses context beats "
+             "the token score.", "",
+             "| objective | step | disc AUC | token AUC | token AUC half | token AUC in-sample | replaced |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for objective, records in context.items():
+        for r in records:
+            lines.append(f"| {objective} | {r['step']} | {r['disc_auc']:.3f} | {r['token_auc']:.3f} | "
+                         f"{r['token_auc_half']:.3f} | {r['token_auc_in_sample']:.3f} | {r['replaced_fraction']:.3f} |")
+    return lines + [""]
+
+
+def plot_context(path, context, title="Discriminator vs token identity (held-out, per window)"):
+    """Windowed discriminator AUC (solid) and token-identity AUC (dashed) per objective or run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    for i, (name, records) in enumerate(context.items()):
+        color = f"C{i}"
+        steps = [r["step"] for r in records]
+        ax.plot(steps, [r["disc_auc"] for r in records], color=color, marker="o", ms=3, label=f"{name}: discriminator")
+        ax.plot(steps, [r["token_auc"] for r in records], color=color, linestyle="--", label=f"{name}: token id only")
+    ax.set_xlabel("pre-training step")
+    ax.set_ylabel("AUC (replaced vs original)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def plot(path, summary, curve_objectives):
@@ -491,26 +822,32 @@ def main(argv):
 
     # Settings that decide the results are fixed at the first invocation.
     settings = dict(budget=FLAGS.budget, corpus=corpus, electra_steps=budget["electra_steps"], seeds=seeds,
-                    fractions=curve_fractions, finetune=finetune_hparams)
+                    fractions=curve_fractions, finetune=finetune_hparams, holdout=FLAGS.holdout,
+                    baseline_seed=FLAGS.baseline_seed, probe_every=FLAGS.probe_every,
+                    probe_batches=FLAGS.probe_batches)
     previous = read_json(os.path.join(output_dir, "settings.json"))
     if previous and previous != json.loads(json.dumps(settings)):
         raise app.UsageError(f"{output_dir} holds a run with other settings {previous}; use a new --output_dir.")
     write_json(os.path.join(output_dir, "settings.json"), settings)
 
     data, vocab_file = prepare_data(corpus, FLAGS.vocab, output_dir, 128, units)
-    base = get_config("tiny", data=data, vocab_file=vocab_file, batch_size=budget["batch_size"],
+    train_data, heldout = split_holdout(data, FLAGS.holdout)
+    base = get_config("tiny", data=train_data, vocab_file=vocab_file, batch_size=budget["batch_size"],
                       learning_rate=budget["learning_rate"], seq_length=128, log_steps=10, **budget["model"])
     base = resolve_data(base, FLAGS.demo_dir)
+    guard_batch = fixed_batches(heldout, base, 1, batch_size=GUARD_SEQUENCES)[0]
+    probe_batches = fixed_batches(heldout, base, FLAGS.probe_batches) if FLAGS.probe_every else []
 
     plan = plan_pretraining(base, FLAGS.objectives, budget["electra_steps"])
     log_plan(plan)
-    encoders = {BASELINE: random_encoder(base, output_dir, units)}
+    encoders = {BASELINE: random_encoder(base, output_dir, units, guard_batch, FLAGS.baseline_seed)}
     for objective, p in plan.items():
         steps = p["steps"]
         config = base.replace(objective=objective, train_steps=steps,
                               warmup_steps=max(1, round(budget["warmup_fraction"] * steps)))
         found = pretrain(objective, config, output_dir,
-                         curve_fractions if objective in FLAGS.curve_objectives else None, units)
+                         curve_fractions if objective in FLAGS.curve_objectives else None, units,
+                         guard_batch, probe_batches, FLAGS.probe_every)
         encoders.update(found)
         record = read_json(os.path.join(output_dir, "pretrain", objective, "done.json"))
         p.update(seconds=record["seconds"], cpu_seconds=record.get("cpu_seconds"))
@@ -518,6 +855,8 @@ def main(argv):
     task_names = [os.path.basename(os.path.normpath(t)) for t in FLAGS.tasks]
     runs = finetune(encoders, FLAGS.tasks, seeds, finetune_hparams, output_dir, units)
     summary = summarize(runs, task_names, seeds)
+    context = {o: read_json(os.path.join(output_dir, "pretrain", o, CONTEXT_FILE)) for o in plan}
+    context = {o: records for o, records in context.items() if records}
 
     report = dict(
         command=" ".join(shlex.quote(a) for a in [os.path.relpath(sys.executable, REPO)
@@ -527,12 +866,17 @@ def main(argv):
         tasks=task_names, objectives=FLAGS.objectives, curve_objectives=FLAGS.curve_objectives,
         fractions=curve_fractions, paper_table5=PAPER_TABLE5, pretraining=plan, encoders=encoders,
         runs=runs, summary=summary, seconds=time.time() - units.start, units_run=units.ran,
-        units_skipped=units.skipped,
+        units_skipped=units.skipped, data=dict(train=train_data, heldout=heldout, holdout=FLAGS.holdout),
+        guard_atol=GUARD_ATOL, baseline_seed=FLAGS.baseline_seed, context=context,
+        context_probe=dict(every=FLAGS.probe_every, batches=FLAGS.probe_batches, batch_size=base.batch_size,
+                           seed=PROBE_SEED, token_auc="cross-fitted, leaving one of the window's batches out"),
     )
     write_json(os.path.join(output_dir, "results.json"), report)
     write_markdown(os.path.join(output_dir, "results.md"), report)
     plot(os.path.join(output_dir, "efficiency.png"), summary, FLAGS.curve_objectives)
-    logging.info("Wrote results.json, results.md and efficiency.png to %s (%d units run, %d skipped, %.0f s).",
+    if context:
+        plot_context(os.path.join(output_dir, "context.png"), context)
+    logging.info("Wrote results.json, results.md and the figures to %s (%d units run, %d skipped, %.0f s).",
                  output_dir, units.ran, units.skipped, time.time() - units.start)
     with open(os.path.join(output_dir, "results.md"), encoding="utf-8") as f:
         print(f.read())

@@ -17,6 +17,7 @@ import typing
 OBJECTIVES = ("electra", "mlm", "electra_15", "replace_mlm", "all_tokens_mlm")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 OPTIMIZERS = ("adamw", "lamb")
+INITIALIZERS = ("glorot_uniform", "truncated_normal")  # see electra_tf/layers/initializers.py
 
 
 @dataclasses.dataclass
@@ -34,6 +35,10 @@ class ElectraConfig:
     activation: str = "gelu"  # exact erf GELU as released; "gelu_approximate" = keras-hub's
     layer_norm_epsilon: float = 1e-12
     initializer_range: float = 0.02  # truncated-normal std
+    # The official code builds two dense layers with `tf.layers.dense` and no initializer, so they
+    # start glorot_uniform; "truncated_normal" (initializer_range) was this package's choice before.
+    embeddings_project_initializer: str = "glorot_uniform"  # E -> H projection, discriminator and generator
+    discriminator_output_initializer: str = "glorot_uniform"  # the discriminator head's dense(1)
     # --- Generator: same depth, hidden = fraction * H, FFN 4x, heads hidden // 64 ---
     generator_hidden_fraction: float = 0.25
     # --- Objective ---
@@ -69,6 +74,7 @@ class ElectraConfig:
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
     adam_epsilon: float = 1e-6
+    adam_bias_correction: bool = False  # official AdamWeightDecayOptimizer: none; True = Keras' AdamW (adamw only)
     clip_norm: float = 1.0  # global-norm clipping; 0 disables
     gradient_accumulation_steps: int = 1
     # --- Performance ---
@@ -86,6 +92,8 @@ class ElectraConfig:
         _check_choice("objective", self.objective, OBJECTIVES)
         _check_choice("precision", self.precision, PRECISIONS)
         _check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        _check_choice("embeddings_project_initializer", self.embeddings_project_initializer, INITIALIZERS)
+        _check_choice("discriminator_output_initializer", self.discriminator_output_initializer, INITIALIZERS)
         if self.hidden_dim % self.num_heads:
             raise ValueError(
                 f"`hidden_dim={self.hidden_dim}` must be divisible by `num_heads={self.num_heads}`."

@@ -2,6 +2,8 @@
 
 import keras
 
+from electra_tf.layers.initializers import kernel_initializer
+
 
 @keras.saving.register_keras_serializable(package="electra_tf")
 class DiscriminatorHead(keras.layers.Layer):
@@ -10,7 +12,10 @@ class DiscriminatorHead(keras.layers.Layer):
     Args:
         hidden_dim: int. Width of the first dense layer (the encoder's H).
         activation: str. "gelu" (exact) as released.
-        initializer_range: float. Truncated-normal std.
+        initializer_range: float. Truncated-normal std of the first dense layer.
+        output_initializer: str. Kernel initializer of the dense(1):
+            "glorot_uniform" (the official `tf.layers.dense(hidden, units=1)`
+            default) or "truncated_normal" (`initializer_range`).
 
     Example:
         ```python
@@ -19,11 +24,13 @@ class DiscriminatorHead(keras.layers.Layer):
         ```
     """
 
-    def __init__(self, hidden_dim, activation="gelu", initializer_range=0.02, **kwargs):
+    def __init__(self, hidden_dim, activation="gelu", initializer_range=0.02,
+                 output_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         self.hidden_dim = hidden_dim
         self.activation = activation
         self.initializer_range = initializer_range
+        self.output_initializer = output_initializer
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.dense = keras.layers.Dense(
             hidden_dim,
@@ -33,7 +40,10 @@ class DiscriminatorHead(keras.layers.Layer):
             name="dense",
         )
         self.dense_prediction = keras.layers.Dense(
-            1, kernel_initializer=initializer, dtype=self.dtype_policy, name="dense_prediction"
+            1,
+            kernel_initializer=kernel_initializer(output_initializer, initializer_range),
+            dtype=self.dtype_policy,
+            name="dense_prediction",
         )
 
     def build(self, inputs_shape):
@@ -55,6 +65,7 @@ class DiscriminatorHead(keras.layers.Layer):
                 "hidden_dim": self.hidden_dim,
                 "activation": self.activation,
                 "initializer_range": self.initializer_range,
+                "output_initializer": self.output_initializer,
             }
         )
         return config

@@ -4,6 +4,7 @@ import keras
 from keras_hub.layers import TransformerEncoder
 
 from electra_tf.layers.embeddings import ElectraEmbeddings
+from electra_tf.layers.initializers import kernel_initializer
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -30,6 +31,9 @@ class ElectraEncoder(keras.Model):
         activation: str. "gelu" (exact, as released) or "gelu_approximate".
         layer_norm_epsilon: float.
         initializer_range: float. Truncated-normal std.
+        embeddings_project_initializer: str. Kernel initializer of
+            `embeddings_project`: "glorot_uniform" (the official
+            `tf.layers.dense` default) or "truncated_normal" (`initializer_range`).
         embeddings: optional `ElectraEmbeddings` to share.
 
     Call inputs: dict with int32 `token_ids`, `segment_ids`, `padding_mask`,
@@ -61,6 +65,7 @@ class ElectraEncoder(keras.Model):
         activation="gelu",
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
+        embeddings_project_initializer="glorot_uniform",
         embeddings=None,
         **kwargs,
     ):
@@ -91,7 +96,7 @@ class ElectraEncoder(keras.Model):
         if embedding_dim != hidden_dim:
             self.embeddings_project = keras.layers.Dense(
                 hidden_dim,
-                kernel_initializer=initializer,
+                kernel_initializer=kernel_initializer(embeddings_project_initializer, initializer_range),
                 dtype=self.dtype_policy,
                 name="embeddings_project",
             )
@@ -122,6 +127,7 @@ class ElectraEncoder(keras.Model):
         self.activation = activation
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
+        self.embeddings_project_initializer = embeddings_project_initializer
 
     def build(self, input_shape=None):
         if self.built:
@@ -165,6 +171,7 @@ class ElectraEncoder(keras.Model):
             "activation": self.activation,
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "initializer_range": self.initializer_range,
+            "embeddings_project_initializer": self.embeddings_project_initializer,
         }
 
     @classmethod

@@ -55,6 +55,8 @@ class ElectraPretrainer(keras.Model):
             Gumbel-max) or "inverse_cdf" (same distribution, cheaper on CPU).
         pad_id, cls_id, sep_id, mask_id: int. Special token ids.
         seed: int. Base of the stateless masking/sampling stream.
+        discriminator_output_initializer: str. Kernel initializer of the
+            discriminator head's dense(1), see `DiscriminatorHead`.
 
     Example:
         ```python
@@ -86,6 +88,7 @@ class ElectraPretrainer(keras.Model):
         sep_id=102,
         mask_id=103,
         seed=0,
+        discriminator_output_initializer="glorot_uniform",
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -122,6 +125,7 @@ class ElectraPretrainer(keras.Model):
             self.discriminator_head = DiscriminatorHead(
                 discriminator.hidden_dim,
                 initializer_range=discriminator.initializer_range,
+                output_initializer=discriminator_output_initializer,
                 dtype=self.dtype_policy,
                 name="discriminator_predictions",
             )
@@ -166,6 +170,7 @@ class ElectraPretrainer(keras.Model):
         self.sep_id = sep_id
         self.mask_id = mask_id
         self.seed = seed
+        self.discriminator_output_initializer = discriminator_output_initializer
         self.build()
 
     def build(self, input_shape=None):
@@ -368,6 +373,7 @@ class ElectraPretrainer(keras.Model):
             "sep_id": self.sep_id,
             "mask_id": self.mask_id,
             "seed": self.seed,
+            "discriminator_output_initializer": self.discriminator_output_initializer,
         }
 
     @classmethod
@@ -392,6 +398,7 @@ def build_pretrainer(config):
         activation=config.activation,
         layer_norm_epsilon=config.layer_norm_epsilon,
         initializer_range=config.initializer_range,
+        embeddings_project_initializer=config.embeddings_project_initializer,
     )
     discriminator = ElectraEncoder(
         num_layers=config.num_layers,
@@ -430,6 +437,7 @@ def build_pretrainer(config):
         sep_id=config.sep_id,
         mask_id=config.mask_id,
         seed=config.seed,
+        discriminator_output_initializer=config.discriminator_output_initializer,
         name="electra_pretrainer",
     )
 

@@ -14,6 +14,8 @@ import re
 
 import keras
 
+from electra_tf.training.optimization import OptionalBiasCorrection
+
 _LAYER = re.compile(r"^transformer_layer_(\d+)$")
 _EMBEDDINGS = ("embeddings", "embeddings_project")
 
@@ -59,7 +61,7 @@ def layerwise_multiplier(variable_path, num_layers, decay):
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class LayerwiseAdamW(keras.optimizers.AdamW):
+class LayerwiseAdamW(OptionalBiasCorrection, keras.optimizers.AdamW):
     """AdamW whose learning rate is scaled per variable by layer-wise decay.
 
     Drop-in for `model.compile(optimizer=...)` on an `ElectraClassifier`
@@ -74,6 +76,9 @@ class LayerwiseAdamW(keras.optimizers.AdamW):
         layerwise_decay: float. Decay per layer (0.8 small/base, 0.9 large);
             1.0 disables it.
         weight_decay: float. Decoupled weight decay (reference: 0).
+        bias_correction: bool. Adam's bias correction (default True, Keras'
+            AdamW; False is the official update, see
+            `electra_tf.training.optimization.OptionalBiasCorrection`).
         **kwargs: passed to `keras.optimizers.AdamW` (`beta_1`, `epsilon`,
             `global_clipnorm`, ...).
 

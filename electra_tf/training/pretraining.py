@@ -62,7 +62,7 @@ def check_data_vocabulary(patterns, vocab_file, settings):
             )
 
 
-def train(config, model_dir, strategy=None, init_from=None, verbose=1):
+def train(config, model_dir, strategy=None, init_from=None, verbose=1, extra_callbacks=()):
     """Trains `config` into `model_dir`, resuming from its latest checkpoint.
 
     Args:
@@ -71,6 +71,7 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
         strategy: `tf.distribute.Strategy` (default: the current one).
         init_from: optional str. Weights to start a new run from (ignored on resume).
         verbose: int. Keras progress-bar mode.
+        extra_callbacks: Keras callbacks to run after the loop's own (probes, benchmarks).
 
     Returns:
         The trained `ElectraPretrainer`.
@@ -161,6 +162,7 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1):
                     callbacks.StopOnNonFiniteLoss(),  # before `save`: a bad step is never written
                     save,
                     preemption,
+                    *extra_callbacks,
                 ],
             )
         except tf.errors.DataLossError as e:

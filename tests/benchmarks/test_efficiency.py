@@ -4,6 +4,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import time
@@ -101,3 +102,163 @@ def test_smoke_budget_end_to_end_then_resumes(tmp_path):
     assert second.stderr.count("[skip]") == units
     assert json.loads((tmp_path / "results.json").read_text())["units_run"] == 0
     assert seconds < 120, seconds  # TensorFlow's import is most of it
+
+
+# --- Guard: an encoder is fine-tuned only if it equals the model pre-training produced ---
+
+def small_pretrainer(**overrides):
+    from electra_tf.models.pretrainer import build_pretrainer
+
+    config = get_config("tiny", vocab_size=300, embedding_dim=16, hidden_dim=32, num_layers=2, num_heads=2,
+                        intermediate_dim=64, seq_length=32, max_sequence_length=64, **overrides)
+    return build_pretrainer(config), config
+
+
+def id_batch(seed=0, size=8, seq=32):
+    import numpy as np
+
+    ids = np.random.RandomState(seed).randint(150, 300, (size, seq)).astype("int32")
+    ids[:, 0], ids[:, -1] = 101, 102
+    mask = np.ones_like(ids)
+    mask[:, 24:] = 0  # padding too
+    return {"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": mask}
+
+
+def export(efficiency, encoder, directory, batch, reference):
+    directory.mkdir(parents=True)
+    (directory / "vocab.src").write_text("[PAD]\n")
+    efficiency.save_encoder(encoder, str(directory), str(directory / "vocab.src"))
+    efficiency.write_reference(str(directory / efficiency.GUARD_FILE), batch, reference, step=7, source="live")
+    return dict(path=str(directory / "encoder.keras"))
+
+
+def test_guard_accepts_an_equal_encoder_and_refuses_one_changed_block_weight(tmp_path):
+    efficiency = load_efficiency()
+    pretrainer, _ = small_pretrainer()  # dropout 0.1: the guard must run with dropout off to accept
+    batch = id_batch()
+    reference = efficiency.encoder_outputs(pretrainer.discriminator, batch)
+
+    info = export(efficiency, pretrainer.discriminator, tmp_path / "same", batch, reference)
+    efficiency.guard_encoder("electra", info)  # saved, reloaded as fine-tuning loads it: equal
+    assert info["guard"]["max_abs_diff"] <= 1e-5 and info["guard"]["step"] == 7
+
+    kernel = pretrainer.discriminator.transformer_layers[1]._feedforward_output_dense.kernel
+    kernel.assign(kernel.numpy() + 1e-3 * (kernel.numpy() > 0))  # one weight matrix of the last block
+    info = export(efficiency, pretrainer.discriminator, tmp_path / "changed", batch, reference)
+    with pytest.raises(efficiency.EncoderMismatch, match="not the model pre-training produced"):
+        efficiency.guard_encoder("electra", info)
+
+    fresh, _ = small_pretrainer()  # a restore that kept nothing: random blocks
+    with pytest.raises(efficiency.EncoderMismatch):
+        efficiency.check_encoder(fresh.discriminator, batch, reference, "fresh")
+
+
+def resume_restore(model_dir, checkpoint=None):
+    """The model as `train` resumes it (model + optimizer object graph): a restore independent of `restore_pretrainer`."""
+    import tensorflow as tf
+
+    from electra_tf.models.pretrainer import build_pretrainer
+    from electra_tf.training.optimization import create_optimizer
+
+    config = checkpoints.read_config(model_dir)
+    model, optimizer = build_pretrainer(config), create_optimizer(config)
+    model.compile(optimizer=optimizer)
+    optimizer.build(model.trainable_variables)
+    tf.train.Checkpoint(model=model, optimizer=optimizer).restore(checkpoint).assert_existing_objects_matched()
+    return model, config
+
+
+def test_export_refuses_a_restore_that_differs_from_the_live_model(tmp_path, write_records, monkeypatch):
+    """`pretrain` end to end on a tiny run: a faithful restore passes the guard; one with random blocks is refused.
+
+    (The real `checkpoints.restore_pretrainer` is exercised by the smoke test below.)
+    """
+    efficiency = load_efficiency()
+    data = write_records(tmp_path / "records", num_files=2, num_examples=32, seq_length=32, vocab_size=300)
+    (tmp_path / "vocab.txt").write_text("[PAD]\n")  # copied beside the encoders only
+    config = get_config("tiny", vocab_size=300, embedding_dim=16, hidden_dim=32, num_layers=2, num_heads=2,
+                        intermediate_dim=64, seq_length=32, max_sequence_length=64, batch_size=8, data=data,
+                        train_steps=4, warmup_steps=1, vocab_file=str(tmp_path / "vocab.txt"))
+    train_files, heldout = efficiency.split_holdout(data, holdout=True)
+    assert heldout not in train_files.split(",") and len(train_files.split(",")) == 1
+    guard_batch = efficiency.fixed_batches(heldout, config, 1, batch_size=4)[0]
+    probe = efficiency.fixed_batches(heldout, config, 2)
+    units = efficiency.Units()
+    config = config.replace(data=train_files)
+    monkeypatch.setattr(efficiency.checkpoints, "restore_pretrainer", resume_restore)
+    encoders = efficiency.pretrain("electra", config, str(tmp_path / "run"), [0.5, 1.0], units, guard_batch,
+                                   probe, probe_every=2)
+    assert sorted(e["step"] for e in encoders.values()) == [2, 4]
+    assert all(e["restore_max_diff"] <= 1e-5 for e in encoders.values())
+    records = json.loads((tmp_path / "run" / "pretrain" / "electra" / efficiency.CONTEXT_FILE).read_text())
+    assert [r["step"] for r in records] == [0, 2, 4]
+    assert all(0 <= r["disc_auc"] <= 1 and 0 <= r["token_auc"] <= 1 for r in records)
+
+    from electra_tf.models.pretrainer import build_pretrainer
+
+    def broken_restore(model_dir, checkpoint=None):  # the bug of issue 13: blocks left as initialised
+        restored, cfg = resume_restore(model_dir, checkpoint)
+        fresh = build_pretrainer(cfg)
+        for layer, new in zip(restored.discriminator.transformer_layers, fresh.discriminator.transformer_layers):
+            for variable, value in zip(layer.weights, new.weights):
+                variable.assign(value)
+        return restored, cfg
+
+    for name in ("electra_f0.5", "electra"):
+        shutil.rmtree(tmp_path / "run" / "encoders" / name)
+    monkeypatch.setattr(efficiency.checkpoints, "restore_pretrainer", broken_restore)
+    with pytest.raises(efficiency.EncoderMismatch, match="electra@0.5 restored from"):
+        efficiency.pretrain("electra", config, str(tmp_path / "run"), [0.5, 1.0], units, guard_batch)
+
+
+# --- Context probe: AUC and the token-identity baseline against independent references ---
+
+def brute_force_auc(scores, labels):
+    positives = [s for s, y in zip(scores, labels) if y]
+    negatives = [s for s, y in zip(scores, labels) if not y]
+    wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
+    return wins / (len(positives) * len(negatives))
+
+
+def test_auc_equals_the_pairwise_count_with_ties():
+    import numpy as np
+
+    efficiency = load_efficiency()
+    rng = np.random.RandomState(0)
+    for _ in range(5):
+        scores = rng.randint(0, 6, 200).astype(float)  # many ties
+        labels = rng.rand(200) < 0.3
+        assert efficiency.auc(scores, labels) == pytest.approx(brute_force_auc(scores, labels), abs=1e-12)
+    assert efficiency.auc([0.1, 0.9], [0, 1]) == 1.0 and efficiency.auc([0.9, 0.1], [0, 1]) == 0.0
+    assert np.isnan(efficiency.auc([0.1, 0.2], [1, 1]))
+
+
+def test_token_identity_auc_is_one_when_the_token_decides_and_half_when_it_does_not():
+    import numpy as np
+
+    efficiency = load_efficiency()
+    rng = np.random.RandomState(1)
+    ids = rng.randint(0, 50, 20000)
+    folds = np.arange(len(ids)) % 2
+    assert efficiency.token_identity_auc(ids, ids % 3 == 0, folds) == pytest.approx(1.0, abs=1e-3)
+    random_labels = rng.rand(len(ids)) < 0.15
+    assert efficiency.token_identity_auc(ids, random_labels, folds) == pytest.approx(0.5, abs=0.02)
+
+
+def test_token_identity_auc_matches_the_analytic_auc_of_per_token_rates():
+    """Labels drawn with P(replaced | id) = q_id: the best token-only AUC is that of q itself, computed exactly."""
+    import numpy as np
+
+    efficiency = load_efficiency()
+    rng = np.random.RandomState(2)
+    vocab = 40
+    frequency = rng.dirichlet(np.ones(vocab))
+    q = rng.uniform(0.02, 0.6, vocab)
+    # Exact AUC of the score q_id: sum over id pairs of P(pos has id a) P(neg has id b) [q_a > q_b] (+1/2 ties).
+    pos, neg = frequency * q / (frequency * q).sum(), frequency * (1 - q) / (frequency * (1 - q)).sum()
+    exact = sum(pos[a] * neg[b] * ((q[a] > q[b]) + 0.5 * (a == b)) for a in range(vocab) for b in range(vocab))
+    ids = rng.choice(vocab, 200000, p=frequency)
+    labels = rng.rand(len(ids)) < q[ids]
+    found = efficiency.token_identity_auc(ids, labels, np.arange(len(ids)) % 2)
+    assert found == pytest.approx(exact, abs=0.01)
+    assert 0.6 < exact < 0.9  # a case where the token says something, not everything

@@ -2,6 +2,7 @@
 
 import keras
 import numpy as np
+import pytest
 
 from electra_tf.config import get_config
 from electra_tf.models.pretrainer import build_pretrainer
@@ -33,3 +34,114 @@ def test_optimizer_has_reference_settings_and_skips_layernorm_and_bias():
     assert all(p.endswith(("/kernel", "/embeddings")) for p in decayed), sorted(decayed)
     assert any("token_embedding" in p for p in decayed)
     assert isinstance(create_optimizer(config.replace(optimizer="lamb")), keras.optimizers.Lamb)
+
+
+# --- The official update rule, re-implemented in numpy (google-research/electra model/optimization.py) ---
+
+def official_adamw(params, decays, grads_per_step, peak, warmup, total, weight_decay, clip_norm,
+                   multipliers=None, bias_correction=False, beta_1=0.9, beta_2=0.999, epsilon=1e-6):
+    """`AdamWeightDecayOptimizer` after `tf.clip_by_global_norm` with warmup x polynomial (power 1) decay.
+
+    `decays[i]`: whether parameter i gets weight decay (the reference excludes LayerNorm and bias).
+    `bias_correction=True` is Adam in Kingma & Ba's "more efficient" form (end of their section 2):
+    step size `lr * sqrt(1 - beta_2^t) / (1 - beta_1^t)` on `m / (sqrt(v) + epsilon)`, as Keras computes it.
+    """
+    params = [p.astype("float64").copy() for p in params]
+    m = [np.zeros_like(p) for p in params]
+    v = [np.zeros_like(p) for p in params]
+    multipliers = multipliers or [1.0] * len(params)
+    for step, grads in enumerate(grads_per_step):  # `global_step` before its increment
+        lr = peak * max(0.0, 1 - step / total) * min(1.0, step / warmup)
+        norm = np.sqrt(sum(float((g.astype("float64") ** 2).sum()) for g in grads))
+        grads = [g * clip_norm / max(norm, clip_norm) for g in grads]
+        for i, g in enumerate(grads):
+            m[i] = beta_1 * m[i] + (1 - beta_1) * g
+            v[i] = beta_2 * v[i] + (1 - beta_2) * g * g
+            update = m[i] / (np.sqrt(v[i]) + epsilon)
+            if bias_correction:
+                update = update * np.sqrt(1 - beta_2 ** (step + 1)) / (1 - beta_1 ** (step + 1))
+            if decays[i]:
+                update = update + weight_decay * params[i]
+            params[i] = params[i] - lr * multipliers[i] * update
+    return params
+
+
+def small_model():
+    """Dense + LayerNorm + Dense: kernels (decayed), biases and LayerNorm gamma/beta (not decayed)."""
+    inputs = keras.Input((6,))
+    x = keras.layers.Dense(5, name="transformer_layer_0")(inputs)
+    x = keras.layers.LayerNormalization(name="layer_norm")(x)
+    outputs = keras.layers.Dense(3, name="head")(x)
+    model = keras.Model(inputs, outputs)
+    rng = np.random.RandomState(0)
+    for variable in model.trainable_variables:  # gamma/beta away from 1/0 so decay would show
+        variable.assign(rng.normal(0, 0.5, variable.shape).astype("float32"))
+    return model
+
+
+def run_keras(optimizer, model, grads_per_step):
+    optimizer.build(model.trainable_variables)
+    for grads in grads_per_step:
+        optimizer.apply_gradients(zip([keras.ops.convert_to_tensor(g) for g in grads], model.trainable_variables))
+    return [v.numpy() for v in model.trainable_variables]
+
+
+def gradients(model, steps, seed=1):
+    rng = np.random.RandomState(seed)
+    # Large on some steps (clipped at 1.0), small on others (not clipped).
+    return [[(rng.normal(0, 1.0 if s % 2 else 0.05, v.shape)).astype("float32") for v in model.trainable_variables]
+            for s in range(steps)]
+
+
+@pytest.mark.parametrize("bias_correction", [False, True])
+def test_adamw_matches_the_official_update_rule(bias_correction):
+    config = get_config("tiny", learning_rate=0.1, warmup_steps=3, train_steps=8, weight_decay=0.1,
+                        clip_norm=1.0, adam_bias_correction=bias_correction)
+    assert get_config("tiny").adam_bias_correction is False  # the official default
+    model = small_model()
+    start = [v.numpy() for v in model.trainable_variables]
+    decays = [not v.path.endswith(("/bias", "/gamma", "/beta")) for v in model.trainable_variables]
+    assert decays.count(True) == 2 and decays.count(False) == 4
+    grads = gradients(model, 6)
+    found = run_keras(create_optimizer(config), model, grads)
+    expected = official_adamw(start, decays, grads, peak=0.1, warmup=3, total=8, weight_decay=0.1, clip_norm=1.0,
+                              bias_correction=bias_correction)
+    for f, e, s in zip(found, expected, start):
+        assert np.abs(e - s).max() > 1e-2  # the steps moved every variable
+        np.testing.assert_allclose(f, e, rtol=1e-5, atol=1e-5)
+    other = official_adamw(start, decays, grads, peak=0.1, warmup=3, total=8, weight_decay=0.1, clip_norm=1.0,
+                           bias_correction=not bias_correction)
+    assert max(np.abs(f - o).max() for f, o in zip(found, other)) > 1e-2  # the two rules differ here
+
+
+def test_layerwise_adamw_without_bias_correction_scales_the_official_update():
+    from electra_tf.training.layerwise_lr import LayerwiseAdamW
+
+    model = small_model()
+    start = [v.numpy() for v in model.trainable_variables]
+    decays = [not v.path.endswith(("/bias", "/gamma", "/beta")) for v in model.trainable_variables]
+    # depth: transformer_layer_0 -> 1, layer_norm / head -> num_layers + 2 = 3 (unscaled)
+    multipliers = [0.5 ** 2 if "transformer_layer_0" in v.path else 1.0 for v in model.trainable_variables]
+    grads = gradients(model, 5, seed=2)
+    schedule = WarmupLinearDecay(0.1, warmup_steps=2, total_steps=10)
+    optimizer = LayerwiseAdamW(schedule, num_layers=1, layerwise_decay=0.5, weight_decay=0.1, epsilon=1e-6,
+                               global_clipnorm=1.0, bias_correction=False)
+    optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
+    found = run_keras(optimizer, model, grads)
+    # Keras' decoupled decay is not layer-scaled (LayerwiseAdamW's docstring): lr * wd * param, then the
+    # layer-scaled Adam step. Equal to the reference with the multiplier on the Adam step only.
+    expected = [p.astype("float64").copy() for p in start]
+    m = [np.zeros_like(p) for p in expected]
+    v = [np.zeros_like(p) for p in expected]
+    for step, g in enumerate(grads):
+        lr = 0.1 * min(1.0, step / 2) * (1 - step / 10)
+        norm = np.sqrt(sum(float((x.astype("float64") ** 2).sum()) for x in g))
+        g = [x * 1.0 / max(norm, 1.0) for x in g]
+        for i in range(len(expected)):
+            m[i] = 0.9 * m[i] + 0.1 * g[i]
+            v[i] = 0.999 * v[i] + 0.001 * g[i] ** 2
+            decay = lr * 0.1 * expected[i] if decays[i] else 0.0
+            expected[i] = expected[i] - decay - lr * multipliers[i] * m[i] / (np.sqrt(v[i]) + 1e-6)
+    for f, e in zip(found, expected):
+        np.testing.assert_allclose(f, e, rtol=1e-5, atol=1e-5)
+    assert LayerwiseAdamW.from_config(optimizer.get_config()).bias_correction is False
