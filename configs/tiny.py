@@ -12,6 +12,10 @@ CONFIG = dict(
     batch_size=32,
     learning_rate=5e-4,
     warmup_steps=50,
+    # The official Adam has no bias correction, which makes the first few hundred updates 3-6x
+    # larger; the paper's 10,000 warmup steps absorb that, 50 do not: the discriminator of a
+    # 300-step run then stays at AUC 0.54 instead of 0.84 (measured on the demo corpus).
+    adam_bias_correction=True,
     train_steps=300,
     save_checkpoints_steps=100,
     log_steps=10,
