@@ -51,8 +51,22 @@ VARIANTS = {  # config overrides, explicit (the `tiny` preset keeps bias correct
 }
 
 flags.DEFINE_integer("steps", 300, "Pre-training steps per run.")
+flags.DEFINE_integer("schedule_steps", None, "Length of the LR schedule (warmup a tenth of it, decay to 0 at it); "
+                     "default --steps. Larger: the first --steps steps of a longer run's schedule.")
 flags.DEFINE_integer("batch_size", None, "Override the full budget's batch size.")
 flags.DEFINE_list("variants", list(VARIANTS), "Variants to run.")
+
+
+class StopAfter(keras.callbacks.Callback):
+    """Stops `fit` after `steps` updates (before the end of a longer schedule); the probe runs its last window."""
+
+    def __init__(self, steps):
+        super().__init__()
+        self.steps = steps
+
+    def on_train_batch_end(self, batch, logs=None):
+        if int(self.model.optimizer.iterations.numpy()) >= self.steps:
+            self.model.stop_training = True
 
 
 def run(variant, seed, base, probe_batches, output_dir):
@@ -62,13 +76,13 @@ def run(variant, seed, base, probe_batches, output_dir):
     if done:
         logging.info("[skip] %s seed %d", variant, seed)
         return done
-    steps = FLAGS.steps
-    config = base.replace(seed=seed, train_steps=steps, warmup_steps=max(1, round(0.1 * steps)),
+    steps, schedule = FLAGS.steps, FLAGS.schedule_steps or FLAGS.steps
+    config = base.replace(seed=seed, train_steps=schedule, warmup_steps=max(1, round(0.1 * schedule)),
                           save_checkpoints_steps=steps, keep_checkpoint_max=1, **VARIANTS[variant])
     probe = efficiency.ContextProbe(probe_batches, FLAGS.probe_every, os.path.join(model_dir, efficiency.CONTEXT_FILE))
     keras.utils.set_random_seed(seed)  # the initialisation
     start, cpu = time.time(), efficiency.cpu_seconds()
-    train(config, model_dir, verbose=0, extra_callbacks=[probe])
+    train(config, model_dir, verbose=0, extra_callbacks=[probe, StopAfter(steps)])
     done = dict(variant=variant, seed=seed, records=probe.records, seconds=time.time() - start,
                 cpu_seconds=efficiency.cpu_seconds() - cpu, overrides=VARIANTS[variant])
     write_json(os.path.join(model_dir, "done.json"), done)
@@ -105,7 +119,9 @@ def write_markdown(path, report):
         f"CPU time: {report['cpu_seconds']:.0f} s over {len(report['runs'])} runs "
         f"({report['seconds']:.0f} s wall this invocation).", "",
         f"Model: `tiny` + {report['model']}, objective electra, batch {report['batch_size']}, "
-        f"seq 128, lr {report['learning_rate']}, {report['steps']} steps (warmup 10 %, linear decay to 0), "
+        f"seq 128, lr {report['learning_rate']}, {report['steps']} steps of a {report['schedule_steps']}-step "
+        f"schedule (warmup {round(0.1 * report['schedule_steps'])} steps, linear decay to 0 at "
+        f"{report['schedule_steps']}), "
         f"seeds {report['seeds']}. Pre-training reads {report['data']['train']}; the probe reads the held-out "
         f"{report['data']['heldout']}: {report['probe']['batches']} batches of {report['batch_size']} "
         f"(the same each window, masking seed {report['probe']['seed']}, dropout off), every "
@@ -191,7 +207,8 @@ def main(argv):
         command=" ".join(shlex.quote(a) for a in ["python", *sys.argv]),
         date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         versions=efficiency.versions(), model=budget["model"], batch_size=batch_size,
-        learning_rate=budget["learning_rate"], steps=FLAGS.steps, seeds=seeds, variants=VARIANTS,
+        learning_rate=budget["learning_rate"], steps=FLAGS.steps, schedule_steps=FLAGS.schedule_steps or FLAGS.steps,
+        seeds=seeds, variants=VARIANTS,
         data=dict(train=os.path.relpath(train_data, output_dir) if "," not in train_data else
                   f"{len(train_data.split(','))} record files", heldout=os.path.basename(heldout)),
         probe=dict(every=FLAGS.probe_every, batches=FLAGS.probe_batches, seed=efficiency.PROBE_SEED),
