@@ -39,6 +39,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 import numpy as np
 import tensorflow as tf
 
+from electra_tf import cli
 from electra_tf.data import tokenizer as tokenizer_lib
 from pipelines import packing
 from pipelines import sources
@@ -462,4 +463,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main, flags_parser=lambda argv: flags.FLAGS(argv, known_only=True))
+    cli.run(main, known_only=True)

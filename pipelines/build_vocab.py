@@ -31,6 +31,7 @@ from tokenizers import normalizers
 from tokenizers import pre_tokenizers
 from tokenizers import trainers
 
+from electra_tf import cli
 from electra_tf.data.tokenizer import is_bert_punctuation, write_settings
 from pipelines import sources
 
@@ -147,4 +148,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    cli.run(main)

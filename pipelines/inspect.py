@@ -12,6 +12,7 @@ from absl import app
 from absl import flags
 import tensorflow as tf
 
+from electra_tf import cli
 from electra_tf.data import tokenizer as tokenizer_lib
 
 
@@ -86,4 +87,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    cli.run(main)

@@ -24,8 +24,15 @@ SOURCES = ("official", "hf", "bert", "keras")
 TARGETS = ("hf", "keras", "official")
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line and a hint, not the usage block
+        from electra_tf import cli
+
+        cli.fail(message, cli.USAGE_EXIT, f" (see `{self.prog} --help`)")
+
+
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m electra_tf.convert", description=__doc__.split("\n")[0]
     )
     parser.add_argument(
@@ -50,6 +57,9 @@ def parse_args(argv):
         type=int,
         default=None,
         help="official: generator heads (Hg // 64).",
+    )
+    parser.add_argument(
+        "--debug", action="store_true", help="Print the traceback of an error, not only its message."
     )
     return parser.parse_args(argv)
 
@@ -111,4 +121,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from electra_tf import cli
+
+    cli.guard(main, debug=lambda: "--debug" in sys.argv)()
