@@ -1,8 +1,9 @@
 """The error boundary of every command line: `error: <message>` on one line, the traceback with --debug.
 
-Each CLI ends with `cli.run(main)` instead of `app.run(main)`. Bad input (the
-project's errors, `ValueError`, `OSError` such as `FileNotFoundError`, corrupt
-data reported by TensorFlow) prints
+Each CLI ends with `cli.run(main)` instead of `app.run(main)`. Bad input
+(`ValueError` and the project's errors built on it, `TypeError` for a model of
+the wrong kind, `OSError` such as `FileNotFoundError`, corrupt data reported
+by TensorFlow) prints
 
     error: No pre-training files match `--data=records/*`.
 
@@ -22,7 +23,7 @@ ERROR_EXIT = 1
 
 def errors():
     """The exception types that are bad input, not bugs (TensorFlow's only when it is loaded)."""
-    kinds = [ValueError, OSError, FloatingPointError, TimeoutError]
+    kinds = [ValueError, OSError, TypeError, FloatingPointError]  # TypeError: a model of the wrong kind
     tf = sys.modules.get("tensorflow")
     if tf is not None:
         kinds.append(tf.errors.OpError)  # DataLossError, NotFoundError, InvalidArgumentError, ...
@@ -31,7 +32,7 @@ def errors():
 
 def message(error):
     """The one-line text of an error (TensorFlow errors carry theirs in `.message`)."""
-    text = getattr(error, "message", None) if not isinstance(error, (ValueError, OSError)) else None
+    text = getattr(error, "message", None) if not isinstance(error, (ValueError, OSError, TypeError)) else None
     text = text or str(error) or type(error).__name__
     if isinstance(error, KeyError) and text.startswith("'"):
         text = text.strip("'")
