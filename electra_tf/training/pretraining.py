@@ -37,7 +37,7 @@ def resolve_data(config, demo_dir, model_dir=None):
     if vocab_file:
         tokenizer = tokenizer_lib.WordPieceTokenizer(vocab_file)
         special = {k: v for k, v in tokenizer.special_ids.items() if k != "unk_id"}
-        overrides.update(vocab_size=tokenizer.vocab_size, **special)
+        overrides.update(vocab_file=vocab_file, vocab_size=tokenizer.vocab_size, **special)
         check_data_vocabulary(overrides.get("data", config.data), vocab_file, tokenizer.settings)
     return config.replace(**overrides)
 
