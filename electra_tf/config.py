@@ -89,6 +89,8 @@ class ElectraConfig:
     deterministic: bool = False  # TF op determinism: bit-equal reruns and resumes (README, Reliability)
 
     def __post_init__(self):
+        for name, (low, high, closed) in RANGES.items():
+            _check_range(name, getattr(self, name), low, high, closed)
         _check_choice("objective", self.objective, OBJECTIVES)
         _check_choice("precision", self.precision, PRECISIONS)
         _check_choice("optimizer", self.optimizer, OPTIMIZERS)
@@ -129,6 +131,45 @@ class ElectraConfig:
 
     def replace(self, **overrides):
         return apply_overrides(self, overrides)
+
+
+# field -> (low, high, (low included, high included)); None: unbounded. Checked before anything is written.
+RANGES = {
+    **{name: (1, None, (True, True)) for name in (
+        "vocab_size", "embedding_dim", "hidden_dim", "num_layers", "num_heads", "intermediate_dim",
+        "max_sequence_length", "num_segments", "batch_size", "shuffle_buffer", "eval_steps", "train_steps",
+        "gradient_accumulation_steps", "steps_per_execution", "save_checkpoints_steps", "keep_checkpoint_max",
+        "log_steps")},
+    "seq_length": (2, None, (True, True)),  # [CLS] and [SEP]
+    "warmup_steps": (0, None, (True, True)),
+    "max_predictions_per_seq": (0, None, (True, True)),
+    "learning_rate": (0, None, (False, True)),
+    "adam_epsilon": (0, None, (False, True)),
+    "layer_norm_epsilon": (0, None, (False, True)),
+    "initializer_range": (0, None, (False, True)),
+    "temperature": (0, None, (False, True)),
+    "generator_hidden_fraction": (0, None, (False, True)),
+    "dropout": (0, 1, (True, False)),
+    "adam_beta1": (0, 1, (True, False)),
+    "adam_beta2": (0, 1, (True, False)),
+    "mask_token_prob": (0, 1, (True, True)),
+    "weight_decay": (0, None, (True, True)),
+    "clip_norm": (0, None, (True, True)),
+    "gen_weight": (0, None, (True, True)),
+    "disc_weight": (0, None, (True, True)),
+    "seed": (0, None, (True, True)),
+}
+
+
+def _check_range(name, value, low, high, closed):
+    below = low is not None and (value < low if closed[0] else value <= low)
+    above = high is not None and (value > high if closed[1] else value >= high)
+    if below or above:
+        if high is None:
+            wanted = f"{'>=' if closed[0] else '>'} {low}"
+        else:
+            wanted = f"in {'[' if closed[0] else '('}{low}, {high}{']' if closed[1] else ')'}"
+        raise ValueError(f"`--{name}` must be {wanted}. Received: `--{name}={value}`")
 
 
 def _check_choice(name, value, choices):

@@ -23,6 +23,7 @@ import os
 
 from absl import app, flags
 
+from electra_tf import cli
 from electra_tf.data import tasks as tasks_lib
 from electra_tf.training.finetune_files import RESULTS_FILE
 from electra_tf.training.finetuning import run_finetuning
@@ -94,7 +95,7 @@ def main(argv):
 
 
 def run():
-    app.run(main)
+    cli.run(main)
 
 
 if __name__ == "__main__":

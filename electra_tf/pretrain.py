@@ -10,6 +10,8 @@ import os
 
 from absl import app, flags, logging
 
+from electra_tf import cli
+
 from electra_tf import config as config_lib
 from electra_tf.training import distribute
 from electra_tf.training.pretraining import resolve_data, train
@@ -19,6 +21,8 @@ flags.DEFINE_string("config", "small", f"Preset: {config_lib.preset_names()}.")
 flags.DEFINE_string("model_dir", None, "Checkpoints, logs, config and the trained discriminator.")
 flags.DEFINE_enum("strategy", "cpu", distribute.STRATEGIES, "tf.distribute strategy.")
 flags.DEFINE_string("tpu", None, "TPU name or address for --strategy=tpu.")
+flags.DEFINE_float("worker_startup_timeout", distribute.STARTUP_TIMEOUT,
+                   "--strategy=multi_worker: seconds to wait for every worker of TF_CONFIG.")
 flags.DEFINE_integer("num_cpu_devices", 0, "Logical CPU devices for --strategy=mirrored without GPUs.")
 flags.DEFINE_string("init_from", None, "Start from other weights: official:CKPT, hf:DIR or bert:DIR.")
 flags.DEFINE_string("demo_dir", os.path.join("~", ".cache", "electra_tf", "demo"),
@@ -37,14 +41,15 @@ def main(argv):
         raise app.UsageError("--model_dir is required.")
     overrides = {name: FLAGS[name].value for name in config_lib.fields() if FLAGS[name].value is not None}
     config = config_lib.get_config(FLAGS.config, **overrides)
-    strategy = distribute.create_strategy(FLAGS.strategy, FLAGS.tpu, FLAGS.num_cpu_devices)
-    config = resolve_data(config, FLAGS.demo_dir)
+    strategy = distribute.create_strategy(FLAGS.strategy, FLAGS.tpu, FLAGS.num_cpu_devices,
+                                          FLAGS.worker_startup_timeout)
+    config = resolve_data(config, FLAGS.demo_dir, FLAGS.model_dir)
     logging.info("Config:\n%s", config.to_json())
     train(config, FLAGS.model_dir, strategy, init_from=FLAGS.init_from, verbose=FLAGS.verbose)
 
 
 def run():
-    app.run(main)
+    cli.run(main)
 
 
 if __name__ == "__main__":

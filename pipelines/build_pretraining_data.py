@@ -20,7 +20,13 @@ Output is a function of (inputs, vocab, max_seq_length, num_shards, seed)
 only: byte-identical across runs, runners and worker counts. Each shard is
 written under a hidden temporary name and renamed; `stats.json` and then
 `_SUCCESS` are written last, so a directory without `_SUCCESS` is incomplete
-and a re-run after a crash overwrites it with identical shards. Any Beam
+and a re-run after a crash overwrites it with identical shards. A complete
+earlier build (`stats.json` + `_SUCCESS`) is never touched without
+`--overwrite`, and with it is replaced only after the new build succeeded
+(it is built in a hidden staging folder first). `stats.json` records
+`truncated_token_share` and `empty_shards`; a build that truncates most of
+its tokens or leaves a shard empty says so in a warning and in
+`stats.json["warnings"]`. Any Beam
 option passes through (`--runner DataflowRunner --project ...`); the default
 is the DirectRunner in multi-processing mode on all cores.
 """
@@ -28,6 +34,7 @@ is the DirectRunner in multi-processing mode on all cores.
 import hashlib
 import json
 import os
+import re
 import time
 import uuid
 
@@ -39,9 +46,11 @@ from apache_beam.options.pipeline_options import PipelineOptions
 import numpy as np
 import tensorflow as tf
 
+from electra_tf import cli
 from electra_tf.data import tokenizer as tokenizer_lib
 from pipelines import packing
 from pipelines import sources
+from pipelines import text_io
 from pipelines import tfrecord
 
 SHARD_PATTERN = "pretrain_data.tfrecord-{index:05d}-of-{num_shards:05d}"
@@ -229,7 +238,7 @@ class WriteShardFn(beam.DoFn):
             f.write(tfrecord.frame_records(records, offsets))
         tf.io.gfile.rename(tmp, final, overwrite=True)
         logging.info("Wrote %s (%d examples)", final, len(rows))
-        yield len(rows)
+        yield {"empty_shards": int(len(rows) == 0)}
 
 
 def _write_json(path, value):
@@ -250,7 +259,28 @@ def _prepare_output_dir(output_dir, num_shards):
             or (name.startswith("pretrain_data.tfrecord-") and name not in keep)
         )
         if stale:
+            path = os.path.join(output_dir, name)
+            if tf.io.gfile.isdir(path):  # a staging folder of a crashed --overwrite build
+                tf.io.gfile.rmtree(path)
+            else:
+                tf.io.gfile.remove(path)
+
+
+def is_complete_build(output_dir):
+    """True when `output_dir` holds a finished build (`stats.json` and `_SUCCESS`)."""
+    return all(tf.io.gfile.exists(os.path.join(output_dir, name)) for name in (STATS_FILE, SUCCESS_FILE))
+
+
+def _replace_build(staging, output_dir):
+    """Moves a finished build from `staging` over the one in `output_dir`: `_SUCCESS` goes first and comes last."""
+    tf.io.gfile.remove(os.path.join(output_dir, SUCCESS_FILE))
+    for name in tf.io.gfile.listdir(output_dir):
+        if name == STATS_FILE or name.startswith("pretrain_data.tfrecord-"):
             tf.io.gfile.remove(os.path.join(output_dir, name))
+    names = sorted(tf.io.gfile.listdir(staging))
+    for name in [n for n in names if n not in (STATS_FILE, SUCCESS_FILE)] + [STATS_FILE, SUCCESS_FILE]:
+        tf.io.gfile.rename(os.path.join(staging, name), os.path.join(output_dir, name), overwrite=True)
+    tf.io.gfile.rmtree(staging)
 
 
 def default_pipeline_args():
@@ -304,6 +334,26 @@ def _runner(options):
     return fn_runner.FnApiRunner(provision_info=provision_info)
 
 
+# A build warns (and records it in stats.json) when more than this share of its word pieces was cut off.
+MAX_TRUNCATED_SHARE = 0.5
+
+
+def _warnings(stats):
+    """What is probably wrong with a build that ran: most tokens truncated, empty shards."""
+    found = []
+    if stats["truncated_token_share"] > MAX_TRUNCATED_SHARE:
+        found.append(
+            f"{stats['truncated_token_share']:.2%} of the word pieces were truncated away "
+            f"({stats['truncated_tokens']} of {stats['tokens']}; {stats['examples']} examples of "
+            f"{stats['max_seq_length']} tokens): documents are far longer than an example. Is the text one "
+            "sentence per line, with blank lines between documents?"
+        )
+    if stats["empty_shards"]:
+        found.append(f"{stats['empty_shards']} of {stats['num_shards']} shards hold no example: "
+                     "lower --num_shards or add text.")
+    return found
+
+
 def _finalize_stats(stats, max_seq_length, num_shards, seed, elapsed):
     examples = max(stats.get("examples", 0), 1)
     tokens = max(stats.get("tokens", 0), 1)
@@ -316,6 +366,8 @@ def _finalize_stats(stats, max_seq_length, num_shards, seed, elapsed):
         bytes=stats.get("bytes", 0),
         example_tokens=stats.get("example_tokens", 0),
         truncated_tokens=stats.get("truncated_tokens", 0),
+        truncated_token_share=stats.get("truncated_tokens", 0) / tokens,
+        empty_shards=stats.get("empty_shards", 0),
         padding_fraction=(positions - stats.get("example_tokens", 0)) / positions,
         single_segment_share=stats.get("single_segment", 0) / examples,
         single_segment_drawn_share=stats.get("single_segment_drawn", 0) / examples,
@@ -341,6 +393,7 @@ def build_pretraining_data(
     pipeline_args=None,
     lower_case=None,
     batch_bytes=1 << 20,
+    overwrite=False,
 ):
     """Builds packed pre-training TFRecords with Apache Beam; returns the stats.
 
@@ -359,13 +412,17 @@ def build_pretraining_data(
             that contradicts the saved settings is an error.
         batch_bytes: int. Text per tokenizer call: documents are batched up to
             about this many bytes (a longer document is one batch).
+        overwrite: bool. Replace a complete earlier build in `output_dir`
+            (only once the new one succeeded); without it, such a folder is
+            refused before any work.
 
     Returns:
         dict, the content of `output_dir/stats.json`.
 
     Raises:
         FileNotFoundError/ValueError for a bad vocabulary or inputs matching
-        nothing (before the pipeline starts), ValueError if the inputs hold no
+        nothing (before the pipeline starts), FileExistsError for a complete
+        earlier build without `overwrite`, ValueError if the inputs hold no
         text, `text_io.CorruptInputError` for a truncated input.
 
     Example:
@@ -384,32 +441,46 @@ def build_pretraining_data(
     files = sources.expand_inputs(inputs)
     logging.info("Building from %d files (%d sources) into %s", len(files),
                  len({f.source for f in files}), output_dir)
-    _prepare_output_dir(output_dir, num_shards)
+    if not is_complete_build(output_dir):
+        _prepare_output_dir(output_dir, num_shards)
+        return _build(files, inputs, vocab_file, settings, vocab_size, output_dir, max_seq_length, num_shards,
+                      seed, pipeline_args, batch_bytes)
+    if not overwrite:
+        raise FileExistsError(
+            f"`--output_dir={output_dir}` holds a complete earlier build ({STATS_FILE}, {SUCCESS_FILE}). "
+            "Pass --overwrite to replace it (only once the new build has succeeded), or choose another folder."
+        )
+    for name in tf.io.gfile.listdir(output_dir):  # staging folders of crashed --overwrite builds
+        if name.startswith(f"{_TMP_PREFIX}build-"):
+            tf.io.gfile.rmtree(os.path.join(output_dir, name))
+    staging = os.path.join(output_dir, f"{_TMP_PREFIX}build-{uuid.uuid4().hex}")
+    tf.io.gfile.makedirs(staging)
+    try:
+        stats = _build(files, inputs, vocab_file, settings, vocab_size, staging, max_seq_length, num_shards,
+                       seed, pipeline_args, batch_bytes)
+    except BaseException:
+        tf.io.gfile.rmtree(staging)  # the earlier build stays as it was
+        raise
+    _replace_build(staging, output_dir)
+    logging.info("Replaced the earlier build in %s", output_dir)
+    return stats
 
+
+def _build(files, inputs, vocab_file, settings, vocab_size, output_dir, max_seq_length, num_shards, seed,
+           pipeline_args, batch_bytes):
+    """Runs the pipeline into `output_dir`, then writes `stats.json` and `_SUCCESS`; returns the stats."""
     options = PipelineOptions(_merge_pipeline_args(pipeline_args))
     start = time.time()
-    with beam.Pipeline(runner=_runner(options), options=options) as pipeline:
-        documents = (
-            pipeline
-            | "ListFiles" >> beam.Create(files)
-            | "SpreadFiles" >> beam.Reshuffle()  # files, not documents, cross the network
-            | "ReadDocuments" >> beam.FlatMap(_read_batches, batch_bytes)
-        )
-        packed = documents | "TokenizeAndPack" >> beam.ParDo(
-            TokenizeAndPackFn(vocab_file, settings, max_seq_length, num_shards, seed)
-        ).with_outputs("stats", main="examples")
-        all_shards = pipeline | "ShardIds" >> beam.Create([(i, b"") for i in range(num_shards)])
-        _ = (
-            (packed.examples, all_shards)
-            | "AllShards" >> beam.Flatten()
-            | "GroupByShard" >> beam.GroupByKey()
-            | "WriteShards" >> beam.ParDo(WriteShardFn(output_dir, num_shards, max_seq_length, vocab_size))
-        )
-        _ = (
-            packed.stats
-            | "SumStats" >> beam.CombineGlobally(_SumStatsFn())
-            | "WriteStats" >> beam.Map(_write_json_to, os.path.join(output_dir, _PARTIAL_STATS))
-        )
+    try:
+        _run_pipeline(files, vocab_file, settings, vocab_size, output_dir, max_seq_length, num_shards, seed,
+                      options, batch_bytes)
+    except text_io.CorruptInputError:
+        raise
+    except Exception as e:  # a worker's error arrives wrapped in the runner's traceback: keep its message
+        found = re.search(r"CorruptInputError: ([^\n]+)", str(e))
+        if found:
+            raise text_io.CorruptInputError(found.group(1).strip()) from None
+        raise
     elapsed = time.time() - start
     partial = os.path.join(output_dir, _PARTIAL_STATS)
     with tf.io.gfile.GFile(partial) as f:
@@ -419,6 +490,9 @@ def build_pretraining_data(
     stats.update(vocab_size=vocab_size, vocab_sha256=tokenizer_lib.vocab_digest(vocab_file), tokenizer=settings)
     if stats["documents"] == 0 or stats["examples"] == 0:
         raise ValueError(f"Inputs {inputs!r} hold no text: 0 documents with word pieces were read.")
+    stats["warnings"] = _warnings(stats)
+    for warning in stats["warnings"]:
+        logging.warning("build_pretraining_data: WARNING: %s", warning)
     _write_json(os.path.join(output_dir, STATS_FILE), stats)
     with tf.io.gfile.GFile(os.path.join(output_dir, SUCCESS_FILE), "w") as f:
         f.write("")
@@ -430,6 +504,33 @@ def build_pretraining_data(
         stats["unknown_token_rate"], stats["invalid_utf8"],
     )
     return stats
+
+
+def _run_pipeline(files, vocab_file, settings, vocab_size, output_dir, max_seq_length, num_shards, seed, options,
+                  batch_bytes):
+    with beam.Pipeline(runner=_runner(options), options=options) as pipeline:
+        documents = (
+            pipeline
+            | "ListFiles" >> beam.Create(files)
+            | "SpreadFiles" >> beam.Reshuffle()  # files, not documents, cross the network
+            | "ReadDocuments" >> beam.FlatMap(_read_batches, batch_bytes)
+        )
+        packed = documents | "TokenizeAndPack" >> beam.ParDo(
+            TokenizeAndPackFn(vocab_file, settings, max_seq_length, num_shards, seed)
+        ).with_outputs("stats", main="examples")
+        all_shards = pipeline | "ShardIds" >> beam.Create([(i, b"") for i in range(num_shards)])
+        shard_stats = (
+            (packed.examples, all_shards)
+            | "AllShards" >> beam.Flatten()
+            | "GroupByShard" >> beam.GroupByKey()
+            | "WriteShards" >> beam.ParDo(WriteShardFn(output_dir, num_shards, max_seq_length, vocab_size))
+        )
+        _ = (
+            (packed.stats, shard_stats)
+            | "AllStats" >> beam.Flatten()
+            | "SumStats" >> beam.CombineGlobally(_SumStatsFn())
+            | "WriteStats" >> beam.Map(_write_json_to, os.path.join(output_dir, _PARTIAL_STATS))
+        )
 
 
 def _write_json_to(value, path):
@@ -444,6 +545,8 @@ def define_flags():
     flags.DEFINE_integer("max_seq_length", 128, "Example length including [CLS]/[SEP].")
     flags.DEFINE_integer("num_shards", 8, "Number of TFRecord shards.")
     flags.DEFINE_integer("seed", 0, "Packing seed.")
+    flags.DEFINE_bool("overwrite", False, "Replace a complete earlier build in --output_dir (only once the new "
+                      "build has succeeded).")
     flags.DEFINE_bool("lower_case", None, "Lower-case (default: the vocabulary's tokenizer_config.json, else true).")
     flags.mark_flags_as_required(["input", "vocab", "output_dir"])
 
@@ -455,11 +558,11 @@ def main(argv):
     FLAGS = flags.FLAGS
     stats = lib.build_pretraining_data(
         FLAGS.input, FLAGS.vocab, FLAGS.output_dir, FLAGS.max_seq_length, FLAGS.num_shards,
-        FLAGS.seed, pipeline_args=argv[1:], lower_case=FLAGS.lower_case,
+        FLAGS.seed, pipeline_args=argv[1:], lower_case=FLAGS.lower_case, overwrite=FLAGS.overwrite,
     )
     print(json.dumps({k: v for k, v in stats.items() if k != "per_source"}, indent=2))
 
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main, flags_parser=lambda argv: flags.FLAGS(argv, known_only=True))
+    cli.run(main, known_only=True)

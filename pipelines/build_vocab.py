@@ -31,6 +31,7 @@ from tokenizers import normalizers
 from tokenizers import pre_tokenizers
 from tokenizers import trainers
 
+from electra_tf import cli
 from electra_tf.data.tokenizer import is_bert_punctuation, write_settings
 from pipelines import sources
 
@@ -92,6 +93,8 @@ def build_vocab(inputs, vocab_size, output, lower_case=True, num_unused=100, lim
         clean_text=True, handle_chinese_chars=True, strip_accents=lower_case, lowercase=lower_case
     )
     alphabet = _alphabet(files, normalizer, limit_alphabet)
+    if not alphabet:  # nothing but special tokens would be written
+        raise ValueError(f"Inputs {inputs!r} hold no text: no vocabulary can be learned; nothing written.")
     tokenizer = tokenizers.Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tokenizer.normalizer = normalizer
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
@@ -147,4 +150,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    cli.run(main)

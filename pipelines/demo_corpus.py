@@ -256,7 +256,7 @@ def build_demo_data(output_dir, seq_length=128, vocab_size=8192, num_shards=4, s
     logging.info("demo data: packing %d-token examples into %d shards", seq_length, num_shards)
     stats = build_lib.build_pretraining_data(
         f"text:{corpus_file}", vocab_file, output_dir, max_seq_length=seq_length, num_shards=num_shards,
-        seed=seed, pipeline_args=["--direct_running_mode=in_memory"],
+        seed=seed, pipeline_args=["--direct_running_mode=in_memory"], overwrite=True,
     )
     with open(f"{manifest_path}.tmp", "w", encoding="utf-8") as f:
         json.dump(dict(params=params, corpus=corpus), f, indent=2, sort_keys=True)

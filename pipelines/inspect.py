@@ -12,6 +12,7 @@ from absl import app
 from absl import flags
 import tensorflow as tf
 
+from electra_tf import cli
 from electra_tf.data import tokenizer as tokenizer_lib
 
 
@@ -54,9 +55,15 @@ def decode_examples(data, vocab_file, num=5):
     files = sorted(tf.io.gfile.glob(data))
     if not files:
         raise ValueError(f"No records match `data={data!r}`")
-    spec = {n: tf.io.VarLenFeature(tf.int64) for n in ("input_ids", "input_mask", "segment_ids")}
+    names = ("input_ids", "input_mask", "segment_ids")
+    spec = {n: tf.io.VarLenFeature(tf.int64) for n in names}
     out = []
-    for record in tf.data.TFRecordDataset(files).take(num):
+    for path, record in _records(files, num):
+        found = tf.train.Example.FromString(record.numpy()).features.feature
+        missing = [n for n in names if n not in found]
+        if missing:
+            raise ValueError(f"{path}: records lack feature(s) {missing}; found {sorted(found)}. Pre-training "
+                             f"records hold Int64 {list(names)}.")
         example = {k: tf.sparse.to_dense(v).numpy() for k, v in tf.io.parse_single_example(record, spec).items()}
         n = int(example["input_mask"].sum())
         ids, segments = example["input_ids"][:n].tolist(), example["segment_ids"][:n].tolist()
@@ -65,6 +72,19 @@ def decode_examples(data, vocab_file, num=5):
         out.append(dict(a=pieces_to_text(a), b=pieces_to_text(b), num_tokens=n, len_a=len(a), len_b=len(b),
                         input_ids=ids))
     return out
+
+
+def _records(files, num):
+    """(path, record) of the first `num` records of `files`, in order; a corrupt file is named."""
+    for path in files:
+        try:
+            for record in tf.data.TFRecordDataset(path).take(num):
+                yield path, record
+                num -= 1
+        except tf.errors.DataLossError as e:
+            raise ValueError(f"{path} is not a readable TFRecord file: {e.message}") from None
+        if num <= 0:
+            return
 
 
 def define_flags():
@@ -86,4 +106,4 @@ def main(argv):
 
 if __name__ == "__main__":
     define_flags()
-    app.run(main)
+    cli.run(main)

@@ -54,14 +54,23 @@ def make_run_dir(model_dir, vocab_file, seed=0, **overrides):
     return str(model_dir)
 
 
+def write_vocab(path, vocab_size=400):
+    """A `vocab.txt` laid out as BERT's ([PAD], [unused0-99], [UNK] [CLS]=101 [SEP]=102 [MASK], pieces)."""
+    tokens = ["[PAD]"] + [f"[unused{i}]" for i in range(100)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tokens += [f"piece{i}" for i in range(vocab_size - len(tokens))]
+    pathlib.Path(path).write_text("".join(t + "\n" for t in tokens[:vocab_size]))
+    return str(path)
+
+
 def write_records(directory, num_files=2, num_examples=64, seq_length=32, vocab_size=400, seed=0,
                   features=("input_ids", "input_mask", "segment_ids")):
-    """Writes random pre-training records in the official format; returns their glob."""
+    """Writes random pre-training records in the official format, and their `vocab.txt`; returns their glob."""
     import numpy as np
     import tensorflow as tf
 
     directory = pathlib.Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    write_vocab(directory / "vocab.txt", vocab_size)
     rng = np.random.RandomState(seed)
     for f in range(num_files):
         with tf.io.TFRecordWriter(str(directory / f"records-{f}.tfrecord")) as writer:

@@ -24,8 +24,15 @@ SOURCES = ("official", "hf", "bert", "keras")
 TARGETS = ("hf", "keras", "official")
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line and a hint, not the usage block
+        from electra_tf import cli
+
+        cli.fail(message, cli.USAGE_EXIT, f" (see `{self.prog} --help`)")
+
+
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m electra_tf.convert", description=__doc__.split("\n")[0]
     )
     parser.add_argument(
@@ -50,6 +57,9 @@ def parse_args(argv):
         type=int,
         default=None,
         help="official: generator heads (Hg // 64).",
+    )
+    parser.add_argument(
+        "--debug", action="store_true", help="Print the traceback of an error, not only its message."
     )
     return parser.parse_args(argv)
 
@@ -76,6 +86,9 @@ def save(model, target, path):
     from electra_tf import convert
 
     if target == "hf":
+        from electra_tf.training.artefacts import HUGGING_FACE, refuse_other_artefact
+
+        refuse_other_artefact(path, "output", HUGGING_FACE)
         return convert.export_hugging_face(model, path)
     if target == "official":
         return [convert.export_official(model, path)]
@@ -101,6 +114,10 @@ def copy_vocab(source, written):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     logging.set_verbosity(logging.INFO)
+    if args.target == "hf":  # before the (slow) load: nothing to do if the output is refused
+        from electra_tf.training.artefacts import HUGGING_FACE, refuse_other_artefact
+
+        refuse_other_artefact(args.output, "output", HUGGING_FACE)
     model = load(args.source, args.input, args.num_heads, args.generator_num_heads)
     written = save(model, args.target, args.output)
     copy_vocab(args.input, written)
@@ -111,4 +128,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from electra_tf import cli
+
+    cli.guard(main, debug=lambda: "--debug" in sys.argv)()

@@ -55,7 +55,10 @@ def read_config(directory):
             f"No `config.json` in {directory!r} (found: {sorted(os.listdir(directory))})."
         )
     with open(config_path, encoding="utf-8") as f:
-        return json.load(f)
+        try:
+            return json.load(f)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ValueError(f"{config_path} is not valid JSON ({e}): truncated or damaged.") from None
 
 
 def read_safetensors_dir(directory):
@@ -104,7 +107,10 @@ def read_safetensors_dir(directory):
         )
     state = {}
     for path in files:
-        state.update(load_file(path))
+        try:
+            state.update(load_file(path))
+        except Exception as e:  # safetensors' own error names no file
+            raise ValueError(f"{path} cannot be read ({type(e).__name__}: {e}): truncated or damaged.") from None
     return config, state
 
 

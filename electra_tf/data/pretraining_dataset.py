@@ -10,16 +10,21 @@ import tensorflow as tf
 FEATURES = ("input_ids", "input_mask", "segment_ids")
 
 
-def list_files(patterns):
-    """Files matching comma-separated glob(s), sorted; an error names a pattern that matches none."""
+def list_files(patterns, flag="data"):
+    """Files matching comma-separated glob(s), sorted; an error names the flag and a pattern that matches none."""
     files = []
     for pattern in [p for p in patterns.split(",") if p]:
-        matched = sorted(tf.io.gfile.glob(pattern))
+        if tf.io.gfile.isdir(pattern):
+            raise IsADirectoryError(
+                f"`--{flag}={pattern}` is a folder; give a glob of its record files, e.g. "
+                f"`--{flag}={pattern.rstrip('/')}/pretrain_data.tfrecord-*`."
+            )
+        matched = sorted(path for path in tf.io.gfile.glob(pattern) if not tf.io.gfile.isdir(path))
         if not matched:
-            raise FileNotFoundError(f"No pre-training files match `--data={pattern}`.")
+            raise FileNotFoundError(f"No pre-training files match `--{flag}={pattern}`.")
         files.extend(matched)
     if not files:
-        raise FileNotFoundError(f"No pre-training files given: `--data={patterns!r}`.")
+        raise FileNotFoundError(f"No pre-training files given: `--{flag}={patterns!r}`.")
     return files
 
 
@@ -92,7 +97,7 @@ def pretraining_dataset(
         `segment_ids`, `padding_mask`.
     """
     files = list_files(patterns)
-    check_record_format(files[0], seq_length)
+    check_record_format(files[0], seq_length)  # `pretraining.train` checks every file before it starts
     if input_context is not None:
         # `distribute_datasets_from_function` wants per-replica batches.
         batch_size = input_context.get_per_replica_batch_size(batch_size)

@@ -244,6 +244,8 @@ def read_examples(spec, data_dir, split="train", limit=None):
         examples.append(Example(text_a, text_b, parsed))
         if limit is not None and len(examples) >= limit:
             break
+    if not examples:
+        raise ValueError(f"{path}: no examples" + (" after the header line." if spec.header else "."))
     return examples
 
 
@@ -254,10 +256,18 @@ def _path(spec, data_dir, split):
 
 
 def _rows(spec, data_dir, split, need_label):
-    """Yields (line number, label or None, text_a, text_b or None)."""
+    """Yields (line number, label or None, text_a, text_b or None); a file that is not UTF-8 text is named."""
     path = _path(spec, data_dir, split)
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"Task {spec.name!r}: split {split!r} file not found: {path}")
+    try:
+        yield from _read_rows(spec, path, need_label)
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path} is not UTF-8 text (byte {e.start}: {e.reason}); task files are UTF-8 "
+                         "TSV/CSV.") from None
+
+
+def _read_rows(spec, path, need_label):
     with tf.io.gfile.GFile(path, "r") as f:
         if spec.delimiter == "\t":
             reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
@@ -280,6 +290,12 @@ def _rows(spec, data_dir, split, need_label):
             if not fields:
                 continue
             wanted = max(c for c in columns.values() if c is not None)
+            if header is not None and len(fields) > len(header) and spec.name not in GLUE_TASKS:
+                raise ValueError(
+                    f"{path}:{line_no}: {len(fields)} fields where the header has {len(header)}: a "
+                    f"{spec.delimiter!r} inside a text? (TSV fields cannot hold tabs: replace them, or use "
+                    "quoted CSV.)"
+                )
             if len(fields) <= wanted:
                 if spec.skip_malformed:
                     skipped += 1

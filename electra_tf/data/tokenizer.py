@@ -54,7 +54,9 @@ def vocab_digest(vocab_file):
 
 
 def copy_vocab(vocab_file, destination):
-    """Copies `vocab_file` to the path `destination` and its tokenizer settings beside it."""
+    """Copies `vocab_file` to the path `destination` and its tokenizer settings beside it (nothing when they are one file)."""
+    if os.path.abspath(os.fspath(vocab_file)) == os.path.abspath(os.fspath(destination)):
+        return
     tf.io.gfile.copy(vocab_file, destination, overwrite=True)
     write_settings(os.path.dirname(destination), read_settings(vocab_file) or DEFAULT_SETTINGS)
 
@@ -74,7 +76,13 @@ def load_vocab(vocab_file):
     if not tf.io.gfile.exists(vocab_file):
         raise FileNotFoundError(f"Vocabulary file not found: `vocab_file={vocab_file}`")
     with tf.io.gfile.GFile(vocab_file, "rb") as f:  # one read: gfile's per-line reads cost 0.2 s here
-        tokens = [line.rstrip("\r") for line in f.read().decode("utf-8").split("\n")]
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"Vocabulary {vocab_file} is not UTF-8 text (byte {e.start}: {e.reason}); a vocab.txt "
+                         "holds one token per line.") from None
+    tokens = [line.rstrip("\r") for line in text.split("\n")]
     while tokens and not tokens[-1]:
         tokens.pop()
     missing = [t for t in SPECIAL_TOKENS if t not in tokens]

@@ -16,6 +16,8 @@ finetune_config.json).
 
 from absl import app, flags, logging
 
+from electra_tf import cli
+
 flags.DEFINE_enum("kind", None, ["encoder", "preset", "serving"], "What to export.")
 flags.DEFINE_string("init", None, "Model to export (see the module docstring).")
 flags.DEFINE_string("output", None, "Output folder (serving: the base folder).")
@@ -59,4 +61,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

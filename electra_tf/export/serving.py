@@ -31,6 +31,7 @@ import tempfile
 
 import keras
 import tensorflow as tf
+from absl import logging
 
 from electra_tf.data.tokenizer import SETTINGS_FILE, WordPieceTokenizer, copy_vocab
 from electra_tf.models.classifier import ElectraClassifier
@@ -227,5 +228,15 @@ def load_finetuned(model_dir):
     config_file = os.path.join(model_dir, FINETUNE_CONFIG_FILE)
     if tf.io.gfile.exists(config_file):
         with tf.io.gfile.GFile(config_file) as f:
-            config = json.load(f)
+            try:
+                config = json.load(f)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{config_file} is not valid JSON ({e}): truncated or damaged.") from None
+    else:
+        logging.warning(
+            "WARNING: no %s beside %s: the export assumes numbered labels (0..%d), one text per request (no "
+            "text_b) and 128 tokens unless --seq_length is given. Export the folder `python -m electra_tf.finetune` "
+            "wrote to serve the task's own label names and pairs.",
+            FINETUNE_CONFIG_FILE, classifier_file, classifier.num_labels - 1,
+        )
     return classifier, os.path.join(model_dir, "vocab.txt"), config

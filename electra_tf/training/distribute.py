@@ -2,14 +2,20 @@
 
 import json
 import os
+import signal
+import socket
+import sys
+import threading
+import time
 
 import tensorflow as tf
 from absl import logging
 
 STRATEGIES = ("cpu", "gpu", "mirrored", "multi_worker", "tpu")
+STARTUP_TIMEOUT = 300  # seconds a multi-worker run waits for its peers before it gives up
 
 
-def create_strategy(name, tpu=None, num_cpu_devices=0):
+def create_strategy(name, tpu=None, num_cpu_devices=0, startup_timeout=STARTUP_TIMEOUT):
     """Builds the strategy.
 
     Args:
@@ -20,6 +26,9 @@ def create_strategy(name, tpu=None, num_cpu_devices=0):
         num_cpu_devices: int. Split the CPU into this many logical devices
             before building a "mirrored" strategy (to test data parallelism
             without accelerators).
+        startup_timeout: float. "multi_worker": seconds to wait for every
+            worker of TF_CONFIG; then `TimeoutError` naming those that never
+            came up (see `wait_for_workers`).
 
     Returns:
         A `tf.distribute.Strategy`.
@@ -45,12 +54,125 @@ def create_strategy(name, tpu=None, num_cpu_devices=0):
     if name == "multi_worker":
         if "TF_CONFIG" not in os.environ:
             raise ValueError("`--strategy=multi_worker` needs the TF_CONFIG environment variable.")
-        logging.info("TF_CONFIG: %s", json.loads(os.environ["TF_CONFIG"]).get("task"))
-        return tf.distribute.MultiWorkerMirroredStrategy()
-    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
+        tf_config = json.loads(os.environ["TF_CONFIG"])
+        logging.info("TF_CONFIG: %s", tf_config.get("task"))
+        wait_for_workers(tf_config, startup_timeout)
+        with _Watchdog(startup_timeout, tf_config):
+            return tf.distribute.MultiWorkerMirroredStrategy()
+    if tpu is None:
+        raise ValueError("`--strategy=tpu` needs `--tpu`: the TPU's name or grpc:// address (`--tpu=local` on a "
+                         "TPU VM).")
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="" if tpu == "local" else tpu)
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver)
+
+
+def _tasks(tf_config):
+    """(name, address) of every task of a TF_CONFIG cluster, and this task's name."""
+    tasks = [(f"{kind}:{index}", address) for kind, addresses in sorted(tf_config.get("cluster", {}).items())
+             if kind in ("chief", "worker") for index, address in enumerate(addresses)]
+    me = tf_config.get("task", {})
+    return tasks, f"{me.get('type')}:{me.get('index', 0)}"
+
+
+def wait_for_workers(tf_config, timeout, poll=0.2):
+    """Waits until every other worker of the cluster listens on its port; `TimeoutError` naming the absent ones.
+
+    TensorFlow's own start-up (`MultiWorkerMirroredStrategy()`) blocks in C++
+    until every task has registered, with no limit, and it installs a SIGTERM
+    handler of its own, so a worker that never comes up hangs the others and
+    SIGTERM does not stop them. Here the wait happens in Python first: each
+    worker holds its own port open (a placeholder socket, closed before TF
+    binds it) and waits until it has seen every peer's port open, so a missing
+    peer is named after `timeout` seconds and SIGTERM ends the wait (exit 143).
+    """
+    tasks, me = _tasks(tf_config)
+    own = dict(tasks).get(me)
+    placeholder = None
+    if own:
+        placeholder = socket.socket()
+        placeholder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            placeholder.bind(("", int(own.rsplit(":", 1)[1])))
+            placeholder.listen(64)
+        except OSError:  # taken: TF's own bind will say so
+            placeholder.close()
+            placeholder = None
+    waiting = {name: address for name, address in tasks if name != me}
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _terminate_waiting(waiting))
+    deadline = time.monotonic() + timeout
+    logging.info("Waiting up to %d s for workers %s.", timeout, sorted(waiting))
+    try:
+        while waiting:
+            for name, address in list(waiting.items()):
+                if _listening(address):
+                    del waiting[name]
+            if waiting and time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"multi-worker start-up: {_describe(waiting)} never came up within {timeout:g} s "
+                    f"(TF_CONFIG; this is {me}). Start every worker, or fix the cluster addresses."
+                )
+            time.sleep(poll if waiting else 0)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        if placeholder is not None:
+            placeholder.close()
+
+
+def _describe(waiting):
+    return ", ".join(f"{name} ({address})" for name, address in sorted(waiting.items()))
+
+
+def _terminate_waiting(waiting):
+    def handler(signum, frame):
+        sys.stderr.write(f"error: SIGTERM while waiting for {_describe(waiting)}; no training started.\n")
+        sys.stderr.flush()
+        os._exit(128 + signal.SIGTERM)
+
+    return handler
+
+
+def _listening(address):
+    host, port = address.rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+class _Watchdog:
+    """Ends the process (naming the cluster) when TF's start-up outlives `timeout` after every peer was seen.
+
+    A backstop for a peer that dies between `wait_for_workers` and TF's
+    registration: TF's wait cannot be interrupted from Python.
+    """
+
+    def __init__(self, timeout, tf_config):
+        self.timeout, self.tf_config = timeout, tf_config
+        self.done = threading.Event()
+
+    def __enter__(self):
+        threading.Thread(target=self._watch, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+
+    def _watch(self):
+        if not self.done.wait(self.timeout):
+            tasks, me = _tasks(self.tf_config)
+            absent = {name: address for name, address in tasks if name != me and not _listening(address)}
+            sys.stderr.write(
+                f"error: multi-worker start-up did not finish within {self.timeout:g} s (this is {me}); "
+                f"not reachable: {_describe(absent) or 'none (a worker may have died while joining)'}.\n"
+            )
+            sys.stderr.flush()
+            os._exit(1)
 
 
 def is_chief(strategy):

@@ -41,7 +41,11 @@ def load_init(init, vocab_file=None):
     elif tf.io.gfile.exists(os.path.join(init, "assets", ENCODER_CONFIG_ASSET)):
         encoder, found_vocab = load_encoder(init)
     elif init.endswith(".keras") and tf.io.gfile.exists(init):
-        encoder = keras.saving.load_model(init)
+        try:
+            encoder = keras.saving.load_model(init)
+        except Exception as e:  # Keras reports a damaged zip as "File not found"
+            raise ValueError(f"`--init={init}` cannot be read ({type(e).__name__}: {str(e)[:200]}): a truncated "
+                             "or damaged .keras file.") from None
         found_vocab = os.path.join(os.path.dirname(init), "vocab.txt")
     else:
         raise FileNotFoundError(

@@ -81,6 +81,48 @@ def summarize(values):
     }
 
 
+# flag -> (low, high, (low included, high included)); None: unbounded (as `electra_tf.config.RANGES`).
+RANGES = {
+    "epochs": (1, None, (True, True)),
+    "batch_size": (1, None, (True, True)),
+    "num_trials": (1, None, (True, True)),
+    "max_seq_length": (3, None, (True, True)),  # [CLS] x [SEP]
+    "learning_rate": (0, None, (False, True)),
+    "layerwise_lr_decay": (0, None, (False, True)),
+    "warmup_proportion": (0, 1, (True, True)),
+    "weight_decay": (0, None, (True, True)),
+    "clip_norm": (0, None, (True, True)),
+    "dropout": (0, 1, (True, False)),
+    "train_limit": (1, None, (True, True)),
+    "dev_limit": (1, None, (True, True)),
+}
+
+
+def check_arguments(init, output_dir, **values):
+    """Refuses out-of-range flags and an `output_dir` that is `init` or holds another artefact, before any work."""
+    from electra_tf.config import _check_range
+    from electra_tf.training.artefacts import FINETUNING_OUTPUT, refuse_other_artefact
+
+    for name, value in values.items():
+        if value is not None:
+            _check_range(name, value, *RANGES[name])
+    if init and os.path.abspath(output_dir) == os.path.abspath(init):
+        raise ValueError(f"`--output_dir={output_dir}` is `--init`: the fine-tuned model would be written into "
+                         "the model it starts from. Choose another --output_dir.")
+    refuse_other_artefact(output_dir, "output_dir", FINETUNING_OUTPUT)
+
+
+def check_model(encoder, vocab_file, max_seq_length):
+    """The encoder's tables hold `max_seq_length` positions and every id of `vocab_file`."""
+    if max_seq_length > encoder.max_sequence_length:
+        raise ValueError(f"`--max_seq_length={max_seq_length}` exceeds the encoder's position table "
+                         f"(max_sequence_length={encoder.max_sequence_length}).")
+    vocab_size = WordPieceTokenizer(vocab_file).vocab_size
+    if vocab_size > encoder.vocab_size:
+        raise ValueError(f"The vocabulary {vocab_file} has {vocab_size} entries, more than the encoder's token "
+                         f"table ({encoder.vocab_size}): pass the --vocab_file the model was trained with.")
+
+
 def run_finetuning(
     spec,
     data_dir,
@@ -117,7 +159,10 @@ def run_finetuning(
         dict with `task`, `metric`, `trials` (per-trial dev metrics) and
         `summary` (mean/median/std/min/max per metric).
     """
-    tf.io.gfile.makedirs(output_dir)
+    check_arguments(init, output_dir, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
+                    layerwise_lr_decay=layerwise_lr_decay, warmup_proportion=warmup_proportion,
+                    weight_decay=weight_decay, clip_norm=clip_norm, dropout=dropout, max_seq_length=max_seq_length,
+                    num_trials=num_trials, train_limit=train_limit, dev_limit=dev_limit)
     train = tasks_lib.read_examples(spec, data_dir, "train", limit=train_limit)
     dev_splits = [s for s in spec.splits if s.startswith("dev")]
     devs = {s: tasks_lib.read_examples(spec, data_dir, s, limit=dev_limit) for s in dev_splits
@@ -136,6 +181,7 @@ def run_finetuning(
         trial_seed = seed + trial
         keras.utils.set_random_seed(trial_seed)
         encoder, found_vocab = load_init(init, vocab_file)
+        check_model(encoder, found_vocab, max_seq_length)  # before any training or writing
         tokenizer = WordPieceTokenizer(found_vocab)
         classifier = ElectraClassifier(encoder, num_labels=spec.num_labels, dropout=dropout)
         train_ds = make_dataset(train, tokenizer, max_seq_length, batch_size, spec.is_regression, trial_seed)
@@ -169,6 +215,7 @@ def run_finetuning(
         trials.append(result)
         if best is None or headline > best[0]:
             best = (headline, trial)
+            tf.io.gfile.makedirs(output_dir)
             classifier.save(os.path.join(output_dir, CLASSIFIER_FILE))
             copy_vocab(found_vocab, os.path.join(output_dir, "vocab.txt"))
 

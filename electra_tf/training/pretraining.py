@@ -12,7 +12,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from electra_tf.data.pretraining_dataset import list_files, pretraining_dataset
+from electra_tf.data.pretraining_dataset import check_record_format, list_files, pretraining_dataset
 from electra_tf.data import tokenizer as tokenizer_lib
 from electra_tf.models.pretrainer import build_pretrainer
 from electra_tf.training import callbacks, checkpoints, distribute
@@ -20,21 +20,51 @@ from electra_tf.training.named_checkpoint import NamedCheckpoint
 from electra_tf.training.optimization import create_optimizer
 
 
-def resolve_data(config, demo_dir):
-    """Fills in `data`, `vocab_file`, `vocab_size` and the special ids from the data."""
+def resolve_data(config, demo_dir, model_dir=None):
+    """Fills in `data`, `vocab_file`, `vocab_size` and the special ids from the data.
+
+    Without `--vocab_file`, the vocabulary is the `vocab.txt` beside the
+    records, else the one of the run in `model_dir`; records without either are
+    refused (their ids would mean nothing).
+    """
     overrides = {}
     if config.data == "demo":
         from pipelines.demo_corpus import build_demo_data
 
         demo = build_demo_data(os.path.expanduser(demo_dir), seq_length=config.seq_length)
         overrides.update(data=demo["data"], vocab_file=demo["vocab_file"])
-    vocab_file = overrides.get("vocab_file", config.vocab_file)
+    vocab_file = overrides.get("vocab_file", config.vocab_file) or find_vocabulary(config.data, model_dir)
     if vocab_file:
         tokenizer = tokenizer_lib.WordPieceTokenizer(vocab_file)
         special = {k: v for k, v in tokenizer.special_ids.items() if k != "unk_id"}
-        overrides.update(vocab_size=tokenizer.vocab_size, **special)
+        overrides.update(vocab_file=vocab_file, vocab_size=tokenizer.vocab_size, **special)
         check_data_vocabulary(overrides.get("data", config.data), vocab_file, tokenizer.settings)
     return config.replace(**overrides)
+
+
+def find_vocabulary(patterns, model_dir=None):
+    """The `vocab.txt` beside the records of `patterns`, else in `model_dir`; an error when there is none."""
+    folders = sorted({os.path.dirname(path) for path in list_files(patterns)})
+    candidates = [os.path.join(folder, checkpoints.VOCAB_FILE) for folder in folders]
+    if model_dir:
+        candidates.append(os.path.join(model_dir, checkpoints.VOCAB_FILE))
+    for path in candidates:
+        if tf.io.gfile.exists(path):
+            logging.info("No --vocab_file: using %s.", path)
+            return path
+    raise ValueError(
+        f"`--data={patterns}` needs the vocabulary its records were built with: pass --vocab_file (no "
+        f"{checkpoints.VOCAB_FILE} beside the records" + (f" or in `--model_dir={model_dir}`" if model_dir else "")
+        + ")."
+    )
+
+
+def check_inputs(config):
+    """Every record file of `--data` (and `--eval_data`) exists and starts with a well-formed record."""
+    for flag, patterns in (("data", config.data), ("eval_data", config.eval_data)):
+        if flag == "data" or patterns:
+            for path in list_files(patterns, flag=flag):
+                check_record_format(path, config.seq_length)
 
 
 def check_data_vocabulary(patterns, vocab_file, settings):
@@ -92,16 +122,12 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1, extra_cal
     keras.mixed_precision.set_global_policy(config.precision)  # also resets an earlier run's policy
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
-    list_files(config.data)  # fail before building anything
-    if config.eval_data:
-        list_files(config.eval_data)
+    # Nothing is written before the data, the vocabulary and any existing run are found compatible.
+    check_inputs(config)
+    checkpoints.check_resumable(config, model_dir)
+    _check_run_vocabulary(config, model_dir)
 
     chief = distribute.is_chief(strategy)
-    if chief:
-        checkpoints.write_config(config, model_dir)
-        if config.vocab_file:
-            tokenizer_lib.copy_vocab(config.vocab_file, os.path.join(model_dir, checkpoints.VOCAB_FILE))
-
     keras.utils.set_random_seed(config.seed)  # initialisation and dropout streams follow --seed
     with strategy.scope():
         pretrainer = build_pretrainer(config)
@@ -122,15 +148,20 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1, extra_cal
             strategy=strategy,
             before_save=[board.flush],
         )
-        latest = checkpoints.latest_checkpoint(model_dir)
+        latest = checkpoints.restore_latest_good(state.restore, model_dir)
         if latest:
-            state.restore(latest)
             logging.info("Resumed from %s", latest)
         elif init_from:
             from electra_tf.convert import init_from as load_weights
 
             load_weights(init_from, pretrainer)
             logging.info("Initialised from %s", init_from)
+
+    if chief:
+        checkpoints.write_config(config, model_dir)
+        target = os.path.join(model_dir, checkpoints.VOCAB_FILE)
+        if config.vocab_file and os.path.abspath(config.vocab_file) != os.path.abspath(target):
+            tokenizer_lib.copy_vocab(config.vocab_file, target)
 
     step = int(optimizer.iterations.numpy())  # updates, not accumulation micro-steps
     preemption = callbacks.SaveOnPreemption(save)
@@ -182,6 +213,18 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1, extra_cal
         tf.io.gfile.rename(path + ".tmp.keras", path, overwrite=True)  # model_dir may be gs://
         logging.info("Saved the discriminator to %s", path)
     return pretrainer
+
+
+def _check_run_vocabulary(config, model_dir):
+    """A run resumes with the vocabulary it was trained with (its `vocab.txt`)."""
+    saved = os.path.join(model_dir, checkpoints.VOCAB_FILE)
+    if not (config.vocab_file and checkpoints.is_run(model_dir) and tf.io.gfile.exists(saved)):
+        return
+    if tokenizer_lib.vocab_digest(saved) != tokenizer_lib.vocab_digest(config.vocab_file):
+        raise ValueError(
+            f"`--vocab_file={config.vocab_file}` differs from the vocabulary of the run in `--model_dir={model_dir}` "
+            f"({saved}): resume with the run's vocabulary, or use a new --model_dir."
+        )
 
 
 def _dataset(config, strategy, patterns, training=True, skip_batches=0):
