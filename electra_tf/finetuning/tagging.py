@@ -102,10 +102,11 @@ class MaskedSparseCrossEntropy(keras.losses.Loss):
     """Cross-entropy from logits, averaged over the tokens whose label is not `IGNORE_INDEX`.
 
     The mean is over the labelled tokens of the *global* batch: under a
-    `tf.distribute` strategy the token count is summed over replicas, so N
-    replicas train exactly like one device on the same global batch (Keras
-    divides each replica's loss by N and sums the gradients; the loss
-    returned here is multiplied by N to undo that division). A batch with no
+    `tf.distribute` strategy each replica divides its sum by the token count
+    summed over replicas, and the replicas' gradients are summed, so N
+    replicas train exactly like one device on the same global batch. (Keras
+    divides a loss by N only when it reduces a per-example loss itself; this
+    one returns a scalar, already the replica's share.) A batch with no
     labelled token has loss 0.
 
     Example:
@@ -129,7 +130,6 @@ class MaskedSparseCrossEntropy(keras.losses.Loss):
         context = tf.distribute.get_replica_context()
         if context is not None and context.num_replicas_in_sync > 1:
             count = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
-            total = total * context.num_replicas_in_sync
         return total / keras.ops.maximum(count, 1.0)
 
 

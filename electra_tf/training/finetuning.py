@@ -182,9 +182,10 @@ def run_finetuning(spec, data_dir, init, output_dir, vocab_file=None, strategy=N
             classifier.compile(optimizer=create_optimizer(config, encoder.num_layers, steps), loss=loss,
                                jit_compile=jit_compile(config, strategy))
         start = time.time()
-        classifier.fit(train_ds, epochs=config.epochs, verbose=config.verbose)
+        history = classifier.fit(train_ds, epochs=config.epochs, verbose=config.verbose)
         train_seconds = time.time() - start
-        result = {"trial": trial, "seed": trial_seed, "train_seconds": round(train_seconds, 2)}
+        result = {"trial": trial, "seed": trial_seed, "train_seconds": round(train_seconds, 2),
+                  "train_loss": [float(v) for v in history.history["loss"]]}
         for split, examples in devs.items():
             ds = make_dataset(examples, tokenizer, config.max_seq_length, 4 * config.batch_size, spec.is_regression)
             predictions, labels = predict(classifier, ds, spec.is_regression)
