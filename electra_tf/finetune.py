@@ -1,22 +1,34 @@
-r"""Fine-tunes a pre-trained ELECTRA discriminator on a classification task.
+r"""Fine-tunes a pre-trained ELECTRA discriminator: sentence(-pair) classification or tagging.
 
     python -m electra_tf.finetune --task movie_polarity \
         --data_dir ../shared/data/tasks/movie_polarity --init electra_runs/small \
         --output_dir runs/movie_polarity --epochs 3 --batch_size 32 \
         --learning_rate 3e-4 --layerwise_lr_decay 0.8 --max_seq_length 128 --num_trials 5
+    python -m electra_tf.finetune --task conll2003 --data_dir ~/.cache/electra_tf/benchmarks/conll2003 \
+        --init electra_runs/small --output_dir runs/conll2003
+    python -m electra_tf.finetune --task my_ner --task_kind tagging --token_column 0 --label_column -1 \
+        --data_dir my_ner --init electra_runs/small --output_dir runs/my_ner \
+        --strategy mirrored --precision mixed_bfloat16
 
 `--init` is a pre-training `model_dir` (config.json + discriminator.keras or
 checkpoints), an `ElectraEncoder` `.keras` file (with `--vocab_file`), or a
 folder written by `python -m electra_tf.export --kind encoder`. `--task` is a
-GLUE name (cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli) or any name
-for a TSV/CSV read with `--text_a_column/--text_b_column/--label_column`.
+GLUE name (cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli), a CoNLL-2003
+name (conll2003 = NER, conll2003_chunk, conll2003_pos), or any name for a
+TSV/CSV read with `--text_a_column/--text_b_column/--label_column`, or (with
+`--task_kind tagging`) for CoNLL-column files (train.txt, dev.txt) read with
+`--token_column/--label_column/--tag_scheme`.
 
-The recipe is the reference's (section 5), in `electra_tf.training.finetuning`.
-Each trial restarts from `--init` with seed `seed + trial`;
-the dev metric of every trial and their mean / median / std / min / max go to
+Every flag is a field of `electra_tf.finetuning.config.FinetuneConfig`, which
+holds the defaults. The recipe is the reference's (section 5), in
+`electra_tf.training.finetuning` (classification) and
+`electra_tf.finetuning.tagging` (tagging). `--batch_size` is the global batch
+under any `--strategy`. Each trial restarts from `--init` with seed `seed + trial`;
+the dev metrics of every trial and their mean / median / std / min / max go to
 `output_dir/results.json`. The best trial's model is saved as
-`output_dir/classifier.keras` with `vocab.txt` and `finetune_config.json`,
-which `python -m electra_tf.export --kind serving` reads.
+`output_dir/classifier.keras` (tagging: `token_classifier.keras`) with
+`vocab.txt` and `finetune_config.json`, which `python -m electra_tf.export
+--kind serving` reads.
 """
 
 import dataclasses
