@@ -54,6 +54,8 @@ def test_masked_loss_equals_pytorch_cross_entropy_with_ignore_index():
         torch.tensor(logits).reshape(-1, 5), torch.tensor(labels, dtype=torch.long).reshape(-1)).item()
     assert ours == pytest.approx(reference, rel=1e-5)
     assert float(MaskedSparseCrossEntropy()(np.full((2, 3), IGNORE_INDEX), logits[:2, :3])) == 0.0
+    clone = MaskedSparseCrossEntropy.from_config(MaskedSparseCrossEntropy().get_config())
+    assert float(clone(labels, logits)) == pytest.approx(ours, rel=1e-6)
 
 
 def test_batches_are_cut_to_the_longest_row_without_changing_labelled_logits():
