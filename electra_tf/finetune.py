@@ -45,11 +45,19 @@ from electra_tf.training.finetuning import run_finetuning
 
 _FLAG_TYPES = {int: flags.DEFINE_integer, float: flags.DEFINE_float, bool: flags.DEFINE_bool,
                str: flags.DEFINE_string}
-for _name, (_kind, _default, _help, _choices) in finetune_config.fields().items():
-    if _choices:
-        flags.DEFINE_enum(_name, _default, list(_choices), _help)
-    else:
-        _FLAG_TYPES[_kind](_name, _default, _help)
+
+
+def define_flags(flag_values=flags.FLAGS):
+    """One flag per `FinetuneConfig` field, its default and help from the field.
+
+    Called when the module runs as a program, so importing it next to
+    another CLI (`electra_tf.pretrain` defines `--seed` too) is harmless.
+    """
+    for name, (kind, default, help_text, choices) in finetune_config.fields().items():
+        if choices:
+            flags.DEFINE_enum(name, default, list(choices), help_text, flag_values=flag_values)
+        else:
+            _FLAG_TYPES[kind](name, default, help_text, flag_values=flag_values)
 
 FLAGS = flags.FLAGS
 
@@ -92,6 +100,7 @@ def main(argv):
 
 
 def run():
+    define_flags()
     app.run(main)
 
 

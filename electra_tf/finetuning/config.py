@@ -64,7 +64,9 @@ class FinetuneConfig:
     stride: typing.Optional[int] = _field(
         None, "Tagging: pieces between the starts of windows over a long sentence (default: half a window).")
     # --- Devices and precision ---
-    strategy: str = _field("cpu", "tf.distribute strategy.", STRATEGIES)
+    strategy: typing.Optional[str] = _field(
+        None, "tf.distribute strategy; default: TensorFlow's own placement (the first GPU if any, else the CPU).",
+        STRATEGIES)
     tpu: typing.Optional[str] = _field(None, "TPU name or address for --strategy=tpu.")
     num_cpu_devices: int = _field(0, "Logical CPU devices for --strategy=mirrored without GPUs.")
     precision: str = _field("float32", "Keras dtype policy.", PRECISIONS)
@@ -73,7 +75,7 @@ class FinetuneConfig:
     def __post_init__(self):
         for f in dataclasses.fields(self):
             choices = f.metadata.get("choices")
-            if choices and getattr(self, f.name) not in choices:
+            if choices and getattr(self, f.name) not in choices + (f.default,):
                 raise ValueError(f"Unknown `{f.name}={getattr(self, f.name)!r}`. Choose one of {list(choices)}.")
         for name in ("epochs", "batch_size", "max_seq_length", "num_trials"):
             if getattr(self, name) < 1:

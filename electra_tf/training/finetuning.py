@@ -91,6 +91,8 @@ def create_strategy(config):
     made (they cannot be made twice): those are reused.
     """
     keras.mixed_precision.set_global_policy(config.precision)  # also resets an earlier run's policy
+    if config.strategy is None:
+        return tf.distribute.get_strategy()
     try:
         return distribute.create_strategy(config.strategy, config.tpu, config.num_cpu_devices)
     except RuntimeError:
