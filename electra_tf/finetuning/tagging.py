@@ -35,6 +35,7 @@ from electra_tf.finetuning.tagging_features import (
 )
 from electra_tf.finetuning.tagging_metrics import entity_scores, token_accuracy
 from electra_tf.models.token_classifier import ElectraTokenClassifier
+from electra_tf.training import distribute
 from electra_tf.training.finetune_files import (
     FINETUNE_CONFIG_FILE,
     RESULTS_FILE,
@@ -216,7 +217,8 @@ def run_tagging(config, strategy=None):
             raise ValueError(f"`{name}` is required. Received: `{name}={getattr(config, name)!r}`")
     task = tagging_task(config)
     strategy = strategy or create_strategy(config)
-    tf.io.gfile.makedirs(config.output_dir)
+    output_dir = distribute.worker_dir(config.output_dir, strategy)  # multi_worker: the chief's is output_dir
+    tf.io.gfile.makedirs(output_dir)
     train = task.read(config.data_dir, "train")[:config.train_limit]
     dev = task.read(config.data_dir, "dev")[:config.dev_limit]
     labels = task.labels(config.data_dir, train)
@@ -257,8 +259,8 @@ def run_tagging(config, strategy=None):
         trials.append(result)
         if best is None or headline > best[0]:
             best = (headline, trial)
-            model.save(os.path.join(config.output_dir, TOKEN_CLASSIFIER_FILE))
-            copy_vocab(found_vocab, os.path.join(config.output_dir, "vocab.txt"))
+            model.save(os.path.join(output_dir, TOKEN_CLASSIFIER_FILE))
+            copy_vocab(found_vocab, os.path.join(output_dir, "vocab.txt"))
 
     summary = {f"dev_{name}": summarize([t["dev"][name] for t in trials]) for name in trials[0]["dev"]}
     results = {
@@ -275,9 +277,9 @@ def run_tagging(config, strategy=None):
         "summary": summary,
         "hparams": config.hparams(),
     }
-    with tf.io.gfile.GFile(os.path.join(config.output_dir, RESULTS_FILE), "w") as f:
+    with tf.io.gfile.GFile(os.path.join(output_dir, RESULTS_FILE), "w") as f:
         json.dump(results, f, indent=2)
-    with tf.io.gfile.GFile(os.path.join(config.output_dir, FINETUNE_CONFIG_FILE), "w") as f:
+    with tf.io.gfile.GFile(os.path.join(output_dir, FINETUNE_CONFIG_FILE), "w") as f:
         json.dump({
             "task": task.name,
             "kind": "tagging",
@@ -286,6 +288,8 @@ def run_tagging(config, strategy=None):
             "max_seq_length": config.max_seq_length,
             "stride": config.stride,
         }, f, indent=2)
+    if output_dir != config.output_dir:
+        tf.io.gfile.rmtree(output_dir)
     logging.info("dev %s over %d trial(s): %s", task.metric, config.num_trials,
                  {k: round(v, 4) for k, v in summary[f"dev_{task.metric}"].items()})
     return results

@@ -151,6 +151,7 @@ def run_finetuning(spec, data_dir, init, output_dir, vocab_file=None, strategy=N
     config = FinetuneConfig(task=spec.name, data_dir=data_dir, init=init, output_dir=output_dir,
                             vocab_file=vocab_file).replace(**settings)
     strategy = strategy or create_strategy(config)
+    output_dir = distribute.worker_dir(output_dir, strategy)  # multi_worker: the chief's is output_dir
     tf.io.gfile.makedirs(output_dir)
     train = tasks_lib.read_examples(spec, data_dir, "train", limit=config.train_limit)
     dev_splits = [s for s in spec.splits if s.startswith("dev")]
@@ -229,6 +230,8 @@ def run_finetuning(spec, data_dir, init, output_dir, vocab_file=None, strategy=N
             "pair": train[0].text_b is not None,
             "max_seq_length": config.max_seq_length,
         }, f, indent=2)
+    if output_dir != config.output_dir:
+        tf.io.gfile.rmtree(output_dir)
     key = f"dev_{spec.metric}"
     logging.info("dev %s over %d trial(s): %s", spec.metric, config.num_trials,
                  {k: round(v, 4) for k, v in summary[key].items()})
