@@ -151,7 +151,9 @@ def export_serving(classifier, vocab_file, base_dir, model_name="electra", versi
     """Writes `classifier` as `<base_dir>/<model_name>/<version>/` for TF Serving.
 
     Args:
-        classifier: `ElectraClassifier` (fine-tuned).
+        classifier: `ElectraClassifier` (fine-tuned), or an `ElectraTokenClassifier`
+            (exported by `tagging_serving.export_tagging_serving`: text -> words,
+            tags and entities with character offsets).
         vocab_file: str. Its vocabulary.
         base_dir: str. TF Serving model base folder's parent.
         model_name: str. Model name in TF Serving.
@@ -172,6 +174,13 @@ def export_serving(classifier, vocab_file, base_dir, model_name="electra", versi
         loaded.signatures["serving_default"](text=tf.constant(["a fine film"]))["probabilities"]
         ```
     """
+    from electra_tf.models.token_classifier import ElectraTokenClassifier
+
+    if isinstance(classifier, ElectraTokenClassifier):
+        from electra_tf.export.tagging_serving import export_tagging_serving
+
+        return export_tagging_serving(classifier, vocab_file, base_dir, model_name, version,
+                                      label_names=label_names, seq_length=seq_length, task=task)
     if not isinstance(classifier, ElectraClassifier):
         raise TypeError(
             "A serving export needs a fine-tuned `ElectraClassifier` (encoder + task head). "
@@ -200,17 +209,21 @@ def export_serving(classifier, vocab_file, base_dir, model_name="electra", versi
 
 
 def load_finetuned(model_dir):
-    """The classifier, vocab file and task config a `finetune` run left in `model_dir`.
+    """The classifier (or token classifier), vocab file and task config a `finetune` run left in `model_dir`.
 
     Raises a clear error when `model_dir` holds no classifier head (e.g. a
     pre-training run or a bare encoder).
     """
-    from electra_tf.training.finetune_files import CLASSIFIER_FILE, FINETUNE_CONFIG_FILE
+    from electra_tf.models.token_classifier import ElectraTokenClassifier
+    from electra_tf.training.finetune_files import CLASSIFIER_FILE, FINETUNE_CONFIG_FILE, TOKEN_CLASSIFIER_FILE
 
     if model_dir.endswith(".keras"):
         classifier_file, model_dir = model_dir, os.path.dirname(model_dir)
     else:
         classifier_file = os.path.join(model_dir, CLASSIFIER_FILE)
+        tagger_file = os.path.join(model_dir, TOKEN_CLASSIFIER_FILE)
+        if not tf.io.gfile.exists(classifier_file) and tf.io.gfile.exists(tagger_file):
+            classifier_file = tagger_file
     if not tf.io.gfile.exists(classifier_file):
         hint = ""
         if tf.io.gfile.exists(os.path.join(model_dir, "config.json")):
@@ -221,7 +234,7 @@ def load_finetuned(model_dir):
             "encoder with `python -m electra_tf.export --kind encoder`."
         )
     classifier = keras.saving.load_model(classifier_file, compile=False)
-    if not isinstance(classifier, ElectraClassifier):
+    if not isinstance(classifier, (ElectraClassifier, ElectraTokenClassifier)):
         raise TypeError(f"{classifier_file} holds a {type(classifier).__name__}, not an ElectraClassifier "
                         "(no classifier head): fine-tune it first with `python -m electra_tf.finetune`.")
     config = {}

@@ -1,9 +1,10 @@
 """Files of fine-tuning: what `--init` may be, and what a run leaves in `output_dir`.
 
     output_dir/results.json           per-trial dev metrics and their summary
-    output_dir/classifier.keras       the best trial's `ElectraClassifier`
+    output_dir/classifier.keras       the best trial's `ElectraClassifier` (classification)
+    output_dir/token_classifier.keras the best trial's `ElectraTokenClassifier` (tagging)
     output_dir/vocab.txt              its vocabulary
-    output_dir/finetune_config.json   task, label names, pair or single, max_seq_length
+    output_dir/finetune_config.json   task, kind, label names, pair or single / tag scheme, max_seq_length
 """
 
 import os
@@ -14,6 +15,7 @@ import tensorflow as tf
 from electra_tf.models.encoder import ElectraEncoder
 
 CLASSIFIER_FILE = "classifier.keras"
+TOKEN_CLASSIFIER_FILE = "token_classifier.keras"
 FINETUNE_CONFIG_FILE = "finetune_config.json"
 RESULTS_FILE = "results.json"
 

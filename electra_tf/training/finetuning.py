@@ -22,7 +22,10 @@ from absl import logging
 
 from electra_tf.data import tasks as tasks_lib
 from electra_tf.data.tokenizer import WordPieceTokenizer, copy_vocab
+from electra_tf.finetuning.config import FinetuneConfig
 from electra_tf.models.classifier import ElectraClassifier
+from electra_tf.models.encoder import ElectraEncoder
+from electra_tf.training import distribute
 from electra_tf.training.finetune_files import (
     CLASSIFIER_FILE,
     FINETUNE_CONFIG_FILE,
@@ -81,31 +84,13 @@ def summarize(values):
     }
 
 
-# flag -> (low, high, (low included, high included)); None: unbounded (as `electra_tf.config.RANGES`).
-RANGES = {
-    "epochs": (1, None, (True, True)),
-    "batch_size": (1, None, (True, True)),
-    "num_trials": (1, None, (True, True)),
-    "max_seq_length": (3, None, (True, True)),  # [CLS] x [SEP]
-    "learning_rate": (0, None, (False, True)),
-    "layerwise_lr_decay": (0, None, (False, True)),
-    "warmup_proportion": (0, 1, (True, True)),
-    "weight_decay": (0, None, (True, True)),
-    "clip_norm": (0, None, (True, True)),
-    "dropout": (0, 1, (True, False)),
-    "train_limit": (1, None, (True, True)),
-    "dev_limit": (1, None, (True, True)),
-}
+def check_arguments(init, output_dir):
+    """Refuses an `output_dir` that is `init` or holds another artefact, before any work.
 
-
-def check_arguments(init, output_dir, **values):
-    """Refuses out-of-range flags and an `output_dir` that is `init` or holds another artefact, before any work."""
-    from electra_tf.config import _check_range
+    (Flag ranges are checked by `FinetuneConfig`.)
+    """
     from electra_tf.training.artefacts import FINETUNING_OUTPUT, refuse_other_artefact
 
-    for name, value in values.items():
-        if value is not None:
-            _check_range(name, value, *RANGES[name])
     if init and os.path.abspath(output_dir) == os.path.abspath(init):
         raise ValueError(f"`--output_dir={output_dir}` is `--init`: the fine-tuned model would be written into "
                          "the model it starts from. Choose another --output_dir.")
@@ -123,28 +108,54 @@ def check_model(encoder, vocab_file, max_seq_length):
                          f"table ({encoder.vocab_size}): pass the --vocab_file the model was trained with.")
 
 
-def run_finetuning(
-    spec,
-    data_dir,
-    init,
-    output_dir,
-    vocab_file=None,
-    epochs=3,
-    batch_size=32,
-    learning_rate=3e-4,
-    layerwise_lr_decay=0.8,
-    warmup_proportion=0.1,
-    weight_decay=0.0,
-    clip_norm=1.0,
-    dropout=0.1,
-    max_seq_length=128,
-    num_trials=1,
-    seed=0,
-    both_orders=None,
-    train_limit=None,
-    dev_limit=None,
-    verbose=2,
-):
+def create_strategy(config):
+    """The config's dtype policy set globally, and its `tf.distribute` strategy.
+
+    A second run in one process may ask for the logical CPUs the first one
+    made (they cannot be made twice): those are reused.
+    """
+    keras.mixed_precision.set_global_policy(config.precision)  # also resets an earlier run's policy
+    if config.strategy is None:
+        return tf.distribute.get_strategy()
+    try:
+        return distribute.create_strategy(config.strategy, config.tpu, config.num_cpu_devices)
+    except RuntimeError:
+        if len(tf.config.list_logical_devices("CPU")) != config.num_cpu_devices:
+            raise
+        return distribute.create_strategy(config.strategy, config.tpu, 0)
+
+
+def jit_compile(config, strategy):
+    """`config.jit_compile`, except where XLA cannot run (mirrored over logical CPUs)."""
+    if config.jit_compile and distribute.uses_logical_cpus(strategy):
+        logging.warning("XLA is unavailable for MirroredStrategy over logical CPUs; training without it.")
+        return False
+    return config.jit_compile
+
+
+def rebuild_encoder(encoder):
+    """A copy of `encoder` made in the current strategy scope and global dtype policy."""
+    config = dict(encoder.get_config(), dtype=keras.mixed_precision.global_policy().name)
+    copy = ElectraEncoder.from_config(config)
+    copy.build()
+    copy.set_weights(encoder.get_weights())
+    return copy
+
+
+def create_optimizer(config, num_layers, total_steps):
+    """The reference's fine-tuning optimiser: layer-wise AdamW, epsilon 1e-6, warmup then linear decay."""
+    schedule = WarmupLinearDecay(config.learning_rate, int(config.warmup_proportion * total_steps), total_steps)
+    return LayerwiseAdamW(
+        schedule,
+        num_layers=num_layers,
+        layerwise_decay=config.layerwise_lr_decay,
+        weight_decay=config.weight_decay,
+        epsilon=1e-6,
+        global_clipnorm=config.clip_norm or None,
+    )
+
+
+def run_finetuning(spec, data_dir, init, output_dir, vocab_file=None, strategy=None, **settings):
     """Fine-tunes `num_trials` times and writes results; returns the results dict.
 
     Args:
@@ -153,22 +164,27 @@ def run_finetuning(
         init: str. See `load_init`.
         output_dir: str. Written: `results.json`, `classifier.keras` (best
             trial), `vocab.txt`, `finetune_config.json`.
-        Other arguments: as the flags of the same names.
+        vocab_file: str or None. Default: the one beside `init`.
+        strategy: `tf.distribute.Strategy` or None (one from `settings`).
+        **settings: fields of `FinetuneConfig` (`epochs=3`, `batch_size=32`, ...).
 
     Returns:
         dict with `task`, `metric`, `trials` (per-trial dev metrics) and
         `summary` (mean/median/std/min/max per metric).
     """
-    check_arguments(init, output_dir, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
-                    layerwise_lr_decay=layerwise_lr_decay, warmup_proportion=warmup_proportion,
-                    weight_decay=weight_decay, clip_norm=clip_norm, dropout=dropout, max_seq_length=max_seq_length,
-                    num_trials=num_trials, train_limit=train_limit, dev_limit=dev_limit)
-    train = tasks_lib.read_examples(spec, data_dir, "train", limit=train_limit)
+    config = FinetuneConfig(task=spec.name, data_dir=data_dir, init=init, output_dir=output_dir,
+                            vocab_file=vocab_file).replace(**settings)
+    check_arguments(init, output_dir)
+    strategy = strategy or create_strategy(config)
+    output_dir = distribute.worker_dir(output_dir, strategy)  # multi_worker: the chief's is output_dir
+    tf.io.gfile.makedirs(output_dir)
+    train = tasks_lib.read_examples(spec, data_dir, "train", limit=config.train_limit)
     dev_splits = [s for s in spec.splits if s.startswith("dev")]
-    devs = {s: tasks_lib.read_examples(spec, data_dir, s, limit=dev_limit) for s in dev_splits
+    devs = {s: tasks_lib.read_examples(spec, data_dir, s, limit=config.dev_limit) for s in dev_splits
             if tf.io.gfile.exists(os.path.join(data_dir, spec.splits[s]))}
     if not devs:
         raise FileNotFoundError(f"No dev split of task {spec.name!r} in {data_dir}.")
+    both_orders = config.both_orders
     if both_orders is None:
         both_orders = spec.name in ("mrpc", "sts-b")
     if both_orders and train[0].text_b is not None:
@@ -177,35 +193,30 @@ def run_finetuning(
                  {k: len(v) for k, v in devs.items()})
 
     trials, best = [], None
-    for trial in range(num_trials):
-        trial_seed = seed + trial
+    for trial in range(config.num_trials):
+        trial_seed = config.seed + trial
         keras.utils.set_random_seed(trial_seed)
         encoder, found_vocab = load_init(init, vocab_file)
-        check_model(encoder, found_vocab, max_seq_length)  # before any training or writing
+        check_model(encoder, found_vocab, config.max_seq_length)  # before any training or writing
         tokenizer = WordPieceTokenizer(found_vocab)
-        classifier = ElectraClassifier(encoder, num_labels=spec.num_labels, dropout=dropout)
-        train_ds = make_dataset(train, tokenizer, max_seq_length, batch_size, spec.is_regression, trial_seed)
-        steps = epochs * int(train_ds.cardinality())
-        schedule = WarmupLinearDecay(learning_rate, int(warmup_proportion * steps), steps)
-        optimizer = LayerwiseAdamW(
-            schedule,
-            num_layers=encoder.num_layers,
-            layerwise_decay=layerwise_lr_decay,
-            weight_decay=weight_decay,
-            epsilon=1e-6,
-            global_clipnorm=clip_norm or None,
-        )
-        if spec.is_regression:
-            loss = keras.losses.MeanSquaredError()
-        else:
-            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-        classifier.compile(optimizer=optimizer, loss=loss)
+        train_ds = make_dataset(train, tokenizer, config.max_seq_length, config.batch_size, spec.is_regression,
+                                trial_seed)
+        steps = config.epochs * int(train_ds.cardinality())
+        with strategy.scope():
+            classifier = ElectraClassifier(rebuild_encoder(encoder), spec.num_labels, dropout=config.dropout)
+            if spec.is_regression:
+                loss = keras.losses.MeanSquaredError()
+            else:
+                loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+            classifier.compile(optimizer=create_optimizer(config, encoder.num_layers, steps), loss=loss,
+                               jit_compile=jit_compile(config, strategy))
         start = time.time()
-        classifier.fit(train_ds, epochs=epochs, verbose=verbose)
+        history = classifier.fit(train_ds, epochs=config.epochs, verbose=config.verbose)
         train_seconds = time.time() - start
-        result = {"trial": trial, "seed": trial_seed, "train_seconds": round(train_seconds, 2)}
+        result = {"trial": trial, "seed": trial_seed, "train_seconds": round(train_seconds, 2),
+                  "train_loss": [float(v) for v in history.history["loss"]]}
         for split, examples in devs.items():
-            ds = make_dataset(examples, tokenizer, max_seq_length, 4 * batch_size, spec.is_regression)
+            ds = make_dataset(examples, tokenizer, config.max_seq_length, 4 * config.batch_size, spec.is_regression)
             predictions, labels = predict(classifier, ds, spec.is_regression)
             metrics = task_metrics(labels, predictions, spec.is_regression, spec.num_labels)
             result[split] = metrics
@@ -233,23 +244,22 @@ def run_finetuning(
         "best_trial": best[1],
         "trials": trials,
         "summary": summary,
-        "hparams": dict(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
-                        layerwise_lr_decay=layerwise_lr_decay, warmup_proportion=warmup_proportion,
-                        weight_decay=weight_decay, clip_norm=clip_norm, dropout=dropout,
-                        max_seq_length=max_seq_length, num_trials=num_trials, seed=seed,
-                        both_orders=both_orders, train_limit=train_limit, dev_limit=dev_limit),
+        "hparams": dict(config.hparams(), both_orders=both_orders),
     }
     with tf.io.gfile.GFile(os.path.join(output_dir, RESULTS_FILE), "w") as f:
         json.dump(results, f, indent=2)
     with tf.io.gfile.GFile(os.path.join(output_dir, FINETUNE_CONFIG_FILE), "w") as f:
         json.dump({
             "task": spec.name,
+            "kind": "classification",
             "label_names": spec.names,
             "regression": spec.is_regression,
             "pair": train[0].text_b is not None,
-            "max_seq_length": max_seq_length,
+            "max_seq_length": config.max_seq_length,
         }, f, indent=2)
+    if output_dir != config.output_dir:
+        tf.io.gfile.rmtree(output_dir)
     key = f"dev_{spec.metric}"
-    logging.info("dev %s over %d trial(s): %s", spec.metric, num_trials,
+    logging.info("dev %s over %d trial(s): %s", spec.metric, config.num_trials,
                  {k: round(v, 4) for k, v in summary[key].items()})
     return results

@@ -14,7 +14,7 @@ import re
 
 import keras
 
-from electra_tf.training.optimization import OptionalBiasCorrection
+from electra_tf.training.optimization import OptionalBiasCorrection, _SumThenClip
 
 _LAYER = re.compile(r"^transformer_layer_(\d+)$")
 _EMBEDDINGS = ("embeddings", "embeddings_project")
@@ -61,14 +61,16 @@ def layerwise_multiplier(variable_path, num_layers, decay):
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class LayerwiseAdamW(OptionalBiasCorrection, keras.optimizers.AdamW):
+class LayerwiseAdamW(_SumThenClip, OptionalBiasCorrection, keras.optimizers.AdamW):
     """AdamW whose learning rate is scaled per variable by layer-wise decay.
 
     Drop-in for `model.compile(optimizer=...)` on an `ElectraClassifier`
     (any model whose encoder layers are named `embeddings`,
     `embeddings_project`, `transformer_layer_{i}`). Weight decay defaults to 0,
     as in the reference fine-tuning; when set, it is decoupled and *not*
-    layer-scaled. `learning_rate` may be a schedule.
+    layer-scaled. `learning_rate` may be a schedule. Gradients are summed
+    over replicas before `global_clipnorm` clips them, so N replicas train
+    like one device (see `optimization._SumThenClip`).
 
     Args:
         learning_rate: float or schedule. The task head's rate.

@@ -28,3 +28,11 @@ def bert_vocab():
     if not path.exists():
         pytest.skip(f"shared vocabulary missing: {path}")
     return str(path)
+
+
+@pytest.fixture(scope="session")
+def run_dir(tmp_path_factory, bert_vocab):
+    """A tiny untrained pre-training run directory, as `electra_tf.pretrain` leaves it."""
+    from helpers import make_run_dir
+
+    return make_run_dir(tmp_path_factory.mktemp("run"), bert_vocab)

@@ -1,0 +1,124 @@
+"""FinetuneConfig: every setting of a fine-tuning run, and the one place its defaults live.
+
+Each field is a flag of `python -m electra_tf.finetune` (same name, its help
+from the field's metadata, an enum when the field has `choices`), and a
+keyword of `run_finetuning` / `run_tagging`. Defaults are the reference recipe
+for ELECTRA-Small (`../shared/docs/electra-reference.md`, section 5).
+"""
+
+import dataclasses
+import typing
+
+from electra_tf.config import PRECISIONS, _check_range
+from electra_tf.training.distribute import STRATEGIES
+
+TASK_KINDS = ("auto", "classification", "tagging")
+TAG_SCHEMES = ("IOB1", "IOB2", "BIOES", "none")
+
+
+def _field(default, help, choices=None):  # noqa: A002  (the absl word)
+    return dataclasses.field(default=default, metadata={"help": help, "choices": choices})
+
+
+# flag -> (low, high, (low included, high included)); None: unbounded (as `electra_tf.config.RANGES`).
+RANGES = {
+    "epochs": (1, None, (True, True)),
+    "batch_size": (1, None, (True, True)),
+    "num_trials": (1, None, (True, True)),
+    "max_seq_length": (3, None, (True, True)),  # [CLS] x [SEP]
+    "learning_rate": (0, None, (False, True)),
+    "layerwise_lr_decay": (0, 1, (False, True)),
+    "warmup_proportion": (0, 1, (True, True)),
+    "weight_decay": (0, None, (True, True)),
+    "clip_norm": (0, None, (True, True)),
+    "dropout": (0, 1, (True, False)),
+    "train_limit": (1, None, (True, True)),
+    "dev_limit": (1, None, (True, True)),
+}
+
+
+@dataclasses.dataclass
+class FinetuneConfig:
+    # --- Task and files ---
+    task: typing.Optional[str] = _field(
+        None, "GLUE name, CoNLL name (conll2003, conll2003_chunk, conll2003_pos), or any name for a "
+        "generic TSV/CSV (classification) or CoNLL-column (tagging) task.")
+    task_kind: str = _field(
+        "auto", "auto: tagging for the CoNLL task names, classification otherwise.", TASK_KINDS)
+    data_dir: typing.Optional[str] = _field(
+        None, "Folder with train/dev(/test).tsv (+ labels.txt); tagging: train.txt/dev.txt or eng.train/eng.testa.")
+    init: typing.Optional[str] = _field(None, "Pre-training model_dir, encoder .keras file, or exported encoder.")
+    vocab_file: typing.Optional[str] = _field(None, "Vocabulary; default: the one beside --init.")
+    output_dir: typing.Optional[str] = _field(None, "Results, the best model, its vocab and config.")
+    # --- Recipe (reference section 5) ---
+    epochs: int = _field(3, "Training epochs (reference: 3; 10 for RTE and STS-B).")
+    batch_size: int = _field(32, "Global batch size, summed over replicas.")
+    learning_rate: float = _field(3e-4, "Peak LR of the task head (3e-4 small, 1e-4 base, 5e-5 large).")
+    layerwise_lr_decay: float = _field(0.8, "Layer-wise LR decay (0.8 small/base, 0.9 large; 1 = off).")
+    warmup_proportion: float = _field(0.1, "Fraction of steps of linear warmup.")
+    weight_decay: float = _field(0.0, "Decoupled weight decay (reference: 0).")
+    clip_norm: float = _field(1.0, "Global-norm gradient clipping; 0 disables.")
+    dropout: float = _field(0.1, "Dropout before the task head ([CLS] vector, or every token).")
+    max_seq_length: int = _field(128, "Tokens per example (tagging: per window), [CLS]/[SEP] included.")
+    num_trials: int = _field(1, "Fine-tuning runs from the same checkpoint (reference: 10).")
+    seed: int = _field(0, "Seed of trial 0; trial i uses seed + i.")
+    train_limit: typing.Optional[int] = _field(None, "Use only the first N training examples / sentences.")
+    dev_limit: typing.Optional[int] = _field(None, "Use only the first N dev examples / sentences.")
+    verbose: int = _field(2, "Keras progress: 0 silent, 1 bar, 2 a line per epoch.")
+    # --- Generic classification files ---
+    text_a_column: str = _field("sentence", "Generic tasks: first text column (name or index).")
+    text_b_column: typing.Optional[str] = _field(None, "Generic tasks: second text column, for pairs.")
+    label_column: typing.Optional[str] = _field(
+        None, "Generic tasks: label column; default 'label' (classification) or -1, the last (tagging).")
+    regression: bool = _field(False, "Generic tasks: float labels (Pearson/Spearman).")
+    file_format: str = _field("tsv", "Generic tasks: file format.", ("tsv", "csv"))
+    both_orders: typing.Optional[bool] = _field(None, "Also train on (b, a) pairs; default on for MRPC and STS-B.")
+    # --- Tagging ---
+    token_column: int = _field(0, "Generic tagging: column of the word.")
+    tag_scheme: str = _field(
+        "IOB2", "Generic tagging: span scheme of the labels (scored by entity F1); none: labels as "
+        "written (POS), scored by token accuracy.", TAG_SCHEMES)
+    stride: typing.Optional[int] = _field(
+        None, "Tagging: pieces between the starts of windows over a long sentence (default: half a window).")
+    # --- Devices and precision ---
+    strategy: typing.Optional[str] = _field(
+        None, "tf.distribute strategy; default: TensorFlow's own placement (the first GPU if any, else the CPU).",
+        STRATEGIES)
+    tpu: typing.Optional[str] = _field(None, "TPU name or address for --strategy=tpu.")
+    num_cpu_devices: int = _field(0, "Logical CPU devices for --strategy=mirrored without GPUs.")
+    precision: str = _field("float32", "Keras dtype policy.", PRECISIONS)
+    jit_compile: bool = _field(False, "XLA-compile the train step.")
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            choices = f.metadata.get("choices")
+            if choices and getattr(self, f.name) not in choices + (f.default,):
+                raise ValueError(f"Unknown `{f.name}={getattr(self, f.name)!r}`. Choose one of {list(choices)}.")
+        for name, (low, high, closed) in RANGES.items():
+            if getattr(self, name) is not None:
+                _check_range(name, getattr(self, name), low, high, closed)
+
+    def replace(self, **overrides):
+        unknown = sorted(set(overrides) - set(fields()))
+        if unknown:
+            raise ValueError(f"Unknown fine-tuning setting(s) {unknown}. Known: {sorted(fields())}.")
+        return dataclasses.replace(self, **overrides)
+
+    def hparams(self):
+        """The recipe part, as written to `results.json`."""
+        names = ("epochs", "batch_size", "learning_rate", "layerwise_lr_decay", "warmup_proportion",
+                 "weight_decay", "clip_norm", "dropout", "max_seq_length", "num_trials", "seed",
+                 "both_orders", "train_limit", "dev_limit", "stride", "strategy", "precision", "jit_compile")
+        return {name: getattr(self, name) for name in names}
+
+
+def fields():
+    """dict name -> (type, default, help, choices) of every field; `Optional[X]` gives X."""
+    hints = typing.get_type_hints(FinetuneConfig)
+    out = {}
+    for f in dataclasses.fields(FinetuneConfig):
+        kind = hints[f.name]
+        if typing.get_origin(kind) is typing.Union:
+            kind = next(a for a in typing.get_args(kind) if a is not type(None))
+        out[f.name] = (kind, f.default, f.metadata["help"], f.metadata["choices"])
+    return out

@@ -1,0 +1,89 @@
+"""ElectraTokenClassifier: an ELECTRA encoder with a per-token tagging head (NER, chunking, POS)."""
+
+import keras
+
+from electra_tf.models.encoder import ElectraEncoder  # noqa: F401  (registered for `from_config`)
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class ElectraTokenClassifier(keras.Model):
+    """Every token's hidden state -> dropout -> dense(num_labels), on top of an `ElectraEncoder`.
+
+    The reference tagging head (official `finetune/tagging`): the encoder's
+    sequence output, dropout 0.1, one dense layer applied at every position.
+    Which positions carry a label (a word's first WordPiece) is the data's
+    business (`electra_tf.finetuning.tagging_features`); the loss ignores the
+    others (`electra_tf.finetuning.tagging.MaskedSparseCrossEntropy`).
+    Logits are returned in float32 under a mixed-precision policy.
+
+    Args:
+        encoder: `ElectraEncoder`. The pre-trained discriminator.
+        num_labels: int. Tags.
+        dropout: float. Dropout on the hidden states.
+        initializer_range: float or None. Std of the head's truncated-normal
+            initialiser; None uses the encoder's.
+
+    Call inputs: dict with int32 `token_ids`, `segment_ids`, `padding_mask`
+    `(batch, seq_len)`. Returns logits `(batch, seq_len, num_labels)`.
+
+    Example:
+    >>> import numpy as np
+    >>> from electra_tf.models.encoder import ElectraEncoder
+    >>> encoder = ElectraEncoder(vocab_size=100, num_layers=2, num_heads=2, hidden_dim=32,
+    ...                          embedding_dim=16, intermediate_dim=64)
+    >>> tagger = ElectraTokenClassifier(encoder, num_labels=9)
+    >>> ids = np.ones((2, 8), "int32")
+    >>> tuple(tagger({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids}).shape)
+    (2, 8, 9)
+    """
+
+    def __init__(self, encoder, num_labels, dropout=0.1, initializer_range=None, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(num_labels, int) or num_labels < 1:
+            raise ValueError(f"`num_labels` must be a positive int. Received: `num_labels={num_labels!r}`")
+        if initializer_range is None:
+            initializer_range = getattr(encoder, "initializer_range", 0.02)
+        # === Layers ===
+        self.encoder = encoder
+        self.head_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="head_dropout")
+        self.head = keras.layers.Dense(
+            num_labels,
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            dtype=self.dtype_policy,
+            name="task_head",
+        )
+
+        # === Config ===
+        self.num_labels = num_labels
+        self.dropout = dropout
+        self.initializer_range = initializer_range
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        if not self.encoder.built:
+            self.encoder.build(input_shape)
+        self.head.build((None, None, self.encoder.hidden_dim))
+        self.built = True
+
+    def call(self, inputs, training=None):
+        sequence = self.encoder(inputs, training=training)
+        logits = self.head(self.head_dropout(sequence, training=training))
+        return keras.ops.cast(logits, "float32")
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "num_labels": self.num_labels,
+            "dropout": self.dropout,
+            "initializer_range": self.initializer_range,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)

@@ -1,0 +1,60 @@
+"""FinetuneConfig is the one copy of the fine-tuning defaults: the CLI's flags come from it."""
+
+import dataclasses
+
+import pytest
+from absl import flags
+
+from electra_tf.finetuning import config as config_lib
+from electra_tf.finetuning.config import FinetuneConfig
+
+# The flags and defaults of `electra_tf.finetune` before FinetuneConfig existed (label_column's
+# "label" is now resolved at use: None means "label" for classification, the last column for tagging).
+OLD_FLAGS = dict(task=None, data_dir=None, init=None, vocab_file=None, output_dir=None, epochs=3, batch_size=32,
+                 learning_rate=3e-4, layerwise_lr_decay=0.8, warmup_proportion=0.1, weight_decay=0.0,
+                 clip_norm=1.0, dropout=0.1, max_seq_length=128, num_trials=1, seed=0, text_a_column="sentence",
+                 text_b_column=None, regression=False, file_format="tsv", both_orders=None, train_limit=None,
+                 dev_limit=None, verbose=2)
+
+
+def test_every_field_is_a_flag_with_its_default():
+    from electra_tf import finetune
+
+    registered = flags.FlagValues()
+    finetune.define_flags(registered)
+    for name, (kind, default, help_text, choices) in config_lib.fields().items():
+        assert registered[name].default == default, name
+        assert registered[name].help.endswith(help_text), name
+        if choices:
+            assert list(registered[name].parser.enum_values) == list(choices), name
+    for name, default in OLD_FLAGS.items():
+        assert getattr(FinetuneConfig(), name) == default, name
+    assert {"label_column", "task_kind", "token_column", "tag_scheme", "stride", "strategy", "num_cpu_devices",
+            "precision", "jit_compile"} <= set(config_lib.fields())
+
+
+def test_choices_and_ranges_are_checked():
+    with pytest.raises(ValueError, match="precision"):
+        FinetuneConfig(precision="float8")
+    with pytest.raises(ValueError, match="strategy"):
+        FinetuneConfig(strategy="gpus")
+    with pytest.raises(ValueError, match="batch_size"):
+        FinetuneConfig(batch_size=0)
+    with pytest.raises(ValueError, match="Unknown fine-tuning setting"):
+        FinetuneConfig().replace(learning_rat=1e-3)
+    assert FinetuneConfig().replace(epochs=5).epochs == 5
+    assert dataclasses.asdict(FinetuneConfig())["strategy"] is None  # TF's placement, as before --strategy
+
+
+def test_task_kind_and_generic_tagging_columns():
+    from electra_tf.finetuning.tagging import is_tagging, tagging_task
+
+    assert is_tagging(FinetuneConfig(task="conll2003")) and is_tagging(FinetuneConfig(task="CoNLL2003_pos"))
+    assert not is_tagging(FinetuneConfig(task="sst-2"))
+    assert is_tagging(FinetuneConfig(task="my_ner", task_kind="tagging"))
+    assert tagging_task(FinetuneConfig(task="conll2003_chunk")).label_column == 2
+    task = tagging_task(FinetuneConfig(task="x", task_kind="tagging", token_column=1, label_column="-2",
+                                       tag_scheme="BIOES"))
+    assert (task.token_column, task.label_column, task.scheme) == (1, -2, "BIOES")
+    with pytest.raises(ValueError, match="column index"):
+        tagging_task(FinetuneConfig(task="x", task_kind="tagging", label_column="ner"))

@@ -1,0 +1,123 @@
+"""Fine-tuning under strategies and precisions: 2 mirrored logical CPUs train like one device;
+mixed_bfloat16 and XLA run on CPU, for classification and tagging."""
+
+import json
+import os
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+
+from helpers import run_python
+
+VOCAB = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "vocab",
+                                     "bert_uncased_vocab.txt"))
+WORDS = ["the", "film", "was", "good", "bad", "john", "went", "to", "paris", "and", "saw", "mary"]
+
+
+def write_toy_tasks(directory, num_sentences=48, seed=0):
+    """A classification TSV and a CoNLL file of the same short sentences, train and dev."""
+    rng = np.random.RandomState(seed)
+    os.makedirs(directory, exist_ok=True)
+    for split in ("train", "dev"):
+        rows, blocks = ["sentence\tlabel"], []
+        for _ in range(num_sentences):
+            words = [WORDS[i] for i in rng.randint(0, len(WORDS), rng.randint(3, 9))]
+            rows.append(f"{' '.join(words)}\t{int('good' in words)}")
+            tags = ["B-PER" if w in ("john", "mary") else "B-LOC" if w == "paris" else "O" for w in words]
+            blocks.append("\n".join(f"{w} X {t}" for w, t in zip(words, tags)))
+        with open(os.path.join(directory, f"{split}.tsv"), "w") as f:
+            f.write("\n".join(rows) + "\n")
+        with open(os.path.join(directory, f"{split}.txt"), "w") as f:
+            f.write("\n\n".join(blocks) + "\n")
+    return str(directory)
+
+
+MIRRORED_SCRIPT = textwrap.dedent(
+    """
+    import json, os, sys
+    import numpy as np, tensorflow as tf, keras
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    sys.path.insert(0, "tests")
+    sys.path.insert(0, "tests/finetuning")
+    from helpers import make_run_dir
+    from test_finetune_strategies import write_toy_tasks
+    from electra_tf.data import tasks
+    from electra_tf.finetuning.config import FinetuneConfig
+    from electra_tf.finetuning.tagging import run_tagging
+    from electra_tf.training.finetuning import run_finetuning
+
+    tmp, vocab = sys.argv[1], sys.argv[2]
+    run_dir = make_run_dir(os.path.join(tmp, "run"), vocab, dropout=0.0, num_layers=2, hidden_dim=32,
+                           embedding_dim=16, intermediate_dim=64, max_sequence_length=32, seq_length=16)
+    data = write_toy_tasks(os.path.join(tmp, "data"))
+    settings = dict(epochs=2, batch_size=8, learning_rate=2e-3, dropout=0.0, max_seq_length=16, verbose=0,
+                    clip_norm=0.05)  # a clip that binds: it must see the global gradient
+    strategies = {"one": tf.distribute.OneDeviceStrategy("/cpu:0"),
+                  "two": tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])}
+    out = {}
+    for name, strategy in strategies.items():
+        spec = tasks.load_task("toy", data, text_a_column="sentence", label_column="label")
+        result = run_finetuning(spec, data, run_dir, os.path.join(tmp, name, "cls"), strategy=strategy, **settings)
+        weights = keras.saving.load_model(os.path.join(tmp, name, "cls", "classifier.keras")).get_weights()
+        config = FinetuneConfig(task="toy", task_kind="tagging", data_dir=data, init=run_dir,
+                                output_dir=os.path.join(tmp, name, "tag"), **settings)
+        tagged = run_tagging(config, strategy=strategy)
+        tag_weights = keras.saving.load_model(os.path.join(tmp, name, "tag", "token_classifier.keras")).get_weights()
+        out[name] = {"cls_loss": result["trials"][0]["train_loss"], "tag_loss": tagged["trials"][0]["train_loss"],
+                     "cls_weights": [w.tolist() for w in weights], "tag_weights": [w.tolist() for w in tag_weights],
+                     "replicas": strategy.num_replicas_in_sync}
+    print(json.dumps(out))
+    """
+)
+
+
+@pytest.mark.skipif(not os.path.exists(VOCAB), reason="shared vocabulary missing")
+def test_mirrored_two_logical_cpus_fine_tune_like_one_device(tmp_path):
+    """Same global batches, dropout off: epoch losses and every final weight agree to float tolerance."""
+    result = run_python(["-c", MIRRORED_SCRIPT, str(tmp_path), VOCAB])
+    runs = json.loads(result.stdout.strip().splitlines()[-1])
+    one, two = runs["one"], runs["two"]
+    assert (one["replicas"], two["replicas"]) == (1, 2)
+    for kind in ("cls", "tag"):
+        np.testing.assert_allclose(two[f"{kind}_loss"], one[f"{kind}_loss"], rtol=1e-5, atol=1e-6)
+        assert one[f"{kind}_loss"][1] < one[f"{kind}_loss"][0]  # it trained
+        assert len(one[f"{kind}_weights"]) == len(two[f"{kind}_weights"]) > 10
+        for a, b in zip(one[f"{kind}_weights"], two[f"{kind}_weights"]):
+            np.testing.assert_allclose(np.array(b), np.array(a), rtol=1e-4, atol=1e-5)
+
+
+@pytest.fixture
+def float32_after():
+    yield
+    keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.mark.skipif(not os.path.exists(VOCAB), reason="shared vocabulary missing")
+@pytest.mark.parametrize("kind", ["classification", "tagging"])
+def test_mixed_bfloat16_and_xla_fine_tune_on_cpu(kind, run_dir, tmp_path, float32_after):
+    from electra_tf.data import tasks
+    from electra_tf.finetuning.config import FinetuneConfig
+    from electra_tf.finetuning.tagging import run_tagging
+    from electra_tf.training.finetuning import run_finetuning
+
+    data = write_toy_tasks(tmp_path / "data", num_sentences=32)
+    settings = dict(epochs=2, batch_size=8, learning_rate=2e-3, max_seq_length=16, verbose=0,
+                    precision="mixed_bfloat16", jit_compile=True)
+    if kind == "classification":
+        spec = tasks.load_task("toy", data, text_a_column="sentence", label_column="label")
+        results = run_finetuning(spec, data, run_dir, str(tmp_path / "out"), **settings)
+        model = keras.saving.load_model(tmp_path / "out" / "classifier.keras")
+    else:
+        config = FinetuneConfig(task="toy", task_kind="tagging", data_dir=data, init=run_dir,
+                                output_dir=str(tmp_path / "out"), **settings)
+        results = run_tagging(config)
+        model = keras.saving.load_model(tmp_path / "out" / "token_classifier.keras")
+    losses = results["trials"][0]["train_loss"]
+    assert np.all(np.isfinite(losses)) and losses[1] < losses[0]
+    assert results["hparams"]["precision"] == "mixed_bfloat16" and results["hparams"]["jit_compile"] is True
+    assert model.encoder.dtype_policy.name == "mixed_bfloat16"
+    assert model.encoder.transformer_layers[0].compute_dtype == "bfloat16"
+    assert model.encoder.weights[0].dtype == "float32"  # variables stay float32
