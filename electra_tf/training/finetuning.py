@@ -177,7 +177,6 @@ def run_finetuning(spec, data_dir, init, output_dir, vocab_file=None, strategy=N
     check_arguments(init, output_dir)
     strategy = strategy or create_strategy(config)
     output_dir = distribute.worker_dir(output_dir, strategy)  # multi_worker: the chief's is output_dir
-    tf.io.gfile.makedirs(output_dir)
     train = tasks_lib.read_examples(spec, data_dir, "train", limit=config.train_limit)
     dev_splits = [s for s in spec.splits if s.startswith("dev")]
     devs = {s: tasks_lib.read_examples(spec, data_dir, s, limit=config.dev_limit) for s in dev_splits
