@@ -189,7 +189,8 @@ def main(argv):
     unknown = sorted(set(FLAGS.variants) - set(VARIANTS))
     if unknown:
         raise app.UsageError(f"Unknown variant(s) {unknown}. Choose from {list(VARIANTS)}.")
-    budget = efficiency.BUDGETS["full"]
+    budget = dict(efficiency.BUDGETS["full"])
+    budget["learning_rate"] = FLAGS.learning_rate or budget["learning_rate"]
     output_dir = os.path.abspath(FLAGS.output_dir)
     seeds = FLAGS.seeds or budget["seeds"]
     batch_size = FLAGS.batch_size or budget["batch_size"]

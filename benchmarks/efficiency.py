@@ -86,6 +86,7 @@ BUDGETS = {
         electra_steps=4,  # the budget = 4 electra steps
         batch_size=8,
         learning_rate=5e-4,
+        adam_bias_correction=False,  # the official AdamWeightDecayOptimizer (the `tiny` preset turns it on)
         warmup_fraction=0.1,
         fractions="0.5,1.0",
         seeds=1,
@@ -102,7 +103,10 @@ BUDGETS = {
         model=dict(hidden_dim=128, num_layers=2, num_heads=2, intermediate_dim=512),
         electra_steps=3000,  # x 32 = 96k sequences, ~1.7 passes over the corpus
         batch_size=32,
+        # Peak LR of every objective. 1e-3 (the first runs) collapses the discriminator with the official
+        # Adam (no bias correction) once warmup ends; benchmarks/results/efficiency/probe/ has the probe.
         learning_rate=1e-3,
+        adam_bias_correction=False,  # the official AdamWeightDecayOptimizer (the `tiny` preset turns it on)
         warmup_fraction=0.1,
         fractions="0.25,0.5,1.0",
         seeds=3,
@@ -134,6 +138,7 @@ flags.DEFINE_integer("electra_steps", None, "Override the budget: this many elec
 flags.DEFINE_integer("train_limit", None, "Override the budget: fine-tuning examples per task.")
 flags.DEFINE_integer("dev_limit", None, "Override the budget: dev examples per task.")
 flags.DEFINE_integer("epochs", None, "Override the budget: fine-tuning epochs.")
+flags.DEFINE_float("learning_rate", None, "Override the budget: peak pre-training learning rate.")
 flags.DEFINE_string("demo_dir", os.path.join("~", ".cache", "electra_tf", "demo"),
                     "Where the embedded demo corpus is built (--corpus demo).")
 flags.DEFINE_integer("baseline_seed", 0, "Initialisation seed of the no-pre-training baseline.")
@@ -810,6 +815,7 @@ def main(argv):
         if FLAGS[key].value is not None:
             finetune_hparams[key] = FLAGS[key].value
     budget["electra_steps"] = FLAGS.electra_steps or budget["electra_steps"]
+    budget["learning_rate"] = FLAGS.learning_rate or budget["learning_rate"]
     seeds = FLAGS.seeds or budget["seeds"]
     curve_fractions = parse_fractions(FLAGS.fractions or budget["fractions"])
     corpus = FLAGS.corpus or budget["corpus"]
@@ -824,7 +830,8 @@ def main(argv):
     settings = dict(budget=FLAGS.budget, corpus=corpus, electra_steps=budget["electra_steps"], seeds=seeds,
                     fractions=curve_fractions, finetune=finetune_hparams, holdout=FLAGS.holdout,
                     baseline_seed=FLAGS.baseline_seed, probe_every=FLAGS.probe_every,
-                    probe_batches=FLAGS.probe_batches)
+                    probe_batches=FLAGS.probe_batches, learning_rate=budget["learning_rate"],
+                    adam_bias_correction=budget["adam_bias_correction"])
     previous = read_json(os.path.join(output_dir, "settings.json"))
     if previous and previous != json.loads(json.dumps(settings)):
         raise app.UsageError(f"{output_dir} holds a run with other settings {previous}; use a new --output_dir.")
@@ -833,7 +840,8 @@ def main(argv):
     data, vocab_file = prepare_data(corpus, FLAGS.vocab, output_dir, 128, units)
     train_data, heldout = split_holdout(data, FLAGS.holdout)
     base = get_config("tiny", data=train_data, vocab_file=vocab_file, batch_size=budget["batch_size"],
-                      learning_rate=budget["learning_rate"], seq_length=128, log_steps=10, **budget["model"])
+                      learning_rate=budget["learning_rate"], adam_bias_correction=budget["adam_bias_correction"],
+                      seq_length=128, log_steps=10, **budget["model"])
     base = resolve_data(base, FLAGS.demo_dir)
     guard_batch = fixed_batches(heldout, base, 1, batch_size=GUARD_SEQUENCES)[0]
     probe_batches = fixed_batches(heldout, base, FLAGS.probe_batches) if FLAGS.probe_every else []
