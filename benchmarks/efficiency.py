@@ -499,6 +499,11 @@ def pretrain(objective, config, output_dir, curve_fractions, units, guard_batch,
             extra.append(ContextProbe(probe_batches, probe_every, os.path.join(model_dir, CONTEXT_FILE)))
         keras.utils.set_random_seed(config.seed)  # the initialisation; masking and data use `config.seed` too
         live = train(config, model_dir, verbose=2, extra_callbacks=extra)
+        reached = int(live.optimizer.iterations.numpy())
+        if reached < steps:  # preempted (SIGTERM): `train` saved and returned; never mark the run done
+            logging.warning("Pre-training %s stopped at step %d of %d; re-run the same command to resume.",
+                            objective, reached, steps)
+            sys.exit(1)
         record = dict(objective=objective, steps=steps, seconds=time.time() - start, cpu_seconds=cpu_seconds() - cpu)
         write_json(marker, record)
         units.done(f"pretrain {objective} ({steps} steps)", record["seconds"])
