@@ -1,6 +1,12 @@
-"""The error boundary of every command line: `error: <message>` on one line, the traceback with --debug.
+"""What every command line shares: the error boundary, the flag vocabulary, a quiet console.
 
-Each CLI ends with `cli.run(main)` instead of `app.run(main)`. Bad input
+- Error boundary: `error: <message>` on one line, the traceback with --debug.
+- Flag vocabulary: `--vocab_file`, `--seq_length`, `--init`, `--output_dir`, `--model_dir`
+  (`define_*`), and the deprecated spellings each CLI still accepts (`aliases`).
+- Quiet console: TensorFlow's and Beam's start-up lines left out (`quiet_console`).
+
+Each CLI defines its flags in `define_flags()` (only when it runs as a program) and ends
+with `cli.run(main, aliases=ALIASES)` instead of `app.run(main)`. Bad input
 (`ValueError` and the project's errors built on it, `TypeError` for a model of
 the wrong kind, `OSError` such as `FileNotFoundError`, corrupt data reported
 by TensorFlow) prints
@@ -77,6 +83,15 @@ def _parse_flags(known_only, table=None):
     return parse
 
 
+def _show_in_help():
+    """Makes the program's flags (wherever defined: here, its module, a console script) `--help`'s own."""
+    program = sys.argv[0] if sys.argv else ""
+    for module, module_flags in flags.FLAGS.flags_by_module_dict().items():
+        if module != program and module.split(".")[0] in ("electra_tf", "pipelines"):
+            for flag in module_flags:
+                flags.FLAGS.register_key_flag_for_module(program, flag)
+
+
 def run(main, known_only=False, aliases=None):
     """`absl.app.run(main)` behind the error boundary; defines `--debug`.
 
@@ -88,6 +103,7 @@ def run(main, known_only=False, aliases=None):
     quiet_console()
     if "debug" not in flags.FLAGS:
         flags.DEFINE_bool("debug", False, "Print the traceback of an error, not only its message.")
+    _show_in_help()
     app.run(guard(main, debug=lambda: flags.FLAGS.debug), flags_parser=_parse_flags(known_only, aliases))
 
 
@@ -115,7 +131,7 @@ DEPRECATED_FLAGS = {
 def aliases(*old, **renamed):
     """The deprecated spellings a CLI accepts: `old` names from `DEPRECATED_FLAGS`, `renamed` its own.
 
-    Example: `cli.aliases("vocab", "max_seq_length")`; `pipelines.build_vocab` writes the
+    For instance `cli.aliases("vocab", "max_seq_length")`; `pipelines.build_vocab` writes the
     vocabulary, so its `--output` becomes `cli.aliases(output="vocab_file")`.
     """
     table = {name: DEPRECATED_FLAGS[name] for name in old}
@@ -196,6 +212,7 @@ def invoke(program, args):
     flags.FLAGS.unparse_flags()
     argv = _parse_flags(False, getattr(program, "ALIASES", None))([program.__name__, *args])
     return program.main(argv)
+
 
 # --- A quiet console ----------------------------------------------------------------------------
 #

@@ -113,3 +113,11 @@ def test_a_cli_started_without_a_log_level_prints_only_its_own_lines():
     assert [line for line in result.stderr.splitlines() if line.strip()] == [
         "warning: --output is deprecated; use --output_dir (the old spelling goes in the next release)",
         "error: --init is required. (see --help)"]
+
+
+@pytest.mark.parametrize("module,flag", [("electra_tf.convert", "--output_dir"), ("pipelines.build_vocab", "--vocab_file")])
+def test_help_lists_the_programs_flags(module, flag):
+    """Flags defined through electra_tf.cli are the program's own in `--help` (not only in --helpfull)."""
+    result = subprocess.run([sys.executable, "-m", module, "--help"], cwd=REPO, capture_output=True, text=True,
+                            timeout=300, env=dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2"))
+    assert f"\n  {flag}: " in result.stdout + result.stderr
