@@ -44,7 +44,7 @@ def main(argv):
     from absl import logging
 
     from electra_tf import config as config_lib
-    from electra_tf.training import distribute
+    from electra_tf.training import checkpoints, distribute
     from electra_tf.training.pretraining import resolve_data, train
 
     if len(argv) > 1:
@@ -56,7 +56,11 @@ def main(argv):
     strategy = distribute.create_strategy(FLAGS.strategy, FLAGS.tpu, FLAGS.num_cpu_devices,
                                           FLAGS.worker_startup_timeout)
     config = resolve_data(config, FLAGS.demo_dir, FLAGS.model_dir)
-    logging.info("Config:\n%s", config.to_json())
+    # One line; every field is in model_dir/config.json (and here with --verbosity=1).
+    logging.info("Config: preset %s%s; every field in %s", FLAGS.config,
+                 "".join(f" --{k}={v}" for k, v in sorted(overrides.items())),
+                 os.path.join(FLAGS.model_dir, checkpoints.CONFIG_FILE))
+    logging.debug("Config:\n%s", config.to_json())
     train(config, FLAGS.model_dir, strategy, init_from=FLAGS.init, verbose=FLAGS.verbose)
 
 

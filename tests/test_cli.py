@@ -25,15 +25,18 @@ def console_scripts():
     return dict(re.findall(r'"([\w-]+)=([\w.]+:\w+)"', text))
 
 
-def test_importing_every_cli_in_one_process_defines_no_flag():
-    code = ("import electra_tf.pretrain, electra_tf.finetune, electra_tf.export, electra_tf.export.__main__, "
+def test_importing_every_cli_in_one_process_defines_no_flag_and_loads_no_tensorflow():
+    """No DuplicateFlagError; and TensorFlow loads only once a CLI runs (after `cli.quiet_console`)."""
+    code = ("import sys\n"
+            "import electra_tf.pretrain, electra_tf.finetune, electra_tf.export, electra_tf.export.__main__, "
             "electra_tf.convert.__main__\n"
             "from absl import flags\n"
-            "print(sorted(n for n in flags.FLAGS if n in ('model_dir', 'init', 'output_dir', 'seq_length')))")
+            "print(sorted(n for n in flags.FLAGS if n in ('model_dir', 'init', 'output_dir', 'seq_length')))\n"
+            "print('tensorflow' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300,
                             env=dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2"))
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip() == "[]"
+    assert result.stdout.split() == ["[]", "False"]
 
 
 @pytest.mark.parametrize("module", CLIS[:4])
