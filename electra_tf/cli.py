@@ -203,16 +203,24 @@ def define_model_dir(help_text="The pre-training run: checkpoints, logs, config 
 def invoke(program, args):
     """Runs the CLI module `program` in-process on the flags `args`, without the error boundary (tests).
 
-    Defines its flags (once), resets every flag to its default, parses `args` (deprecated
-    spellings included; a bad flag is one line and exit 2), then calls `program.main`.
+    Defines its flags, parses `args` from the defaults (deprecated spellings included; a bad
+    flag is one line and exit 2), then calls `program.main`. The global flags are left as they
+    were: the flags defined here are removed again, so another module may define them later.
     """
-    program.define_flags()
-    if "debug" not in flags.FLAGS:
-        flags.DEFINE_bool("debug", False, "Print the traceback of an error, not only its message.")
-    flags.FLAGS.unparse_flags()
-    argv = _parse_flags(False, getattr(program, "ALIASES", None))([program.__name__, *args])
-    return program.main(argv)
+    from absl.testing import flagsaver
 
+    was_parsed = flags.FLAGS.is_parsed()
+    try:
+        with flagsaver.flagsaver():
+            program.define_flags()
+            if "debug" not in flags.FLAGS:
+                flags.DEFINE_bool("debug", False, "Print the traceback of an error, not only its message.")
+            flags.FLAGS.unparse_flags()
+            argv = _parse_flags(False, getattr(program, "ALIASES", None))([program.__name__, *args])
+            return program.main(argv)
+    finally:
+        if not was_parsed:
+            flags.FLAGS.unparse_flags()
 
 # --- A quiet console ----------------------------------------------------------------------------
 #

@@ -124,3 +124,12 @@ def test_help_lists_the_programs_flags(module, flag):
     result = subprocess.run([sys.executable, "-m", module, "--help"], cwd=REPO, capture_output=True, text=True,
                             timeout=300, env=dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2"))
     assert f"\n  {flag}: " in result.stdout + result.stderr
+
+
+def test_invoke_leaves_the_global_flags_as_they_were():
+    from electra_tf.convert import __main__ as convert_cli
+
+    before = set(flags.FLAGS)
+    with pytest.raises(SystemExit):
+        cli.invoke(convert_cli, ["--from", "onnx"])
+    assert set(flags.FLAGS) == before  # a module defining --output_dir later (the efficiency harness) can
