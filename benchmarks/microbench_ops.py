@@ -1,6 +1,6 @@
 r"""Micro-benchmarks behind the recommendations in benchmarks/results/train_step.md.
 
-    python benchmarks/microbench_ops.py --batch_size 32 --precision float32
+    python -m benchmarks.microbench_ops --batch_size 32 --precision float32
 
 Forward + backward of one ELECTRA-Small discriminator layer's pieces, each as
 a `tf.function` (optionally XLA), median of timed calls, TF intra-op 2 / inter-op 1:
@@ -18,8 +18,6 @@ GFLOP/s are matmul FLOPs (3 x forward) over wall time.
 
 import argparse
 import os
-import statistics
-import time
 
 p = argparse.ArgumentParser()
 p.add_argument("--batch_size", type=int, default=32)
@@ -35,17 +33,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
+from benchmarks import common  # noqa: E402
+
 
 def timed(fn, iters):
-    fn()
-    fn()
-    times = []
-    for _ in range(iters):
-        t0 = time.perf_counter()
-        out = fn()
-        float(out)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return common.median(common.timings(fn, iters))
 
 
 def main():

@@ -1,6 +1,6 @@
 r"""Throughput of `pipelines.build_pretraining_data` vs the raw `WordPieceTokenizer`.
 
-    python benchmarks/pipeline_throughput.py \
+    python -m benchmarks.pipeline_throughput \
         --corpus '../shared/data/corpus/*.txt.gz' \
         --vocab ../shared/data/vocab/bert_uncased_vocab.txt \
         --output benchmarks/results/pipeline_throughput.md
@@ -44,7 +44,6 @@ import numpy as np
 import tensorflow as tf
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 
 from electra_tf.data.tokenizer import WordPieceTokenizer  # pylint: disable=wrong-import-position
 from pipelines import build_pretraining_data as build_lib  # pylint: disable=wrong-import-position
@@ -72,9 +71,15 @@ def _cpu_seconds():
 
 def wikitext_rate(repeats=40):
     """Wikitext cleaning speed (mwparserfromhell) on the test suite's sample article."""
-    sys.path.insert(0, os.path.join(REPO, "tests", "pipelines"))
-    from test_wikipedia_reader import ADA, ENGINE  # pylint: disable=import-outside-toplevel
+    import importlib.util  # pylint: disable=import-outside-toplevel
+
     from pipelines import wikipedia  # pylint: disable=import-outside-toplevel
+
+    spec = importlib.util.spec_from_file_location(  # the sample, read from its file: no sys.path edit
+        "wikipedia_sample", os.path.join(REPO, "tests", "pipelines", "test_wikipedia_reader.py"))
+    sample = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sample)
+    ADA, ENGINE = sample.ADA, sample.ENGINE  # pylint: disable=invalid-name
 
     articles = [ADA.replace("Ada", f"Ada{i}") + ENGINE for i in range(repeats)]
     start = _cpu_seconds()
@@ -195,7 +200,7 @@ def main(argv):
                                         FLAGS.workers)
         lines.append(multi_row)
     wiki_rate = wikitext_rate()
-    command = "python " + " ".join([os.path.relpath(sys.argv[0], REPO)] + sys.argv[1:])
+    command = "python -m benchmarks.pipeline_throughput " + " ".join(sys.argv[1:])
     report = [
         "# Pipeline throughput",
         "",

@@ -1,6 +1,6 @@
 r"""Where the time of one ELECTRA pre-training step goes, by timing its parts.
 
-    python benchmarks/profile_step.py --config small --batch_size 32 --jit_compile 0
+    python -m benchmarks.profile_step --config small --batch_size 32 --jit_compile 0
 
 Each part is its own `tf.function` (XLA with `--jit_compile 1`) over the same
 model, optimizer and synthetic batch as `benchmarks/train_step.py`; the
@@ -25,9 +25,6 @@ and prints the time of every op summed by type and by coarse group.
 import argparse
 import json
 import os
-import statistics
-import sys
-import time
 
 p = argparse.ArgumentParser()
 p.add_argument("--config", default="small")
@@ -52,27 +49,17 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-sys.path.insert(0, os.path.join(REPO, "benchmarks"))
 
+from benchmarks import common  # noqa: E402
 from electra_tf.config import get_config  # noqa: E402
 from electra_tf.layers import masking  # noqa: E402
 from electra_tf.models.pretrainer import build_pretrainer  # noqa: E402
 from electra_tf.training.optimization import create_optimizer  # noqa: E402
-from train_step import synthetic_batches  # noqa: E402
+from benchmarks.train_step import synthetic_batches  # noqa: E402
 
 
 def timed(fn, iters):
-    out = fn()
-    tf.nest.map_structure(lambda t: t.numpy(), out)  # compile / trace
-    out = fn()
-    times = []
-    for _ in range(iters):
-        t0 = time.perf_counter()
-        out = fn()
-        tf.nest.map_structure(lambda t: t.numpy(), out)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return common.median(common.timings(fn, iters))  # two untimed calls first: compile / trace
 
 
 def main():

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs benchmarks/train_step.py settings in alternation (A B C ..., A B C ...), one process per run,
+# Runs `python -m benchmarks.train_step` settings in alternation (A B C ..., A B C ...), one process per run,
 # so that background load on a shared machine hits every setting alike, then writes the report.
 # Usage (repo root): bash benchmarks/run_train_step.sh ROUNDS OUT.jsonl REPORT.md "SETTING" ["SETTING" ...]
 #   SETTING: extra flags for one run, e.g. "--config small --precision mixed_bfloat16"
@@ -14,8 +14,8 @@ for r in $(seq 1 "$ROUNDS"); do
   for s in "$@"; do
     echo "[$(date -u +%T)] round $r: $s"
     # shellcheck disable=SC2086
-    $PY benchmarks/train_step.py $s --json "$JSONL" 2>/dev/null | grep -E '^\| [a-z]|per window' | grep -v '^| setting' \
+    $PY -m benchmarks.train_step $s --json "$JSONL" 2>/dev/null | grep -E '^\| [a-z]|per window' | grep -v '^| setting' \
       || echo "  FAILED: $s"
   done
 done
-$PY benchmarks/train_step.py --summarize "$JSONL" --output "$REPORT" > /dev/null && echo "wrote $REPORT"
+$PY -m benchmarks.train_step --summarize "$JSONL" --output "$REPORT" > /dev/null && echo "wrote $REPORT"

@@ -1,6 +1,6 @@
 r"""Latency of the exported TF Serving SavedModel next to the Keras model, same run.
 
-    python benchmarks/serving_latency.py --preset small --batch_sizes 1,32 --seq_length 128 \
+    python -m benchmarks.serving_latency --preset small --batch_sizes 1,32 --seq_length 128 \
         --repeats 20 --output benchmarks/results/serving_latency.md
 
 Builds an `ElectraClassifier` on a `--preset` encoder (random weights: latency does not
@@ -20,14 +20,14 @@ full-length sequences.
 
 import os
 import platform
-import statistics
 import sys
 import tempfile
-import time
 
 import numpy as np
 import tensorflow as tf
 from absl import app, flags
+
+from benchmarks import common
 
 flags.DEFINE_string("preset", "small", "Encoder size from configs/ (ignored with --init).")
 flags.DEFINE_string("init", None, "A finetune output_dir to benchmark instead of a random preset model.")
@@ -71,19 +71,9 @@ def build_classifier():
 
 
 def time_calls(fn, repeats, warmup):
-    for _ in range(warmup):
-        _block(fn())
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        _block(fn())
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3, float(np.percentile(times, 90)) * 1e3
-
-
-def _block(out):
-    """Forces the result (copies to host) so asynchronous execution is included."""
-    tf.nest.map_structure(lambda t: t.numpy(), out)
+    """Median and p90 milliseconds of `repeats` calls (each result copied to host) after `warmup` calls."""
+    times = common.timings(fn, repeats, warmup)
+    return common.median(times) * 1e3, float(np.percentile(times, 90)) * 1e3
 
 
 def main(argv):
@@ -121,7 +111,7 @@ def main(argv):
             print(f"batch {batch_size:3d}  {name:42s} median {median:9.2f} ms  p90 {p90:9.2f} ms", flush=True)
         print(f"batch {batch_size:3d}  max |SavedModel - Keras| probability = {max_diff:.2e}", flush=True)
 
-    command = "python " + " ".join([os.path.relpath(sys.argv[0])] + sys.argv[1:])
+    command = "python -m benchmarks.serving_latency " + " ".join(sys.argv[1:])
     lines = [
         "# Serving latency",
         "",

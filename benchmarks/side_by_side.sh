@@ -4,7 +4,7 @@
 #
 #   bash ../shared/bench/peers/setup_venvs.sh all      # once: $HOME/.cache/electra-peers/{hf,tfm}
 #   bash benchmarks/side_by_side.sh 2 32 > benchmarks/results/side_by_side.log
-#   python benchmarks/side_by_side_summary.py benchmarks/results/side_by_side.jsonl
+#   python -m benchmarks.side_by_side_summary benchmarks/results/side_by_side.jsonl
 #
 # Args: ROUNDS BATCH [SETTING...]; settings run in the order given, the list repeated ROUNDS times.
 # Each line of $OUT (default benchmarks/results/side_by_side.jsonl) is one run: the benchmark's own
@@ -24,11 +24,11 @@ busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
 
 run() {  # setting -> the command line
   case $1 in
-    ours) echo "$PY benchmarks/train_step.py --config small --batch_size $BATCH --peak 0 --pipeline 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
-    ours_inter0) echo "$PY benchmarks/train_step.py --config small --batch_size $BATCH --inter 0 --peak 1 --pipeline 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
-    ours_xla_inter0) echo "$PY benchmarks/train_step.py --config small --batch_size $BATCH --jit_compile 1 --inter 0 --peak 0 --pipeline 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
-    ours_icdf_inter0) echo "$PY benchmarks/train_step.py --config small --batch_size $BATCH --sampler inverse_cdf --inter 0 --peak 0 --pipeline 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
-    ours_bf16_inter0) echo "$PY benchmarks/train_step.py --config small --batch_size $BATCH --precision mixed_bfloat16 --inter 0 --peak 0 --pipeline 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
+    ours) echo "$PY -m benchmarks.train_step --config small --batch_size $BATCH --peak 0 --pipeline 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
+    ours_inter0) echo "$PY -m benchmarks.train_step --config small --batch_size $BATCH --inter 0 --peak 1 --pipeline 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
+    ours_xla_inter0) echo "$PY -m benchmarks.train_step --config small --batch_size $BATCH --jit_compile 1 --inter 0 --peak 0 --pipeline 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
+    ours_icdf_inter0) echo "$PY -m benchmarks.train_step --config small --batch_size $BATCH --sampler inverse_cdf --inter 0 --peak 0 --pipeline 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
+    ours_bf16_inter0) echo "$PY -m benchmarks.train_step --config small --batch_size $BATCH --precision mixed_bfloat16 --inter 0 --peak 0 --pipeline 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
     hf) echo "$ROOT/hf/bin/python $PEERS/bench_hf_torch.py --batch $BATCH --steps $STEPS --repeats $REPEATS" ;;
     hf_compile) echo "$ROOT/hf/bin/python $PEERS/bench_hf_torch.py --batch $BATCH --compile default --steps $STEPS --repeats $REPEATS" ;;
     tfm) echo "$ROOT/tfm/bin/python $PEERS/bench_tfm.py --batch $BATCH --steps $STEPS --repeats $REPEATS" ;;

@@ -1,6 +1,6 @@
 r"""Summarises `benchmarks/side_by_side.sh` runs as a Markdown table.
 
-    python benchmarks/side_by_side_summary.py benchmarks/results/side_by_side.jsonl
+    python -m benchmarks.side_by_side_summary benchmarks/results/side_by_side.jsonl
 
 Per setting and batch: median (min-max) of the steps/s of every timed window
 of every round, sequences/s, GFLOP/s from the shared analytic count
@@ -13,11 +13,9 @@ electra_tf fp32 setting to each peer setting.
 
 import collections
 import json
-import os
 import statistics
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from electra_tf.config import get_config  # noqa: E402
 from electra_tf.training import flops  # noqa: E402
 

@@ -1,6 +1,6 @@
 r"""Steady-state speed of the ELECTRA pre-training step on this machine.
 
-    python benchmarks/train_step.py --config small --batch_size 32 --seq_length 128 \
+    python -m benchmarks.train_step --config small --batch_size 32 --seq_length 128 \
         --precision float32 --jit_compile 0 --steps_per_execution 1 \
         --warmup 3 --repeats 3 --steps 10
 
@@ -81,7 +81,8 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-sys.path.insert(0, REPO)
+from benchmarks import common  # noqa: E402
+
 
 
 def set_threads(intra, inter):
@@ -221,7 +222,7 @@ def run(args):
     total = warmup + args.repeats * steps
     clock = _StepClock()
     t_start = time.perf_counter()
-    history = pretrainer.fit(dataset, steps_per_epoch=total, epochs=1, verbose=0, callbacks=[clock])
+    history = pretrainer.fit(dataset, steps_per_epoch=total, epochs=1, verbose=0, callbacks=[clock], shuffle=False)
     rates, cpu_per_step, others = [], [], []
     for r in range(args.repeats):
         (t0, cpu0, busy0), (t1, cpu1, busy1) = clock.marks[warmup + r * steps], clock.marks[warmup + (r + 1) * steps]
@@ -250,9 +251,8 @@ def run(args):
         flops_per_seq=flops.train_flops_per_sequence(config), num_params=num_params,
         peak_gflops=peaks, pipeline_examples_per_s=pipeline, peak_rss_mb=round(rss_mb, 1),
         load_avg=os.getloadavg()[0], date=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-        command="python " + " ".join(["benchmarks/train_step.py"] + sys.argv[1:]),
-        versions=dict(python=platform.python_version(), tensorflow=tf.__version__, keras=keras.__version__,
-                      keras_hub=keras_hub.__version__),
+        command="python -m benchmarks.train_step " + " ".join(sys.argv[1:]),
+        versions=common.versions("keras_hub"),
     )
 
 

@@ -1,6 +1,12 @@
-"""The error boundary of every command line: `error: <message>` on one line, the traceback with --debug.
+"""What every command line shares: the error boundary, the flag vocabulary, a quiet console.
 
-Each CLI ends with `cli.run(main)` instead of `app.run(main)`. Bad input
+- Error boundary: `error: <message>` on one line, the traceback with --debug.
+- Flag vocabulary: `--vocab_file`, `--seq_length`, `--init`, `--output_dir`, `--model_dir`
+  (`define_*`), and the deprecated spellings each CLI still accepts (`aliases`).
+- Quiet console: TensorFlow's and Beam's start-up lines left out (`quiet_console`).
+
+Each CLI defines its flags in `define_flags()` (only when it runs as a program) and ends
+with `cli.run(main, aliases=ALIASES)` instead of `app.run(main)`. Bad input
 (`ValueError` and the project's errors built on it, `TypeError` for a model of
 the wrong kind, `OSError` such as `FileNotFoundError`, corrupt data reported
 by TensorFlow) prints
@@ -12,6 +18,9 @@ and exits 2. `--debug` adds the traceback. Anything else (a bug) keeps
 Python's traceback.
 """
 
+import glob
+import logging as std_logging
+import os
 import sys
 import traceback
 
@@ -64,23 +73,251 @@ def guard(main, debug=lambda: False, program=None):
     return wrapped
 
 
-def _parse_flags(known_only):
+def _parse_flags(known_only, table=None):
     def parse(argv):
         try:
-            return flags.FLAGS(argv, known_only=known_only)
+            return flags.FLAGS(rewrite_deprecated(argv, table), known_only=known_only)
         except flags.Error as e:
             fail(str(e).replace("\n", " "), USAGE_EXIT, " (see --help)")
 
     return parse
 
 
-def run(main, known_only=False):
+def _show_in_help():
+    """Makes the program's flags (wherever defined: here, its module, a console script) `--help`'s own."""
+    program = sys.argv[0] if sys.argv else ""
+    for module, module_flags in flags.FLAGS.flags_by_module_dict().items():
+        if module != program and module.split(".")[0] in ("electra_tf", "pipelines"):
+            for flag in module_flags:
+                flags.FLAGS.register_key_flag_for_module(program, flag)
+
+
+def run(main, known_only=False, aliases=None):
     """`absl.app.run(main)` behind the error boundary; defines `--debug`.
 
     Args:
         main: callable(argv), the program.
         known_only: bool. Leave unknown flags in argv (the Beam builder passes them to Beam).
+        aliases: dict old flag name -> new, the deprecated spellings accepted (see `aliases`).
     """
+    quiet_console()
     if "debug" not in flags.FLAGS:
         flags.DEFINE_bool("debug", False, "Print the traceback of an error, not only its message.")
-    app.run(guard(main, debug=lambda: flags.FLAGS.debug), flags_parser=_parse_flags(known_only))
+    _show_in_help()
+    app.run(guard(main, debug=lambda: flags.FLAGS.debug), flags_parser=_parse_flags(known_only, aliases))
+
+
+# --- The one CLI vocabulary ---------------------------------------------------------------------
+#
+# Every command line spells the shared ideas the same way:
+#
+#     --vocab_file   the WordPiece vocab.txt (read, or written by pipelines.build_vocab)
+#     --seq_length   tokens per example, [CLS]/[SEP] included
+#     --init         the model to start from / to export
+#     --output_dir   where a command writes (convert: a directory, a .keras file or a prefix)
+#     --model_dir    the pre-training run (electra_tf.pretrain only: read and written)
+#
+# The spellings of electra_tf 0.1 keep working for one release: each prints one line
+# `warning: --vocab is deprecated; use --vocab_file` and is read as the new flag.
+
+DEPRECATED_FLAGS = {
+    "vocab": "vocab_file",
+    "max_seq_length": "seq_length",
+    "init_from": "init",
+    "output": "output_dir",
+}
+
+
+def aliases(*old, **renamed):
+    """The deprecated spellings a CLI accepts: `old` names from `DEPRECATED_FLAGS`, `renamed` its own.
+
+    For instance `cli.aliases("vocab", "max_seq_length")`; `pipelines.build_vocab` writes the
+    vocabulary, so its `--output` becomes `cli.aliases(output="vocab_file")`.
+    """
+    table = {name: DEPRECATED_FLAGS[name] for name in old}
+    table.update(renamed)
+    return table
+
+
+def rewrite_deprecated(argv, table, stderr=None):
+    """`argv` with every deprecated spelling of `table` (old -> new) replaced by the new one.
+
+    Accepts `--old`, `-old`, `--old=value` and `--noold` (boolean flags); stops at `--`.
+    Writes one warning line per deprecated flag used.
+    """
+    if not table:
+        return list(argv)
+    stderr = stderr or sys.stderr
+    out, warned = list(argv[:1]), set()
+    rest = list(argv[1:])
+    for i, arg in enumerate(rest):
+        if arg == "--":
+            out.extend(rest[i:])
+            break
+        new_arg = arg
+        if arg.startswith("-") and not arg.startswith("---"):
+            dashes = "--" if arg.startswith("--") else "-"
+            name, eq, value = arg[len(dashes):].partition("=")
+            prefix = ""
+            if name not in table and name.startswith("no") and name[2:] in table:
+                prefix, name = "no", name[2:]
+            if name in table:
+                new_arg = f"{dashes}{prefix}{table[name]}{eq}{value}"
+                if name not in warned:
+                    warned.add(name)
+                    stderr.write(f"warning: --{name} is deprecated; use --{table[name]} "
+                                 "(the old spelling goes in the next release)\n")
+        out.append(new_arg)
+    return out
+
+
+def define(kind, name, default, help_text, flag_values=None, **kwargs):
+    """`flags.DEFINE_<kind>(name, ...)` unless `name` is already defined (so defining twice is harmless)."""
+    flag_values = flags.FLAGS if flag_values is None else flag_values
+    if name not in flag_values:
+        getattr(flags, f"DEFINE_{kind}")(name=name, default=default, help=help_text, flag_values=flag_values,
+                                         **kwargs)
+
+
+def define_vocab_file(help_text="WordPiece vocab.txt.", default=None, flag_values=None):
+    define("string", "vocab_file", default, help_text, flag_values)
+
+
+def define_seq_length(default, help_text="Tokens per example, [CLS]/[SEP] included.", flag_values=None):
+    define("integer", "seq_length", default, help_text, flag_values)
+
+
+def define_init(help_text="The model to start from.", flag_values=None):
+    define("string", "init", None, help_text, flag_values)
+
+
+def define_output_dir(help_text="Output directory.", flag_values=None):
+    define("string", "output_dir", None, help_text, flag_values)
+
+
+def define_model_dir(help_text="The pre-training run: checkpoints, logs, config and the trained "
+                     "discriminator.", flag_values=None):
+    define("string", "model_dir", None, help_text, flag_values)
+
+
+def invoke(program, args):
+    """Runs the CLI module `program` in-process on the flags `args`, without the error boundary (tests).
+
+    Defines its flags, parses `args` from the defaults (deprecated spellings included; a bad
+    flag is one line and exit 2), then calls `program.main`. The global flags are left as they
+    were: the flags defined here are removed again, so another module may define them later.
+    """
+    from absl.testing import flagsaver
+
+    was_parsed = flags.FLAGS.is_parsed()
+    try:
+        with flagsaver.flagsaver():
+            program.define_flags()
+            if "debug" not in flags.FLAGS:
+                flags.DEFINE_bool("debug", False, "Print the traceback of an error, not only its message.")
+            flags.FLAGS.unparse_flags()
+            argv = _parse_flags(False, getattr(program, "ALIASES", None))([program.__name__, *args])
+            return program.main(argv)
+    finally:
+        if not was_parsed:
+            flags.FLAGS.unparse_flags()
+
+# --- A quiet console ----------------------------------------------------------------------------
+#
+# What TensorFlow and Apache Beam print on start-up is not the user's business: on a CPU-only
+# machine TensorFlow reports the GPU it did not find (`failed call to cuInit`), the oneDNN
+# build, the CPU instructions it was not compiled for and the int64 ops oneDNN leaves to Eigen;
+# Beam reports the BigQuery clients it lacks. The CLIs drop exactly those lines, and only when
+# the user has not set TF_CPP_MIN_LOG_LEVEL (set it, to 0 say, to see everything).
+
+# Lines TensorFlow's shared libraries write while they load, before any log level applies.
+_IMPORT_NOISE = (
+    "All log messages before absl::InitializeLog() is called are written to STDERR",
+    "oneDNN custom operations are on.",
+    "Could not find cuda drivers on your machine",
+    "This TensorFlow binary is optimized to use available CPU instructions",
+    "To enable the following instructions:",
+)
+# Python log records nobody acts on: (logger name, text in the message).
+_LOG_NOISE = (
+    ("", "apitools not found, and bigquery client libraries are not available"),  # Beam, on the root logger
+    ("apache_beam.io.gcp.bigquery", "google.cloud.bigquery_storage_v1"),
+    ("absl", "Sharding callback duration"),  # TensorFlow, at every checkpoint save
+)
+_quieted = False
+
+
+class _DropMessages(std_logging.Filter):
+    def __init__(self, texts):
+        super().__init__()
+        self.texts = texts
+
+    def filter(self, record):
+        message = record.getMessage()
+        return not any(text in message for text in self.texts)
+
+
+def gpu_device_present():
+    """Whether this machine has a GPU device node (NVIDIA, or WSL's /dev/dxg); no TensorFlow needed."""
+    return bool(glob.glob("/dev/nvidia[0-9]*")) or os.path.exists("/dev/dxg")
+
+
+def quiet_console():
+    """Quiets TensorFlow's and Beam's start-up; called by every CLI before TensorFlow is imported.
+
+    Does nothing when the user set TF_CPP_MIN_LOG_LEVEL. Otherwise sets it to 3 (C++ errors
+    off: they surface as Python exceptions) on a machine without a GPU device, to 1 (C++
+    INFO off) where there is one, so nothing about a GPU that exists is hidden; drops the
+    lines TensorFlow's libraries print while they load; filters the Beam and TensorFlow
+    Python log records in `_LOG_NOISE`. CUDA_VISIBLE_DEVICES is never touched.
+    """
+    global _quieted
+    if _quieted or "TF_CPP_MIN_LOG_LEVEL" in os.environ:
+        return
+    _quieted = True
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "1" if gpu_device_present() else "3"
+    for name in sorted({name for name, _ in _LOG_NOISE}):
+        std_logging.getLogger(name or None).addFilter(
+            _DropMessages(tuple(text for owner, text in _LOG_NOISE if owner == name)))
+    if "tensorflow" not in sys.modules:
+        _import_quietly("tensorflow")
+
+
+def _import_quietly(module):
+    """Imports `module` with file descriptor 2 captured; writes back every line but `_IMPORT_NOISE`."""
+    import importlib
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            importlib.import_module(module)
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            lines = capture.read().decode("utf-8", "replace").splitlines(keepends=True)
+            sys.stderr.write("".join(line for line in lines if not any(t in line for t in _IMPORT_NOISE)))
+            sys.stderr.flush()
+
+
+# --- Console scripts of the pipelines (quiet before the module imports TensorFlow and Beam) -----
+
+
+def build_data():
+    """The `electra-build-data` console script: `python -m pipelines.build_pretraining_data`."""
+    quiet_console()
+    from pipelines import build_pretraining_data
+
+    build_pretraining_data.run()
+
+
+def build_vocab():
+    """The `electra-build-vocab` console script: `python -m pipelines.build_vocab`."""
+    quiet_console()
+    from pipelines import build_vocab as program
+
+    program.run()

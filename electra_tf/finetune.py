@@ -1,9 +1,9 @@
 r"""Fine-tunes a pre-trained ELECTRA discriminator: sentence(-pair) classification or tagging.
 
     python -m electra_tf.finetune --task movie_polarity \
-        --data_dir ../shared/data/tasks/movie_polarity --init electra_runs/small \
+        --data_dir data/tasks/movie_polarity --init electra_runs/small \
         --output_dir runs/movie_polarity --epochs 3 --batch_size 32 \
-        --learning_rate 3e-4 --layerwise_lr_decay 0.8 --max_seq_length 128 --num_trials 5
+        --learning_rate 3e-4 --layerwise_lr_decay 0.8 --seq_length 128 --num_trials 5
     python -m electra_tf.finetune --task conll2003 --data_dir ~/.cache/electra_tf/benchmarks/conll2003 \
         --init electra_runs/small --output_dir runs/conll2003
     python -m electra_tf.finetune --task my_ner --task_kind tagging --token_column 0 --label_column -1 \
@@ -20,7 +20,8 @@ TSV/CSV read with `--text_a_column/--text_b_column/--label_column`, or (with
 `--token_column/--label_column/--tag_scheme`.
 
 Every flag is a field of `electra_tf.finetuning.config.FinetuneConfig`, which
-holds the defaults. The recipe is the reference's (section 5), in
+holds the defaults (`--seq_length` is its `max_seq_length`; `--max_seq_length` is the
+deprecated spelling). The recipe is the reference's (section 5), in
 `electra_tf.training.finetuning` (classification) and
 `electra_tf.finetuning.tagging` (tagging). `--batch_size` is the global batch
 under any `--strategy`. Each trial restarts from `--init` with seed `seed + trial`;
@@ -28,7 +29,7 @@ the dev metrics of every trial and their mean / median / std / min / max go to
 `output_dir/results.json`. The best trial's model is saved as
 `output_dir/classifier.keras` (tagging: `token_classifier.keras`) with
 `vocab.txt` and `finetune_config.json`, which `python -m electra_tf.export
---kind serving` reads.
+--kind serving` reads. Installed as `electra-finetune`.
 """
 
 import dataclasses
@@ -37,15 +38,16 @@ import os
 from absl import app, flags
 
 from electra_tf import cli
-from electra_tf.data import tasks as tasks_lib
-from electra_tf.finetuning import config as finetune_config
-from electra_tf.finetuning.config import FinetuneConfig
-from electra_tf.finetuning.tagging import is_tagging, run_tagging
-from electra_tf.training.finetune_files import RESULTS_FILE
-from electra_tf.training.finetuning import run_finetuning
 
-_FLAG_TYPES = {int: flags.DEFINE_integer, float: flags.DEFINE_float, bool: flags.DEFINE_bool,
-               str: flags.DEFINE_string}
+# FinetuneConfig field -> its flag, where the CLI vocabulary spells it otherwise.
+FLAG_NAMES = {"max_seq_length": "seq_length"}
+ALIASES = cli.aliases("max_seq_length")
+_FLAG_TYPES = {int: "integer", float: "float", bool: "bool", str: "string"}
+
+
+def flag_name(field):
+    """The flag of a `FinetuneConfig` field."""
+    return FLAG_NAMES.get(field, field)
 
 
 def define_flags(flag_values=flags.FLAGS):
@@ -54,11 +56,14 @@ def define_flags(flag_values=flags.FLAGS):
     Called when the module runs as a program, so importing it next to
     another CLI (`electra_tf.pretrain` defines `--seed` too) is harmless.
     """
+    from electra_tf.finetuning import config as finetune_config
+
     for name, (kind, default, help_text, choices) in finetune_config.fields().items():
         if choices:
-            flags.DEFINE_enum(name, default, list(choices), help_text, flag_values=flag_values)
+            cli.define("enum", flag_name(name), default, help_text, flag_values, enum_values=list(choices))
         else:
-            _FLAG_TYPES[kind](name, default, help_text, flag_values=flag_values)
+            cli.define(_FLAG_TYPES[kind], flag_name(name), default, help_text, flag_values)
+
 
 FLAGS = flags.FLAGS
 
@@ -68,9 +73,16 @@ def _column(value):
 
 
 def main(argv):
+    from electra_tf.data import tasks as tasks_lib
+    from electra_tf.finetuning import config as finetune_config
+    from electra_tf.finetuning.config import FinetuneConfig
+    from electra_tf.finetuning.tagging import is_tagging, run_tagging
+    from electra_tf.training.finetune_files import RESULTS_FILE
+    from electra_tf.training.finetuning import run_finetuning
+
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    config = FinetuneConfig(**{name: FLAGS[name].value for name in finetune_config.fields()})
+    config = FinetuneConfig(**{name: FLAGS[flag_name(name)].value for name in finetune_config.fields()})
     for name in ("task", "data_dir", "init", "output_dir"):
         if not getattr(config, name):
             raise app.UsageError(f"--{name} is required.")
@@ -101,8 +113,10 @@ def main(argv):
 
 
 def run():
+    """The `electra-finetune` console script."""
+    cli.quiet_console()
     define_flags()
-    cli.run(main)
+    cli.run(main, aliases=ALIASES)
 
 
 if __name__ == "__main__":

@@ -4,37 +4,49 @@ Every `ElectraConfig` field is a flag (`--learning_rate 1e-4`), applied over the
 preset. Re-running the same command resumes from the latest checkpoint in
 `--model_dir` (step, weights and optimizer state) and stops at `--train_steps`.
 Without `--data` it trains on the embedded demo corpus (built on first use).
+`--init` starts from other weights (`official:CKPT`, `hf:DIR` or `bert:DIR`);
+`--init_from` is its deprecated spelling. Installed as `electra-pretrain`.
 """
 
 import os
 
-from absl import app, flags, logging
+from absl import app, flags
 
 from electra_tf import cli
 
-from electra_tf import config as config_lib
-from electra_tf.training import distribute
-from electra_tf.training.pretraining import resolve_data, train
-
 FLAGS = flags.FLAGS
-flags.DEFINE_string("config", "small", f"Preset: {config_lib.preset_names()}.")
-flags.DEFINE_string("model_dir", None, "Checkpoints, logs, config and the trained discriminator.")
-flags.DEFINE_enum("strategy", "cpu", distribute.STRATEGIES, "tf.distribute strategy.")
-flags.DEFINE_string("tpu", None, "TPU name or address for --strategy=tpu.")
-flags.DEFINE_float("worker_startup_timeout", distribute.STARTUP_TIMEOUT,
-                   "--strategy=multi_worker: seconds to wait for every worker of TF_CONFIG.")
-flags.DEFINE_integer("num_cpu_devices", 0, "Logical CPU devices for --strategy=mirrored without GPUs.")
-flags.DEFINE_string("init_from", None, "Start from other weights: official:CKPT, hf:DIR or bert:DIR.")
-flags.DEFINE_string("demo_dir", os.path.join("~", ".cache", "electra_tf", "demo"),
-                    "Where the embedded demo corpus is built (--data=demo).")
-flags.DEFINE_integer("verbose", 1, "Keras progress: 1 bar, 2 one line per epoch, 0 silent.")
-_FLAG_TYPES = {int: flags.DEFINE_integer, float: flags.DEFINE_float, bool: flags.DEFINE_bool,
-               str: flags.DEFINE_string}
-for _name, (_kind, _default) in config_lib.fields().items():
-    _FLAG_TYPES[_kind](_name, None, f"Config override (default: the preset's, else {_default!r}).")
+ALIASES = cli.aliases("init_from")
+
+
+def define_flags(flag_values=None):
+    """The flags: every `ElectraConfig` field plus the run's own (only when run as a program)."""
+    from electra_tf import config as config_lib
+    from electra_tf.training import distribute
+
+    fv = flags.FLAGS if flag_values is None else flag_values
+    cli.define("string", "config", "small", f"Preset: {config_lib.preset_names()}.", fv)
+    cli.define_model_dir(flag_values=fv)
+    cli.define("enum", "strategy", "cpu", "tf.distribute strategy.", fv, enum_values=distribute.STRATEGIES)
+    cli.define("string", "tpu", None, "TPU name or address for --strategy=tpu.", fv)
+    cli.define("float", "worker_startup_timeout", distribute.STARTUP_TIMEOUT,
+               "--strategy=multi_worker: seconds to wait for every worker of TF_CONFIG.", fv)
+    cli.define("integer", "num_cpu_devices", 0, "Logical CPU devices for --strategy=mirrored without GPUs.", fv)
+    cli.define_init("Start from other weights: official:CKPT, hf:DIR or bert:DIR.", flag_values=fv)
+    cli.define("string", "demo_dir", os.path.join("~", ".cache", "electra_tf", "demo"),
+               "Where the embedded demo corpus is built (--data=demo).", fv)
+    cli.define("integer", "verbose", 1, "Keras progress: 1 bar, 2 one line per epoch, 0 silent.", fv)
+    kinds = {int: "integer", float: "float", bool: "bool", str: "string"}
+    for name, (kind, default) in config_lib.fields().items():
+        cli.define(kinds[kind], name, None, f"Config override (default: the preset's, else {default!r}).", fv)
 
 
 def main(argv):
+    from absl import logging
+
+    from electra_tf import config as config_lib
+    from electra_tf.training import checkpoints, distribute
+    from electra_tf.training.pretraining import resolve_data, train
+
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     if not FLAGS.model_dir:
@@ -44,12 +56,19 @@ def main(argv):
     strategy = distribute.create_strategy(FLAGS.strategy, FLAGS.tpu, FLAGS.num_cpu_devices,
                                           FLAGS.worker_startup_timeout)
     config = resolve_data(config, FLAGS.demo_dir, FLAGS.model_dir)
-    logging.info("Config:\n%s", config.to_json())
-    train(config, FLAGS.model_dir, strategy, init_from=FLAGS.init_from, verbose=FLAGS.verbose)
+    # One line; every field is in model_dir/config.json (and here with --verbosity=1).
+    logging.info("Config: preset %s%s; every field in %s", FLAGS.config,
+                 "".join(f" --{k}={v}" for k, v in sorted(overrides.items())),
+                 os.path.join(FLAGS.model_dir, checkpoints.CONFIG_FILE))
+    logging.debug("Config:\n%s", config.to_json())
+    train(config, FLAGS.model_dir, strategy, init_from=FLAGS.init, verbose=FLAGS.verbose)
 
 
 def run():
-    cli.run(main)
+    """The `electra-pretrain` console script."""
+    cli.quiet_console()
+    define_flags()
+    cli.run(main, aliases=ALIASES)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 r"""Apache Beam pipeline: text -> packed ELECTRA pre-training TFRecords.
 
     python -m pipelines.build_pretraining_data \
-        --input 'text:../shared/data/corpus/*.txt.gz' \
-        --vocab ../shared/data/vocab/bert_uncased_vocab.txt \
-        --output_dir /tmp/pretrain --max_seq_length 128 --num_shards 8 --seed 0
+        --input 'text:data/corpus/*.txt.gz' \
+        --vocab_file data/vocab/bert_uncased_vocab.txt \
+        --output_dir /tmp/pretrain --seq_length 128 --num_shards 8 --seed 0
 
 Stages: list files (`sources.expand_inputs`) -> reshuffle the file names (so
 files are read in parallel; a single huge file is read by one worker) -> read
@@ -16,7 +16,7 @@ group compact example rows by shard -> sort each shard by key -> encode the
 TFRecord file in one piece (`tfrecord.frame_records`) -> write
 `pretrain_data.tfrecord-{i:05d}-of-{N:05d}`.
 
-Output is a function of (inputs, vocab, max_seq_length, num_shards, seed)
+Output is a function of (inputs, vocab, seq_length, num_shards, seed)
 only: byte-identical across runs, runners and worker counts. Each shard is
 written under a hidden temporary name and renamed; `stats.json` and then
 `_SUCCESS` are written last, so a directory without `_SUCCESS` is incomplete
@@ -28,8 +28,16 @@ earlier build (`stats.json` + `_SUCCESS`) is never touched without
 its tokens or leaves a shard empty says so in a warning and in
 `stats.json["warnings"]`. Any Beam
 option passes through (`--runner DataflowRunner --project ...`); the default
-is the DirectRunner in multi-processing mode on all cores.
+is the DirectRunner in multi-processing mode on all cores. `--vocab` and
+`--max_seq_length` are the deprecated spellings of `--vocab_file` and
+`--seq_length`. Installed as `electra-build-data`.
 """
+
+if __name__ == "__main__":  # a program: quiet TensorFlow's start-up before it is imported (electra_tf.cli)
+    from electra_tf import cli as _cli
+
+    _cli.quiet_console()
+
 
 import hashlib
 import json
@@ -540,15 +548,15 @@ def _write_json_to(value, path):
 def define_flags():
     """Defines the CLI flags (only when run as a script, so imports never clash)."""
     flags.DEFINE_list("input", None, "Input specs `[kind:]GLOB` (kind: text, wikipedia, books).")
-    flags.DEFINE_string("vocab", None, "WordPiece vocab.txt.")
-    flags.DEFINE_string("output_dir", None, "Output directory.")
-    flags.DEFINE_integer("max_seq_length", 128, "Example length including [CLS]/[SEP].")
+    cli.define_vocab_file("WordPiece vocab.txt.")
+    cli.define_output_dir("Output directory.")
+    cli.define_seq_length(128, "Example length including [CLS]/[SEP].")
     flags.DEFINE_integer("num_shards", 8, "Number of TFRecord shards.")
     flags.DEFINE_integer("seed", 0, "Packing seed.")
     flags.DEFINE_bool("overwrite", False, "Replace a complete earlier build in --output_dir (only once the new "
                       "build has succeeded).")
     flags.DEFINE_bool("lower_case", None, "Lower-case (default: the vocabulary's tokenizer_config.json, else true).")
-    flags.mark_flags_as_required(["input", "vocab", "output_dir"])
+    flags.mark_flags_as_required(["input", "vocab_file", "output_dir"])
 
 
 def main(argv):
@@ -557,12 +565,19 @@ def main(argv):
 
     FLAGS = flags.FLAGS
     stats = lib.build_pretraining_data(
-        FLAGS.input, FLAGS.vocab, FLAGS.output_dir, FLAGS.max_seq_length, FLAGS.num_shards,
+        FLAGS.input, FLAGS.vocab_file, FLAGS.output_dir, FLAGS.seq_length, FLAGS.num_shards,
         FLAGS.seed, pipeline_args=argv[1:], lower_case=FLAGS.lower_case, overwrite=FLAGS.overwrite,
     )
     print(json.dumps({k: v for k, v in stats.items() if k != "per_source"}, indent=2))
 
 
-if __name__ == "__main__":
+def run():
+    """`python -m pipelines.build_pretraining_data` (console script: `electra-build-data`)."""
     define_flags()
-    cli.run(main, known_only=True)
+    cli.run(main, known_only=True, aliases=ALIASES)
+
+
+ALIASES = cli.aliases("vocab", "max_seq_length")
+
+if __name__ == "__main__":
+    run()

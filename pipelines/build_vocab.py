@@ -1,7 +1,7 @@
 r"""Trains a WordPiece vocabulary with Hugging Face `tokenizers`.
 
     python -m pipelines.build_vocab --input 'corpus/*.txt.gz' --vocab_size 8192 \
-        --output vocab.txt --lower_case --num_unused 100
+        --vocab_file vocab.txt --lower_case --num_unused 100
 
 The text is normalized and pre-tokenized exactly as BERT (and our
 `WordPieceTokenizer`) does it: `BertNormalizer` (clean text, CJK spacing,
@@ -16,7 +16,15 @@ lower-case + strip accents when `lower_case`) and `BertPreTokenizer`
 `vocab_size` counts every line. Training is deterministic for the same input
 files (same order) and parameters. Inputs are read with `sources`, so
 `text:`, `wikipedia:` and `books:` specs all work.
+`--output` is the deprecated spelling of `--vocab_file`. Installed as
+`electra-build-vocab`.
 """
+
+if __name__ == "__main__":  # a program: quiet TensorFlow's start-up before it is imported (electra_tf.cli)
+    from electra_tf import cli as _cli
+
+    _cli.quiet_console()
+
 
 import collections
 import os
@@ -135,19 +143,27 @@ def define_flags():
     """Defines the CLI flags (only when run as a script)."""
     flags.DEFINE_list("input", None, "Input specs `[kind:]GLOB`, comma-separated.")
     flags.DEFINE_integer("vocab_size", 30522, "Total vocabulary size, special tokens included.")
-    flags.DEFINE_string("output", None, "Path of the vocab.txt to write.")
+    cli.define_vocab_file("Path of the vocab.txt to write.")
     flags.DEFINE_bool("lower_case", True, "Uncased vocabulary (lower-case, strip accents); saved in "
                       "tokenizer_config.json beside the vocab.txt.")
     flags.DEFINE_integer("num_unused", 100, "Number of [unusedK] slots.")
-    flags.mark_flags_as_required(["input", "output"])
+    flags.mark_flags_as_required(["input", "vocab_file"])
 
 
 def main(argv):
     del argv
     FLAGS = flags.FLAGS
-    build_vocab(FLAGS.input, FLAGS.vocab_size, FLAGS.output, FLAGS.lower_case, FLAGS.num_unused)
+    build_vocab(FLAGS.input, FLAGS.vocab_size, FLAGS.vocab_file, FLAGS.lower_case, FLAGS.num_unused)
 
+
+def run():
+    """`python -m pipelines.build_vocab` (console script: `electra-build-vocab`)."""
+    define_flags()
+    cli.run(main, aliases=ALIASES)
+
+
+# The vocabulary is what this program writes: its `--output` is now `--vocab_file`.
+ALIASES = cli.aliases(output="vocab_file")
 
 if __name__ == "__main__":
-    define_flags()
-    cli.run(main)
+    run()

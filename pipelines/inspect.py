@@ -1,12 +1,18 @@
 r"""Decodes pre-training records back to text, for eyeballing a build.
 
     python -m pipelines.inspect --data '/tmp/pretrain/pretrain_data.tfrecord-*' \
-        --vocab vocab.txt --num 5
+        --vocab_file vocab.txt --num 5
 
 Prints, per example, the A and B segments as text (word pieces joined: a `##`
 piece continues the previous word), the number of real tokens and the
 segment lengths.
 """
+
+if __name__ == "__main__":  # a program: quiet TensorFlow's start-up before it is imported (electra_tf.cli)
+    from electra_tf import cli as _cli
+
+    _cli.quiet_console()
+
 
 from absl import app
 from absl import flags
@@ -90,20 +96,27 @@ def _records(files, num):
 def define_flags():
     """Defines the CLI flags (only when run as a script)."""
     flags.DEFINE_string("data", None, "Glob of TFRecord files.")
-    flags.DEFINE_string("vocab", None, "vocab.txt used for the build.")
+    cli.define_vocab_file("vocab.txt used for the build.")
     flags.DEFINE_integer("num", 5, "Number of examples to print.")
-    flags.mark_flags_as_required(["data", "vocab"])
+    flags.mark_flags_as_required(["data", "vocab_file"])
 
 
 def main(argv):
     del argv
     FLAGS = flags.FLAGS
-    for i, example in enumerate(decode_examples(FLAGS.data, FLAGS.vocab, FLAGS.num)):
+    for i, example in enumerate(decode_examples(FLAGS.data, FLAGS.vocab_file, FLAGS.num)):
         print(f"--- example {i}: {example['num_tokens']} tokens (A {example['len_a']}, B {example['len_b']})")
         print(f"A: {example['a']}")
         print(f"B: {example['b'] or '(single segment)'}")
 
 
-if __name__ == "__main__":
+def run():
+    """`python -m pipelines.inspect`."""
     define_flags()
-    cli.run(main)
+    cli.run(main, aliases=ALIASES)
+
+
+ALIASES = cli.aliases("vocab")
+
+if __name__ == "__main__":
+    run()

@@ -82,10 +82,10 @@ def stderr_lines(result):
     (["-m", "electra_tf.pretrain", "--config", "tiny"], 2, "error: --model_dir is required. (see --help)"),
     (["-m", "electra_tf.pretrain", "--config", "tiny", "--model_dir", "{tmp}/run", "--batch_size=0"], 1,
      "error: `--batch_size` must be >= 1. Received: `--batch_size=0`"),
-    (["-m", "pipelines.build_pretraining_data", "--vocab", "v.txt", "--output_dir", "{tmp}/out"], 2,
+    (["-m", "pipelines.build_pretraining_data", "--vocab_file", "v.txt", "--output_dir", "{tmp}/out"], 2,
      "error: flag --input=None: Flag --input must have a value other than None. (see --help)"),
     (["-m", "electra_tf.convert", "--from", "hf", "--to", "keras"], 2,
-     "error: the following arguments are required: --input, --output (see `python -m electra_tf.convert --help`)"),
+     "error: --input and --output_dir are required. (see --help)"),
 ])
 def test_cli_errors_are_one_line_without_traceback_or_flag_list(tmp_path, args, exit_code, message):
     result = run_python([a.format(tmp=tmp_path) for a in args], check=False, timeout=300)

@@ -1,5 +1,8 @@
 """A cased vocabulary end to end: vocab -> records -> pre-training -> fine-tuning -> serving keep "Paris" != "paris".
 
+The commands use the spellings of electra_tf 0.1 (`--output`, `--vocab`, `--max_seq_length`): they
+still work, each with one deprecation line naming the new flag.
+
 The reference is Hugging Face `tokenizers`' BERT WordPiece with the same
 vocabulary, not our own tokenizer.
 """
@@ -18,23 +21,31 @@ SENTENCES = ["Paris is a city in France.", "the paris agreement was signed.", "B
              "Rome is old.", "We saw paris hilton.", "A good film about Paris.", "A bad film."]
 
 
+def deprecations(result):
+    """The deprecation lines a command printed, without their common tail."""
+    return [line.split(" (")[0] for line in result.stderr.splitlines() if " is deprecated; use --" in line]
+
+
 @pytest.mark.large
 def test_cased_vocabulary_keeps_case_from_records_to_serving(tmp_path):
     tokenizers = pytest.importorskip("tokenizers")
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n\n".join("\n".join(SENTENCES[i:] + SENTENCES[:i]) for i in range(len(SENTENCES))) * 20)
     vocab = tmp_path / "vocab" / "vocab.txt"
-    run_python(["-m", "pipelines.build_vocab", "--input", str(corpus), "--vocab_size", "300",
-                "--output", str(vocab), "--nolower_case", "--num_unused", "0"])
+    result = run_python(["-m", "pipelines.build_vocab", "--input", str(corpus), "--vocab_size", "300",
+                         "--output", str(vocab), "--nolower_case", "--num_unused", "0"])
+    assert deprecations(result) == ["warning: --output is deprecated; use --vocab_file"]
     assert json.loads((vocab.parent / "tokenizer_config.json").read_text())["lower_case"] is False
     reference = tokenizers.BertWordPieceTokenizer(str(vocab), lowercase=False, strip_accents=False)
     paris, lower = (reference.encode(w, add_special_tokens=False).ids for w in ("Paris", "paris"))
     assert paris != lower
 
     data = tmp_path / "data"
-    run_python(["-m", "pipelines.build_pretraining_data", "--input", str(corpus), "--vocab", str(vocab),
-                "--output_dir", str(data), "--max_seq_length", "32", "--num_shards", "2",
-                "--direct_running_mode=in_memory"])
+    result = run_python(["-m", "pipelines.build_pretraining_data", "--input", str(corpus), "--vocab", str(vocab),
+                         "--output_dir", str(data), "--max_seq_length", "32", "--num_shards", "2",
+                         "--direct_running_mode=in_memory"])
+    assert deprecations(result) == ["warning: --vocab is deprecated; use --vocab_file",
+                                    "warning: --max_seq_length is deprecated; use --seq_length"]
     stats = json.loads((data / "stats.json").read_text())
     assert stats["tokenizer"] == {"lower_case": False, "strip_accents": False}
     ids = np.concatenate([tf.train.Example.FromString(r.numpy()).features.feature["input_ids"].int64_list.value
@@ -55,11 +66,14 @@ def test_cased_vocabulary_keeps_case_from_records_to_serving(tmp_path):
     for split in ("train", "dev"):
         (task / f"{split}.tsv").write_text(rows)
     finetuned = tmp_path / "finetuned"
-    run_python(["-m", "electra_tf.finetune", "--task", "cities", "--data_dir", str(task), "--init", str(run_dir),
-                "--output_dir", str(finetuned), "--epochs", "1", "--batch_size", "4", "--max_seq_length", "16",
-                "--verbose", "0"])
+    result = run_python(["-m", "electra_tf.finetune", "--task", "cities", "--data_dir", str(task),
+                         "--init", str(run_dir), "--output_dir", str(finetuned), "--epochs", "1", "--batch_size", "4",
+                         "--max_seq_length", "16", "--verbose", "0"])
+    assert deprecations(result) == ["warning: --max_seq_length is deprecated; use --seq_length"]
     serving = tmp_path / "serving"
-    run_python(["-m", "electra_tf.export", "--kind", "serving", "--init", str(finetuned), "--output", str(serving)])
+    result = run_python(["-m", "electra_tf.export", "--kind", "serving", "--init", str(finetuned),
+                         "--output", str(serving)])
+    assert deprecations(result) == ["warning: --output is deprecated; use --output_dir"]
     loaded = tf.saved_model.load(glob.glob(str(serving / "*" / "1"))[0])
     served = loaded.signatures["preprocess"](text=tf.constant(["Paris", "paris"]))
     got = [[int(i) for i, m in zip(row, mask) if m][1:-1]

@@ -9,23 +9,31 @@ mismatch is an error naming what differs.
     init_from("bert:all-MiniLM-L6-v2", pretrainer)        # BERT body, E = H
 """
 
-from electra_tf.convert.bert import build_from_bert, load_bert, read_bert
-from electra_tf.convert.hugging_face import (
-    build_from_hugging_face,
-    export_hugging_face,
-    load_hugging_face,
-    read_hugging_face,
-)
-from electra_tf.convert.official import (
-    build_from_official,
-    export_official,
-    load_official,
-    read_official_checkpoint,
-    write_official_checkpoint,
-)
-from electra_tf.convert.weight_map import assign_weights, model_variables, read_weights
+import importlib
 
-LOADERS = {"official": load_official, "hf": load_hugging_face, "bert": load_bert}
+# name -> the submodule that defines it. Imported on first use (PEP 562), so that
+# `python -m electra_tf.convert` quiets TensorFlow's start-up before TensorFlow loads.
+_LAZY = {
+    "build_from_bert": "bert", "load_bert": "bert", "read_bert": "bert",
+    "build_from_hugging_face": "hugging_face", "export_hugging_face": "hugging_face",
+    "load_hugging_face": "hugging_face", "read_hugging_face": "hugging_face",
+    "build_from_official": "official", "export_official": "official", "load_official": "official",
+    "read_official_checkpoint": "official", "write_official_checkpoint": "official",
+    "assign_weights": "weight_map", "model_variables": "weight_map", "read_weights": "weight_map",
+}
+_LOADER_NAMES = {"official": "load_official", "hf": "load_hugging_face", "bert": "load_bert"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    if name == "LOADERS":
+        return {kind: __getattr__(loader) for kind, loader in _LOADER_NAMES.items()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY) | {"LOADERS"})
 
 
 def init_from(spec, pretrainer, strict=False):
@@ -55,11 +63,11 @@ def init_from(spec, pretrainer, strict=False):
         ```
     """
     kind, sep, path = spec.partition(":")
-    if not sep or kind not in LOADERS or not path:
+    if not sep or kind not in _LOADER_NAMES or not path:
         raise ValueError(
-            f"`init_from` takes KIND:PATH with KIND in {sorted(LOADERS)}. Received: {spec!r}"
+            f"`init_from` takes KIND:PATH with KIND in {sorted(_LOADER_NAMES)}. Received: {spec!r}"
         )
-    LOADERS[kind](path, pretrainer, strict=strict)
+    __getattr__(_LOADER_NAMES[kind])(path, pretrainer, strict=strict)
 
 
 __all__ = [

@@ -1,37 +1,46 @@
 r"""Exports a trained model: `python -m electra_tf.export --kind encoder|preset|serving`.
 
     # pre-trained discriminator -> SavedModel (tf.saved_model.load alone)
-    python -m electra_tf.export --kind encoder --init electra_runs/small --output /tmp/electra_encoder
+    python -m electra_tf.export --kind encoder --init electra_runs/small --output_dir /tmp/electra_encoder
     # pre-trained discriminator -> keras-hub preset (ElectraBackbone / ElectraTokenizer.from_preset)
-    python -m electra_tf.export --kind preset --init electra_runs/small --output /tmp/electra_preset
-    # fine-tuned classifier -> TF Serving <output>/<model_name>/<version>/
-    python -m electra_tf.export --kind serving --init runs/movie_polarity --output /tmp/serving \
+    python -m electra_tf.export --kind preset --init electra_runs/small --output_dir /tmp/electra_preset
+    # fine-tuned classifier -> TF Serving <output_dir>/<model_name>/<version>/
+    python -m electra_tf.export --kind serving --init runs/movie_polarity --output_dir /tmp/serving \
         --model_name movie_polarity --version 1
 
 `--init` for encoder/preset: a pre-training `model_dir`, an `ElectraEncoder`
 `.keras` file or an exported encoder (as `electra_tf.finetune --init`); for
 serving: a `finetune --output_dir` (classifier.keras + vocab.txt +
-finetune_config.json).
+finetune_config.json). `--output` is the deprecated spelling of `--output_dir`.
+Installed as `electra-export`.
 """
 
-from absl import app, flags, logging
+from absl import app, flags
 
 from electra_tf import cli
 
-flags.DEFINE_enum("kind", None, ["encoder", "preset", "serving"], "What to export.")
-flags.DEFINE_string("init", None, "Model to export (see the module docstring).")
-flags.DEFINE_string("output", None, "Output folder (serving: the base folder).")
-flags.DEFINE_string("vocab_file", None, "Vocabulary; default: the one beside --init.")
-flags.DEFINE_integer("seq_length", None, "Tokens per text in the exported preprocessing "
-                     "(default: 128, or the fine-tuning max_seq_length for serving).")
-flags.DEFINE_string("model_name", "electra", "Serving: TF Serving model name.")
-flags.DEFINE_integer("version", 1, "Serving: version folder.")
 FLAGS = flags.FLAGS
+ALIASES = cli.aliases("output")
+
+
+def define_flags(flag_values=None):
+    """The flags (only when run as a program)."""
+    fv = flags.FLAGS if flag_values is None else flag_values
+    cli.define("enum", "kind", None, "What to export.", fv, enum_values=["encoder", "preset", "serving"])
+    cli.define_init("Model to export (see the module docstring).", flag_values=fv)
+    cli.define_output_dir("Output folder (serving: the base folder).", flag_values=fv)
+    cli.define_vocab_file("Vocabulary; default: the one beside --init.", flag_values=fv)
+    cli.define_seq_length(None, "Tokens per text in the exported preprocessing "
+                          "(default: 128, or the fine-tuning max_seq_length for serving).", flag_values=fv)
+    cli.define("string", "model_name", "electra", "Serving: TF Serving model name.", fv)
+    cli.define("integer", "version", 1, "Serving: version folder.", fv)
 
 
 def main(argv):
+    from absl import logging
+
     del argv
-    for name in ("kind", "init", "output"):
+    for name in ("kind", "init", "output_dir"):
         if not FLAGS[name].value:
             raise app.UsageError(f"--{name} is required.")
     if FLAGS.kind == "serving":
@@ -39,7 +48,7 @@ def main(argv):
 
         classifier, vocab_file, config = load_finetuned(FLAGS.init)
         path = export_serving(
-            classifier, FLAGS.vocab_file or vocab_file, FLAGS.output, FLAGS.model_name, FLAGS.version,
+            classifier, FLAGS.vocab_file or vocab_file, FLAGS.output_dir, FLAGS.model_name, FLAGS.version,
             label_names=config.get("label_names") or None,
             seq_length=FLAGS.seq_length or config.get("max_seq_length", 128),
             pair=config.get("pair", False), task=config.get("task", ""),
@@ -51,14 +60,21 @@ def main(argv):
         if FLAGS.kind == "encoder":
             from electra_tf.export.encoder_saved_model import export_encoder
 
-            path = export_encoder(encoder, vocab_file, FLAGS.output, FLAGS.seq_length or 128)
+            path = export_encoder(encoder, vocab_file, FLAGS.output_dir, FLAGS.seq_length or 128)
         else:
             from electra_tf.export.keras_hub_preset import export_preset
 
-            path = export_preset(encoder, vocab_file, FLAGS.output)
+            path = export_preset(encoder, vocab_file, FLAGS.output_dir)
     logging.info("Exported %s to %s", FLAGS.kind, path)
     print(path)
 
 
+def run():
+    """The `electra-export` console script."""
+    cli.quiet_console()
+    define_flags()
+    cli.run(main, aliases=ALIASES)
+
+
 if __name__ == "__main__":
-    cli.run(main)
+    run()

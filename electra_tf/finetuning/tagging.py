@@ -244,7 +244,8 @@ def run_tagging(config, strategy=None):
             model.compile(optimizer=create_optimizer(config, encoder.num_layers, steps),
                           loss=MaskedSparseCrossEntropy(), jit_compile=jit_compile(config, strategy))
         start = time.time()
-        history = model.fit(train_ds, epochs=config.epochs, verbose=config.verbose)
+        history = model.fit(train_ds, epochs=config.epochs, verbose=config.verbose,
+                            shuffle=False)  # train_ds shuffles itself
         train_seconds = time.time() - start
         num_rows = len(train_features["label_ids"])
         metrics, per_type = evaluate(model, dev_features, dev, labels, task.scheme is not None,

@@ -173,6 +173,40 @@ class Throughput(keras.callbacks.Callback):
         self._last = (batch, now)
 
 
+# What the progress bar shows; TensorBoard (and the History) keep every metric.
+PROGRESS_METRICS = ("loss", "masked_lm_accuracy", "disc_auc", "sequences_per_second")
+
+
+class Progress(keras.callbacks.ProgbarLogger):
+    """Keras' progress bar, showing only the metrics a user watches (`PROGRESS_METRICS`).
+
+    Given to `fit` after `Throughput` (whose `sequences_per_second` it shows), it
+    replaces the bar Keras would add; `verbose` still chooses bar, line or nothing.
+    The logs other callbacks see are not changed.
+    """
+
+    def __init__(self, metrics=PROGRESS_METRICS):
+        super().__init__()
+        self.metrics = tuple(metrics)
+
+    def _shown(self, logs):
+        if not logs:
+            return logs
+        return {k: v for k, v in logs.items() if k.removeprefix("val_") in self.metrics}
+
+    def on_train_batch_end(self, batch, logs=None):
+        super().on_train_batch_end(batch, self._shown(logs))
+
+    def on_test_batch_end(self, batch, logs=None):
+        super().on_test_batch_end(batch, self._shown(logs))
+
+    def on_epoch_end(self, epoch, logs=None):
+        super().on_epoch_end(epoch, self._shown(logs))
+
+    def on_test_end(self, logs=None):
+        super().on_test_end(self._shown(logs))
+
+
 class TensorBoard(keras.callbacks.TensorBoard):
     """Keras' TensorBoard, with batch summaries keyed on the optimizer's step.
 

@@ -100,7 +100,7 @@ def check_arguments(init, output_dir):
 def check_model(encoder, vocab_file, max_seq_length):
     """The encoder's tables hold `max_seq_length` positions and every id of `vocab_file`."""
     if max_seq_length > encoder.max_sequence_length:
-        raise ValueError(f"`--max_seq_length={max_seq_length}` exceeds the encoder's position table "
+        raise ValueError(f"`--seq_length={max_seq_length}` exceeds the encoder's position table "
                          f"(max_sequence_length={encoder.max_sequence_length}).")
     vocab_size = WordPieceTokenizer(vocab_file).vocab_size
     if vocab_size > encoder.vocab_size:
@@ -210,7 +210,8 @@ def run_finetuning(spec, data_dir, init, output_dir, vocab_file=None, strategy=N
             classifier.compile(optimizer=create_optimizer(config, encoder.num_layers, steps), loss=loss,
                                jit_compile=jit_compile(config, strategy))
         start = time.time()
-        history = classifier.fit(train_ds, epochs=config.epochs, verbose=config.verbose)
+        history = classifier.fit(train_ds, epochs=config.epochs, verbose=config.verbose,
+                                 shuffle=False)  # train_ds shuffles itself
         train_seconds = time.time() - start
         result = {"trial": trial, "seed": trial_seed, "train_seconds": round(train_seconds, 2),
                   "train_loss": [float(v) for v in history.history["loss"]]}

@@ -189,6 +189,7 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1, extra_cal
                 callbacks=[
                     callbacks.StopAtStep(config.train_steps),
                     callbacks.Throughput(config.batch_size),
+                    callbacks.Progress(),  # the bar shows four metrics; `board` logs them all
                     board,
                     callbacks.StopOnNonFiniteLoss(),  # before `save`: a bad step is never written
                     save,

@@ -84,7 +84,7 @@ def test_output_dir_equal_to_init_or_holding_another_artefact_is_refused(tiny_ru
 
 
 def test_max_seq_length_beyond_the_position_table_and_a_larger_vocabulary_are_named(tiny_run, tmp_path):
-    with pytest.raises(ValueError, match=r"`--max_seq_length=256` exceeds the encoder's position table "
+    with pytest.raises(ValueError, match=r"`--seq_length=256` exceeds the encoder's position table "
                                          r"\(max_sequence_length=128\)"):
         finetune(tiny_run, tmp_path / "out", max_seq_length=256)
     big = write_vocab(tmp_path / "big_vocab.txt", 500)
@@ -121,12 +121,13 @@ def test_serving_export_without_finetune_config_warns_what_it_assumes(tiny_run, 
 
 
 def test_convert_to_hf_into_a_pretraining_run_is_refused(tiny_run):
-    from electra_tf.convert.__main__ import main
+    from electra_tf import cli
+    from electra_tf.convert import __main__ as convert_cli
 
     before = checksums(tiny_run["run"])
-    with pytest.raises(FileExistsError, match=r"`--output=.*run` holds a pre-training run"):
-        main(["--from", "keras", "--input", os.path.join(tiny_run["run"], "discriminator.keras"), "--to", "hf",
-              "--output", tiny_run["run"]])
+    with pytest.raises(FileExistsError, match=r"`--output_dir=.*run` holds a pre-training run"):
+        cli.invoke(convert_cli, ["--from", "keras", "--input", os.path.join(tiny_run["run"], "discriminator.keras"),
+                                 "--to", "hf", "--output_dir", tiny_run["run"]])
     assert checksums(tiny_run["run"]) == before
 
 

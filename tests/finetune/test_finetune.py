@@ -19,7 +19,7 @@ def test_cli_beats_majority_class_on_movie_polarity(run_dir, tmp_path):
     command = [sys.executable, "-m", "electra_tf.finetune", "--task", "movie_polarity",
                "--data_dir", SHARED_TASK, "--init", run_dir, "--output_dir", str(output_dir),
                "--epochs", "3", "--batch_size", "32", "--learning_rate", "2e-3", "--layerwise_lr_decay", "0.8",
-               "--max_seq_length", "64", "--train_limit", "2000", "--num_trials", "1", "--verbose", "0"]
+               "--seq_length", "64", "--train_limit", "2000", "--num_trials", "1", "--verbose", "0"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "trial 0 seed 0: dev accuracy = " in result.stdout

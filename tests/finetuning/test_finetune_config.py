@@ -23,10 +23,12 @@ def test_every_field_is_a_flag_with_its_default():
     registered = flags.FlagValues()
     finetune.define_flags(registered)
     for name, (kind, default, help_text, choices) in config_lib.fields().items():
-        assert registered[name].default == default, name
-        assert registered[name].help.endswith(help_text), name
+        flag = registered[finetune.flag_name(name)]  # --seq_length is the field max_seq_length
+        assert flag.default == default, name
+        assert flag.help.endswith(help_text), name
         if choices:
-            assert list(registered[name].parser.enum_values) == list(choices), name
+            assert list(flag.parser.enum_values) == list(choices), name
+    assert finetune.flag_name("max_seq_length") == "seq_length" and "max_seq_length" not in registered
     for name, default in OLD_FLAGS.items():
         assert getattr(FinetuneConfig(), name) == default, name
     assert {"label_column", "task_kind", "token_column", "tag_scheme", "stride", "strategy", "num_cpu_devices",

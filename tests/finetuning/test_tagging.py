@@ -156,7 +156,7 @@ def test_cli_generic_conll_files_under_mirrored(run_dir, tmp_path):
     result = run_python(["-m", "electra_tf.finetune", "--task", "toy_ner", "--task_kind", "tagging",
                          "--token_column", "0", "--label_column", "-1", "--data_dir", data, "--init", run_dir,
                          "--output_dir", str(out), "--epochs", "1", "--batch_size", "8",
-                         "--max_seq_length", "16", "--strategy", "mirrored", "--num_cpu_devices", "2",
+                         "--seq_length", "16", "--strategy", "mirrored", "--num_cpu_devices", "2",
                          "--verbose", "0"])
     assert "trial 0 seed 0: dev entity_f1 = " in result.stdout
     results = json.loads((out / "results.json").read_text())
@@ -169,7 +169,7 @@ def test_cli_conll2003(run_dir, conll2003_dir, tmp_path):
     out = tmp_path / "out"
     result = run_python(["-m", "electra_tf.finetune", "--task", "conll2003", "--data_dir", conll2003_dir,
                          "--init", run_dir, "--output_dir", str(out), "--epochs", "1", "--batch_size", "16",
-                         "--max_seq_length", "64", "--train_limit", "64", "--dev_limit", "32",
+                         "--seq_length", "64", "--train_limit", "64", "--dev_limit", "32",
                          "--verbose", "0"])
     assert "dev entity_f1: mean" in result.stdout
     results = json.loads((out / "results.json").read_text())

@@ -102,7 +102,7 @@ def test_truncated_gzip_through_the_multiprocessing_cli_is_one_line(tmp_path, vo
     data = gzip.compress(("A sentence about nothing in particular.\n" * 20000).encode())
     (tmp_path / "cut.txt.gz").write_bytes(data[: len(data) // 2])
     result = run_python(["-m", "pipelines.build_pretraining_data", "--input", str(tmp_path / "cut.txt.gz"),
-                         "--vocab", vocab_file, "--output_dir", str(tmp_path / "out")], check=False)
+                         "--vocab_file", vocab_file, "--output_dir", str(tmp_path / "out")], check=False)
     assert result.returncode == 1
     # Beam's worker processes still log their own tracebacks; the builder's process ends with one line.
     last = result.stderr.strip().splitlines()[-1]

@@ -140,8 +140,8 @@ def test_cli_with_multiprocessing_runner(tmp_path, vocab_file):
     _build(corpus, vocab_file, tmp_path / "mem", num_shards=2)
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     result = subprocess.run(
-        [sys.executable, "-m", "pipelines.build_pretraining_data", f"--input={corpus}", f"--vocab={vocab_file}",
-         f"--output_dir={tmp_path / 'mp'}", f"--max_seq_length={MAX_LEN}", "--num_shards=2",
+        [sys.executable, "-m", "pipelines.build_pretraining_data", f"--input={corpus}", f"--vocab_file={vocab_file}",
+         f"--output_dir={tmp_path / 'mp'}", f"--seq_length={MAX_LEN}", "--num_shards=2",
          "--direct_num_workers=2"],
         cwd=repo, capture_output=True, text=True, timeout=300,
         env=dict(os.environ, PYTHONPATH=repo, TF_CPP_MIN_LOG_LEVEL="2"),

@@ -42,7 +42,7 @@ def test_deterministic(tmp_path, corpus):
     assert a == b
     subprocess.run(
         [sys.executable, "-m", "pipelines.build_vocab", f"--input={corpus}", "--vocab_size=300",
-         f"--output={tmp_path / 'c.txt'}"],
+         f"--vocab_file={tmp_path / 'c.txt'}"],
         cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2"), check=True,
         capture_output=True,
     )

@@ -1,7 +1,7 @@
 r"""Pre-training objectives at equal compute, scored by fine-tuning (paper Table 5 / Figure 4 analog).
 
-    python benchmarks/efficiency.py --budget smoke --output_dir /tmp/efficiency_smoke
-    python benchmarks/efficiency.py --budget full --output_dir runs/efficiency \
+    python -m experiments.efficiency.efficiency --budget smoke --output_dir /tmp/efficiency_smoke
+    python -m experiments.efficiency.efficiency --budget full --output_dir runs/efficiency \
         --corpus '../shared/data/corpus/*.txt.gz' --vocab ../shared/data/vocab/bert_uncased_vocab.txt \
         --tasks ../shared/data/tasks/movie_polarity,../shared/data/tasks/trec6,../shared/data/tasks/sms_spam \
         --seeds 3 --fractions 0.25,0.5,1.0
@@ -58,8 +58,8 @@ import subprocess
 import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
+# Run from the repository root (`python -m experiments.efficiency.efficiency`): no sys.path edit.
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging  # pylint: disable=wrong-import-position
@@ -104,7 +104,7 @@ BUDGETS = {
         electra_steps=3000,  # x 32 = 96k sequences, ~1.7 passes over the corpus
         batch_size=32,
         # Peak LR of every objective. 1e-3 (the first runs) collapses the discriminator with the official
-        # Adam (no bias correction) once warmup ends; benchmarks/results/efficiency/probe/ has the probe.
+        # Adam (no bias correction) once warmup ends; experiments/efficiency/results/probe/ has the probe.
         learning_rate=1e-3,
         adam_bias_correction=False,  # the official AdamWeightDecayOptimizer (the `tiny` preset turns it on)
         warmup_fraction=0.1,

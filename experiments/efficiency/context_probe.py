@@ -1,6 +1,6 @@
 r"""What the official initialisation and Adam do to the discriminator's use of context (issue 13, part 4).
 
-    python benchmarks/context_probe.py --output_dir /tmp/context_probe \
+    python -m experiments.efficiency.context_probe --output_dir /tmp/context_probe \
         --corpus '../shared/data/corpus/*.txt.gz' --steps 300 --seeds 3
 
 Short ELECTRA pre-training runs of the efficiency harness's model (`tiny` +
@@ -16,7 +16,7 @@ Each run logs the harness's `ContextProbe` every `--probe_every` updates: the
 discriminator's AUC on fixed held-out batches beside the token-identity-only
 AUC. Seed s gives every variant the same data order, masking and (outside the
 changed layers) the same initial weights. Records, held-out file and probe are
-the harness's (`benchmarks/efficiency.py`); its flags `--corpus`, `--vocab`,
+the harness's (`experiments/efficiency/efficiency.py`); its flags `--corpus`, `--vocab`,
 `--holdout`, `--probe_every`, `--probe_batches` apply. Writes `results.json`,
 `results.md` and `context_probe.png` to `--output_dir`; resumable per run.
 """
@@ -27,11 +27,9 @@ import shlex
 import sys
 import time
 
-BENCHMARKS = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, BENCHMARKS)
-
-import efficiency  # noqa: E402  (defines the harness's flags, reused here)
-from efficiency import FLAGS, read_json, write_json  # noqa: E402
+# Run from the repository root (`python -m experiments.efficiency.context_probe`): no sys.path edit.
+from experiments.efficiency import efficiency  # noqa: E402  (defines the harness's flags, reused here)
+from experiments.efficiency.efficiency import FLAGS, read_json, write_json  # noqa: E402
 from absl import app, flags, logging  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402

@@ -1,4 +1,4 @@
-"""benchmarks/efficiency.py: equal-FLOPs plan, checkpoint steps, and the smoke budget end to end with resume."""
+"""experiments/efficiency/efficiency.py: equal-FLOPs plan, checkpoint steps, and the smoke budget end to end with resume."""
 
 import importlib.util
 import json
@@ -19,7 +19,8 @@ TASK = REPO.parent / "shared" / "data" / "tasks" / "trec6"
 
 
 def load_efficiency():
-    spec = importlib.util.spec_from_file_location("efficiency_benchmark", REPO / "benchmarks" / "efficiency.py")
+    spec = importlib.util.spec_from_file_location("efficiency_benchmark",
+                                                  REPO / "experiments" / "efficiency" / "efficiency.py")
     module = sys.modules.get(spec.name)
     if module is None:  # its absl flags may be defined once per process
         module = importlib.util.module_from_spec(spec)
@@ -54,7 +55,7 @@ def run_smoke(output_dir):
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2")
     start = time.time()
     result = subprocess.run(
-        [sys.executable, "benchmarks/efficiency.py", "--budget", "smoke", "--output_dir", str(output_dir),
+        [sys.executable, "-m", "experiments.efficiency.efficiency", "--budget", "smoke", "--output_dir", str(output_dir),
          "--tasks", str(TASK)],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
     )

@@ -1,0 +1,1 @@
+"""Speed and throughput scripts; run each from the repository root as `python -m benchmarks.<name>`."""

@@ -1,0 +1,81 @@
+"""What the benchmark scripts share: timing, medians, the versions measured, JSON output.
+
+    from benchmarks import common
+
+    seconds = common.median(common.timings(step, repeats=20))
+    common.append_jsonl("out.jsonl", dict(seconds=seconds, versions=common.versions()))
+
+Run the scripts from the repository root (`python -m benchmarks.train_step ...`): the
+package and `electra_tf` are then importable without any `sys.path` edit.
+"""
+
+import json
+import os
+import platform
+import statistics
+import time
+
+
+def materialize(out):
+    """Copies every tensor of `out` to the host, so asynchronous execution is inside the timing."""
+    import tensorflow as tf
+
+    return tf.nest.map_structure(lambda t: t.numpy() if hasattr(t, "numpy") else t, out)
+
+
+def timings(fn, repeats, warmup=2, block=materialize):
+    """Seconds taken by each of `repeats` calls of `fn`, after `warmup` untimed calls.
+
+    Args:
+        fn: callable() -> result.
+        repeats: int. Timed calls.
+        warmup: int. Untimed calls first (tracing, compilation, caches).
+        block: callable(result). Forces the result inside the timing (default: to host).
+
+    Returns:
+        list of float seconds, in call order.
+    """
+    for _ in range(warmup):
+        block(fn())
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        block(fn())
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def median(times):
+    """The median of `times`."""
+    return statistics.median(times)
+
+
+def versions(*extra):
+    """Python, TensorFlow, Keras, NumPy and the platform; `extra` module names add theirs (keras_hub, torch)."""
+    import importlib
+
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    out = dict(python=platform.python_version(), tensorflow=tf.__version__, keras=keras.__version__,
+               numpy=np.__version__, platform=platform.platform(), cpus=os.cpu_count())
+    for name in extra:
+        out[name] = importlib.import_module(name).__version__
+    return out
+
+
+def write_json(path, value):
+    """Writes `value` as indented, key-sorted JSON (the folder is created)."""
+    folder = os.path.dirname(path)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(value, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+def append_jsonl(path, record):
+    """Appends `record` as one JSON line."""
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(record) + "\n")

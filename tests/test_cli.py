@@ -1,0 +1,135 @@
+"""One CLI vocabulary: shared flag names, deprecated spellings with one warning, console scripts, a quiet start."""
+
+import importlib
+import io
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from absl import flags
+
+from electra_tf import cli
+from helpers import REPO
+
+CLIS = ["electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export.__main__", "electra_tf.convert.__main__",
+        "pipelines.build_pretraining_data", "pipelines.build_vocab", "pipelines.inspect"]
+CONSOLE_SCRIPTS = {"electra-pretrain", "electra-finetune", "electra-export", "electra-convert", "electra-build-data",
+                   "electra-build-vocab"}
+
+
+def console_scripts():
+    """name -> "module:function" of setup.py's console scripts."""
+    text = (REPO / "setup.py").read_text()
+    return dict(re.findall(r'"([\w-]+)=([\w.]+:\w+)"', text))
+
+
+def test_importing_every_cli_in_one_process_defines_no_flag_and_loads_no_tensorflow():
+    """No DuplicateFlagError; and TensorFlow loads only once a CLI runs (after `cli.quiet_console`)."""
+    code = ("import sys\n"
+            "import electra_tf.pretrain, electra_tf.finetune, electra_tf.export, electra_tf.export.__main__, "
+            "electra_tf.convert.__main__\n"
+            "from absl import flags\n"
+            "print(sorted(n for n in flags.FLAGS if n in ('model_dir', 'init', 'output_dir', 'seq_length')))\n"
+            "print('tensorflow' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["[]", "False"]
+
+
+@pytest.mark.parametrize("module", CLIS[:4])
+def test_each_cli_speaks_the_shared_vocabulary(module):
+    program = importlib.import_module(module)
+    registered = flags.FlagValues()
+    program.define_flags(registered)
+    assert not set(cli.DEPRECATED_FLAGS) & set(registered), f"{module} defines a deprecated spelling"
+    assert ("model_dir" in registered) == (module == "electra_tf.pretrain")
+    for name, new in program.ALIASES.items():
+        assert new in registered and name not in registered, (module, name)
+
+
+@pytest.mark.parametrize("module", CLIS[4:])
+def test_the_pipelines_accept_their_old_spellings(module):
+    program = importlib.import_module(module)
+    assert set(program.ALIASES.values()) <= {"vocab_file", "seq_length"}
+    assert "def define_flags" in (REPO / (module.replace(".", "/") + ".py")).read_text()
+
+
+@pytest.mark.parametrize("module,args,name,value", [
+    ("electra_tf.pretrain", ["--init_from=hf:some_dir"], "init", "hf:some_dir"),
+    ("electra_tf.finetune", ["--max_seq_length", "64"], "seq_length", 64),
+    ("electra_tf.export.__main__", ["--output", "out"], "output_dir", "out"),
+    ("electra_tf.convert.__main__", ["-output=model.keras"], "output_dir", "model.keras"),
+])
+def test_a_deprecated_spelling_is_the_new_flag_with_one_warning(module, args, name, value):
+    program = importlib.import_module(module)
+    registered = flags.FlagValues()
+    program.define_flags(registered)
+    stderr = io.StringIO()
+    registered(cli.rewrite_deprecated(["prog", *args], program.ALIASES, stderr))
+    assert registered[name].value == value
+    old = re.match(r"-+(\w+)", args[0]).group(1)
+    assert stderr.getvalue() == (f"warning: --{old} is deprecated; use --{name} "
+                                 "(the old spelling goes in the next release)\n")
+
+
+def test_rewrite_deprecated_spellings():
+    table = cli.aliases("vocab", "max_seq_length", output="vocab_file")
+    stderr = io.StringIO()
+    argv = ["prog", "--vocab", "v.txt", "--max_seq_length=32", "-vocab=w.txt", "--output", "o.txt",
+            "--vocab_size=8", "--novocab", "--num_shards", "2", "--", "--vocab", "x"]
+    assert cli.rewrite_deprecated(argv, table, stderr) == [
+        "prog", "--vocab_file", "v.txt", "--seq_length=32", "-vocab_file=w.txt", "--vocab_file", "o.txt",
+        "--vocab_size=8", "--novocab_file", "--num_shards", "2", "--", "--vocab", "x"]
+    lines = stderr.getvalue().splitlines()
+    assert [line.split(";")[0] for line in lines] == [
+        "warning: --vocab is deprecated", "warning: --max_seq_length is deprecated", "warning: --output is deprecated"]
+    assert cli.rewrite_deprecated(["prog", "--vocab_file=v"], table, stderr) == ["prog", "--vocab_file=v"]
+    assert cli.aliases("init_from") == {"init_from": "init"}
+
+
+def test_every_cli_is_a_console_script_with_a_callable_target():
+    scripts = console_scripts()
+    assert set(scripts) == CONSOLE_SCRIPTS
+    for name, target in scripts.items():
+        module, function = target.split(":")
+        assert callable(getattr(importlib.import_module(module), function)), name
+
+
+def test_quiet_console_leaves_a_users_log_level_alone(monkeypatch):
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "0")
+    monkeypatch.setattr(cli, "_quieted", False)
+    cli.quiet_console()
+    assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0" and not cli._quieted
+    assert isinstance(cli.gpu_device_present(), bool)
+
+
+def test_a_cli_started_without_a_log_level_prints_only_its_own_lines():
+    """No TensorFlow start-up lines (oneDNN, CUDA drivers, cuInit, CPU instructions), no absl pre-init line."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    result = subprocess.run([sys.executable, "-m", "electra_tf.export", "--kind", "encoder", "--output", "x"],
+                            cwd=REPO, capture_output=True, text=True, timeout=300,
+                            env=dict(env, PYTHONPATH=str(REPO)))
+    assert result.returncode == 2
+    assert [line for line in result.stderr.splitlines() if line.strip()] == [
+        "warning: --output is deprecated; use --output_dir (the old spelling goes in the next release)",
+        "error: --init is required. (see --help)"]
+
+
+@pytest.mark.parametrize("module,flag", [("electra_tf.convert", "--output_dir"), ("pipelines.build_vocab", "--vocab_file")])
+def test_help_lists_the_programs_flags(module, flag):
+    """Flags defined through electra_tf.cli are the program's own in `--help` (not only in --helpfull)."""
+    result = subprocess.run([sys.executable, "-m", module, "--help"], cwd=REPO, capture_output=True, text=True,
+                            timeout=300, env=dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2"))
+    assert f"\n  {flag}: " in result.stdout + result.stderr
+
+
+def test_invoke_leaves_the_global_flags_as_they_were():
+    from electra_tf.convert import __main__ as convert_cli
+
+    before = set(flags.FLAGS)
+    with pytest.raises(SystemExit):
+        cli.invoke(convert_cli, ["--from", "onnx"])
+    assert set(flags.FLAGS) == before  # a module defining --output_dir later (the efficiency harness) can
