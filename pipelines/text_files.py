@@ -78,7 +78,7 @@ def read_text_batches(path, key, source="text", batch_bytes=1 << 20):
         from pipelines.text_files import read_text_batches
 
         for batch in read_text_batches("corpus/brown.txt.gz", key="brown"):
-            print(len(batch.keys), len(batch.text))  # 2 documents, 59 bytes
+            print(len(batch.keys), len(batch.text))  # documents and bytes of each batch
         ```
     """
     index, lines_read, carry, read_size = 0, 0, b"", batch_bytes

@@ -54,7 +54,8 @@ def init_from(spec, pretrainer, strict=False):
         from electra_tf.convert import export_hugging_face, init_from
         from electra_tf.models.pretrainer import build_pretrainer
 
-        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64)
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)
         export_hugging_face(build_pretrainer(config), "hf")  # hf/discriminator, hf/generator
         pretrainer = build_pretrainer(config)
         init_from("hf:hf/discriminator,hf/generator", pretrainer)

@@ -82,7 +82,9 @@ def read_safetensors_dir(directory):
         from electra_tf.convert import export_hugging_face
         from electra_tf.models.pretrainer import build_pretrainer
 
-        export_hugging_face(build_pretrainer(get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64)), "hf")
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)  # a tiny model
+        export_hugging_face(build_pretrainer(config), "hf")
 
         from electra_tf.convert.hugging_face import read_safetensors_dir
 
@@ -146,7 +148,9 @@ def read_hugging_face(directory):
         from electra_tf.convert import export_hugging_face
         from electra_tf.models.pretrainer import build_pretrainer
 
-        export_hugging_face(build_pretrainer(get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64)), "hf")
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)  # a tiny model
+        export_hugging_face(build_pretrainer(config), "hf")
 
         from electra_tf.convert.hugging_face import read_hugging_face
 
@@ -282,11 +286,13 @@ def load_hugging_face(source, model, strict=False):
         from electra_tf.convert import export_hugging_face
         from electra_tf.models.pretrainer import build_pretrainer
 
-        export_hugging_face(build_pretrainer(get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64)), "hf")
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)  # a tiny model
+        export_hugging_face(build_pretrainer(config), "hf")
 
         from electra_tf.convert.hugging_face import load_hugging_face
 
-        pretrainer = build_pretrainer(get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64))
+        pretrainer = build_pretrainer(config)
         load_hugging_face("hf/discriminator,hf/generator", pretrainer)
         ```
     """
@@ -374,7 +380,9 @@ def build_from_hugging_face(source):
         from electra_tf.convert import export_hugging_face
         from electra_tf.models.pretrainer import build_pretrainer
 
-        export_hugging_face(build_pretrainer(get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64)), "hf")
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)  # a tiny model
+        export_hugging_face(build_pretrainer(config), "hf")
 
         from electra_tf.convert.hugging_face import build_from_hugging_face
 
@@ -452,7 +460,9 @@ def export_hugging_face(model, directory):
         from electra_tf.convert.hugging_face import export_hugging_face
         from electra_tf.models.pretrainer import build_pretrainer
 
-        pretrainer = build_pretrainer(get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64))
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)  # a tiny model
+        pretrainer = build_pretrainer(config)
         export_hugging_face(pretrainer, "electra_hf")  # ['electra_hf/discriminator', 'electra_hf/generator']
         transformers.ElectraForPreTraining.from_pretrained("electra_hf/discriminator")
         ```

@@ -57,7 +57,9 @@ def read_official_checkpoint(path):
         from electra_tf.convert import export_official
         from electra_tf.models.pretrainer import build_pretrainer
 
-        export_official(build_pretrainer(get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64)), "electra_small/model.ckpt-0")
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)  # a tiny model
+        export_official(build_pretrainer(config), "electra_small/model.ckpt-0")
 
         from electra_tf.convert.official import read_official_checkpoint
 
@@ -108,11 +110,13 @@ def load_official(path, model, strict=False):
         from electra_tf.convert import export_official
         from electra_tf.models.pretrainer import build_pretrainer
 
-        export_official(build_pretrainer(get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64)), "electra_small/model.ckpt-0")
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)  # a tiny model
+        export_official(build_pretrainer(config), "electra_small/model.ckpt-0")
 
         from electra_tf.convert.official import load_official
 
-        pretrainer = build_pretrainer(get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64))
+        pretrainer = build_pretrainer(config)
         load_official("electra_small", pretrainer)
         ```
     """
@@ -146,7 +150,9 @@ def build_from_official(path, num_heads=None, generator_num_heads=None):
         from electra_tf.convert import export_official
         from electra_tf.models.pretrainer import build_pretrainer
 
-        export_official(build_pretrainer(get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64)), "electra_small/model.ckpt-0")
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)  # a tiny model
+        export_official(build_pretrainer(config), "electra_small/model.ckpt-0")
 
         from electra_tf.convert.official import build_from_official
 
@@ -212,7 +218,9 @@ def write_official_checkpoint(weights, path, global_step=0, optimizer_slots=Fals
         from electra_tf.convert.weight_map import read_weights
         from electra_tf.models.pretrainer import build_pretrainer
 
-        pretrainer = build_pretrainer(get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64))
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)  # a tiny model
+        pretrainer = build_pretrainer(config)
         write_official_checkpoint(read_weights(pretrainer), "ckpt/model.ckpt-0")  # 'ckpt/model.ckpt-0'
         ```
     """

@@ -158,7 +158,7 @@ def generic_task(
         with open("movie_polarity/train.tsv", "w") as f:
             f.write("sentence\\tlabel\\na fine film\\tpositive\\na dull film\\tnegative\\n")
         spec = generic_task("movie_polarity", "movie_polarity")
-        spec.label_names  # ['negative', 'positive']
+        spec.names  # ['negative', 'positive']: the sorted labels of train (no labels.txt here)
         read_examples(spec, "movie_polarity")[0].label  # 1
         ```
     """

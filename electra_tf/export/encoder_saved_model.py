@@ -123,8 +123,9 @@ def export_encoder(encoder, vocab_file, export_dir, seq_length=128):
 
         from electra_tf.models.encoder import ElectraEncoder
 
+        # A trained one in practice: `training.checkpoints.load_discriminator(run_dir)`.
         encoder = ElectraEncoder(vocab_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=32,
-                                 embedding_dim=16, intermediate_dim=64)  # or a run's: `training.checkpoints.load_discriminator(model_dir)`
+                                 embedding_dim=16, intermediate_dim=64)
         encoder.build()
         from electra_tf.export.encoder_saved_model import export_encoder
 

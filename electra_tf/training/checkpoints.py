@@ -149,8 +149,10 @@ def restore_pretrainer(model_dir, checkpoint=None):
         from electra_tf.training.named_checkpoint import NamedCheckpoint
 
         # A run directory as `electra_tf.pretrain` leaves one: its config and a checkpoint.
-        write_config(get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64), "runs/demo")
-        ckpt = NamedCheckpoint(build_pretrainer(get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64))).checkpoint.write("runs/demo/checkpoints/ckpt-1")
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)  # a tiny model
+        write_config(config, "runs/demo")
+        ckpt = NamedCheckpoint(build_pretrainer(config)).checkpoint.write("runs/demo/checkpoints/ckpt-1")
 
         pretrainer, config = restore_pretrainer("runs/demo", checkpoint=ckpt)  # or its latest checkpoint
         encoder = pretrainer.discriminator

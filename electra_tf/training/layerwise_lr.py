@@ -93,10 +93,12 @@ class LayerwiseAdamW(_SumThenClip, OptionalBiasCorrection, keras.optimizers.Adam
         encoder = ElectraEncoder(vocab_size=100, num_layers=2, num_heads=2, hidden_dim=32,
                                  embedding_dim=16, intermediate_dim=64)
         classifier = ElectraClassifier(encoder, num_labels=2)
+        classifier.build()
         optimizer = LayerwiseAdamW(3e-4, num_layers=2, layerwise_decay=0.8, epsilon=1e-6)
         classifier.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy")
         optimizer.build(classifier.trainable_variables)
-        optimizer.multipliers()  # {variable path: multiplier}
+        multipliers = optimizer.multipliers()  # {variable path: multiplier}
+        sorted({round(m, 4) for m in multipliers.values()})  # [0.4096, 0.512, 0.64, 1.0]: embeddings .. head
         ```
     """
 
