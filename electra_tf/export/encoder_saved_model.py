@@ -117,17 +117,18 @@ def export_encoder(encoder, vocab_file, export_dir, seq_length=128):
         ```python
         import pathlib
 
-        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", "a", "fine", "film"]
-        pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
         import tensorflow as tf
 
+        from electra_tf.export.encoder_saved_model import export_encoder
         from electra_tf.models.encoder import ElectraEncoder
+
+        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", "a", "fine", "film"]
+        pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
 
         # A trained one in practice: `training.checkpoints.load_discriminator(run_dir)`.
         encoder = ElectraEncoder(vocab_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=32,
                                  embedding_dim=16, intermediate_dim=64)
         encoder.build()
-        from electra_tf.export.encoder_saved_model import export_encoder
 
         export_encoder(encoder, "vocab.txt", "electra_encoder", seq_length=16)
         loaded = tf.saved_model.load("electra_encoder")

@@ -108,17 +108,18 @@ def export_preset(encoder, vocab_file, preset_dir, lowercase=None):
         ```python
         import pathlib
 
-        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", "a", "fine", "film"]
-        pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
         import keras_hub
 
+        from electra_tf.export.keras_hub_preset import export_preset
         from electra_tf.models.encoder import ElectraEncoder
+
+        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", "a", "fine", "film"]
+        pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
 
         # A trained one in practice: `training.checkpoints.load_discriminator(run_dir)`.
         encoder = ElectraEncoder(vocab_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=32,
                                  embedding_dim=16, intermediate_dim=64)
         encoder.build()
-        from electra_tf.export.keras_hub_preset import export_preset
 
         export_preset(encoder, "vocab.txt", "electra_preset")
         backbone = keras_hub.models.ElectraBackbone.from_preset("electra_preset")

@@ -170,16 +170,17 @@ def export_serving(classifier, vocab_file, base_dir, model_name="electra", versi
         ```python
         import pathlib
 
-        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", "a", "fine", "film"]
-        pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
         import tensorflow as tf
 
+        from electra_tf.export.serving import export_serving
+        from electra_tf.models.classifier import ElectraClassifier
         from electra_tf.models.encoder import ElectraEncoder
+
+        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", "a", "fine", "film"]
+        pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
 
         encoder = ElectraEncoder(vocab_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=32,
                                  embedding_dim=16, intermediate_dim=64)
-        from electra_tf.export.serving import export_serving
-        from electra_tf.models.classifier import ElectraClassifier
 
         classifier = ElectraClassifier(encoder, num_labels=2)  # fine-tuned, in practice
         classifier.build()
