@@ -232,7 +232,10 @@ def get_config(preset="small", **overrides):
 
     Example:
         ```python
+        from electra_tf.config import get_config
+
         config = get_config("tiny", train_steps=20, batch_size=8)
+        config.hidden_dim, config.train_steps  # (128, 20)
         ```
     """
     module_name = preset.replace("++", "_pp")

@@ -22,7 +22,13 @@ def read_book(path, key, source="books"):
 
     Example:
         ```python
-        doc = next(read_book("books/moby_dick.txt", key="moby_dick"))
+        import pathlib
+
+        from pipelines.books import read_book
+
+        pathlib.Path("moby_dick.txt").write_text("Call me Ishmael. Some years ago I went to sea.\\n")
+        doc = next(read_book("moby_dick.txt", key="moby_dick"))
+        doc.key, doc.sentences  # ('moby_dick:0', ['Call me Ishmael.', 'Some years ago I went to sea.'])
         ```
     """
     with text_io.CompressedReader(path) as reader:

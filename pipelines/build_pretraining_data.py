@@ -435,9 +435,20 @@ def build_pretraining_data(
 
     Example:
         ```python
+        import gzip
+        import os
+
+        os.makedirs("corpus", exist_ok=True)
+        with gzip.open("corpus/brown.txt.gz", "wt") as f:  # a sentence a line; a blank line ends a document
+            f.write("The cat sat on the mat.\\nIt purred.\\n\\nA dog barked at the cat.\\n")
+
+        from pipelines.build_pretraining_data import build_pretraining_data
+        from pipelines.build_vocab import build_vocab
+
+        build_vocab("corpus/*.txt.gz", vocab_size=200, output="vocab.txt", min_frequency=1)
         stats = build_pretraining_data(
-            "corpus/*.txt.gz", "vocab.txt", "/tmp/out", max_seq_length=128,
-            num_shards=4, pipeline_args=["--direct_running_mode=in_memory"])
+            "corpus/*.txt.gz", "vocab.txt", "out", max_seq_length=16,
+            num_shards=2, pipeline_args=["--direct_running_mode=in_memory"])
         ```
     """
     if max_seq_length < 5:

@@ -87,8 +87,13 @@ def build_vocab(inputs, vocab_size, output, lower_case=True, num_unused=100, lim
 
     Example:
         ```python
-        vocab = build_vocab("corpus.txt", vocab_size=8192, output="/tmp/vocab.txt")
-        assert vocab[0] == "[PAD]"
+        import pathlib
+
+        from pipelines.build_vocab import build_vocab
+
+        pathlib.Path("corpus.txt").write_text("The cat sat on the mat.\\nThe dog sat on the log.\\n" * 50)
+        vocab = build_vocab("corpus.txt", vocab_size=200, output="vocab.txt")
+        vocab[0], vocab[101:104]  # ('[PAD]', ['[UNK]', '[CLS]', '[SEP]'])
         ```
     """
     head = ["[PAD]"] + [f"[unused{i}]" for i in range(num_unused)] + list(SPECIAL_TOKENS)

@@ -104,6 +104,7 @@ def prose_paragraphs(docstring):
         list of str, one per kept paragraph, whitespace collapsed.
 
     Example:
+        >>> from pipelines.demo_corpus import prose_paragraphs
         >>> prose_paragraphs("Adds two numbers together.\\n\\nArgs:\\n    x: int.\\n\\n>>> add(1)\\n1")
         ['Adds two numbers together.']
     """
@@ -162,7 +163,10 @@ def build_demo_corpus(output_file, target_bytes=4_000_000):
 
     Example:
         ```python
-        counts = build_demo_corpus("/tmp/demo/corpus.txt", target_bytes=200_000)
+        from pipelines.demo_corpus import build_demo_corpus
+
+        counts = build_demo_corpus("corpus.txt", target_bytes=20_000)
+        counts["bytes"] >= 20_000  # True
         ```
     """
     seen = set()
@@ -222,7 +226,11 @@ def build_demo_data(output_dir, seq_length=128, vocab_size=8192, num_shards=4, s
 
     Example:
         ```python
-        demo = build_demo_data("/tmp/electra_demo", seq_length=128)
+        import tensorflow as tf
+
+        from pipelines.demo_corpus import build_demo_data
+
+        demo = build_demo_data("electra_demo", seq_length=128)  # minutes the first time, then cached
         dataset = tf.data.TFRecordDataset(tf.io.gfile.glob(demo["data"]))
         ```
     """

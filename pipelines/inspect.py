@@ -26,6 +26,7 @@ def pieces_to_text(pieces):
     """Joins word pieces into text (`##x` glues to the previous piece).
 
     Example:
+        >>> from pipelines.inspect import pieces_to_text
         >>> pieces_to_text(["the", "token", "##izer", "works", "."])
         'the tokenizer works .'
     """
@@ -52,8 +53,22 @@ def decode_examples(data, vocab_file, num=5):
 
     Example:
         ```python
-        for ex in decode_examples("/tmp/out/pretrain_data.tfrecord-*", "vocab.txt", 2):
-            print(ex["a"], "||", ex["b"])
+        import pathlib
+
+        import numpy as np
+        import tensorflow as tf
+
+        from pipelines.inspect import decode_examples
+        from pipelines.packing import serialize_examples
+
+        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "."]
+        pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
+        # One record as `build_pretraining_data` writes them: [CLS] the cat [SEP] sat . [SEP] [PAD]
+        records = serialize_examples(np.array([[2, 5, 6, 3, 7, 8, 3, 0]]), [2], [2])
+        with tf.io.TFRecordWriter("pretrain_data.tfrecord-00000-of-00001") as writer:
+            writer.write(records[0])
+        for ex in decode_examples("pretrain_data.tfrecord-*", "vocab.txt", 2):
+            print(ex["a"], "||", ex["b"])  # the cat || sat .
         ```
     """
     vocab = tokenizer_lib.load_vocab(vocab_file)

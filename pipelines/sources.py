@@ -77,7 +77,17 @@ def expand_inputs(inputs):
 
     Example:
         ```python
-        files = expand_inputs("text:corpus/*.txt.gz,wikipedia:dumps/*.xml.bz2")
+        import gzip
+        import os
+
+        os.makedirs("corpus", exist_ok=True)
+        with gzip.open("corpus/brown.txt.gz", "wt") as f:  # a sentence a line; a blank line ends a document
+            f.write("The cat sat on the mat.\\nIt purred.\\n\\nA dog barked at the cat.\\n")
+
+        from pipelines.sources import expand_inputs
+
+        files = expand_inputs("text:corpus/*.txt.gz")  # e.g. "text:corpus/*.txt.gz,wikipedia:dumps/*.xml.bz2"
+        [f.key for f in files]  # ['brown.txt.gz']
         ```
     """
     found = []
@@ -111,9 +121,18 @@ def read_documents(input_file):
 
     Example:
         ```python
+        import gzip
+        import os
+
+        os.makedirs("corpus", exist_ok=True)
+        with gzip.open("corpus/brown.txt.gz", "wt") as f:  # a sentence a line; a blank line ends a document
+            f.write("The cat sat on the mat.\\nIt purred.\\n\\nA dog barked at the cat.\\n")
+
+        from pipelines.sources import expand_inputs, read_documents
+
         for f in expand_inputs("corpus/*.txt.gz"):
             for doc in read_documents(f):
-                ...
+                print(doc.key, doc.sentences)
         ```
     """
     reader = READERS[input_file.kind]
@@ -128,9 +147,18 @@ def read_batches(input_file, batch_bytes=1 << 20):
 
     Example:
         ```python
+        import gzip
+        import os
+
+        os.makedirs("corpus", exist_ok=True)
+        with gzip.open("corpus/brown.txt.gz", "wt") as f:  # a sentence a line; a blank line ends a document
+            f.write("The cat sat on the mat.\\nIt purred.\\n\\nA dog barked at the cat.\\n")
+
+        from pipelines.sources import expand_inputs, read_batches
+
         for f in expand_inputs("corpus/*.txt.gz"):
             for batch in read_batches(f):
-                ...
+                print(batch.keys)
         ```
     """
     if input_file.kind == "text":

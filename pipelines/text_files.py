@@ -33,8 +33,17 @@ def read_text_file(path, key, source="text"):
 
     Example:
         ```python
+        import gzip
+        import os
+
+        os.makedirs("corpus", exist_ok=True)
+        with gzip.open("corpus/brown.txt.gz", "wt") as f:  # a sentence a line; a blank line ends a document
+            f.write("The cat sat on the mat.\\nIt purred.\\n\\nA dog barked at the cat.\\n")
+
+        from pipelines.text_files import read_text_file
+
         for doc in read_text_file("corpus/brown.txt.gz", key="brown"):
-            print(doc.key, len(doc.sentences))
+            print(doc.key, len(doc.sentences))  # brown:0 2, then brown:1 1
         ```
     """
     for batch in read_text_batches(path, key, source):
@@ -59,8 +68,17 @@ def read_text_batches(path, key, source="text", batch_bytes=1 << 20):
 
     Example:
         ```python
+        import gzip
+        import os
+
+        os.makedirs("corpus", exist_ok=True)
+        with gzip.open("corpus/brown.txt.gz", "wt") as f:  # a sentence a line; a blank line ends a document
+            f.write("The cat sat on the mat.\\nIt purred.\\n\\nA dog barked at the cat.\\n")
+
+        from pipelines.text_files import read_text_batches
+
         for batch in read_text_batches("corpus/brown.txt.gz", key="brown"):
-            print(len(batch.keys), len(batch.text))
+            print(len(batch.keys), len(batch.text))  # documents and bytes of each batch
         ```
     """
     index, lines_read, carry, read_size = 0, 0, b"", batch_bytes

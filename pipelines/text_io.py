@@ -56,8 +56,14 @@ def batch_documents(documents, batch_bytes):
 
     Example:
         ```python
+        import pathlib
+
+        from pipelines.books import read_book
+        from pipelines.text_io import batch_documents
+
+        pathlib.Path("moby_dick.txt").write_text("Call me Ishmael.\\n")
         for batch in batch_documents(read_book("moby_dick.txt", "moby"), 1 << 20):
-            ...
+            print(batch.keys)
         ```
     """
     batch, size = [], 0
@@ -108,6 +114,7 @@ def decode_utf8(data):
         (str, int): the text and the number of invalid sequences replaced.
 
     Example:
+        >>> from pipelines.text_io import decode_utf8
         >>> decode_utf8(b"caf\\xc3\\xa9 \\xff!")
         ('café \\ufffd!', 1)
     """
@@ -126,9 +133,15 @@ class CompressedReader:
 
     Example:
         ```python
+        import gzip
+
+        from pipelines.text_io import CompressedReader
+
+        with gzip.open("corpus.txt.gz", "wt") as f:
+            f.write("one line\\nanother\\n")
         with CompressedReader("corpus.txt.gz") as reader:
             for line in reader.file:
-                ...
+                print(line)  # b'one line\\n', then b'another\\n'
         ```
     """
 

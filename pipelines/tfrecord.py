@@ -84,6 +84,7 @@ def crc32c(data):
     """The CRC-32C (Castagnoli) of bytes.
 
     Example:
+        >>> from pipelines.tfrecord import crc32c
         >>> hex(crc32c(b"123456789"))  # the standard check value
         '0xe3069283'
     """
@@ -103,7 +104,8 @@ def frame_records(data, offsets):
 
     Example:
         >>> import tensorflow as tf
-        >>> path = __import__("tempfile").mktemp()
+        >>> from pipelines.tfrecord import frame_records
+        >>> path = "records.tfrecord"
         >>> with open(path, "wb") as f:
         ...     _ = f.write(frame_records(b"abcde", [0, 2, 5]))
         >>> [r.numpy() for r in tf.data.TFRecordDataset(path)]

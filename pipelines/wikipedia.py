@@ -90,6 +90,7 @@ def wikitext_to_sentences(title, text):
         list of str sentences, or None for a disambiguation page.
 
     Example:
+        >>> from pipelines.wikipedia import wikitext_to_sentences
         >>> wikitext_to_sentences("Ada", "'''Ada''' was a [[England|English]] "
         ...     "writer.<ref>A source.</ref> She wrote notes on the engine.")
         ['Ada was a English writer.', 'She wrote notes on the engine.']
@@ -133,8 +134,20 @@ def read_wikipedia_dump(path, key, source="wikipedia"):
 
     Example:
         ```python
+        import bz2
+
+        from pipelines.wikipedia import read_wikipedia_dump
+
+        with bz2.open("enwiki-latest-pages-articles1.xml.bz2", "wt") as f:
+            f.write(
+                '<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/" version="0.10">'
+                '<siteinfo><namespaces><namespace key="0" case="first-letter" /></namespaces></siteinfo>'
+                '<page><title>Ada</title><ns>0</ns><id>7</id><revision><id>1</id>'
+                "<text>'''Ada''' was an English [[mathematician]]. She wrote notes.</text>"
+                '</revision></page></mediawiki>'
+            )
         for doc in read_wikipedia_dump("enwiki-latest-pages-articles1.xml.bz2", "enwiki1"):
-            print(doc.key, doc.sentences[0])
+            print(doc.key, doc.sentences[0])  # enwiki1:7 Ada was an English mathematician.
         ```
     """
     with text_io.CompressedReader(path) as reader:

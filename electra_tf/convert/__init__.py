@@ -58,8 +58,15 @@ def init_from(spec, pretrainer, strict=False):
 
     Example:
         ```python
-        pretrainer = build_pretrainer(get_config("small++"))
-        init_from("hf:electra-small-discriminator,electra-small-generator", pretrainer)
+        from electra_tf.config import get_config
+        from electra_tf.convert import export_hugging_face, init_from
+        from electra_tf.models.pretrainer import build_pretrainer
+
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)
+        export_hugging_face(build_pretrainer(config), "hf")  # hf/discriminator, hf/generator
+        pretrainer = build_pretrainer(config)
+        init_from("hf:hf/discriminator,hf/generator", pretrainer)
         ```
     """
     kind, sep, path = spec.partition(":")

@@ -33,8 +33,17 @@ def read_bert(directory):
 
     Example:
         ```python
-        bert = read_bert("all-MiniLM-L6-v2")
-        bert["weights"]["electra/embeddings/word_embeddings"].shape  # (30522, 384)
+        import transformers
+
+        # A tiny BERT checkpoint, as `save_pretrained` writes one (E = H: BERT has no projection).
+        transformers.BertModel(transformers.BertConfig(
+            vocab_size=100, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+            intermediate_size=64, max_position_embeddings=128)).save_pretrained("bert")
+
+        from electra_tf.convert.bert import read_bert
+
+        bert = read_bert("bert")
+        bert["weights"]["electra/embeddings/word_embeddings"].shape  # (100, 32)
         ```
     """
     config, state = read_safetensors_dir(directory)
@@ -83,8 +92,21 @@ def load_bert(directory, model, strict=False):
 
     Example:
         ```python
-        config = get_config("base", embedding_dim=768, vocab_size=30522)
-        load_bert("bert-base-uncased", build_pretrainer(config))
+        import transformers
+
+        # A tiny BERT checkpoint, as `save_pretrained` writes one (E = H: BERT has no projection).
+        transformers.BertModel(transformers.BertConfig(
+            vocab_size=100, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+            intermediate_size=64, max_position_embeddings=128)).save_pretrained("bert")
+
+        from electra_tf.config import get_config
+        from electra_tf.convert.bert import load_bert
+        from electra_tf.models.pretrainer import build_pretrainer
+
+        # The discriminator takes BERT's sizes, with `embedding_dim` = `hidden_dim`.
+        config = get_config("tiny", vocab_size=100, embedding_dim=32, hidden_dim=32,
+                            num_layers=1, intermediate_dim=64)
+        load_bert("bert", build_pretrainer(config))
         ```
     """
     bert = read_bert(directory)
@@ -101,7 +123,17 @@ def build_from_bert(directory):
 
     Example:
         ```python
-        encoder = build_from_bert("all-MiniLM-L6-v2")
+        import transformers
+
+        # A tiny BERT checkpoint, as `save_pretrained` writes one (E = H: BERT has no projection).
+        transformers.BertModel(transformers.BertConfig(
+            vocab_size=100, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+            intermediate_size=64, max_position_embeddings=128)).save_pretrained("bert")
+
+        from electra_tf.convert.bert import build_from_bert
+
+        encoder = build_from_bert("bert")
+        encoder.hidden_dim, encoder.num_layers  # (32, 1)
         ```
     """
     bert = read_bert(directory)

@@ -40,10 +40,9 @@ def hf_to_official(name, role):
         (official_name, transpose) or None.
 
     Example:
-        ```python
-        hf_to_official("electra.encoder.layer.0.output.dense.weight", "generator")
-        # ('generator/encoder/layer_0/output/dense/kernel', True)
-        ```
+        >>> from electra_tf.convert.hf_names import hf_to_official
+        >>> hf_to_official("electra.encoder.layer.0.output.dense.weight", "generator")
+        ('generator/encoder/layer_0/output/dense/kernel', True)
     """
     _check_role(role)
     if name == "generator_lm_head.bias":
@@ -103,10 +102,9 @@ def official_to_hf(name, role):
         (hf_name, transpose) or None when the role has no such weight.
 
     Example:
-        ```python
-        official_to_hf("discriminator_predictions/dense_1/kernel", "discriminator")
-        # ('discriminator_predictions.dense_prediction.weight', True)
-        ```
+        >>> from electra_tf.convert.hf_names import official_to_hf
+        >>> official_to_hf("discriminator_predictions/dense_1/kernel", "discriminator")
+        ('discriminator_predictions.dense_prediction.weight', True)
     """
     _check_role(role)
     body = "" if role == "model" else "electra."

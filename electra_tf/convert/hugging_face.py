@@ -78,7 +78,19 @@ def read_safetensors_dir(directory):
 
     Example:
         ```python
-        config, state = read_safetensors_dir("electra-small-discriminator")
+        from electra_tf.config import get_config
+        from electra_tf.convert import export_hugging_face
+        from electra_tf.models.pretrainer import build_pretrainer
+
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)  # a tiny model
+        export_hugging_face(build_pretrainer(config), "hf")
+
+        from electra_tf.convert.hugging_face import read_safetensors_dir
+
+        config, state = read_safetensors_dir("hf/discriminator")
+        config["architectures"], state["electra.embeddings.word_embeddings.weight"].shape
+        # (['ElectraForPreTraining'], (100, 16))
         ```
     """
     from safetensors.numpy import load_file
@@ -132,7 +144,17 @@ def read_hugging_face(directory):
 
     Example:
         ```python
-        checkpoint = read_hugging_face("electra-small-discriminator")
+        from electra_tf.config import get_config
+        from electra_tf.convert import export_hugging_face
+        from electra_tf.models.pretrainer import build_pretrainer
+
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)  # a tiny model
+        export_hugging_face(build_pretrainer(config), "hf")
+
+        from electra_tf.convert.hugging_face import read_hugging_face
+
+        checkpoint = read_hugging_face("hf/discriminator")
         checkpoint["role"]  # 'discriminator'
         ```
     """
@@ -181,9 +203,12 @@ def encoder_kwargs(config):
     """`ElectraEncoder` arguments from a Hugging Face ELECTRA or BERT `config.json` dict.
 
     Example:
-        ```python
-        encoder = ElectraEncoder(**encoder_kwargs(json.load(open("config.json"))))
-        ```
+        >>> from electra_tf.convert.hugging_face import encoder_kwargs
+        >>> config = {"vocab_size": 100, "num_hidden_layers": 1, "num_attention_heads": 2,
+        ...           "hidden_size": 32, "embedding_size": 16, "intermediate_size": 64}
+        >>> kwargs = encoder_kwargs(config)  # ElectraEncoder(**kwargs) builds the model
+        >>> kwargs["hidden_dim"], kwargs["embedding_dim"], kwargs["activation"]
+        (32, 16, 'gelu')
     """
     activation = config.get("hidden_act", "gelu")
     return dict(
@@ -257,8 +282,18 @@ def load_hugging_face(source, model, strict=False):
 
     Example:
         ```python
+        from electra_tf.config import get_config
+        from electra_tf.convert import export_hugging_face
+        from electra_tf.models.pretrainer import build_pretrainer
+
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)  # a tiny model
+        export_hugging_face(build_pretrainer(config), "hf")
+
+        from electra_tf.convert.hugging_face import load_hugging_face
+
         pretrainer = build_pretrainer(config)
-        load_hugging_face("electra-small-discriminator,electra-small-generator", pretrainer)
+        load_hugging_face("hf/discriminator,hf/generator", pretrainer)
         ```
     """
     directories = expand_directories(source)
@@ -341,7 +376,18 @@ def build_from_hugging_face(source):
 
     Example:
         ```python
-        pretrainer = build_from_hugging_face(["disc_dir", "gen_dir"])
+        from electra_tf.config import get_config
+        from electra_tf.convert import export_hugging_face
+        from electra_tf.models.pretrainer import build_pretrainer
+
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)  # a tiny model
+        export_hugging_face(build_pretrainer(config), "hf")
+
+        from electra_tf.convert.hugging_face import build_from_hugging_face
+
+        pretrainer = build_from_hugging_face(["hf/discriminator", "hf/generator"])
+        pretrainer.generator.hidden_dim  # 8
         ```
     """
     directories = expand_directories(source)
@@ -408,8 +454,17 @@ def export_hugging_face(model, directory):
 
     Example:
         ```python
-        export_hugging_face(pretrainer, "/tmp/electra_hf")
-        transformers.ElectraForPreTraining.from_pretrained("/tmp/electra_hf/discriminator")
+        import transformers
+
+        from electra_tf.config import get_config
+        from electra_tf.convert.hugging_face import export_hugging_face
+        from electra_tf.models.pretrainer import build_pretrainer
+
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)  # a tiny model
+        pretrainer = build_pretrainer(config)
+        export_hugging_face(pretrainer, "electra_hf")  # ['electra_hf/discriminator', 'electra_hf/generator']
+        transformers.ElectraForPreTraining.from_pretrained("electra_hf/discriminator")
         ```
     """
     weights = read_weights(model)

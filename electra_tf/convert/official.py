@@ -53,8 +53,18 @@ def read_official_checkpoint(path):
 
     Example:
         ```python
-        weights = read_official_checkpoint("electra_small/electra_small")
-        weights["electra/embeddings/word_embeddings"].shape  # (30522, 128)
+        from electra_tf.config import get_config
+        from electra_tf.convert import export_official
+        from electra_tf.models.pretrainer import build_pretrainer
+
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)  # a tiny model
+        export_official(build_pretrainer(config), "electra_small/model.ckpt-0")
+
+        from electra_tf.convert.official import read_official_checkpoint
+
+        weights = read_official_checkpoint("electra_small")  # a directory or a prefix
+        weights["electra/embeddings/word_embeddings"].shape  # (100, 16)
         ```
     """
     reader = tf.train.load_checkpoint(checkpoint_prefix(path))
@@ -96,7 +106,17 @@ def load_official(path, model, strict=False):
 
     Example:
         ```python
-        pretrainer = build_pretrainer(get_config("small++", vocab_size=30522))
+        from electra_tf.config import get_config
+        from electra_tf.convert import export_official
+        from electra_tf.models.pretrainer import build_pretrainer
+
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)  # a tiny model
+        export_official(build_pretrainer(config), "electra_small/model.ckpt-0")
+
+        from electra_tf.convert.official import load_official
+
+        pretrainer = build_pretrainer(config)
         load_official("electra_small", pretrainer)
         ```
     """
@@ -126,7 +146,18 @@ def build_from_official(path, num_heads=None, generator_num_heads=None):
 
     Example:
         ```python
+        from electra_tf.config import get_config
+        from electra_tf.convert import export_official
+        from electra_tf.models.pretrainer import build_pretrainer
+
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)  # a tiny model
+        export_official(build_pretrainer(config), "electra_small/model.ckpt-0")
+
+        from electra_tf.convert.official import build_from_official
+
         pretrainer = build_from_official("electra_small")
+        pretrainer.discriminator.hidden_dim  # 32
         ```
     """
     weights = read_official_checkpoint(path)
@@ -182,7 +213,15 @@ def write_official_checkpoint(weights, path, global_step=0, optimizer_slots=Fals
 
     Example:
         ```python
-        write_official_checkpoint(read_weights(pretrainer), "/tmp/ckpt/model.ckpt-0")
+        from electra_tf.config import get_config
+        from electra_tf.convert.official import write_official_checkpoint
+        from electra_tf.convert.weight_map import read_weights
+        from electra_tf.models.pretrainer import build_pretrainer
+
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)  # a tiny model
+        pretrainer = build_pretrainer(config)
+        write_official_checkpoint(read_weights(pretrainer), "ckpt/model.ckpt-0")  # 'ckpt/model.ckpt-0'
         ```
     """
     tensors = {name: np.asarray(value, np.float32) for name, value in weights.items()}

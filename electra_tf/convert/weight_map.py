@@ -64,6 +64,9 @@ def model_variables(model):
 
     Example:
         ```python
+        from electra_tf.convert.weight_map import model_variables
+        from electra_tf.models.encoder import ElectraEncoder
+
         encoder = ElectraEncoder(vocab_size=100, num_layers=1, num_heads=1,
                                  hidden_dim=32, embedding_dim=16, intermediate_dim=64)
         encoder.build()
@@ -163,6 +166,12 @@ def read_weights(model):
 
     Example:
         ```python
+        from electra_tf.convert.weight_map import read_weights
+        from electra_tf.models.encoder import ElectraEncoder
+
+        encoder = ElectraEncoder(vocab_size=100, num_layers=1, num_heads=1,
+                                 hidden_dim=32, embedding_dim=16, intermediate_dim=64)
+        encoder.build()
         weights = read_weights(encoder)
         weights["electra/embeddings/word_embeddings"].shape  # (100, 16)
         ```
@@ -196,7 +205,18 @@ def assign_weights(model, weights, source="checkpoint", strict=False):
 
     Example:
         ```python
+        import numpy as np
+
+        from electra_tf.convert.weight_map import assign_weights, read_weights
+        from electra_tf.models.encoder import ElectraEncoder
+
+        sizes = dict(vocab_size=100, num_layers=1, num_heads=1, hidden_dim=32,
+                     embedding_dim=16, intermediate_dim=64)
+        encoder, other_encoder = ElectraEncoder(**sizes), ElectraEncoder(**sizes)
+        encoder.build(), other_encoder.build()
         assign_weights(other_encoder, read_weights(encoder))
+        np.array_equal(other_encoder.embeddings.token_embedding.embeddings,
+                       encoder.embeddings.token_embedding.embeddings)  # True
         ```
     """
     targets = model_variables(model)
@@ -254,10 +274,9 @@ def describe_sizes(shapes):
     """Model sizes read off official names -> shapes: `vocab_size`, `discriminator.hidden_dim`, ...
 
     Example:
-        ```python
-        describe_sizes({"electra/embeddings/word_embeddings": (100, 16)})
-        # {'vocab_size': 100, 'embedding_dim': 16}
-        ```
+        >>> from electra_tf.convert.weight_map import describe_sizes
+        >>> describe_sizes({"electra/embeddings/word_embeddings": (100, 16)})
+        {'vocab_size': 100, 'embedding_dim': 16}
     """
     sizes = {}
     word = shapes.get("electra/embeddings/word_embeddings")
@@ -300,6 +319,8 @@ def build_model(sizes, generator_sizes=None, **pretrainer_kwargs):
 
     Example:
         ```python
+        from electra_tf.convert.weight_map import build_model
+
         sizes = dict(vocab_size=200, num_layers=1, num_heads=1, hidden_dim=32,
                      embedding_dim=16, intermediate_dim=64)
         pretrainer = build_model(sizes, dict(num_layers=1, num_heads=1, hidden_dim=8,

@@ -150,8 +150,16 @@ def generic_task(
 
     Example:
         ```python
-        spec = generic_task("movie_polarity", "../shared/data/tasks/movie_polarity")
-        spec.label_names  # ['negative', 'positive']
+        import os
+
+        from electra_tf.data.tasks import generic_task, read_examples
+
+        os.makedirs("movie_polarity")
+        with open("movie_polarity/train.tsv", "w") as f:
+            f.write("sentence\\tlabel\\na fine film\\tpositive\\na dull film\\tnegative\\n")
+        spec = generic_task("movie_polarity", "movie_polarity")
+        spec.names  # ['negative', 'positive']: the sorted labels of train (no labels.txt here)
+        read_examples(spec, "movie_polarity")[0].label  # 1
         ```
     """
     if file_format not in ("tsv", "csv"):

@@ -117,9 +117,17 @@ class WordPieceTokenizer(tf.Module):
 
     Example:
         ```python
+        import pathlib
+
+        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", "a", "fine", "film"]
+        pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
+
+        from electra_tf.data.tokenizer import WordPieceTokenizer
+
         tokenizer = WordPieceTokenizer("vocab.txt")
-        ids = tokenizer.tokenize(["Hello world!"])        # tf.RaggedTensor, int32
+        ids = tokenizer.tokenize(["Hello world!"])  # tf.RaggedTensor, int32: [[5, 6, 7]]
         inputs = tokenizer.pack(["Hello"], ["world"], seq_length=16)
+        inputs["token_ids"].shape  # (1, 16)
         ```
     """
 
@@ -208,10 +216,14 @@ class WordPieceTokenizer(tf.Module):
             `len(text.split(b"\\n")) + 1` offsets into it.
 
         Example:
-            >>> tokenizer = WordPieceTokenizer(vocab_file)  # doctest: +SKIP
-            >>> ids, splits = tokenizer.tokenize_lines(b"Hello world!\\n\\nBye.")  # doctest: +SKIP
-            >>> splits  # doctest: +SKIP
-            array([0, 3, 3, 5])
+            >>> import pathlib
+            >>> from electra_tf.data.tokenizer import WordPieceTokenizer
+            >>> tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", "bye", "."]
+            >>> _ = pathlib.Path("vocab.txt").write_text("\\n".join(tokens))
+            >>> tokenizer = WordPieceTokenizer("vocab.txt")
+            >>> ids, splits = tokenizer.tokenize_lines(b"Hello world!\\n\\nBye.")
+            >>> ids.tolist(), splits.tolist()
+            ([5, 6, 7, 8, 9], [0, 3, 3, 5])
         """
         num_newlines = text.count(b"\n")
         if num_newlines and self._markers():

@@ -115,11 +115,25 @@ def export_encoder(encoder, vocab_file, export_dir, seq_length=128):
 
     Example:
         ```python
-        encoder, config = load_discriminator("electra_runs/small")
-        export_encoder(encoder, "electra_runs/small/vocab.txt", "/tmp/electra_encoder")
-        loaded = tf.saved_model.load("/tmp/electra_encoder")
+        import pathlib
+
+        import tensorflow as tf
+
+        from electra_tf.export.encoder_saved_model import export_encoder
+        from electra_tf.models.encoder import ElectraEncoder
+
+        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", "a", "fine", "film"]
+        pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
+
+        # A trained one in practice: `training.checkpoints.load_discriminator(run_dir)`.
+        encoder = ElectraEncoder(vocab_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=32,
+                                 embedding_dim=16, intermediate_dim=64)
+        encoder.build()
+
+        export_encoder(encoder, "vocab.txt", "electra_encoder", seq_length=16)
+        loaded = tf.saved_model.load("electra_encoder")
         inputs = loaded.preprocess(tf.constant(["hello world"]))
-        loaded.encode(**inputs)["cls_output"].shape  # (1, hidden_dim)
+        loaded.encode(**inputs)["cls_output"].shape  # (1, 32): (batch, hidden_dim)
         ```
     """
     if not isinstance(encoder, ElectraEncoder):

@@ -106,9 +106,24 @@ def export_preset(encoder, vocab_file, preset_dir, lowercase=None):
 
     Example:
         ```python
-        encoder, config = load_discriminator("electra_runs/small")
-        export_preset(encoder, "electra_runs/small/vocab.txt", "/tmp/electra_preset")
-        backbone = keras_hub.models.ElectraBackbone.from_preset("/tmp/electra_preset")
+        import pathlib
+
+        import keras_hub
+
+        from electra_tf.export.keras_hub_preset import export_preset
+        from electra_tf.models.encoder import ElectraEncoder
+
+        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", "a", "fine", "film"]
+        pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
+
+        # A trained one in practice: `training.checkpoints.load_discriminator(run_dir)`.
+        encoder = ElectraEncoder(vocab_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=32,
+                                 embedding_dim=16, intermediate_dim=64)
+        encoder.build()
+
+        export_preset(encoder, "vocab.txt", "electra_preset")
+        backbone = keras_hub.models.ElectraBackbone.from_preset("electra_preset")
+        backbone.hidden_dim  # 32
         ```
     """
     backbone = to_keras_hub_backbone(encoder)

@@ -168,10 +168,27 @@ def export_serving(classifier, vocab_file, base_dir, model_name="electra", versi
 
     Example:
         ```python
-        path = export_serving(classifier, "vocab.txt", "/tmp/serving", "movie", 1,
-                              label_names=["negative", "positive"])
+        import pathlib
+
+        import tensorflow as tf
+
+        from electra_tf.export.serving import export_serving
+        from electra_tf.models.classifier import ElectraClassifier
+        from electra_tf.models.encoder import ElectraEncoder
+
+        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", "a", "fine", "film"]
+        pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
+
+        encoder = ElectraEncoder(vocab_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=32,
+                                 embedding_dim=16, intermediate_dim=64)
+
+        classifier = ElectraClassifier(encoder, num_labels=2)  # fine-tuned, in practice
+        classifier.build()
+        path = export_serving(classifier, "vocab.txt", "serving", "movie", 1, seq_length=16,
+                              label_names=["negative", "positive"])  # 'serving/movie/1'
         loaded = tf.saved_model.load(path)
-        loaded.signatures["serving_default"](text=tf.constant(["a fine film"]))["probabilities"]
+        loaded.signatures["serving_default"](text=tf.constant(["a fine film"]))["probabilities"].shape
+        # (1, 2)
         ```
     """
     from electra_tf.models.token_classifier import ElectraTokenClassifier

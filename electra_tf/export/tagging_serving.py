@@ -200,7 +200,23 @@ def export_tagging_serving(tagger, vocab_file, base_dir, model_name="electra", v
 
     Example:
         ```python
-        path = export_tagging_serving(tagger, "vocab.txt", "/tmp/serving", "ner", 1,
+        import pathlib
+
+        import tensorflow as tf
+
+        from electra_tf.export.tagging_serving import export_tagging_serving
+        from electra_tf.models.encoder import ElectraEncoder
+        from electra_tf.models.token_classifier import ElectraTokenClassifier
+
+        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", "a", "fine", "film"]
+        pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
+
+        encoder = ElectraEncoder(vocab_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=32,
+                                 embedding_dim=16, intermediate_dim=64)
+
+        tagger = ElectraTokenClassifier(encoder, num_labels=3)  # fine-tuned, in practice
+        tagger.build()
+        path = export_tagging_serving(tagger, "vocab.txt", "serving", "ner", 1, seq_length=16,
                                       label_names=["O", "B-PER", "I-PER"])
         loaded = tf.saved_model.load(path)
         loaded.signatures["serving_default"](text=tf.constant(["Peter lives in Paris."]))["entity_text"]

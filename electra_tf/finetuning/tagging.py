@@ -71,6 +71,8 @@ def tagging_task(config):
     """The `conll.ConllTask` of `config`: a named CoNLL-2003 task, or generic CoNLL-column files.
 
     Example:
+    >>> from electra_tf.finetuning.config import FinetuneConfig
+    >>> from electra_tf.finetuning.tagging import tagging_task
     >>> task = tagging_task(FinetuneConfig(task="ner", task_kind="tagging", label_column="3"))
     >>> (task.token_column, task.label_column, task.scheme, task.metric)
     (0, 3, 'IOB2', 'entity_f1')
@@ -111,6 +113,8 @@ class MaskedSparseCrossEntropy(keras.losses.Loss):
     labelled token has loss 0.
 
     Example:
+    >>> import numpy as np
+    >>> from electra_tf.finetuning.tagging import MaskedSparseCrossEntropy
     >>> loss = MaskedSparseCrossEntropy()
     >>> labels = np.array([[-100, 1, 0, -100]])
     >>> logits = np.log(np.array([[[.5, .5], [.2, .8], [.6, .4], [.9, .1]]]))

@@ -19,6 +19,10 @@ class DiscriminatorHead(keras.layers.Layer):
 
     Example:
         ```python
+        import numpy as np
+
+        from electra_tf.layers.discriminator_head import DiscriminatorHead
+
         head = DiscriminatorHead(hidden_dim=32)
         head(np.zeros((2, 8, 32), "float32")).shape  # (2, 8)
         ```

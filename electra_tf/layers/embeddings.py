@@ -25,6 +25,10 @@ class ElectraEmbeddings(keras.layers.Layer):
 
     Example:
         ```python
+        import numpy as np
+
+        from electra_tf.layers.embeddings import ElectraEmbeddings
+
         embeddings = ElectraEmbeddings(vocab_size=100, embedding_dim=16)
         x = embeddings(np.ones((2, 8), "int32"), np.zeros((2, 8), "int32"))
         x.shape  # (2, 8, 16)

@@ -13,7 +13,9 @@ def kernel_initializer(name, initializer_range):
 
     Example:
         ```python
-        kernel_initializer("truncated_normal", 0.02)  # TruncatedNormal(stddev=0.02)
+        from electra_tf.layers.initializers import kernel_initializer
+
+        kernel_initializer("truncated_normal", 0.02).get_config()["stddev"]  # 0.02
         ```
     """
     if name == "truncated_normal":

@@ -41,6 +41,10 @@ class ElectraEncoder(keras.Model):
 
     Example:
         ```python
+        import numpy as np
+
+        from electra_tf.models.encoder import ElectraEncoder
+
         encoder = ElectraEncoder(
             vocab_size=100, num_layers=2, num_heads=2, hidden_dim=32,
             embedding_dim=16, intermediate_dim=64,

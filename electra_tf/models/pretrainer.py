@@ -60,7 +60,14 @@ class ElectraPretrainer(keras.Model):
 
     Example:
         ```python
-        config = electra_tf.config.get_config("tiny", vocab_size=1000)
+        import keras
+        import numpy as np
+        import tensorflow as tf
+
+        from electra_tf.config import get_config
+        from electra_tf.models.pretrainer import build_pretrainer
+
+        config = get_config("tiny", vocab_size=1000, hidden_dim=32, embedding_dim=16, intermediate_dim=64)
         pretrainer = build_pretrainer(config)
         pretrainer.compile(optimizer=keras.optimizers.AdamW(1e-3))
         ids = np.random.randint(200, 1000, (8, 32)).astype("int32")

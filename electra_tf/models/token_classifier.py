@@ -29,6 +29,7 @@ class ElectraTokenClassifier(keras.Model):
     Example:
     >>> import numpy as np
     >>> from electra_tf.models.encoder import ElectraEncoder
+    >>> from electra_tf.models.token_classifier import ElectraTokenClassifier
     >>> encoder = ElectraEncoder(vocab_size=100, num_layers=2, num_heads=2, hidden_dim=32,
     ...                          embedding_dim=16, intermediate_dim=64)
     >>> tagger = ElectraTokenClassifier(encoder, num_labels=9)

@@ -143,7 +143,18 @@ def restore_pretrainer(model_dir, checkpoint=None):
 
     Example:
         ```python
-        pretrainer, config = restore_pretrainer("runs/demo")
+        from electra_tf.config import get_config
+        from electra_tf.models.pretrainer import build_pretrainer
+        from electra_tf.training.checkpoints import restore_pretrainer, write_config
+        from electra_tf.training.named_checkpoint import NamedCheckpoint
+
+        # A run directory as `electra_tf.pretrain` leaves one: its config and a checkpoint.
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)  # a tiny model
+        write_config(config, "runs/demo")
+        ckpt = NamedCheckpoint(build_pretrainer(config)).checkpoint.write("runs/demo/checkpoints/ckpt-1")
+
+        pretrainer, config = restore_pretrainer("runs/demo", checkpoint=ckpt)  # or its latest checkpoint
         encoder = pretrainer.discriminator
         ```
     """

@@ -70,6 +70,8 @@ def breakdown(config):
     Example:
         ```python
         from electra_tf.config import get_config
+        from electra_tf.training.flops import breakdown
+
         breakdown(get_config("small"))["train"] / 1e9  # 8.98 GFLOP per sequence
         ```
     """

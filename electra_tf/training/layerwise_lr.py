@@ -36,9 +36,9 @@ def layer_depth(variable_path, num_layers):
         int in `[0, num_layers + 2]`.
 
     Example:
-        ```python
-        layer_depth("clf/encoder/transformer_layer_0/query/kernel", 12)  # 1
-        ```
+        >>> from electra_tf.training.layerwise_lr import layer_depth
+        >>> layer_depth("clf/encoder/transformer_layer_0/query/kernel", 12)
+        1
     """
     for part in variable_path.split("/")[:-1]:
         if part in _EMBEDDINGS:
@@ -86,10 +86,19 @@ class LayerwiseAdamW(_SumThenClip, OptionalBiasCorrection, keras.optimizers.Adam
 
     Example:
         ```python
+        from electra_tf.models.classifier import ElectraClassifier
+        from electra_tf.models.encoder import ElectraEncoder
+        from electra_tf.training.layerwise_lr import LayerwiseAdamW
+
+        encoder = ElectraEncoder(vocab_size=100, num_layers=2, num_heads=2, hidden_dim=32,
+                                 embedding_dim=16, intermediate_dim=64)
+        classifier = ElectraClassifier(encoder, num_labels=2)
+        classifier.build()
         optimizer = LayerwiseAdamW(3e-4, num_layers=2, layerwise_decay=0.8, epsilon=1e-6)
         classifier.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy")
         optimizer.build(classifier.trainable_variables)
-        optimizer.multipliers()  # {variable path: multiplier}
+        multipliers = optimizer.multipliers()  # {variable path: multiplier}
+        sorted({round(m, 4) for m in multipliers.values()})  # [0.4096, 0.512, 0.64, 1.0]: embeddings .. head
         ```
     """
 

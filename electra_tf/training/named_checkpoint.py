@@ -54,7 +54,10 @@ def model_variables(model):
 
     Example:
         ```python
-        encoder = electra_tf.models.encoder.ElectraEncoder(
+        from electra_tf.models.encoder import ElectraEncoder
+        from electra_tf.training.named_checkpoint import model_variables
+
+        encoder = ElectraEncoder(
             vocab_size=50, num_layers=1, num_heads=2, hidden_dim=8,
             embedding_dim=8, intermediate_dim=16,
         )
@@ -160,12 +163,15 @@ class NamedCheckpoint:
 
     Example:
         ```python
-        encoder = electra_tf.models.encoder.ElectraEncoder(
+        from electra_tf.models.encoder import ElectraEncoder
+        from electra_tf.training.named_checkpoint import NamedCheckpoint
+
+        encoder = ElectraEncoder(
             vocab_size=50, num_layers=1, num_heads=2, hidden_dim=8,
             embedding_dim=8, intermediate_dim=16,
         )
         encoder.build()
-        path = NamedCheckpoint(encoder).checkpoint.write("/tmp/named_example/ckpt")
+        path = NamedCheckpoint(encoder).checkpoint.write("named_example/ckpt")
         NamedCheckpoint(encoder).restore(path)
         ```
     """

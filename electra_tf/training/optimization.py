@@ -22,10 +22,10 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
             accumulation): the schedule counts updates, not calls.
 
     Example:
-        ```python
-        schedule = WarmupLinearDecay(1e-3, warmup_steps=10, total_steps=100)
-        float(schedule(5))  # 1e-3 * 0.5 * 0.95
-        ```
+        >>> from electra_tf.training.optimization import WarmupLinearDecay
+        >>> schedule = WarmupLinearDecay(1e-3, warmup_steps=10, total_steps=100)
+        >>> round(float(schedule(5)), 8)  # 1e-3 * 0.5 * 0.95
+        0.000475
     """
 
     def __init__(self, peak, warmup_steps, total_steps, steps_per_update=1):

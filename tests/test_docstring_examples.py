@@ -1,0 +1,73 @@
+"""Every docstring example of `electra_tf`, `configs` and `pipelines`, and README's python blocks, runs.
+
+One test per docstring (id: the qualified name) or README block (id: its line
+and heading), each in a fresh namespace and an empty temporary directory; see
+`doc_examples` for how examples are written and found.
+"""
+
+import pytest
+
+import doc_examples
+
+EXAMPLES = doc_examples.package_examples()
+README = doc_examples.markdown_examples(doc_examples.REPO / "README.md")
+
+# Examples that train or export for longer than a few seconds; run with `-m large`.
+LARGE = {
+    "README.md: From your own Keras script",  # builds the demo data, then trains
+    "pipelines.demo_corpus.build_demo_data",  # the demo corpus, its vocabulary and records (Beam)
+    "pipelines.build_pretraining_data.build_pretraining_data",  # a Beam pipeline
+}
+
+
+def _params(examples):
+    return [
+        pytest.param(e, id=e.name, marks=[pytest.mark.large] if e.name in LARGE else [])
+        for e in examples
+        if e.runnable
+    ]
+
+
+# The `test` extra: examples that need them skip without them, as the tests that do.
+OPTIONAL = ("torch", "transformers")
+
+
+def _run(example):
+    try:
+        doc_examples.run(example)
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".")[0] in OPTIONAL:
+            pytest.skip(f"{e.name} is not installed")
+        raise
+
+
+@pytest.fixture
+def fresh_dir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path
+    import keras
+
+    keras.backend.clear_session()
+
+
+@pytest.mark.parametrize("example", _params(EXAMPLES))
+def test_docstring_example(example, fresh_dir):
+    _run(example)
+
+
+@pytest.mark.parametrize("example", _params(README))
+def test_readme_example(example, fresh_dir):
+    _run(example)
+
+
+def test_examples_are_found():
+    names = {e.name for e in EXAMPLES}
+    assert len([e for e in EXAMPLES if e.runnable]) >= 60
+    assert "electra_tf.models.encoder.ElectraEncoder" in names and README
+    assert LARGE <= names | {e.name for e in README}, LARGE - names
+
+
+def test_every_example_section_holds_code():
+    """An `Example:` section shows runnable code, or shell commands in a ```bash fence."""
+    empty = [e.name for e in EXAMPLES if e.example_sections and not (e.blocks or e.shell)]
+    assert not empty, f"`Example:` sections without a ```python, >>> or ```bash example: {empty}"
