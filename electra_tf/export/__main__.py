@@ -51,7 +51,7 @@ def main(argv):
             classifier, FLAGS.vocab_file or vocab_file, FLAGS.output_dir, FLAGS.model_name, FLAGS.version,
             label_names=config.get("label_names") or None,
             seq_length=FLAGS.seq_length or config.get("max_seq_length", 128),
-            pair=config.get("pair", False), task=config.get("task", ""),
+            pair=config.get("pair", False), task=config.get("task", ""), stride=config.get("stride"),
         )
     else:
         from electra_tf.training.finetune_files import load_init

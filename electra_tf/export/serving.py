@@ -147,7 +147,7 @@ def check_ids(inputs):
 
 
 def export_serving(classifier, vocab_file, base_dir, model_name="electra", version=1, label_names=None,
-                   seq_length=128, pair=False, task=""):
+                   seq_length=128, pair=False, task="", stride=None):
     """Writes `classifier` as `<base_dir>/<model_name>/<version>/` for TF Serving.
 
     Args:
@@ -162,6 +162,8 @@ def export_serving(classifier, vocab_file, base_dir, model_name="electra", versi
         seq_length: int. Truncation length for requests.
         pair: bool. Sentence-pair task (`serving_default` takes `text_b`).
         task: str. Recorded in the assets.
+        stride: int or None. Tagging only: pieces between the windows of long
+            texts (the fine-tuning `stride`).
 
     Returns:
         str, the version folder.
@@ -197,7 +199,8 @@ def export_serving(classifier, vocab_file, base_dir, model_name="electra", versi
         from electra_tf.export.tagging_serving import export_tagging_serving
 
         return export_tagging_serving(classifier, vocab_file, base_dir, model_name, version,
-                                      label_names=label_names, seq_length=seq_length, task=task)
+                                      label_names=label_names, seq_length=seq_length, task=task,
+                                      stride=stride)
     if not isinstance(classifier, ElectraClassifier):
         raise TypeError(
             "A serving export needs a fine-tuned `ElectraClassifier` (encoder + task head). "

@@ -17,12 +17,21 @@ Signature `serving_default`: `text` string `(batch,)` ->
     entity_end     int32  (batch, max_entities)
     num_entities   int32  (batch,)
 
-Words are split in the graph as BERT's basic tokenizer splits (whitespace, and
-every punctuation or symbol character is a word of its own); each word is
-tagged at its first WordPiece, as in training (`tagging_features`). A word
-whose first piece lies beyond `seq_length - 2` pieces is tagged `O` (no
-windows at serving time). Entities are read from the IOB2 tags as conlleval
-reads them (`tagging_metrics.get_entities`).
+Signature `predict_ids`: `token_ids`, `segment_ids`, `padding_mask` int32
+`(batch, seq_len)` -> `probabilities` float32 `(batch, seq_len, num_labels)`,
+`label_id` int32 and `label` string `(batch, seq_len)`: the tag of every
+piece (read a word's tag at its first piece, as in training).
+
+Words are split in the graph as BERT's basic tokenizer splits (whitespace
+separates; every punctuation, symbol or CJK character is a word of its own).
+Character offsets count Unicode code points, as Python's `str` indexing. Each
+word is tagged at its first WordPiece, as in training (`tagging_features`). A
+text longer than `seq_length - 2` pieces is split in the graph into the same
+overlapping windows as at training and prediction time
+(`tagging_features.plan_windows`, the fine-tuning `stride`), and each word is
+tagged from the window where it has the most context, so no word is dropped.
+Entities are read from the IOB2 tags as conlleval reads them
+(`tagging_metrics.get_entities`).
 """
 
 import json
@@ -33,30 +42,44 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from electra_tf.data.tokenizer import SETTINGS_FILE, WordPieceTokenizer, copy_vocab
-from electra_tf.export.serving import SERVING_CONFIG_ASSET, Untracked, check_texts
+from electra_tf.export.serving import SERVING_CONFIG_ASSET, Untracked, check_ids, check_texts
 
-WORD_DELIMITERS = r"\s+|[\p{P}\p{S}]"  # split on these ...
-KEPT_DELIMITERS = r"[\p{P}\p{S}]"  # ... and keep these as words
+# Python's `str.isspace` characters (BERT's whitespace plus the other separators).
+_SPACE = r"\t-\r\x{1C}-\x{1F}\x{85}\p{Z}"
+# BERT's `_is_chinese_char` blocks: each character is a word of its own.
+_CJK = (r"\x{4E00}-\x{9FFF}\x{3400}-\x{4DBF}\x{20000}-\x{2A6DF}\x{2A700}-\x{2B73F}\x{2B740}-\x{2B81F}"
+        r"\x{2B820}-\x{2CEAF}\x{F900}-\x{FAFF}\x{2F800}-\x{2FA1F}")
+KEPT_DELIMITERS = rf"[\p{{P}}\p{{S}}{_CJK}]"  # words of one character
+WORD_DELIMITERS = rf"[{_SPACE}]+|{KEPT_DELIMITERS}"  # split on these, keep the kept ones
 
 
 class TaggingServingModule(tf.Module):
-    """`tf.Module` with a token classifier, its tokenizer and the text -> tags function.
+    """`tf.Module` with a token classifier, its tokenizer and the two serving functions.
 
     Args:
         tagger: `ElectraTokenClassifier`.
         vocab_file: str.
         label_names: list of str. Tag of each output unit.
-        seq_length: int. Pieces per request text, [CLS]/[SEP] included.
+        seq_length: int. Pieces per window, [CLS]/[SEP] included.
         spans: bool. Whether the tags are IOB2 spans (entities are output).
         task: str. Recorded in `serving_config.json`.
+        stride: int or None. Pieces between window starts (default half a
+            window, as `tagging_features.build_features`).
     """
 
-    def __init__(self, tagger, vocab_file, label_names, seq_length=128, spans=True, task="", name=None):
+    def __init__(self, tagger, vocab_file, label_names, seq_length=128, spans=True, task="", stride=None,
+                 name=None):
         super().__init__(name=name)
+        max_pieces = seq_length - 2
+        stride = max(1, max_pieces // 2) if stride is None else int(stride)
+        if max_pieces < 1 or not 1 <= stride <= max_pieces:
+            raise ValueError(f"Need `seq_length >= 3` and `1 <= stride <= seq_length - 2`. "
+                             f"Received: `seq_length={seq_length}`, `stride={stride}`")
         self._model = Untracked(tagger)
         self.model_variables = [w.value for w in tagger.weights]
         self.tokenizer = WordPieceTokenizer(vocab_file)
         self.seq_length = seq_length
+        self.stride = stride
         self.spans = spans
         self._tmp = tempfile.mkdtemp(prefix="electra_tagging_serving_")
         labels_file = os.path.join(self._tmp, "labels.txt")
@@ -64,8 +87,8 @@ class TaggingServingModule(tf.Module):
             f.write("".join(f"{label}\n" for label in label_names))
         config_file = os.path.join(self._tmp, SERVING_CONFIG_ASSET)
         with open(config_file, "w") as f:
-            json.dump({"task": task, "kind": "tagging", "seq_length": seq_length, "spans": spans,
-                       "label_names": list(label_names)}, f, indent=2)
+            json.dump({"task": task, "kind": "tagging", "seq_length": seq_length, "stride": stride,
+                       "spans": spans, "label_names": list(label_names)}, f, indent=2)
         self.labels_asset = tf.saved_model.Asset(labels_file)
         vocab_copy = os.path.join(self._tmp, "vocab.txt")
         copy_vocab(vocab_file, vocab_copy)
@@ -74,6 +97,15 @@ class TaggingServingModule(tf.Module):
         self.config_asset = tf.saved_model.Asset(config_file)
         self.label_names = tf.constant(list(label_names), tf.string)
         self.serve_text = tf.function(self._serve_text, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        ids = [tf.TensorSpec([None, None], tf.int32, name=n) for n in ("token_ids", "segment_ids", "padding_mask")]
+        self.predict_ids = tf.function(self._predict_ids, input_signature=ids)
+
+    def _predict_ids(self, token_ids, segment_ids, padding_mask):
+        inputs = check_ids({"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask})
+        logits = tf.cast(self._model.obj(inputs, training=False), tf.float32)
+        label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return {"probabilities": tf.nn.softmax(logits, axis=-1), "label_id": label_id,
+                "label": tf.gather(self.label_names, label_id)}
 
     def _serve_text(self, text):
         text, _ = check_texts(text)
@@ -88,27 +120,29 @@ class TaggingServingModule(tf.Module):
         keep = tf.ragged.range(counts + 1) < tf.maximum(counts, 1)[:, None]
         pieces = tf.ragged.boolean_mask(tf.concat([pieces, unk], axis=1), keep)
         counts = pieces.row_lengths()
-        # First piece of each word within its sentence, +1 for [CLS].
+        # First piece of each word within its sentence, and the sentences' piece counts.
         sentence_counts = tf.RaggedTensor.from_row_lengths(counts, words.row_lengths())
-        first = tf.cumsum(sentence_counts, axis=1, exclusive=True) + 1
-        max_pieces = self.seq_length - 2
-        sentence_pieces = tf.RaggedTensor.from_row_lengths(pieces.flat_values, tf.reduce_sum(sentence_counts, axis=1))
-        sentence_pieces = sentence_pieces[:, :max_pieces]
-        batch = tf.shape(text)[0]
-        cls = tf.fill([batch, 1], tf.constant(self.tokenizer.cls_id, tf.int32))
-        sep = tf.fill([batch, 1], tf.constant(self.tokenizer.sep_id, tf.int32))
-        ids = tf.concat([cls, sentence_pieces, sep], axis=1)
+        first = tf.cumsum(sentence_counts, axis=1, exclusive=True)
+        totals = tf.reduce_sum(sentence_counts, axis=1)
+        sentence_starts = tf.cumsum(totals, exclusive=True)  # in pieces.flat_values
+        # Windows (as `plan_windows`): [start, end) pieces of a sentence; the window of each word.
+        window_sentence, window_start, window_end, word_window = _plan_windows(
+            first, totals, self.seq_length - 2, self.stride)
+        global_start = tf.gather(sentence_starts, window_sentence) + window_start
+        window_pieces = tf.gather(pieces.flat_values,
+                                  tf.ragged.range(global_start, global_start + window_end - window_start))
+        num_windows = tf.size(window_start)
+        cls = tf.fill([num_windows, 1], tf.constant(self.tokenizer.cls_id, tf.int32))
+        sep = tf.fill([num_windows, 1], tf.constant(self.tokenizer.sep_id, tf.int32))
+        ids = tf.concat([cls, window_pieces, sep], axis=1)
         token_ids = ids.to_tensor(self.tokenizer.pad_id)
         inputs = {"token_ids": token_ids, "segment_ids": tf.zeros_like(token_ids),
                   "padding_mask": tf.ones_like(ids).to_tensor(0)}
-        logits = self._model.obj(inputs, training=False)
-        # Tags at first pieces; words past the window are O.
-        seen = first <= max_pieces
-        positions = first.with_flat_values(tf.where(seen.flat_values, first.flat_values, 0)).to_tensor(0)
-        label_ids = tf.gather(tf.argmax(logits, axis=-1, output_type=tf.int32), positions, batch_dims=1)
-        word_tags = tf.RaggedTensor.from_row_lengths(
-            tf.gather(self.label_names, tf.gather_nd(label_ids, _ragged_indices(first))), words.row_lengths())
-        word_tags = word_tags.with_flat_values(tf.where(seen.flat_values, word_tags.flat_values, "O"))
+        label_ids = tf.argmax(self._model.obj(inputs, training=False), axis=-1, output_type=tf.int32)
+        # Each word's tag at its first piece in its window (+1 for [CLS]).
+        position = first.flat_values - tf.gather(window_start, word_window) + 1
+        word_label = tf.gather_nd(label_ids, tf.stack([word_window, position], axis=1))
+        word_tags = tf.RaggedTensor.from_row_lengths(tf.gather(self.label_names, word_label), words.row_lengths())
         # Byte offsets -> character offsets.
         row_text = tf.gather(text, word_rows)
         char_start = _char_offset(row_text, byte_starts.flat_values)
@@ -125,14 +159,75 @@ class TaggingServingModule(tf.Module):
         return outputs
 
     def signatures(self):
-        return {"serving_default": self.serve_text}
+        return {"serving_default": self.serve_text, "predict_ids": self.predict_ids}
 
 
-def _ragged_indices(ragged):
-    """`[row, column]` of every value of a 2-D ragged tensor, `(num_values, 2)`."""
-    rows = ragged.value_rowids()
-    columns = tf.range(tf.size(rows, out_type=tf.int64)) - tf.gather(ragged.row_starts(), rows)
-    return tf.stack([rows, columns], axis=1)
+def _plan_windows(first, totals, max_pieces, stride):
+    """`tagging_features.plan_windows` in the graph, for a batch of sentences.
+
+    Args:
+        first: int64 ragged `(batch, words)`. First piece of each word in its sentence.
+        totals: int64 `(batch,)`. Pieces of each sentence.
+        max_pieces: int. Pieces per window.
+        stride: int. Pieces the window moves forward.
+
+    Returns:
+        `(window_sentence, window_start, window_end, word_window)`, int64: the
+        sentence and piece range of every window (sentences in order; a
+        sentence without words has one empty window), and for every word of
+        `first.flat_values` the window it is predicted from.
+    """
+    batch = tf.shape(totals, out_type=tf.int64)[0]
+
+    def sentence(i, window_count, arrays):
+        starts = first.flat_values[first.row_splits[i]:first.row_splits[i + 1]]
+        begin, end, best = _sentence_windows(starts, totals[i], max_pieces, stride)
+        n = tf.size(begin, out_type=tf.int64)
+        values = (tf.fill([n], i), begin, end, best + window_count)
+        arrays = tuple(a.write(tf.cast(i, tf.int32), v) for a, v in zip(arrays, values))
+        return i + 1, window_count + n, arrays
+
+    arrays = tuple(tf.TensorArray(tf.int64, size=0, dynamic_size=True, infer_shape=False,
+                                  element_shape=tf.TensorShape([None])) for _ in range(4))
+    _, _, arrays = tf.while_loop(lambda i, *_: i < batch, sentence,
+                                 (tf.constant(0, tf.int64), tf.constant(0, tf.int64), arrays))
+    return tuple(tf.cond(batch > 0, a.concat, lambda: tf.zeros([0], tf.int64)) for a in arrays)
+
+
+def _sentence_windows(starts, total, max_pieces, stride):
+    """Windows of one sentence (`starts`: its words' first pieces) and each word's window index."""
+    splits = tf.concat([starts, [total]], axis=0)  # `word_splits`
+    max_pieces, stride = tf.constant(max_pieces, tf.int64), tf.constant(stride, tf.int64)
+
+    def step(start, done, begins, ends):
+        end = tf.minimum(start + max_pieces, total)
+        boundary = tf.gather(splits, tf.searchsorted(splits, [end], side="right")[0] - 1)
+        end = tf.where((end < total) & (boundary > start), boundary, end)
+        begins, ends = begins.write(begins.size(), start), ends.write(ends.size(), end)
+        limit = tf.minimum(start + stride, end)
+        candidate = tf.gather(splits, tf.maximum(tf.searchsorted(starts, [limit], side="right")[0] - 1, 0))
+        later = tf.boolean_mask(starts, starts > start)
+        has_later = tf.size(later) > 0
+        next_start = tf.where(candidate > start, candidate, tf.concat([later, [start]], axis=0)[0])
+        done = (end >= total) | ((candidate <= start) & tf.logical_not(has_later))
+        return next_start, done, begins, ends
+
+    arrays = [tf.TensorArray(tf.int64, size=0, dynamic_size=True) for _ in range(2)]
+    _, _, begins, ends = tf.while_loop(lambda start, done, *_: tf.logical_not(done), step,
+                                       (tf.constant(0, tf.int64), tf.constant(False), *arrays))
+    begins, ends = begins.stack(), ends.stack()
+    # The window where each word's first piece has the most context (first on ties, as `_most_context`).
+    s, e, w = begins[:, None], ends[:, None], starts[None, :]
+    context = tf.cast(tf.minimum(w - s, e - 1 - w), tf.float64) + 0.01 * tf.cast(e - s, tf.float64)
+    scores = tf.where((w >= s) & (w < e), context, tf.constant(-float("inf"), tf.float64))
+    num_windows = tf.size(begins, out_type=tf.int64)
+    index = tf.range(num_windows)[:, None] + tf.zeros_like(w)
+    best = tf.reduce_min(tf.where(scores == tf.reduce_max(scores, axis=0, keepdims=True), index, num_windows), axis=0)
+    # Windows that predict no word are dropped (all but the first when no window predicts one).
+    used = tf.reduce_any(tf.equal(tf.range(num_windows)[:, None], best[None, :]), axis=1)
+    used = used | ((tf.range(num_windows) == 0) & tf.logical_not(tf.reduce_any(used)))
+    new_index = tf.cumsum(tf.cast(used, tf.int64)) - 1
+    return tf.boolean_mask(begins, used), tf.boolean_mask(ends, used), tf.gather(new_index, best)
 
 
 def _char_offset(texts, byte_offsets):
@@ -180,7 +275,7 @@ def _entities(text, tags, byte_starts, byte_ends, char_start, char_end):
 
 
 def export_tagging_serving(tagger, vocab_file, base_dir, model_name="electra", version=1, label_names=None,
-                           seq_length=128, spans=None, task=""):
+                           seq_length=128, spans=None, task="", stride=None):
     """Writes `tagger` as `<base_dir>/<model_name>/<version>/` for TF Serving.
 
     Args:
@@ -190,10 +285,13 @@ def export_tagging_serving(tagger, vocab_file, base_dir, model_name="electra", v
         model_name: str. Model name in TF Serving.
         version: int. Version folder; must not exist yet.
         label_names: list of str. One per output unit.
-        seq_length: int. Pieces per request (longer texts: later words tagged O).
+        seq_length: int. Pieces per window, [CLS]/[SEP] included (the fine-tuning
+            `max_seq_length`); longer texts are windowed, every word is tagged.
         spans: bool or None. IOB2 span tags (entities output); default: every
             label is O, B-X or I-X.
         task: str. Recorded in the assets.
+        stride: int or None. Pieces between window starts (the fine-tuning
+            `stride`; default half a window).
 
     Returns:
         str, the version folder.
@@ -235,6 +333,6 @@ def export_tagging_serving(tagger, vocab_file, base_dir, model_name="electra", v
     path = os.path.join(base_dir, model_name, str(version))
     if tf.io.gfile.exists(path):
         raise FileExistsError(f"{path} exists; TF Serving versions are immutable, choose a new `version`.")
-    module = TaggingServingModule(tagger, vocab_file, label_names, seq_length, spans, task)
+    module = TaggingServingModule(tagger, vocab_file, label_names, seq_length, spans, task, stride)
     tf.saved_model.save(module, path, signatures=module.signatures())
     return path

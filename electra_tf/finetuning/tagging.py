@@ -204,6 +204,28 @@ def evaluate(model, features, sentences, labels, span_tags, batch_size=128):
     return metrics, per_type
 
 
+def long_sentences(sentences, word_pieces, max_seq_length):
+    """What happens to sentences longer than a window, naming the first one's file and line; None if none is.
+
+    Such sentences are not an error: they are split into overlapping windows
+    (`tagging_features.plan_windows`), every word trained on and predicted once.
+
+    Example:
+    >>> from electra_tf.finetuning.tagging_features import WordPieces
+    >>> pieces = WordPieces(np.arange(9, dtype=np.int32), np.array([0, 3, 6, 9]), np.array([], np.int64))
+    >>> long_sentences([conll.Sentence(("a", "b", "c"), ("O",) * 3, "train.txt", (4, 5, 6))], [pieces], 8)
+    '1 sentence(s) longer than max_seq_length - 2 = 6 pieces are split into overlapping windows (no word is dropped); the first at train.txt:4 (9 pieces).'
+    """
+    limit = max_seq_length - 2
+    long = [(s, p) for s, p in zip(sentences, word_pieces) if len(p.ids) > limit]
+    if not long:
+        return None
+    sentence, pieces = long[0]
+    where = f"{sentence.path}:{sentence.lines[0]}" if sentence.lines else sentence.path or "?"
+    return (f"{len(long)} sentence(s) longer than max_seq_length - 2 = {limit} pieces are split into overlapping "
+            f"windows (no word is dropped); the first at {where} ({len(pieces.ids)} pieces).")
+
+
 def run_tagging(config, strategy=None):
     """Fine-tunes `config.num_trials` times on a tagging task and writes results; returns them.
 
@@ -237,10 +259,14 @@ def run_tagging(config, strategy=None):
         encoder, found_vocab = load_init(config.init, config.vocab_file)
         tokenizer = WordPieceTokenizer(found_vocab)
         if trial == 0:
-            train_features = build_features(tokenizer, tokenize_words(tokenizer, [s.words for s in train]),
-                                            train_ids, config.max_seq_length, config.stride)
-            dev_features = build_features(tokenizer, tokenize_words(tokenizer, [s.words for s in dev]),
-                                          dev_ids, config.max_seq_length, config.stride)
+            train_pieces = tokenize_words(tokenizer, [s.words for s in train])
+            dev_pieces = tokenize_words(tokenizer, [s.words for s in dev])
+            for sentences, pieces in ((train, train_pieces), (dev, dev_pieces)):
+                message = long_sentences(sentences, pieces, config.max_seq_length)
+                if message:
+                    logging.info(message)
+            train_features = build_features(tokenizer, train_pieces, train_ids, config.max_seq_length, config.stride)
+            dev_features = build_features(tokenizer, dev_pieces, dev_ids, config.max_seq_length, config.stride)
         train_ds = tagging_dataset(train_features, config.batch_size, trial_seed)
         steps = config.epochs * int(train_ds.cardinality())
         with strategy.scope():

@@ -58,7 +58,7 @@ def create_strategy(name, tpu=None, num_cpu_devices=0, startup_timeout=STARTUP_T
         logging.info("TF_CONFIG: %s", tf_config.get("task"))
         wait_for_workers(tf_config, startup_timeout)
         with _Watchdog(startup_timeout, tf_config):
-            return tf.distribute.MultiWorkerMirroredStrategy()
+            return MultiWorkerMirroredStrategy()
     if tpu is None:
         raise ValueError("`--strategy=tpu` needs `--tpu`: the TPU's name or grpc:// address (`--tpu=local` on a "
                          "TPU VM).")
@@ -66,6 +66,32 @@ def create_strategy(name, tpu=None, num_cpu_devices=0, startup_timeout=STARTUP_T
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver)
+
+
+class MultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirroredStrategy):
+    """TF's multi-worker strategy whose `reduce` also takes a nest of per-replica values.
+
+    Keras 3 `fit` reduces its first input batch, a dict of per-replica
+    tensors, to learn the input shapes (`Trainer._maybe_symbolic_build`).
+    `MirroredStrategy.reduce` takes a nest; the collective one takes one value
+    at a time and fails with "Attempt to convert a value ({'token_ids':
+    PerReplica: ...}) with an unsupported type (<class 'dict'>) to a Tensor",
+    so no Keras `fit` on dict inputs (fine-tuning) could run under
+    `--strategy multi_worker`. Here each value is reduced on its own. Keras
+    then reduces each step's scalar loss and metrics with `axis=0`
+    (`reduce_per_replica`), which TF rejects for a scalar ("Invalid reduction
+    dimension 0 for input with 0 dimensions"); a scalar is reduced over the
+    replicas only (`axis=None`), the mean Keras means.
+    """
+
+    def reduce(self, reduce_op, value, axis):
+        if tf.nest.is_nested(value):
+            return tf.nest.map_structure(lambda v: self.reduce(reduce_op, v, axis), value)
+        if axis is not None:
+            local = self.experimental_local_results(value)[0]
+            if getattr(local, "shape", None) is not None and local.shape.rank == 0:
+                axis = None
+        return super().reduce(reduce_op, value, axis)
 
 
 def _tasks(tf_config):

@@ -1,8 +1,12 @@
 """Tagging serving: raw text in, words / tags / entities with character offsets out, against a
-plain-Python reading of the same model (unicodedata word split, seqeval entities)."""
+plain-Python reading of the same model (unicodedata word split, the training-time windows of
+`tagging_features`, seqeval entities), in a fresh process that imports only tensorflow and
+tensorflow_text."""
 
 import json
 import os
+import subprocess
+import sys
 import unicodedata
 
 import keras
@@ -11,6 +15,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.data.tokenizer import WordPieceTokenizer
+from electra_tf.finetuning.tagging_features import build_features, plan_windows, tokenize_words, word_predictions
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.token_classifier import ElectraTokenClassifier
 
@@ -18,34 +23,71 @@ VOCAB = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."
                                      "bert_uncased_vocab.txt"))
 LABELS = ["O", "B-LOC", "B-PER", "I-LOC", "I-PER"]
 SEQ_LENGTH = 16
-TEXTS = ["Peter Blackburn lives in Zürich, near the café!", "",
-         "EU rejects German call to boycott British lamb, and many more words past the window here.",
-         "  New   York\tis big  "]
+STRIDE = 5
+LONG = ("EU rejects German call to boycott British lamb, and many more words past the first window here; "
+        "Peter Blackburn of Brussels said on Wednesday that the Commission would not change its mind.")
+TEXTS = [
+    "Peter Blackburn lives in Zürich, near the café!",  # accents, punctuation
+    "",
+    LONG,  # about 45 pieces: 3 windows at least
+    "  New   York\tis big  ",  # multiple and leading / trailing spaces, a tab
+    "東京都に住む Müller-Lüdenscheidt (ÉCOLE) déjà vu",  # CJK characters, accents, a hyphen, brackets
+    "Señor\u00a0García\u3000met O'Neil... at 5:30 p.m.",  # no-break and ideographic spaces
+]
+
+# Runs in a fresh interpreter that imports only tensorflow and tensorflow_text.
+TF_ONLY = r"""
+import json, sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
+path, texts_file, ids_file, out_file = sys.argv[1:]
+loaded = tf.saved_model.load(path)
+out = loaded.signatures["serving_default"](text=tf.constant(json.load(open(texts_file))))
+ids = dict(np.load(ids_file))
+by_id = loaded.signatures["predict_ids"](**{k: tf.constant(v) for k, v in ids.items()})
+assert not any(m.startswith(("electra_tf", "keras_hub")) for m in sys.modules), "imported project code"
+values = {k: v.numpy() for k, v in out.items()}
+values.update({"ids_" + k: v.numpy() for k, v in by_id.items()})
+decode = np.vectorize(bytes.decode, otypes=[str])
+np.savez(out_file, **{k: decode(v) if v.dtype == object else v for k, v in values.items()})
+"""
+
+
+def is_space(char):
+    return char.isspace()
+
+
+def is_alone(char):
+    """Punctuation, symbol and CJK characters are words of their own (BERT's basic tokenizer)."""
+    cp = ord(char)
+    cjk = (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2CEAF
+           or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
+    return unicodedata.category(char)[0] in "PS" or cjk
 
 
 def python_words(text):
-    """BERT's basic split by hand: whitespace separates, punctuation/symbol characters stand alone."""
+    """The word split by hand: `(word, char_start, char_end)`."""
     words, start = [], None
     for i, char in enumerate(text + " "):
-        alone = unicodedata.category(char)[0] in "PS"
-        if char.isspace() or alone:
+        if is_space(char) or is_alone(char):
             if start is not None:
                 words.append((text[start:i], start, i))
                 start = None
-            if alone:
+            if is_alone(char):
                 words.append((char, i, i + 1))
         elif start is None:
             start = i
     return words
 
 
-def python_tags(tagger, tokenizer, words):
-    pieces = [tokenizer.tokenize([w]).flat_values.numpy().tolist() or [tokenizer.unk_id] for w, _, _ in words]
-    flat = [p for word in pieces for p in word][:SEQ_LENGTH - 2]
-    ids = np.array([[tokenizer.cls_id] + flat + [tokenizer.sep_id]], np.int32)
-    best = tagger({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": 1 + 0 * ids}).numpy()[0].argmax(-1)
-    firsts = np.cumsum([0] + [len(p) for p in pieces[:-1]]) + 1
-    return [LABELS[best[f]] if f <= SEQ_LENGTH - 2 else "O" for f in firsts]
+def keras_tags(tagger, tokenizer, sentences):
+    """Tags of every word as fine-tuning predicts them: `build_features` windows, Keras model, `word_predictions`."""
+    pieces = tokenize_words(tokenizer, sentences)
+    features = build_features(tokenizer, pieces, None, SEQ_LENGTH, STRIDE)
+    inputs = {k: features[k] for k in ("token_ids", "segment_ids", "padding_mask")}
+    best = tagger(inputs, training=False).numpy().argmax(-1)
+    return [[LABELS[i] for i in ids] for ids in word_predictions(best, features, [len(s) for s in sentences])], pieces
 
 
 @pytest.fixture(scope="module")
@@ -64,48 +106,126 @@ def exported(tmp_path_factory):
     tagger.save(str(run / TOKEN_CLASSIFIER_FILE))
     (run / "vocab.txt").write_text(open(VOCAB).read())
     (run / FINETUNE_CONFIG_FILE).write_text(json.dumps({"task": "ner", "kind": "tagging", "label_names": LABELS,
-                                                        "max_seq_length": SEQ_LENGTH}))
+                                                        "max_seq_length": SEQ_LENGTH, "stride": STRIDE}))
     model, vocab_file, config = load_finetuned(str(run))  # what `python -m electra_tf.export --kind serving` does
     assert isinstance(model, ElectraTokenClassifier)
     path = export_serving(model, vocab_file, str(tmp_path_factory.mktemp("serving")), "ner", 1,
                           label_names=config["label_names"], seq_length=config["max_seq_length"],
-                          task=config["task"])
+                          task=config["task"], stride=config["stride"])
     return tagger, path
 
 
-def test_words_tags_and_entities_match_a_python_reading(exported):
+@pytest.fixture(scope="module")
+def served(exported, tmp_path_factory):
+    """Both signatures' outputs from a fresh process, and the ids given to `predict_ids`."""
+    tagger, path = exported
+    tmp = tmp_path_factory.mktemp("fresh")
+    tokenizer = WordPieceTokenizer(VOCAB)
+    features = build_features(tokenizer, tokenize_words(tokenizer, [["Peter", "lives", "in", "Zürich"], []]),
+                              None, SEQ_LENGTH)
+    ids = {k: features[k] for k in ("token_ids", "segment_ids", "padding_mask")}
+    np.savez(tmp / "ids.npz", **ids)
+    (tmp / "texts.json").write_text(json.dumps(TEXTS))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    result = subprocess.run([sys.executable, "-c", TF_ONLY, path, str(tmp / "texts.json"), str(tmp / "ids.npz"),
+                             str(tmp / "out.npz")], capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return dict(np.load(tmp / "out.npz")), ids
+
+
+def test_fresh_process_words_tags_and_entities_equal_the_keras_model(exported, served):
     from seqeval.metrics.sequence_labeling import get_entities
 
-    tagger, path = exported
-    serve = tf.saved_model.load(path).signatures["serving_default"]
-    out = {k: v.numpy() for k, v in serve(text=tf.constant(TEXTS)).items()}
+    tagger, _ = exported
+    out, _ = served
     tokenizer = WordPieceTokenizer(VOCAB)
+    words = [python_words(text) for text in TEXTS]
+    tags, pieces = keras_tags(tagger, tokenizer, [[w for w, _, _ in ws] for ws in words])
+    assert len(pieces[2].ids) > 2 * (SEQ_LENGTH - 2)  # the long text needs several windows
+    assert len(plan_windows(pieces[2].word_splits, SEQ_LENGTH - 2, STRIDE)) >= 3
     total_entities = 0
     for i, text in enumerate(TEXTS):
-        words = python_words(text)
         n = int(out["num_words"][i])
-        assert n == len(words)
-        assert [w.decode() for w in out["words"][i, :n]] == [w for w, _, _ in words]
-        assert out["word_start"][i, :n].tolist() == [s for _, s, _ in words]  # character offsets
-        assert out["word_end"][i, :n].tolist() == [e for _, _, e in words]
-        tags = python_tags(tagger, tokenizer, words) if words else []
-        assert [t.decode() for t in out["tags"][i, :n]] == tags
-        entities = [(type_, words[a][1], words[b][2]) for type_, a, b in get_entities(tags)]
+        assert n == len(words[i])
+        assert list(out["words"][i, :n]) == [w for w, _, _ in words[i]]
+        assert out["word_start"][i, :n].tolist() == [s for _, s, _ in words[i]]  # character offsets
+        assert out["word_end"][i, :n].tolist() == [e for _, _, e in words[i]]
+        assert [text[s:e] for s, e in zip(out["word_start"][i, :n], out["word_end"][i, :n])] == list(out["words"][i, :n])
+        assert list(out["tags"][i, :n]) == tags[i]  # every word, past the first window too
+        entities = [(type_, words[i][a][1], words[i][b][2]) for type_, a, b in get_entities(tags[i])]
         m = int(out["num_entities"][i])
-        got = list(zip([t.decode() for t in out["entity_type"][i, :m]], out["entity_start"][i, :m].tolist(),
-                       out["entity_end"][i, :m].tolist()))
+        got = list(zip(out["entity_type"][i, :m], out["entity_start"][i, :m].tolist(), out["entity_end"][i, :m].tolist()))
         assert got == entities
-        assert [t.decode() for t in out["entity_text"][i, :m]] == [text[s:e] for _, s, e in entities]
+        # The offsets slice the request string to exactly the entity text.
+        assert list(out["entity_text"][i, :m]) == [text[s:e] for _, s, e in entities]
         total_entities += m
-    assert total_entities > 3  # random weights: the span logic was exercised
-    assert "O" in [t.decode() for t in out["tags"][2]]
+    assert total_entities > 5  # random weights: the span logic was exercised
+    assert set(tags[2][SEQ_LENGTH:]) != {"O"}  # words beyond one window are tagged by the model, not O
+    assert [w for w, _, _ in words[4][:4]] == ["東", "京", "都", "に"]
+    assert int(out["num_words"][1]) == 0 and int(out["num_entities"][1]) == 0
 
 
-def test_assets_and_wrong_label_count(exported, tmp_path):
+def test_offsets_slice_entities_exactly_for_hand_made_tags(exported, tmp_path):
+    """Whatever the tags, each entity's [start, end) is the text from its first to its last word."""
+    from electra_tf.export.tagging_serving import _char_offset, _entities, KEPT_DELIMITERS, WORD_DELIMITERS
+    import tensorflow_text as tf_text
+
+    texts = tf.constant(["Ünïcode  Straße 東京 x", "a  b,c"])
+    words, starts, ends = tf_text.regex_split_with_offsets(texts, WORD_DELIMITERS, KEPT_DELIMITERS)
+    tags = tf.ragged.constant([["B-LOC", "I-LOC", "B-LOC", "I-LOC", "I-PER"], ["I-PER", "I-PER", "B-X", "I-X"]])
+    rows = tf.gather(texts, words.value_rowids())
+    out = _entities(texts, tags, starts, ends, _char_offset(rows, starts.flat_values),
+                    _char_offset(rows, ends.flat_values))
+    text0 = "Ünïcode  Straße 東京 x"
+    assert [t.decode() for t in out["entity_text"][0, :3].numpy()] == ["Ünïcode  Straße", "東京", "x"]
+    assert [text0[s:e] for s, e in zip(out["entity_start"][0, :3].numpy(), out["entity_end"][0, :3].numpy())] == \
+        ["Ünïcode  Straße", "東京", "x"]
+    assert [t.decode() for t in out["entity_type"][1, :2].numpy()] == ["PER", "X"]
+    assert [t.decode() for t in out["entity_text"][1, :2].numpy()] == ["a  b", ",c"]
+
+
+def test_predict_ids_equals_the_keras_model(exported, served):
+    tagger, _ = exported
+    out, ids = served
+    probabilities = tf.nn.softmax(tagger(ids, training=False), -1).numpy()
+    np.testing.assert_allclose(out["ids_probabilities"], probabilities, atol=1e-5, rtol=0)
+    np.testing.assert_array_equal(out["ids_label_id"], probabilities.argmax(-1))
+    np.testing.assert_array_equal(out["ids_label"], np.array(LABELS)[probabilities.argmax(-1)])
+
+
+def test_windows_in_the_graph_equal_plan_windows():
+    from electra_tf.export.tagging_serving import _plan_windows
+
+    rng = np.random.RandomState(0)
+    for _ in range(12):
+        max_pieces = rng.randint(1, 12)
+        stride = rng.randint(1, max_pieces + 1)
+        counts = [rng.randint(1, 5, rng.randint(0, 25)) for _ in range(rng.randint(1, 4))]
+        first = tf.RaggedTensor.from_row_lengths(
+            np.concatenate([np.cumsum(c) - c for c in counts] + [np.zeros(0)]).astype(np.int64),
+            [len(c) for c in counts])
+        totals = tf.constant([int(c.sum()) for c in counts], tf.int64)
+        got = [x.numpy().tolist() for x in _plan_windows(first, totals, max_pieces, stride)]
+        expected = [[], [], [], []]
+        for i, c in enumerate(counts):
+            word_window = np.zeros(len(c), np.int64)
+            for window in plan_windows(np.concatenate([[0], np.cumsum(c)]), max_pieces, stride):
+                word_window[window.words] = len(expected[1])
+                for values, v in zip(expected, (i, window.start, window.end)):
+                    values.append(v)
+            expected[3] += word_window.tolist()
+        assert got == expected, (counts, max_pieces, stride)
+
+
+def test_assets_signatures_and_wrong_label_count(exported, tmp_path):
     from electra_tf.export.tagging_serving import export_tagging_serving
 
     tagger, path = exported
     config = json.loads(open(os.path.join(path, "assets", "serving_config.json")).read())
     assert config["kind"] == "tagging" and config["label_names"] == LABELS and config["spans"] is True
+    assert (config["seq_length"], config["stride"]) == (SEQ_LENGTH, STRIDE)
+    assert set(tf.saved_model.load(path).signatures) == {"serving_default", "predict_ids"}
     with pytest.raises(ValueError, match="one label name per output unit"):
         export_tagging_serving(tagger, VOCAB, str(tmp_path), label_names=LABELS[:2])
+    with pytest.raises(ValueError, match="`stride=20`"):
+        export_tagging_serving(tagger, VOCAB, str(tmp_path), label_names=LABELS, seq_length=SEQ_LENGTH, stride=20)

@@ -1,15 +1,19 @@
 """Fine-tuning under strategies and precisions: 2 mirrored logical CPUs train like one device;
-mixed_bfloat16 and XLA run on CPU, for classification and tagging."""
+mixed_bfloat16 and XLA run on CPU, for classification, regression and tagging; 2 local
+multi_worker processes train like one device (large)."""
 
 import json
 import os
+import socket
+import subprocess
+import sys
 import textwrap
 
 import keras
 import numpy as np
 import pytest
 
-from helpers import run_python
+from helpers import REPO, make_run_dir, run_python
 
 VOCAB = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "vocab",
                                      "bert_uncased_vocab.txt"))
@@ -96,7 +100,7 @@ def float32_after():
 
 
 @pytest.mark.skipif(not os.path.exists(VOCAB), reason="shared vocabulary missing")
-@pytest.mark.parametrize("kind", ["classification", "tagging"])
+@pytest.mark.parametrize("kind", ["classification", "regression", "tagging"])
 def test_mixed_bfloat16_and_xla_fine_tune_on_cpu(kind, run_dir, tmp_path, float32_after):
     from electra_tf.data import tasks
     from electra_tf.finetuning.config import FinetuneConfig
@@ -106,8 +110,9 @@ def test_mixed_bfloat16_and_xla_fine_tune_on_cpu(kind, run_dir, tmp_path, float3
     data = write_toy_tasks(tmp_path / "data", num_sentences=32)
     settings = dict(epochs=2, batch_size=8, learning_rate=2e-3, max_seq_length=16, verbose=0,
                     precision="mixed_bfloat16", jit_compile=True)
-    if kind == "classification":
-        spec = tasks.load_task("toy", data, text_a_column="sentence", label_column="label")
+    if kind in ("classification", "regression"):
+        spec = tasks.load_task("toy", data, text_a_column="sentence", label_column="label",
+                               regression=kind == "regression")
         results = run_finetuning(spec, data, run_dir, str(tmp_path / "out"), **settings)
         model = keras.saving.load_model(tmp_path / "out" / "classifier.keras")
     else:
@@ -121,3 +126,76 @@ def test_mixed_bfloat16_and_xla_fine_tune_on_cpu(kind, run_dir, tmp_path, float3
     assert model.encoder.dtype_policy.name == "mixed_bfloat16"
     assert model.encoder.transformer_layers[0].compute_dtype == "bfloat16"
     assert model.encoder.weights[0].dtype == "float32"  # variables stay float32
+
+
+WORKER_SCRIPT = textwrap.dedent(
+    """
+    import json, os, sys
+    import keras
+    from electra_tf.data import tasks
+    from electra_tf.finetuning.config import FinetuneConfig
+    from electra_tf.finetuning.tagging import run_tagging
+    from electra_tf.training.finetuning import create_strategy, run_finetuning
+
+    run_dir, data, out, strategy_name = sys.argv[1:]
+    settings = dict(epochs=2, batch_size=8, learning_rate=2e-3, dropout=0.0, max_seq_length=16, verbose=0,
+                    clip_norm=0.05)
+    config = FinetuneConfig(task="toy", task_kind="tagging", data_dir=data, init=run_dir,
+                            output_dir=os.path.join(out, "tag"), strategy=strategy_name, **settings)
+    strategy = create_strategy(config)
+    tagged = run_tagging(config, strategy=strategy)
+    spec = tasks.load_task("toy", data, text_a_column="sentence", label_column="label")
+    result = run_finetuning(spec, data, run_dir, os.path.join(out, "cls"), strategy=strategy, **settings)
+    print(json.dumps({"tag_loss": tagged["trials"][0]["train_loss"], "cls_loss": result["trials"][0]["train_loss"],
+                      "replicas": strategy.num_replicas_in_sync}))
+    """
+)
+
+
+def free_ports(n):
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+@pytest.mark.large
+@pytest.mark.skipif(not os.path.exists(VOCAB), reason="shared vocabulary missing")
+def test_multi_worker_two_processes_fine_tune_like_one_device(tmp_path):
+    """Two local workers (TF_CONFIG) fine-tune classification and tagging on the same global batches as
+    one device: equal losses on both workers and the one-device run, the chief's saved weights equal the
+    one-device run's, and the non-chief's scratch folders are gone."""
+    import electra_tf.models.classifier  # noqa: F401  (registers the saved classes)
+    import electra_tf.models.token_classifier  # noqa: F401
+    run_dir = make_run_dir(tmp_path / "run", VOCAB, dropout=0.0, num_layers=2, hidden_dim=32, embedding_dim=16,
+                           intermediate_dim=64, max_sequence_length=32, seq_length=16)
+    data = write_toy_tasks(tmp_path / "data")
+    workers = [f"127.0.0.1:{p}" for p in free_ports(2)]
+    procs = []
+    for index in (0, 1, None):
+        env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2")
+        if index is None:
+            args = [run_dir, data, str(tmp_path / "one"), "cpu"]
+        else:
+            env["TF_CONFIG"] = json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
+            args = [run_dir, data, str(tmp_path / "multi"), "multi_worker"]
+        procs.append(subprocess.Popen([sys.executable, "-c", WORKER_SCRIPT, *args], cwd=REPO, env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outputs = [p.communicate(timeout=900) for p in procs]
+    for p, (out, err) in zip(procs, outputs):
+        assert p.returncode == 0, err[-5000:]
+    chief, other, one = (json.loads(out.strip().splitlines()[-1]) for out, _ in outputs)
+    assert (chief["replicas"], other["replicas"], one["replicas"]) == (2, 2, 1)
+    for kind, model_file in (("tag", "token_classifier.keras"), ("cls", "classifier.keras")):
+        assert chief[f"{kind}_loss"] == other[f"{kind}_loss"]
+        np.testing.assert_allclose(chief[f"{kind}_loss"], one[f"{kind}_loss"], rtol=1e-5, atol=1e-6)
+        assert one[f"{kind}_loss"][1] < one[f"{kind}_loss"][0]
+        multi_weights = keras.saving.load_model(tmp_path / "multi" / kind / model_file, compile=False).get_weights()
+        one_weights = keras.saving.load_model(tmp_path / "one" / kind / model_file, compile=False).get_weights()
+        assert len(multi_weights) == len(one_weights) > 10
+        for a, b in zip(one_weights, multi_weights):
+            np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+        assert not [p for p in os.listdir(tmp_path / "multi" / kind) if p.startswith(".worker_")]

@@ -181,3 +181,28 @@ def test_cli_conll2003(run_dir, conll2003_dir, tmp_path):
 def test_docstring_examples():
     result = doctest.testmod(tagging, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_sentence_longer_than_max_seq_length_is_windowed_and_named(bert_vocab, tmp_path):
+    """Bad input, documented behaviour: a long sentence is no error; the run names its file and line and
+    every word is trained on and predicted once (windows)."""
+    from electra_tf.data.tokenizer import WordPieceTokenizer
+    from electra_tf.finetuning import conll
+    from electra_tf.finetuning.tagging_features import build_features, tokenize_words, word_predictions
+
+    words = ["John", "went", "to", "Paris"] * 10
+    text = "short O\nline O\n\n" + "".join(f"{w} {'B-PER' if w == 'John' else 'O'}\n" for w in words)
+    path = tmp_path / "train.txt"
+    path.write_text(text)
+    sentences = conll.read_conll(str(path))
+    tokenizer = WordPieceTokenizer(bert_vocab)
+    pieces = tokenize_words(tokenizer, [s.words for s in sentences])
+    message = tagging.long_sentences(sentences, pieces, 16)
+    assert message.startswith("1 sentence(s) longer than max_seq_length - 2 = 14 pieces are split")
+    assert f"the first at {path}:4 (40 pieces)" in message
+    assert tagging.long_sentences(sentences, pieces, 64) is None
+    labels = conll.encode_labels(sentences, ["O", "B-PER"])
+    features = build_features(tokenizer, pieces, labels, 16)
+    assert len(features["token_ids"]) > 3
+    got = word_predictions(features["label_ids"], features, [len(s.words) for s in sentences])
+    assert all(np.array_equal(g, l) for g, l in zip(got, labels))

@@ -100,6 +100,8 @@ def test_random_bioes_converted_equals_seqeval_on_bioes(seed):
 
 
 def test_real_conll2003_dev_with_corrupted_predictions(conll2003_dir):
+    """Every dev sentence of CoNLL-2003 with predictions made by a deterministic perturbation of the
+    gold tags (O, B-X, I-X of a random type, or B- turned I-), ill-formed IOB2 included."""
     true = [list(s.tags) for s in conll.CONLL2003.read(conll2003_dir, "dev")]
     perfect = entity_scores(true, true)
     assert (perfect["f1"], perfect["num_true"], perfect["per_type"]["PER"]["support"]) == (1.0, 5942, 1842)
@@ -114,4 +116,7 @@ def test_real_conll2003_dev_with_corrupted_predictions(conll2003_dir):
                     tags[i] = rng.choice(["O", f"B-{rng.choice(types)}", f"I-{rng.choice(types)}",
                                           tag.replace("B-", "I-")])
             predicted.append(tags)
+        ill_formed = sum(t.startswith("I-") and (i == 0 or p[i - 1][2:] != t[2:])
+                         for p in predicted for i, t in enumerate(p))
+        assert ill_formed > 20  # the perturbation includes I- tags that start spans (ill-formed IOB2)
         assert_equal_to_seqeval(true, predicted)
