@@ -185,11 +185,10 @@ class ElectraQuestionAnswerer(keras.Model):
 
     def losses_and_weights(self):
         """`(loss, loss_weights)` dicts for `compile`: the reference loss over the training outputs."""
-        ce = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-        loss = {"start_logits": ce, "end_logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
+        loss = {"start_logits": GlobalMeanLoss("position"), "end_logits": GlobalMeanLoss("position")}
         weights = {"start_logits": 0.5, "end_logits": 0.5}
         if self.answerable:
-            loss["answerable_logit"] = keras.losses.BinaryCrossentropy(from_logits=True)
+            loss["answerable_logit"] = GlobalMeanLoss("binary")
             weights["answerable_logit"] = self.answerable_weight
         return loss, weights
 
@@ -213,6 +212,42 @@ class ElectraQuestionAnswerer(keras.Model):
         config = dict(config)
         config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
         return cls(**config)
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class GlobalMeanLoss(keras.losses.Loss):
+    """Cross-entropy from logits averaged over the *global* batch: a position (softmax over the
+    sequence) or a binary label (sigmoid).
+
+    Under a `tf.distribute` strategy each replica divides its sum by the example
+    count summed over replicas and the replicas' gradients are summed, so N
+    replicas train like one device on the same global batch, uneven last batch
+    included (as `electra_tf.finetuning.tagging.MaskedSparseCrossEntropy`).
+    """
+
+    def __init__(self, kind="position", name=None, **kwargs):
+        if kind not in ("position", "binary"):
+            raise ValueError(f"`kind` must be 'position' or 'binary'. Received: `kind={kind!r}`")
+        super().__init__(name=name or f"{kind}_cross_entropy", **kwargs)
+        self.kind = kind
+
+    def call(self, y_true, y_pred):
+        y_pred = keras.ops.cast(y_pred, "float32")
+        if self.kind == "position":
+            per_example = keras.losses.sparse_categorical_crossentropy(
+                keras.ops.cast(y_true, "int32"), y_pred, from_logits=True)
+        else:
+            labels = keras.ops.cast(y_true, "float32")
+            per_example = keras.ops.maximum(y_pred, 0.0) - y_pred * labels + keras.ops.log1p(
+                keras.ops.exp(-keras.ops.abs(y_pred)))
+        count = keras.ops.cast(keras.ops.shape(per_example)[0], "float32")
+        context = tf.distribute.get_replica_context()
+        if context is not None and context.num_replicas_in_sync > 1:
+            count = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
+        return keras.ops.sum(per_example) / keras.ops.maximum(count, 1.0)
+
+    def get_config(self):
+        return dict(super().get_config(), kind=self.kind)
 
 
 def _pad_beam(log_probs, k):
