@@ -147,7 +147,7 @@ def check_ids(inputs):
 
 
 def export_serving(classifier, vocab_file, base_dir, model_name="electra", version=1, label_names=None,
-                   seq_length=128, pair=False, task=""):
+                   seq_length=128, pair=False, task="", qa_settings=None):
     """Writes `classifier` as `<base_dir>/<model_name>/<version>/` for TF Serving.
 
     Args:
@@ -162,6 +162,9 @@ def export_serving(classifier, vocab_file, base_dir, model_name="electra", versi
         seq_length: int. Truncation length for requests.
         pair: bool. Sentence-pair task (`serving_default` takes `text_b`).
         task: str. Recorded in the assets.
+        qa_settings: dict or None. An `ElectraQuestionAnswerer`'s `doc_stride`,
+            `max_query_length`, `max_answer_length`, `null_threshold`
+            (`qa_serving.export_qa_serving`: question + context -> answer).
 
     Returns:
         str, the version folder.
@@ -174,8 +177,15 @@ def export_serving(classifier, vocab_file, base_dir, model_name="electra", versi
         loaded.signatures["serving_default"](text=tf.constant(["a fine film"]))["probabilities"]
         ```
     """
+    from electra_tf.models.question_answerer import ElectraQuestionAnswerer
     from electra_tf.models.token_classifier import ElectraTokenClassifier
 
+    if isinstance(classifier, ElectraQuestionAnswerer):
+        from electra_tf.export.qa_serving import export_qa_serving
+
+        qa = {k: v for k, v in (qa_settings or {}).items() if v is not None}
+        return export_qa_serving(classifier, vocab_file, base_dir, model_name, version, seq_length=seq_length,
+                                 task=task, **qa)
     if isinstance(classifier, ElectraTokenClassifier):
         from electra_tf.export.tagging_serving import export_tagging_serving
 
@@ -224,6 +234,9 @@ def load_finetuned(model_dir):
         tagger_file = os.path.join(model_dir, TOKEN_CLASSIFIER_FILE)
         if not tf.io.gfile.exists(classifier_file) and tf.io.gfile.exists(tagger_file):
             classifier_file = tagger_file
+        qa_file = os.path.join(model_dir, "question_answerer.keras")
+        if not tf.io.gfile.exists(classifier_file) and tf.io.gfile.exists(qa_file):
+            classifier_file = qa_file
     if not tf.io.gfile.exists(classifier_file):
         hint = ""
         if tf.io.gfile.exists(os.path.join(model_dir, "config.json")):
@@ -234,7 +247,9 @@ def load_finetuned(model_dir):
             "encoder with `python -m electra_tf.export --kind encoder`."
         )
     classifier = keras.saving.load_model(classifier_file, compile=False)
-    if not isinstance(classifier, (ElectraClassifier, ElectraTokenClassifier)):
+    from electra_tf.models.question_answerer import ElectraQuestionAnswerer
+
+    if not isinstance(classifier, (ElectraClassifier, ElectraTokenClassifier, ElectraQuestionAnswerer)):
         raise TypeError(f"{classifier_file} holds a {type(classifier).__name__}, not an ElectraClassifier "
                         "(no classifier head): fine-tune it first with `python -m electra_tf.finetune`.")
     config = {}
