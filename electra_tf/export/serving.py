@@ -224,6 +224,7 @@ def load_finetuned(model_dir):
     Raises a clear error when `model_dir` holds no classifier head (e.g. a
     pre-training run or a bare encoder).
     """
+    from electra_tf.models.question_answerer import ElectraQuestionAnswerer  # registered before loading
     from electra_tf.models.token_classifier import ElectraTokenClassifier
     from electra_tf.training.finetune_files import CLASSIFIER_FILE, FINETUNE_CONFIG_FILE, TOKEN_CLASSIFIER_FILE
 
@@ -247,8 +248,6 @@ def load_finetuned(model_dir):
             "encoder with `python -m electra_tf.export --kind encoder`."
         )
     classifier = keras.saving.load_model(classifier_file, compile=False)
-    from electra_tf.models.question_answerer import ElectraQuestionAnswerer
-
     if not isinstance(classifier, (ElectraClassifier, ElectraTokenClassifier, ElectraQuestionAnswerer)):
         raise TypeError(f"{classifier_file} holds a {type(classifier).__name__}, not an ElectraClassifier "
                         "(no classifier head): fine-tune it first with `python -m electra_tf.finetune`.")

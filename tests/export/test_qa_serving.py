@@ -17,6 +17,7 @@ from electra_tf.models.question_answerer import ElectraQuestionAnswerer
 
 VOCAB = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "vocab",
                                      "bert_uncased_vocab.txt"))
+RUN = {}
 DEV = os.path.join(os.path.expanduser("~"), ".cache", "electra_tf", "benchmarks", "squad_v1.1", "dev.json")
 SETTINGS = {"max_seq_length": 48, "doc_stride": 16, "max_query_length": 12, "max_answer_length": 8,
             "null_threshold": 0.05}
@@ -59,6 +60,7 @@ def exported(tmp_path_factory):
                           seq_length=config["max_seq_length"], task=config["task"],
                           qa_settings={k: config.get(k) for k in ("doc_stride", "max_query_length",
                                                                   "max_answer_length", "null_threshold")})
+    RUN["dir"] = str(run)  # for the CLI test
     return model, path
 
 
@@ -136,6 +138,23 @@ def test_batch_order_does_not_change_answers(exported):
     assert forward["answer"].numpy().tolist() == backward["answer"].numpy().tolist()[::-1]
     single = serve(question=tf.constant(questions[:1]), context=tf.constant(contexts[:1]))
     assert single["answer"].numpy()[0] == forward["answer"].numpy()[0]
+
+
+def test_export_cli_on_a_span_qa_run(exported, tmp_path):
+    from helpers import run_python
+
+    model, path = exported
+    result = run_python(["-m", "electra_tf.export", "--kind=serving", f"--init={RUN['dir']}",
+                         f"--output={tmp_path}", "--model_name=squad", "--version=3"])
+    cli_path = result.stdout.strip().splitlines()[-1]
+    assert cli_path == os.path.join(str(tmp_path), "squad", "3")
+    config = json.loads(open(os.path.join(cli_path, "assets", "serving_config.json")).read())
+    assert config["kind"] == "span_qa" and config["doc_stride"] == SETTINGS["doc_stride"]
+    assert config["null_threshold"] == pytest.approx(SETTINGS["null_threshold"])
+    question, context = tf.constant([TOY[0][0]]), tf.constant([TOY[0][1]])
+    ours = tf.saved_model.load(cli_path).signatures["serving_default"](question=question, context=context)
+    reference = tf.saved_model.load(path).signatures["serving_default"](question=question, context=context)
+    assert ours["answer"].numpy().tolist() == reference["answer"].numpy().tolist()
 
 
 @pytest.mark.parametrize("question, context, name", [("", "Paris is in France.", "question"),
