@@ -64,6 +64,11 @@ def exported(tmp_path_factory):
     return model, path
 
 
+@pytest.fixture(scope="module")
+def serve(exported):
+    return tf.saved_model.load(exported[1]).signatures["serving_default"]
+
+
 def keras_answers(model, items):
     from electra_tf.data.tokenizer import WordPieceTokenizer
     from electra_tf.finetuning import qa_features, qa_metrics
@@ -119,19 +124,16 @@ def test_fresh_process_serving_equals_the_keras_model(exported):
     assert 3 <= answered < len(items)
 
 
-def test_same_answers_without_the_threshold(exported):
+def test_same_answers_without_the_threshold(exported, serve):
     """Spans (before the null decision) agree for every question, the long multi-window ones included."""
-    model, path = exported
-    serve = tf.saved_model.load(path).signatures["serving_default"]
+    model, _ = exported
     items = examples()
     _, answers = keras_answers(model, items)
     out = serve(question=tf.constant([e.question for e in items]), context=tf.constant([e.context for e in items]))
     np.testing.assert_allclose(out["score"].numpy(), [a.score for a in answers], atol=1e-3)
 
 
-def test_batch_order_does_not_change_answers(exported):
-    _, path = exported
-    serve = tf.saved_model.load(path).signatures["serving_default"]
+def test_batch_order_does_not_change_answers(serve):
     questions, contexts = [q for q, _ in TOY], [c for _, c in TOY]
     forward = serve(question=tf.constant(questions), context=tf.constant(contexts))
     backward = serve(question=tf.constant(questions[::-1]), context=tf.constant(contexts[::-1]))
@@ -140,6 +142,7 @@ def test_batch_order_does_not_change_answers(exported):
     assert single["answer"].numpy()[0] == forward["answer"].numpy()[0]
 
 
+@pytest.mark.large  # a fresh process importing TensorFlow and Keras: ~1 min on 2 shared cores
 def test_export_cli_on_a_span_qa_run(exported, tmp_path):
     from helpers import run_python
 
@@ -159,8 +162,6 @@ def test_export_cli_on_a_span_qa_run(exported, tmp_path):
 
 @pytest.mark.parametrize("question, context, name", [("", "Paris is in France.", "question"),
                                                      ("Where?", "   ", "context")])
-def test_empty_question_or_context_is_a_clear_error(exported, question, context, name):
-    _, path = exported
-    serve = tf.saved_model.load(path).signatures["serving_default"]
+def test_empty_question_or_context_is_a_clear_error(serve, question, context, name):
     with pytest.raises(tf.errors.InvalidArgumentError, match=f"`{name}` must not be empty"):
         serve(question=tf.constant([question]), context=tf.constant([context]))

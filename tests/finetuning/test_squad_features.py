@@ -6,7 +6,6 @@ import os
 import numpy as np
 import pytest
 
-from conftest import benchmarks_dir
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.finetuning import qa_features, squad
 from electra_tf.finetuning.qa_metrics import normalize_answer
@@ -113,7 +112,10 @@ def test_windows_over_a_long_context(tokenizer):
 
 
 def real_files():
-    root = benchmarks_dir()
+    import pathlib
+
+    default = pathlib.Path.home() / ".cache" / "electra_tf" / "benchmarks"
+    root = pathlib.Path(os.environ.get("ELECTRA_TF_BENCHMARKS", default))  # as conftest.benchmarks_dir
     files = [root / "squad_v1.1" / "train.json", root / "squad_v1.1" / "dev.json",
              root / "squad_shifts" / "new_wiki.json"]
     if not all(os.path.exists(f) for f in files):
