@@ -30,7 +30,7 @@ import tempfile
 import tensorflow as tf
 
 from electra_tf.data.tokenizer import SETTINGS_FILE, WordPieceTokenizer, copy_vocab
-from electra_tf.export.serving import SERVING_CONFIG_ASSET, Untracked, check_texts
+from electra_tf.export.serving import SERVING_CONFIG_ASSET, Untracked
 from electra_tf.export.tagging_serving import _char_offset
 
 NEG_INF = float("-inf")
@@ -72,8 +72,11 @@ class QAServingModule(tf.Module):
                                                                tf.TensorSpec([None], tf.string, name="context")])
 
     def _serve(self, question, context):
-        question, context = check_texts(question, context)
-        checks = [tf.debugging.assert_greater(tf.strings.length(tf.strings.strip(t)), 0, message=f"`{name}` must not "
+        question = tf.ensure_shape(question, [None], name="question_must_be_a_vector")
+        context = tf.ensure_shape(context, [None], name="context_must_be_a_vector")
+        checks = [tf.debugging.assert_equal(tf.size(question), tf.size(context),
+                                            message="`question` and `context` must have the same batch size")]
+        checks += [tf.debugging.assert_greater(tf.strings.length(tf.strings.strip(t)), 0, message=f"`{name}` must not "
                                               "be empty or whitespace (every row of the batch)")
                   for name, t in (("question", question), ("context", context))]
         with tf.control_dependencies(checks):

@@ -160,6 +160,11 @@ def test_export_cli_on_a_span_qa_run(exported, tmp_path):
     assert ours["answer"].numpy().tolist() == reference["answer"].numpy().tolist()
 
 
+def test_mismatched_batch_is_a_clear_error(serve):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="`question` and `context` must have the same batch"):
+        serve(question=tf.constant(["Where?", "Who?"]), context=tf.constant(["Paris is in France."]))
+
+
 @pytest.mark.parametrize("question, context, name", [("", "Paris is in France.", "question"),
                                                      ("Where?", "   ", "context")])
 def test_empty_question_or_context_is_a_clear_error(serve, question, context, name):
