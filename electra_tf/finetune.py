@@ -9,6 +9,8 @@ r"""Fine-tunes a pre-trained ELECTRA discriminator: sentence(-pair) classificati
     python -m electra_tf.finetune --task my_ner --task_kind tagging --token_column 0 --label_column -1 \
         --data_dir my_ner --init electra_runs/small --output_dir runs/my_ner \
         --strategy mirrored --precision mixed_bfloat16
+    python -m electra_tf.finetune --task squad --task_kind span_qa --data_dir ~/.cache/electra_tf/benchmarks/squad_v1.1 \
+        --init electra_runs/small --output_dir runs/squad --max_seq_length 384 --doc_stride 128 --epochs 2
 
 `--init` is a pre-training `model_dir` (config.json + discriminator.keras or
 checkpoints), an `ElectraEncoder` `.keras` file (with `--vocab_file`), or a
@@ -17,7 +19,10 @@ GLUE name (cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli), a CoNLL-2003
 name (conll2003 = NER, conll2003_chunk, conll2003_pos), or any name for a
 TSV/CSV read with `--text_a_column/--text_b_column/--label_column`, or (with
 `--task_kind tagging`) for CoNLL-column files (train.txt, dev.txt) read with
-`--token_column/--label_column/--tag_scheme`.
+`--token_column/--label_column/--tag_scheme`, or (with `--task_kind span_qa`,
+the default for names starting with "squad") for SQuAD-format train.json /
+dev.json, extractive QA (`electra_tf.finetuning.qa`: predictions.json and
+official EM/F1 in the output_dir).
 
 Every flag is a field of `electra_tf.finetuning.config.FinetuneConfig`, which
 holds the defaults (`--seq_length` is its `max_seq_length`; `--max_seq_length` is the
@@ -76,6 +81,7 @@ def main(argv):
     from electra_tf.data import tasks as tasks_lib
     from electra_tf.finetuning import config as finetune_config
     from electra_tf.finetuning.config import FinetuneConfig
+    from electra_tf.finetuning.qa import is_span_qa, run_qa
     from electra_tf.finetuning.tagging import is_tagging, run_tagging
     from electra_tf.training.finetune_files import RESULTS_FILE
     from electra_tf.training.finetuning import run_finetuning
@@ -88,6 +94,8 @@ def main(argv):
             raise app.UsageError(f"--{name} is required.")
     if is_tagging(config):
         results = run_tagging(config)
+    elif is_span_qa(config):
+        results = run_qa(config)
     else:
         generic = {}
         if not tasks_lib.is_glue_task(config.task):

@@ -196,6 +196,28 @@ class WordPieceTokenizer(tf.Module):
                 texts = tf.strings.regex_replace(tf_text.normalize_utf8(texts, "NFD"), r"\p{Mn}", "")
         return self._tokenizer.tokenize(texts)
 
+    def tokenize_with_offsets(self, texts):
+        """Texts to word-piece ids and each piece's UTF-8 byte offsets in its text.
+
+        Args:
+            texts: string tensor of shape `(batch,)`.
+
+        Returns:
+            `(ids, starts, ends)`: `tf.RaggedTensor`s `(batch, None)`, int32 ids
+            and int64 byte offsets into the input strings (end exclusive).
+
+        A vocabulary that lower-cases without stripping accents is lower-cased
+        first (byte lengths kept for all but a few letters, e.g. U+0130);
+        one that strips accents without lower-casing has no offsets (NFD changes
+        byte lengths) and raises.
+        """
+        texts = tf.convert_to_tensor(texts, tf.string)
+        if self.lower_case != self.strip_accents:
+            if not self.lower_case:
+                raise NotImplementedError("Offsets need a vocabulary that lower-cases when it strips accents.")
+            texts = tf.strings.lower(texts, encoding="utf-8")
+        return self._tokenizer.tokenize_with_offsets(texts)
+
     def tokenize_lines(self, text):
         """The word-piece ids of every line of a UTF-8 text, in one tokenizer call.
 

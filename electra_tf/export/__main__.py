@@ -10,9 +10,11 @@ r"""Exports a trained model: `python -m electra_tf.export --kind encoder|preset|
 
 `--init` for encoder/preset: a pre-training `model_dir`, an `ElectraEncoder`
 `.keras` file or an exported encoder (as `electra_tf.finetune --init`); for
-serving: a `finetune --output_dir` (classifier.keras + vocab.txt +
-finetune_config.json). `--output` is the deprecated spelling of `--output_dir`.
-Installed as `electra-export`.
+serving: a `finetune --output_dir` (classifier.keras, token_classifier.keras or
+question_answerer.keras + vocab.txt + finetune_config.json; a span_qa run
+serves question + context -> answer, `electra_tf.export.qa_serving`).
+`--output` is the deprecated spelling of `--output_dir`. Installed as
+`electra-export`.
 """
 
 from absl import app, flags
@@ -52,6 +54,8 @@ def main(argv):
             label_names=config.get("label_names") or None,
             seq_length=FLAGS.seq_length or config.get("max_seq_length", 128),
             pair=config.get("pair", False), task=config.get("task", ""), stride=config.get("stride"),
+            qa_settings={k: config.get(k) for k in ("doc_stride", "max_query_length", "max_answer_length",
+                                                    "null_threshold")},
         )
     else:
         from electra_tf.training.finetune_files import load_init

@@ -147,7 +147,7 @@ def check_ids(inputs):
 
 
 def export_serving(classifier, vocab_file, base_dir, model_name="electra", version=1, label_names=None,
-                   seq_length=128, pair=False, task="", stride=None):
+                   seq_length=128, pair=False, task="", stride=None, qa_settings=None):
     """Writes `classifier` as `<base_dir>/<model_name>/<version>/` for TF Serving.
 
     Args:
@@ -164,6 +164,9 @@ def export_serving(classifier, vocab_file, base_dir, model_name="electra", versi
         task: str. Recorded in the assets.
         stride: int or None. Tagging only: pieces between the windows of long
             texts (the fine-tuning `stride`).
+        qa_settings: dict or None. An `ElectraQuestionAnswerer`'s `doc_stride`,
+            `max_query_length`, `max_answer_length`, `null_threshold`
+            (`qa_serving.export_qa_serving`: question + context -> answer).
 
     Returns:
         str, the version folder.
@@ -193,8 +196,15 @@ def export_serving(classifier, vocab_file, base_dir, model_name="electra", versi
         # (1, 2)
         ```
     """
+    from electra_tf.models.question_answerer import ElectraQuestionAnswerer
     from electra_tf.models.token_classifier import ElectraTokenClassifier
 
+    if isinstance(classifier, ElectraQuestionAnswerer):
+        from electra_tf.export.qa_serving import export_qa_serving
+
+        qa = {k: v for k, v in (qa_settings or {}).items() if v is not None}
+        return export_qa_serving(classifier, vocab_file, base_dir, model_name, version, seq_length=seq_length,
+                                 task=task, **qa)
     if isinstance(classifier, ElectraTokenClassifier):
         from electra_tf.export.tagging_serving import export_tagging_serving
 
@@ -234,6 +244,7 @@ def load_finetuned(model_dir):
     Raises a clear error when `model_dir` holds no classifier head (e.g. a
     pre-training run or a bare encoder).
     """
+    from electra_tf.models.question_answerer import ElectraQuestionAnswerer  # registered before loading
     from electra_tf.models.token_classifier import ElectraTokenClassifier
     from electra_tf.training.finetune_files import CLASSIFIER_FILE, FINETUNE_CONFIG_FILE, TOKEN_CLASSIFIER_FILE
 
@@ -244,6 +255,9 @@ def load_finetuned(model_dir):
         tagger_file = os.path.join(model_dir, TOKEN_CLASSIFIER_FILE)
         if not tf.io.gfile.exists(classifier_file) and tf.io.gfile.exists(tagger_file):
             classifier_file = tagger_file
+        qa_file = os.path.join(model_dir, "question_answerer.keras")
+        if not tf.io.gfile.exists(classifier_file) and tf.io.gfile.exists(qa_file):
+            classifier_file = qa_file
     if not tf.io.gfile.exists(classifier_file):
         hint = ""
         if tf.io.gfile.exists(os.path.join(model_dir, "config.json")):
@@ -254,7 +268,7 @@ def load_finetuned(model_dir):
             "encoder with `python -m electra_tf.export --kind encoder`."
         )
     classifier = keras.saving.load_model(classifier_file, compile=False)
-    if not isinstance(classifier, (ElectraClassifier, ElectraTokenClassifier)):
+    if not isinstance(classifier, (ElectraClassifier, ElectraTokenClassifier, ElectraQuestionAnswerer)):
         raise TypeError(f"{classifier_file} holds a {type(classifier).__name__}, not an ElectraClassifier "
                         "(no classifier head): fine-tune it first with `python -m electra_tf.finetune`.")
     config = {}

@@ -12,7 +12,8 @@ import typing
 from electra_tf.config import PRECISIONS, _check_range
 from electra_tf.training.distribute import STRATEGIES
 
-TASK_KINDS = ("auto", "classification", "tagging")
+TASK_KINDS = ("auto", "classification", "tagging", "span_qa")
+QA_HEADS = ("official", "simple")
 TAG_SCHEMES = ("IOB1", "IOB2", "BIOES", "none")
 
 
@@ -34,6 +35,12 @@ RANGES = {
     "dropout": (0, 1, (True, False)),
     "train_limit": (1, None, (True, True)),
     "dev_limit": (1, None, (True, True)),
+    "doc_stride": (1, None, (True, True)),
+    "max_query_length": (1, None, (True, True)),
+    "max_answer_length": (1, None, (True, True)),
+    "n_best_size": (1, None, (True, True)),
+    "start_n_top": (1, None, (True, True)),
+    "end_n_top": (1, None, (True, True)),
 }
 
 
@@ -44,7 +51,8 @@ class FinetuneConfig:
         None, "GLUE name, CoNLL name (conll2003, conll2003_chunk, conll2003_pos), or any name for a "
         "generic TSV/CSV (classification) or CoNLL-column (tagging) task.")
     task_kind: str = _field(
-        "auto", "auto: tagging for the CoNLL task names, classification otherwise.", TASK_KINDS)
+        "auto", "auto: tagging for the CoNLL task names, span_qa for names starting with squad, classification "
+        "otherwise.", TASK_KINDS)
     data_dir: typing.Optional[str] = _field(
         None, "Folder with train/dev(/test).tsv (+ labels.txt); tagging: train.txt/dev.txt or eng.train/eng.testa.")
     init: typing.Optional[str] = _field(None, "Pre-training model_dir, encoder .keras file, or exported encoder.")
@@ -80,6 +88,21 @@ class FinetuneConfig:
         "written (POS), scored by token accuracy.", TAG_SCHEMES)
     stride: typing.Optional[int] = _field(
         None, "Tagging: pieces between the starts of windows over a long sentence (default: half a window).")
+    # --- Extractive question answering (span_qa: train.json / dev.json in SQuAD format) ---
+    doc_stride: int = _field(128, "span_qa: context pieces between window starts (reference: 128).")
+    max_query_length: int = _field(64, "span_qa: question pieces kept; longer questions are truncated.")
+    max_answer_length: int = _field(30, "span_qa: pieces per predicted answer at most.")
+    n_best_size: int = _field(20, "span_qa: spans ranked per question (n-best across windows).")
+    start_n_top: int = _field(20, "span_qa, official head: starts in the prediction beam.")
+    end_n_top: int = _field(20, "span_qa, official head: ends per start in the prediction beam.")
+    qa_head: str = _field(
+        "official", "span_qa: official (ELECTRA/XLNet end-conditioned-on-start head) or simple "
+        "(independent start/end, BERT's).", QA_HEADS)
+    null_threshold: typing.Optional[float] = _field(
+        None, "span_qa, SQuAD 2.0: answer '' when null score - best span score exceeds this; default: tuned on dev.")
+    swap_contexts: bool = _field(
+        False, "span_qa: add every question again paired with another article's context, as unanswerable "
+        "(trains and scores the SQuAD 2.0 path on 1.1 data).")
     # --- Devices and precision ---
     strategy: typing.Optional[str] = _field(
         None, "tf.distribute strategy; default: TensorFlow's own placement (the first GPU if any, else the CPU).",

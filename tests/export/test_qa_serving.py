@@ -1,0 +1,172 @@
+"""QA serving: raw question + context in, answer and character offsets out, tokenization and windows in the
+graph; in a fresh process with only tensorflow + tensorflow_text it equals the Keras model read through
+`qa_features` + `qa_metrics.postprocess` (several windows per context), and context[start:end] == answer."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from electra_tf.models.encoder import ElectraEncoder
+from electra_tf.models.question_answerer import ElectraQuestionAnswerer
+
+VOCAB = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "vocab",
+                                     "bert_uncased_vocab.txt"))
+RUN = {}
+DEV = os.path.join(os.path.expanduser("~"), ".cache", "electra_tf", "benchmarks", "squad_v1.1", "dev.json")
+SETTINGS = {"max_seq_length": 48, "doc_stride": 16, "max_query_length": 12, "max_answer_length": 8,
+            "null_threshold": 0.05}
+TOY = [("Where does Anna live?", "The weather was good. Anna lives in Zürich, near the café! " * 6),
+       ("Who?", "Paris."),
+       ("  what   is the   river of the city of light called, and how long is it, in kilometres or miles, "
+        "and who named it first?", "The Seine flows through Paris. It is 777 km long. " * 3)]
+
+
+def examples():
+    from electra_tf.finetuning.squad import QAExample, read_squad
+
+    toy = [QAExample(f"toy{i}", q, c) for i, (q, c) in enumerate(TOY)]
+    if os.path.exists(DEV):  # real dev questions: contexts of several windows at 48 pieces
+        return toy + read_squad(DEV)[:: 150][:10]
+    return toy
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    if not os.path.exists(VOCAB):
+        pytest.skip("shared vocabulary missing")
+    from electra_tf.export.serving import export_serving, load_finetuned
+    from electra_tf.training.finetune_files import FINETUNE_CONFIG_FILE
+
+    keras.utils.set_random_seed(5)
+    encoder = ElectraEncoder(vocab_size=30522, num_layers=1, num_heads=2, hidden_dim=16, embedding_dim=16,
+                             intermediate_dim=32, max_sequence_length=64)
+    model = ElectraQuestionAnswerer(encoder, answerable=True, start_n_top=5, end_n_top=5, joint_hidden_dim=16)
+    model.build()
+    _, answers = keras_answers(model, examples())  # a threshold that answers about half the questions
+    SETTINGS["null_threshold"] = float(np.median([a.null_score - a.score for a in answers]))
+    run = tmp_path_factory.mktemp("finetuned")  # as a span_qa `finetune` run leaves it
+    model.save(str(run / "question_answerer.keras"))
+    (run / "vocab.txt").write_text(open(VOCAB).read())
+    (run / FINETUNE_CONFIG_FILE).write_text(json.dumps(dict(SETTINGS, task="squad", kind="span_qa", answerable=True)))
+    loaded, vocab_file, config = load_finetuned(str(run))  # what `python -m electra_tf.export --kind serving` does
+    assert isinstance(loaded, ElectraQuestionAnswerer)
+    path = export_serving(loaded, vocab_file, str(tmp_path_factory.mktemp("serving")), "squad", 1,
+                          seq_length=config["max_seq_length"], task=config["task"],
+                          qa_settings={k: config.get(k) for k in ("doc_stride", "max_query_length",
+                                                                  "max_answer_length", "null_threshold")})
+    RUN["dir"] = str(run)  # for the CLI test
+    return model, path
+
+
+@pytest.fixture(scope="module")
+def serve(exported):
+    return tf.saved_model.load(exported[1]).signatures["serving_default"]
+
+
+def keras_answers(model, items):
+    from electra_tf.data.tokenizer import WordPieceTokenizer
+    from electra_tf.finetuning import qa_features, qa_metrics
+    from electra_tf.finetuning.config import FinetuneConfig
+    from electra_tf.finetuning.qa import predict_windows
+
+    features = qa_features.build_qa_features(WordPieceTokenizer(VOCAB), items, SETTINGS["max_seq_length"],
+                                             SETTINGS["doc_stride"], SETTINGS["max_query_length"])
+    config = FinetuneConfig(max_answer_length=SETTINGS["max_answer_length"], batch_size=8)
+    outputs = predict_windows(model, features, config.batch_size)
+    answers, _ = qa_metrics.postprocess(features, outputs, features.examples, 20, SETTINGS["max_answer_length"])
+    return features, answers
+
+
+SERVE_SCRIPT = """
+import json, sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (the in-graph tokenizer's ops)
+assert not [m for m in sys.modules if m.startswith(("electra_tf", "keras_hub"))]
+path, questions, contexts = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+serve = tf.saved_model.load(path).signatures["serving_default"]
+out = serve(question=tf.constant(questions), context=tf.constant(contexts))
+print(json.dumps({k: [x.decode() if isinstance(x, bytes) else x for x in v.numpy().tolist()] for k, v in out.items()}))
+"""
+
+
+def test_fresh_process_serving_equals_the_keras_model(exported):
+    model, path = exported
+    items = examples()
+    features, answers = keras_answers(model, items)
+    assert max(np.bincount(features.arrays["example_index"])) >= 3  # several windows per context
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    result = subprocess.run([sys.executable, "-c", SERVE_SCRIPT, path, json.dumps([e.question for e in items]),
+                             json.dumps([e.context for e in items])], capture_output=True, text=True, env=env,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    served = json.loads(result.stdout.strip().splitlines()[-1])
+    threshold = SETTINGS["null_threshold"]
+    answered = 0
+    for i, (example, answer) in enumerate(zip(items, answers)):
+        null_odds = answer.null_score - answer.score if np.isfinite(answer.score) else 1e9
+        no_answer = null_odds > threshold
+        assert served["no_answer"][i] == no_answer, (i, null_odds)
+        assert served["null_odds"][i] == pytest.approx(null_odds, abs=1e-3)
+        assert served["score"][i] == pytest.approx(answer.score, abs=1e-3)
+        if no_answer:
+            assert (served["answer"][i], served["start"][i], served["end"][i]) == ("", -1, -1)
+            continue
+        answered += 1
+        assert served["answer"][i] == answer.text, i
+        assert (served["start"][i], served["end"][i]) == (answer.char_start, answer.char_end)
+        assert example.context[served["start"][i]:served["end"][i]] == served["answer"][i]
+    assert 3 <= answered < len(items)
+
+
+def test_same_answers_without_the_threshold(exported, serve):
+    """Spans (before the null decision) agree for every question, the long multi-window ones included."""
+    model, _ = exported
+    items = examples()
+    _, answers = keras_answers(model, items)
+    out = serve(question=tf.constant([e.question for e in items]), context=tf.constant([e.context for e in items]))
+    np.testing.assert_allclose(out["score"].numpy(), [a.score for a in answers], atol=1e-3)
+
+
+def test_batch_order_does_not_change_answers(serve):
+    questions, contexts = [q for q, _ in TOY], [c for _, c in TOY]
+    forward = serve(question=tf.constant(questions), context=tf.constant(contexts))
+    backward = serve(question=tf.constant(questions[::-1]), context=tf.constant(contexts[::-1]))
+    assert forward["answer"].numpy().tolist() == backward["answer"].numpy().tolist()[::-1]
+    single = serve(question=tf.constant(questions[:1]), context=tf.constant(contexts[:1]))
+    assert single["answer"].numpy()[0] == forward["answer"].numpy()[0]
+
+
+@pytest.mark.large  # a fresh process importing TensorFlow and Keras: ~1 min on 2 shared cores
+def test_export_cli_on_a_span_qa_run(exported, tmp_path):
+    from helpers import run_python
+
+    model, path = exported
+    result = run_python(["-m", "electra_tf.export", "--kind=serving", f"--init={RUN['dir']}",
+                         f"--output={tmp_path}", "--model_name=squad", "--version=3"])
+    cli_path = result.stdout.strip().splitlines()[-1]
+    assert cli_path == os.path.join(str(tmp_path), "squad", "3")
+    config = json.loads(open(os.path.join(cli_path, "assets", "serving_config.json")).read())
+    assert config["kind"] == "span_qa" and config["doc_stride"] == SETTINGS["doc_stride"]
+    assert config["null_threshold"] == pytest.approx(SETTINGS["null_threshold"])
+    question, context = tf.constant([TOY[0][0]]), tf.constant([TOY[0][1]])
+    ours = tf.saved_model.load(cli_path).signatures["serving_default"](question=question, context=context)
+    reference = tf.saved_model.load(path).signatures["serving_default"](question=question, context=context)
+    assert ours["answer"].numpy().tolist() == reference["answer"].numpy().tolist()
+
+
+def test_mismatched_batch_is_a_clear_error(serve):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="`question` and `context` must have the same batch"):
+        serve(question=tf.constant(["Where?", "Who?"]), context=tf.constant(["Paris is in France."]))
+
+
+@pytest.mark.parametrize("question, context, name", [("", "Paris is in France.", "question"),
+                                                     ("Where?", "   ", "context")])
+def test_empty_question_or_context_is_a_clear_error(serve, question, context, name):
+    with pytest.raises(tf.errors.InvalidArgumentError, match=f"`{name}` must not be empty"):
+        serve(question=tf.constant([question]), context=tf.constant([context]))

@@ -1,0 +1,162 @@
+"""Span-QA fine-tuning end to end: run_qa on toy SQuAD files (1.1, and 2.0 through swapped contexts),
+the CLI with the simple head under mixed_bfloat16 + XLA, and 2 mirrored logical CPUs like one device."""
+
+import json
+import os
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+
+from electra_tf.finetuning.config import FinetuneConfig
+from electra_tf.finetuning.qa import is_span_qa, run_qa
+from helpers import run_python
+
+VOCAB = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "vocab", "bert_uncased_vocab.txt")
+CITIES = ["paris", "london", "berlin", "rome", "madrid", "vienna"]
+PEOPLE = ["john", "mary", "peter", "anna", "paul", "lisa"]
+FILLER = ["the", "weather", "was", "good", "and", "then", "we", "saw", "a", "big", "house"]
+
+
+def write_toy_squad(directory, articles=(("train", 6), ("dev", 2)), questions=4, seed=0):
+    """Toy SQuAD 1.1: "<person> lives in <city>." sentences among filler; "Where does <person> live?"."""
+    rng = np.random.RandomState(seed)
+    os.makedirs(directory, exist_ok=True)
+    for split, count in articles:
+        data = []
+        for a in range(count):
+            people = rng.permutation(PEOPLE)[:questions]
+            parts, qas = [], []
+            for i, person in enumerate(people):
+                parts.append(" ".join(FILLER[j] for j in rng.randint(0, len(FILLER), rng.randint(2, 6))) + ".")
+                city = CITIES[rng.randint(len(CITIES))]
+                sentence = f"{person.capitalize()} lives in {city.capitalize()}."
+                start = len(" ".join(parts)) + 1 + sentence.index(city.capitalize())
+                parts.append(sentence)
+                qas.append({"id": f"{split}{a}_{i}", "question": f"Where does {person.capitalize()} live?",
+                            "answers": [{"text": city.capitalize(), "answer_start": start}]})
+            context = " ".join(parts)
+            for qa in qas:
+                text, start = qa["answers"][0]["text"], qa["answers"][0]["answer_start"]
+                assert context[start:start + len(text)] == text
+            data.append({"title": f"{split}{a}", "paragraphs": [{"context": context, "qas": qas}]})
+        with open(os.path.join(directory, f"{split}.json"), "w") as f:
+            json.dump({"version": "1.1", "data": data}, f)
+    return str(directory)
+
+
+SETTINGS = dict(epochs=2, batch_size=8, learning_rate=2e-3, max_seq_length=48, doc_stride=16, max_query_length=12,
+                verbose=0, start_n_top=4, end_n_top=4)
+
+
+def test_task_kind():
+    assert is_span_qa(FinetuneConfig(task="squad"))
+    assert is_span_qa(FinetuneConfig(task="squad_v2"))
+    assert is_span_qa(FinetuneConfig(task="my_qa", task_kind="span_qa"))
+    assert not is_span_qa(FinetuneConfig(task="conll2003"))
+    with pytest.raises(ValueError, match="qa_head"):
+        FinetuneConfig(qa_head="xlnet")
+    with pytest.raises(ValueError, match="doc_stride"):
+        FinetuneConfig(doc_stride=0)
+
+
+@pytest.mark.skipif(not os.path.exists(VOCAB), reason="shared vocabulary missing")
+def test_run_qa_squad2_path_through_swapped_contexts(run_dir, tmp_path):
+    data = write_toy_squad(tmp_path / "data")
+    out = tmp_path / "out"
+    config = FinetuneConfig(task="toy_squad", task_kind="span_qa", data_dir=data, init=run_dir, output_dir=str(out),
+                            swap_contexts=True, **SETTINGS)
+    results = run_qa(config)
+    assert results["squad_version"] == "2.0" and results["kind"] == "span_qa"
+    losses = results["trials"][0]["train_loss"]
+    assert np.all(np.isfinite(losses)) and losses[1] < losses[0]
+    dev = results["trials"][0]["dev"]
+    assert dev["HasAns_total"] == dev["NoAns_total"] == 8 and dev["total"] == 16
+    assert dev["f1"] == pytest.approx(dev["best_f1"]) and "null_threshold" in dev
+    assert results["features"]["train"]["unmappable"] == 0 and results["num_train_windows"] >= 48
+    predictions = json.loads((out / "predictions.json").read_text())
+    assert len(predictions) == 16 and all(isinstance(v, str) for v in predictions.values())
+    assert set(json.loads((out / "null_odds.json").read_text())) == set(predictions)
+    saved = json.loads((out / "finetune_config.json").read_text())
+    assert saved["kind"] == "span_qa" and saved["answerable"] is True and saved["doc_stride"] == 16
+    model = keras.saving.load_model(out / "question_answerer.keras", compile=False)
+    assert model.answerable and model.head == "official"
+    assert (out / "vocab.txt").exists()
+
+
+@pytest.mark.skipif(not os.path.exists(VOCAB), reason="shared vocabulary missing")
+def test_cli_simple_head(run_dir, tmp_path):
+    data = write_toy_squad(tmp_path / "data", articles=(("train", 2), ("dev", 1)))
+    out = tmp_path / "out"
+    flags = [f"--{k}={v}" for k, v in dict(SETTINGS, epochs=1).items()]
+    result = run_python(["-m", "electra_tf.finetune", "--task=squad", f"--data_dir={data}", f"--init={run_dir}",
+                         f"--output_dir={out}", "--qa_head=simple", *flags])
+    assert "dev f1: mean" in result.stdout
+    results = json.loads((out / "results.json").read_text())
+    assert results["squad_version"] == "1.1" and results["hparams"]["qa_head"] == "simple"
+    assert len(json.loads((out / "predictions.json").read_text())) == 4
+
+
+@pytest.fixture
+def float32_after():
+    yield
+    keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.mark.large  # XLA compiles on 2 CPU cores take minutes
+@pytest.mark.skipif(not os.path.exists(VOCAB), reason="shared vocabulary missing")
+def test_mixed_bfloat16_and_xla(run_dir, tmp_path, float32_after):
+    data = write_toy_squad(tmp_path / "data", articles=(("train", 3), ("dev", 2)))
+    config = FinetuneConfig(task="squad", data_dir=data, init=run_dir, output_dir=str(tmp_path / "out"),
+                            precision="mixed_bfloat16", jit_compile=True, swap_contexts=True, **SETTINGS)
+    results = run_qa(config)
+    losses = results["trials"][0]["train_loss"]
+    assert np.all(np.isfinite(losses)) and losses[1] < losses[0]
+    assert results["hparams"]["precision"] == "mixed_bfloat16" and results["hparams"]["jit_compile"] is True
+    model = keras.saving.load_model(tmp_path / "out" / "question_answerer.keras", compile=False)
+    assert model.encoder.transformer_layers[0].compute_dtype == "bfloat16"
+
+
+MIRRORED_SCRIPT = textwrap.dedent(
+    """
+    import json, os, sys
+    import tensorflow as tf, keras
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    sys.path.insert(0, "tests")
+    sys.path.insert(0, "tests/finetuning")
+    from helpers import make_run_dir
+    from test_squad import SETTINGS, write_toy_squad
+    from electra_tf.finetuning.config import FinetuneConfig
+    from electra_tf.finetuning.qa import run_qa
+
+    tmp, vocab = sys.argv[1], sys.argv[2]
+    run_dir = make_run_dir(os.path.join(tmp, "run"), vocab, dropout=0.0, num_layers=1, hidden_dim=32,
+                           embedding_dim=16, intermediate_dim=64, max_sequence_length=64, seq_length=16)
+    data = write_toy_squad(os.path.join(tmp, "data"), articles=(("train", 4), ("dev", 2)))
+    strategies = {"one": tf.distribute.OneDeviceStrategy("/cpu:0"),
+                  "two": tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])}
+    out = {}
+    for name, strategy in strategies.items():
+        config = FinetuneConfig(task="squad", data_dir=data, init=run_dir, output_dir=os.path.join(tmp, name),
+                                swap_contexts=True, clip_norm=0.05, **SETTINGS)
+        result = run_qa(config, strategy=strategy)
+        weights = keras.saving.load_model(os.path.join(tmp, name, "question_answerer.keras")).get_weights()
+        out[name] = {"loss": result["trials"][0]["train_loss"], "weights": [w.tolist() for w in weights],
+                     "replicas": strategy.num_replicas_in_sync}
+    print(json.dumps(out))
+    """
+)
+
+
+@pytest.mark.large
+@pytest.mark.skipif(not os.path.exists(VOCAB), reason="shared vocabulary missing")
+def test_mirrored_two_logical_cpus_fine_tune_like_one_device(tmp_path):
+    result = run_python(["-c", MIRRORED_SCRIPT, str(tmp_path), VOCAB])
+    runs = json.loads(result.stdout.strip().splitlines()[-1])
+    one, two = runs["one"], runs["two"]
+    assert (one["replicas"], two["replicas"]) == (1, 2)
+    np.testing.assert_allclose(two["loss"], one["loss"], rtol=1e-5, atol=1e-6)
+    for a, b in zip(one["weights"], two["weights"]):
+        np.testing.assert_allclose(np.array(b), np.array(a), rtol=1e-4, atol=1e-5)
