@@ -1,10 +1,10 @@
 r"""Fine-tuning speed: electra_tf next to Hugging Face transformers + torch, same task and recipe, one run.
 
     # a quiet machine; the converted-MiniLM size (6 layers, H=384), seq 64, batch 32
-    python benchmarks/finetune_speed.py --tasks classification,tagging --steps 30 --rounds 3 \
+    python -m benchmarks.finetune_speed --tasks classification,tagging --steps 30 --rounds 3 \
         --output benchmarks/results/finetune_speed.md
     # smoke run
-    python benchmarks/finetune_speed.py --num_layers 1 --hidden_dim 32 --num_heads 2 \
+    python -m benchmarks.finetune_speed --num_layers 1 --hidden_dim 32 --num_heads 2 \
         --intermediate_dim 64 --steps 3 --rounds 1 --batch_size 4
 
 Both sides train the same architecture from a random initialisation (speed
@@ -51,7 +51,6 @@ import time
 import numpy as np
 from absl import app, flags
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_VOCAB = os.path.join(HERE, "..", "..", "shared", "data", "vocab", "bert_uncased_vocab.txt")
@@ -306,7 +305,7 @@ def main(argv):
                                             "batch_size", "steps", "rounds", "learning_rate", "layerwise_lr_decay",
                                             "jit_compile")}
     lines = ["# Fine-tuning speed: electra_tf vs Hugging Face transformers + torch", "",
-             f"`python benchmarks/finetune_speed.py {' '.join(sys.argv[1:])}`", "",
+             f"`python -m benchmarks.finetune_speed {' '.join(sys.argv[1:])}`", "",
              f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average "
              f"{os.getloadavg()[0]:.1f} at the end; TensorFlow {tf.__version__}, torch {torch.__version__}, "
              f"transformers {transformers.__version__}. Settings: {settings}.", "",

