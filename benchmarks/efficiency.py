@@ -214,7 +214,7 @@ def prepare_data(corpus, vocab, output_dir, seq_length, units):
     if corpus == "demo":
         config = resolve_data(get_config("tiny", seq_length=seq_length), FLAGS.demo_dir)
         return config.data, config.vocab_file
-    from pipelines.build_pretraining_data import build_pretraining_data
+    from electra_tf.pipelines.build_pretraining_data import build_pretraining_data
 
     data_dir = os.path.join(output_dir, "data")
     marker = os.path.join(data_dir, "done.json")

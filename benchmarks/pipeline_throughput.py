@@ -1,4 +1,4 @@
-r"""Throughput of `pipelines.build_pretraining_data` vs the raw `WordPieceTokenizer`.
+r"""Throughput of `electra_tf.pipelines.build_pretraining_data` vs the raw `WordPieceTokenizer`.
 
     python benchmarks/pipeline_throughput.py \
         --corpus '../shared/data/corpus/*.txt.gz' \
@@ -47,7 +47,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from electra_tf.data.tokenizer import WordPieceTokenizer  # pylint: disable=wrong-import-position
-from pipelines import build_pretraining_data as build_lib  # pylint: disable=wrong-import-position
+from electra_tf.pipelines import build_pretraining_data as build_lib  # pylint: disable=wrong-import-position
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("corpus", os.path.join(REPO, "..", "shared", "data", "corpus", "*.txt.gz"), "Text glob.")
@@ -74,7 +74,7 @@ def wikitext_rate(repeats=40):
     """Wikitext cleaning speed (mwparserfromhell) on the test suite's sample article."""
     sys.path.insert(0, os.path.join(REPO, "tests", "pipelines"))
     from test_wikipedia_reader import ADA, ENGINE  # pylint: disable=import-outside-toplevel
-    from pipelines import wikipedia  # pylint: disable=import-outside-toplevel
+    from electra_tf.pipelines import wikipedia  # pylint: disable=import-outside-toplevel
 
     articles = [ADA.replace("Ada", f"Ada{i}") + ENGINE for i in range(repeats)]
     start = _cpu_seconds()

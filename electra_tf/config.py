@@ -221,7 +221,7 @@ def _parse_bool(text):
 
 def preset_names():
     """Names of the presets in `configs/` ("small_pp" is also spelled "small++")."""
-    import configs
+    from electra_tf import configs
 
     names = [m.name for m in pkgutil.iter_modules(configs.__path__) if not m.name.startswith("_")]
     return sorted(n.replace("_pp", "++") for n in names)
@@ -238,5 +238,5 @@ def get_config(preset="small", **overrides):
     module_name = preset.replace("++", "_pp")
     if preset not in preset_names():
         raise ValueError(f"Unknown preset {preset!r}. Available presets: {preset_names()}.")
-    values = importlib.import_module(f"configs.{module_name}").CONFIG
+    values = importlib.import_module(f"electra_tf.configs.{module_name}").CONFIG
     return apply_overrides(apply_overrides(ElectraConfig(), values), overrides)

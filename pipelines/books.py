@@ -5,8 +5,8 @@ spaces. Each paragraph is sentence-split with `sentences.split_sentences`;
 a book is one document.
 """
 
-from pipelines import sentences as sentences_lib
-from pipelines import text_io
+from electra_tf.pipelines import sentences as sentences_lib
+from electra_tf.pipelines import text_io
 
 
 def read_book(path, key, source="books"):

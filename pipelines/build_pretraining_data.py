@@ -1,6 +1,6 @@
 r"""Apache Beam pipeline: text -> packed ELECTRA pre-training TFRecords.
 
-    python -m pipelines.build_pretraining_data \
+    python -m electra_tf.pipelines.build_pretraining_data \
         --input 'text:../shared/data/corpus/*.txt.gz' \
         --vocab ../shared/data/vocab/bert_uncased_vocab.txt \
         --output_dir /tmp/pretrain --max_seq_length 128 --num_shards 8 --seed 0
@@ -48,10 +48,10 @@ import tensorflow as tf
 
 from electra_tf import cli
 from electra_tf.data import tokenizer as tokenizer_lib
-from pipelines import packing
-from pipelines import sources
-from pipelines import text_io
-from pipelines import tfrecord
+from electra_tf.pipelines import packing
+from electra_tf.pipelines import sources
+from electra_tf.pipelines import text_io
+from electra_tf.pipelines import tfrecord
 
 SHARD_PATTERN = "pretrain_data.tfrecord-{index:05d}-of-{num_shards:05d}"
 SUCCESS_FILE = "_SUCCESS"
@@ -553,7 +553,7 @@ def define_flags():
 
 def main(argv):
     # Call through the importable module so Beam pickles DoFns by reference, not from __main__.
-    from pipelines import build_pretraining_data as lib  # pylint: disable=import-self
+    from electra_tf.pipelines import build_pretraining_data as lib  # pylint: disable=import-self
 
     FLAGS = flags.FLAGS
     stats = lib.build_pretraining_data(

@@ -1,6 +1,6 @@
 r"""Trains a WordPiece vocabulary with Hugging Face `tokenizers`.
 
-    python -m pipelines.build_vocab --input 'corpus/*.txt.gz' --vocab_size 8192 \
+    python -m electra_tf.pipelines.build_vocab --input 'corpus/*.txt.gz' --vocab_size 8192 \
         --output vocab.txt --lower_case --num_unused 100
 
 The text is normalized and pre-tokenized exactly as BERT (and our
@@ -33,7 +33,7 @@ from tokenizers import trainers
 
 from electra_tf import cli
 from electra_tf.data.tokenizer import is_bert_punctuation, write_settings
-from pipelines import sources
+from electra_tf.pipelines import sources
 
 SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[MASK]")
 

@@ -26,9 +26,9 @@ import time
 from absl import logging
 import tensorflow as tf
 
-from pipelines import build_pretraining_data as build_lib
-from pipelines import build_vocab as vocab_lib
-from pipelines import sentences as sentences_lib
+from electra_tf.pipelines import build_pretraining_data as build_lib
+from electra_tf.pipelines import build_vocab as vocab_lib
+from electra_tf.pipelines import sentences as sentences_lib
 
 # Packages read after the standard library, in this order, until the size target is met.
 PACKAGES = ("numpy", "absl", "keras", "apache_beam", "tensorflow", "tensorflow_text", "keras_hub")

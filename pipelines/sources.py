@@ -19,10 +19,10 @@ import os
 
 import tensorflow as tf
 
-from pipelines import books
-from pipelines import text_files
-from pipelines import text_io
-from pipelines import wikipedia
+from electra_tf.pipelines import books
+from electra_tf.pipelines import text_files
+from electra_tf.pipelines import text_io
+from electra_tf.pipelines import wikipedia
 
 KINDS = ("text", "wikipedia", "books")
 READERS = {

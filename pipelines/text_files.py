@@ -11,7 +11,7 @@ bytes: per-line Python work is what limits a reader at this speed.
 
 import numpy as np
 
-from pipelines import text_io
+from electra_tf.pipelines import text_io
 
 # Byte classes: 0 = ASCII whitespace (Python's `str.isspace`), 1 = other ASCII, 2 = part of a multi-byte character.
 _BYTE_CLASS = np.array([(0 if chr(b).isspace() else 1) if b < 128 else 2 for b in range(256)], np.uint8)

@@ -15,8 +15,8 @@ import xml.etree.ElementTree as ElementTree
 import mwparserfromhell
 import mwxml
 
-from pipelines import sentences as sentences_lib
-from pipelines import text_io
+from electra_tf.pipelines import sentences as sentences_lib
+from electra_tf.pipelines import text_io
 
 # Template names (lower case) that mark a disambiguation page.
 DISAMBIGUATION_TEMPLATES = frozenset(

@@ -82,7 +82,7 @@ def stderr_lines(result):
     (["-m", "electra_tf.pretrain", "--config", "tiny"], 2, "error: --model_dir is required. (see --help)"),
     (["-m", "electra_tf.pretrain", "--config", "tiny", "--model_dir", "{tmp}/run", "--batch_size=0"], 1,
      "error: `--batch_size` must be >= 1. Received: `--batch_size=0`"),
-    (["-m", "pipelines.build_pretraining_data", "--vocab", "v.txt", "--output_dir", "{tmp}/out"], 2,
+    (["-m", "electra_tf.pipelines.build_pretraining_data", "--vocab", "v.txt", "--output_dir", "{tmp}/out"], 2,
      "error: flag --input=None: Flag --input must have a value other than None. (see --help)"),
     (["-m", "electra_tf.convert", "--from", "hf", "--to", "keras"], 2,
      "error: the following arguments are required: --input, --output (see `python -m electra_tf.convert --help`)"),

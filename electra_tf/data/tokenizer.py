@@ -2,7 +2,7 @@
 
 Every path from text to token ids goes through `WordPieceTokenizer`, an in-graph
 tensorflow-text `FastBertTokenizer` (BERT basic tokenization + WordPiece), so the
-ids written by `pipelines.build_pretraining_data` are the ids a served model sees.
+ids written by `electra_tf.pipelines.build_pretraining_data` are the ids a served model sees.
 """
 
 import json
@@ -191,7 +191,7 @@ class WordPieceTokenizer(tf.Module):
     def tokenize_lines(self, text):
         """The word-piece ids of every line of a UTF-8 text, in one tokenizer call.
 
-        For bulk text (`pipelines.build_pretraining_data`): the same ids as
+        For bulk text (`electra_tf.pipelines.build_pretraining_data`): the same ids as
         `tokenize(text.split(b"\\n"))`, about 10 % faster on one-sentence-per-line
         text because the op sees one long string instead of many short ones.
         Each newline is swapped for a punctuation character of the vocabulary

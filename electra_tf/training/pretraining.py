@@ -29,7 +29,7 @@ def resolve_data(config, demo_dir, model_dir=None):
     """
     overrides = {}
     if config.data == "demo":
-        from pipelines.demo_corpus import build_demo_data
+        from electra_tf.pipelines.demo_corpus import build_demo_data
 
         demo = build_demo_data(os.path.expanduser(demo_dir), seq_length=config.seq_length)
         overrides.update(data=demo["data"], vocab_file=demo["vocab_file"])

@@ -1,6 +1,6 @@
 r"""Decodes pre-training records back to text, for eyeballing a build.
 
-    python -m pipelines.inspect --data '/tmp/pretrain/pretrain_data.tfrecord-*' \
+    python -m electra_tf.pipelines.inspect_records --data '/tmp/pretrain/pretrain_data.tfrecord-*' \
         --vocab vocab.txt --num 5
 
 Prints, per example, the A and B segments as text (word pieces joined: a `##`
