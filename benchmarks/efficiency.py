@@ -68,12 +68,14 @@ import numpy as np  # pylint: disable=wrong-import-position
 import tensorflow as tf  # pylint: disable=wrong-import-position
 
 from electra_tf.config import OBJECTIVES, get_config  # pylint: disable=wrong-import-position
-from electra_tf.training.pretraining import resolve_data, train  # pylint: disable=wrong-import-position
+from electra_tf.demo_data import resolve_data  # pylint: disable=wrong-import-position
+from electra_tf.training.pretraining import train  # pylint: disable=wrong-import-position
 from electra_tf.data.tasks import load_task  # pylint: disable=wrong-import-position
 from electra_tf.models.pretrainer import OBJECTIVES as OBJECTIVE_SPECS, build_pretrainer  # pylint: disable=wrong-import-position
-from electra_tf.training import checkpoints, flops  # pylint: disable=wrong-import-position
+from electra_tf import run_files  # pylint: disable=wrong-import-position
+from electra_tf.training import flops  # pylint: disable=wrong-import-position
 from electra_tf.training.finetuning import run_finetuning  # pylint: disable=wrong-import-position
-from electra_tf.training.finetune_files import load_init  # pylint: disable=wrong-import-position
+from electra_tf.run_files import load_init  # pylint: disable=wrong-import-position
 from electra_tf.data.pretraining_dataset import list_files, pretraining_dataset  # pylint: disable=wrong-import-position
 
 SHARED = os.path.join(REPO, "..", "shared", "data")
@@ -516,13 +518,13 @@ def pretrain(objective, config, output_dir, curve_fractions, units, guard_batch,
             info = found
         else:
             start = time.time()
-            prefix = os.path.join(model_dir, checkpoints.CHECKPOINT_DIR, f"ckpt-{step}")
+            prefix = os.path.join(model_dir, run_files.CHECKPOINT_DIR, f"ckpt-{step}")
             if not tf.io.gfile.exists(prefix + ".index"):
                 raise FileNotFoundError(f"No checkpoint at step {step} for {name}: {prefix}")
             batch, reference, source = live_reference(live, step, steps, guard_dir, name)
-            pretrainer, _ = checkpoints.restore_pretrainer(model_dir, prefix)
+            pretrainer, _ = run_files.restore_pretrainer(model_dir, prefix)
             diff = check_encoder(pretrainer.discriminator, batch, reference, f"{name} restored from {prefix}")
-            save_encoder(pretrainer.discriminator, directory, os.path.join(model_dir, checkpoints.VOCAB_FILE))
+            save_encoder(pretrainer.discriminator, directory, os.path.join(model_dir, run_files.VOCAB_FILE))
             write_reference(os.path.join(directory, GUARD_FILE), batch, reference, step=step, source=source)
             info["restore_max_diff"] = diff
             write_json(os.path.join(directory, "encoder.json"), info)

@@ -41,7 +41,7 @@ from electra_tf.data import tasks as tasks_lib
 from electra_tf.finetuning import config as finetune_config
 from electra_tf.finetuning.config import FinetuneConfig
 from electra_tf.finetuning.tagging import is_tagging, run_tagging
-from electra_tf.training.finetune_files import RESULTS_FILE
+from electra_tf.run_files import RESULTS_FILE
 from electra_tf.training.finetuning import run_finetuning
 
 _FLAG_TYPES = {int: flags.DEFINE_integer, float: flags.DEFINE_float, bool: flags.DEFINE_bool,

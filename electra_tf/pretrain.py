@@ -14,7 +14,8 @@ from electra_tf import cli
 
 from electra_tf import config as config_lib
 from electra_tf.training import distribute
-from electra_tf.training.pretraining import resolve_data, train
+from electra_tf.demo_data import resolve_data
+from electra_tf.training.pretraining import train
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("config", "small", f"Preset: {config_lib.preset_names()}.")

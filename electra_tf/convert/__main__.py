@@ -86,7 +86,7 @@ def save(model, target, path):
     from electra_tf import convert
 
     if target == "hf":
-        from electra_tf.training.artefacts import HUGGING_FACE, refuse_other_artefact
+        from electra_tf.run_files import HUGGING_FACE, refuse_other_artefact
 
         refuse_other_artefact(path, "output", HUGGING_FACE)
         return convert.export_hugging_face(model, path)
@@ -115,7 +115,7 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     logging.set_verbosity(logging.INFO)
     if args.target == "hf":  # before the (slow) load: nothing to do if the output is refused
-        from electra_tf.training.artefacts import HUGGING_FACE, refuse_other_artefact
+        from electra_tf.run_files import HUGGING_FACE, refuse_other_artefact
 
         refuse_other_artefact(args.output, "output", HUGGING_FACE)
     model = load(args.source, args.input, args.num_heads, args.generator_num_heads)

@@ -18,6 +18,7 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 # WordPiece (`{"lower_case": bool, "strip_accents": bool}`). A vocabulary without it is uncased,
 # as every vocabulary before this file existed was.
 SETTINGS_FILE = "tokenizer_config.json"
+VOCAB_FILE = "vocab.txt"  # the file name a vocabulary keeps in every run folder and export
 DEFAULT_SETTINGS = {"lower_case": True, "strip_accents": True}
 
 

@@ -25,15 +25,13 @@ windows at serving time). Entities are read from the IOB2 tags as conlleval
 reads them (`tagging_metrics.get_entities`).
 """
 
-import json
 import os
-import tempfile
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from electra_tf.data.tokenizer import SETTINGS_FILE, WordPieceTokenizer, copy_vocab
-from electra_tf.export.serving import SERVING_CONFIG_ASSET, Untracked, check_texts
+from electra_tf.data.tokenizer import WordPieceTokenizer
+from electra_tf.export.assets import SERVING_CONFIG_ASSET, Untracked, add_assets, check_texts
 
 WORD_DELIMITERS = r"\s+|[\p{P}\p{S}]"  # split on these ...
 KEPT_DELIMITERS = r"[\p{P}\p{S}]"  # ... and keep these as words
@@ -58,20 +56,11 @@ class TaggingServingModule(tf.Module):
         self.tokenizer = WordPieceTokenizer(vocab_file)
         self.seq_length = seq_length
         self.spans = spans
-        self._tmp = tempfile.mkdtemp(prefix="electra_tagging_serving_")
-        labels_file = os.path.join(self._tmp, "labels.txt")
-        with open(labels_file, "w") as f:
-            f.write("".join(f"{label}\n" for label in label_names))
-        config_file = os.path.join(self._tmp, SERVING_CONFIG_ASSET)
-        with open(config_file, "w") as f:
-            json.dump({"task": task, "kind": "tagging", "seq_length": seq_length, "spans": spans,
-                       "label_names": list(label_names)}, f, indent=2)
-        self.labels_asset = tf.saved_model.Asset(labels_file)
-        vocab_copy = os.path.join(self._tmp, "vocab.txt")
-        copy_vocab(vocab_file, vocab_copy)
-        self.tokenizer_settings_asset = tf.saved_model.Asset(os.path.join(self._tmp, SETTINGS_FILE))
-        self.vocab_asset = tf.saved_model.Asset(vocab_copy)
-        self.config_asset = tf.saved_model.Asset(config_file)
+        self._tmp = add_assets(
+            self, "electra_tagging_serving_", vocab_file, SERVING_CONFIG_ASSET,
+            {"task": task, "kind": "tagging", "seq_length": seq_length, "spans": spans,
+             "label_names": list(label_names)},
+            label_names=label_names)
         self.label_names = tf.constant(list(label_names), tf.string)
         self.serve_text = tf.function(self._serve_text, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
 

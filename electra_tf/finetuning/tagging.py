@@ -3,7 +3,7 @@
 `run_tagging(config)` is what `python -m electra_tf.finetune --task conll2003`
 (or `--task_kind tagging` for any CoNLL-column files) runs: `num_trials` runs
 from the same `--init`, each scored on the dev split, results and the best
-trial's model written to `output_dir` (see `electra_tf.training.finetune_files`).
+trial's model written to `output_dir` (see `electra_tf.run_files`).
 
 The recipe is the classification one (reference section 5: layer-wise LR
 decay, AdamW epsilon 1e-6, clip 1.0, 10 % warmup then linear decay) with the
@@ -36,10 +36,11 @@ from electra_tf.finetuning.tagging_features import (
 from electra_tf.finetuning.tagging_metrics import entity_scores, token_accuracy
 from electra_tf.models.token_classifier import ElectraTokenClassifier
 from electra_tf.training import distribute
-from electra_tf.training.finetune_files import (
+from electra_tf.run_files import (
     FINETUNE_CONFIG_FILE,
     RESULTS_FILE,
     TOKEN_CLASSIFIER_FILE,
+    VOCAB_FILE,
     load_init,
 )
 from electra_tf.training.finetuning import (
@@ -260,7 +261,7 @@ def run_tagging(config, strategy=None):
         if best is None or headline > best[0]:
             best = (headline, trial)
             model.save(os.path.join(output_dir, TOKEN_CLASSIFIER_FILE))
-            copy_vocab(found_vocab, os.path.join(output_dir, "vocab.txt"))
+            copy_vocab(found_vocab, os.path.join(output_dir, VOCAB_FILE))
 
     summary = {f"dev_{name}": summarize([t["dev"][name] for t in trials]) for name in trials[0]["dev"]}
     results = {

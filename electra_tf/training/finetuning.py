@@ -3,7 +3,7 @@
 `run_finetuning(spec, data_dir, init, output_dir, ...)` is what
 `python -m electra_tf.finetune` runs: `num_trials` fine-tuning runs from the
 same `init`, each scored on the dev split(s), results written to `output_dir`
-(see `electra_tf.training.finetune_files`).
+(see `electra_tf.run_files`).
 
 Reference recipe (section 5): [CLS] -> dropout 0.1 -> dense, AdamW without
 weight decay, epsilon 1e-6, clip 1.0, 10 % warmup then linear decay,
@@ -26,11 +26,14 @@ from electra_tf.finetuning.config import FinetuneConfig
 from electra_tf.models.classifier import ElectraClassifier
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.training import distribute
-from electra_tf.training.finetune_files import (
+from electra_tf.run_files import (
     CLASSIFIER_FILE,
     FINETUNE_CONFIG_FILE,
+    FINETUNING_OUTPUT,
     RESULTS_FILE,
+    VOCAB_FILE,
     load_init,
+    refuse_other_artefact,
 )
 from electra_tf.training.layerwise_lr import LayerwiseAdamW
 from electra_tf.training.optimization import WarmupLinearDecay
@@ -89,8 +92,6 @@ def check_arguments(init, output_dir):
 
     (Flag ranges are checked by `FinetuneConfig`.)
     """
-    from electra_tf.training.artefacts import FINETUNING_OUTPUT, refuse_other_artefact
-
     if init and os.path.abspath(output_dir) == os.path.abspath(init):
         raise ValueError(f"`--output_dir={output_dir}` is `--init`: the fine-tuned model would be written into "
                          "the model it starts from. Choose another --output_dir.")
@@ -227,7 +228,7 @@ def run_finetuning(spec, data_dir, init, output_dir, vocab_file=None, strategy=N
             best = (headline, trial)
             tf.io.gfile.makedirs(output_dir)
             classifier.save(os.path.join(output_dir, CLASSIFIER_FILE))
-            copy_vocab(found_vocab, os.path.join(output_dir, "vocab.txt"))
+            copy_vocab(found_vocab, os.path.join(output_dir, VOCAB_FILE))
 
     summary = {}
     for split in devs:
