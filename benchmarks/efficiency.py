@@ -71,7 +71,7 @@ from electra_tf.config import OBJECTIVES, get_config  # pylint: disable=wrong-im
 from electra_tf.demo_data import resolve_data  # pylint: disable=wrong-import-position
 from electra_tf.training.pretraining import train  # pylint: disable=wrong-import-position
 from electra_tf.data.tasks import load_task  # pylint: disable=wrong-import-position
-from electra_tf.models.pretrainer import OBJECTIVES as OBJECTIVE_SPECS, build_pretrainer  # pylint: disable=wrong-import-position
+from electra_tf.models.pretrainer import build_pretrainer  # pylint: disable=wrong-import-position
 from electra_tf import run_files  # pylint: disable=wrong-import-position
 from electra_tf.training import flops  # pylint: disable=wrong-import-position
 from electra_tf.training.finetuning import run_finetuning  # pylint: disable=wrong-import-position
@@ -497,7 +497,7 @@ def pretrain(objective, config, output_dir, curve_fractions, units, guard_batch,
         logging.info("Pre-training %s for %d steps (checkpoints every %d) in %s", objective, steps, every, model_dir)
         start, cpu = time.time(), cpu_seconds()
         extra = [RecordLiveOutputs(at.values(), guard_batch, guard_dir)]
-        if probe_every and probe_batches and OBJECTIVE_SPECS[objective]["task"].startswith("rtd"):
+        if probe_every and probe_batches and OBJECTIVES[objective].detects_replacements:
             extra.append(ContextProbe(probe_batches, probe_every, os.path.join(model_dir, CONTEXT_FILE)))
         keras.utils.set_random_seed(config.seed)  # the initialisation; masking and data use `config.seed` too
         live = train(config, model_dir, verbose=2, extra_callbacks=extra)

@@ -56,7 +56,7 @@ sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
 
 from electra_tf.config import get_config  # noqa: E402
-from electra_tf.layers import masking  # noqa: E402
+from electra_tf.layers import masking, replicas, sampling  # noqa: E402
 from electra_tf.models.pretrainer import build_pretrainer  # noqa: E402
 from electra_tf.training.optimization import create_optimizer  # noqa: E402
 from train_step import synthetic_batches  # noqa: E402
@@ -106,16 +106,16 @@ def main():
 
     @tf.function(jit_compile=jit)
     def gumbel_noise():
-        u = masking.replica_uniform([b, n, v], seed)
-        return tf.argmax(masking._gumbel(u), axis=-1, output_type=tf.int32)  # pylint: disable=protected-access
+        u = replicas.replica_uniform([b, n, v], seed)
+        return tf.argmax(sampling.gumbel_noise(u), axis=-1, output_type=tf.int32)
 
     @tf.function(jit_compile=jit)
     def gumbel_sample():
-        return masking.gumbel_sample(logits, seed, config.temperature)
+        return sampling.gumbel_sample(logits, seed, config.temperature)
 
     @tf.function(jit_compile=jit)
     def inverse_cdf_sample():
-        return masking.inverse_cdf_sample(logits, seed, config.temperature)
+        return sampling.inverse_cdf_sample(logits, seed, config.temperature)
 
     @tf.function(jit_compile=jit)
     def generator_forward():

@@ -48,14 +48,12 @@ import tensorflow as tf
 
 from electra_tf import cli
 from electra_tf.data import tokenizer as tokenizer_lib
+from electra_tf.data.records import SHARD_PATTERN, SHARD_PREFIX, STATS_FILE, SUCCESS_FILE
 from electra_tf.pipelines import packing
 from electra_tf.pipelines import sources
 from electra_tf.pipelines import text_io
 from electra_tf.pipelines import tfrecord
 
-SHARD_PATTERN = "pretrain_data.tfrecord-{index:05d}-of-{num_shards:05d}"
-SUCCESS_FILE = "_SUCCESS"
-STATS_FILE = "stats.json"
 _PARTIAL_STATS = ".stats.partial.json"
 _TMP_PREFIX = ".tmp-"
 
@@ -256,7 +254,7 @@ def _prepare_output_dir(output_dir, num_shards):
         stale = (
             name in (SUCCESS_FILE, STATS_FILE, _PARTIAL_STATS)
             or name.startswith(_TMP_PREFIX)
-            or (name.startswith("pretrain_data.tfrecord-") and name not in keep)
+            or (name.startswith(SHARD_PREFIX) and name not in keep)
         )
         if stale:
             path = os.path.join(output_dir, name)
@@ -275,7 +273,7 @@ def _replace_build(staging, output_dir):
     """Moves a finished build from `staging` over the one in `output_dir`: `_SUCCESS` goes first and comes last."""
     tf.io.gfile.remove(os.path.join(output_dir, SUCCESS_FILE))
     for name in tf.io.gfile.listdir(output_dir):
-        if name == STATS_FILE or name.startswith("pretrain_data.tfrecord-"):
+        if name == STATS_FILE or name.startswith(SHARD_PREFIX):
             tf.io.gfile.remove(os.path.join(output_dir, name))
     names = sorted(tf.io.gfile.listdir(staging))
     for name in [n for n in names if n not in (STATS_FILE, SUCCESS_FILE)] + [STATS_FILE, SUCCESS_FILE]:

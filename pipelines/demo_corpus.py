@@ -26,6 +26,8 @@ import time
 from absl import logging
 import tensorflow as tf
 
+from electra_tf.data.records import SHARD_GLOB
+from electra_tf.data.tokenizer import VOCAB_FILE
 from electra_tf.pipelines import build_pretraining_data as build_lib
 from electra_tf.pipelines import build_vocab as vocab_lib
 from electra_tf.pipelines import sentences as sentences_lib
@@ -37,7 +39,6 @@ SKIP_DIRS = frozenset(
     "ensurepip _vendor vendored third_party include".split()
 )
 CORPUS_FILE = "corpus.txt"
-VOCAB_FILE = "vocab.txt"
 MANIFEST_FILE = "demo_manifest.json"
 VERSION = 1  # bump when the corpus recipe changes, to invalidate caches
 TARGET_BYTES = 4_000_000  # size of the demo corpus text (about 0.85M word pieces)
@@ -230,7 +231,7 @@ def build_demo_data(output_dir, seq_length=128, vocab_size=8192, num_shards=4, s
         version=VERSION, seq_length=seq_length, vocab_size=vocab_size, num_shards=num_shards, seed=seed,
         python=sys.version.split()[0], target_bytes=TARGET_BYTES,
     )
-    data_glob = os.path.join(output_dir, "pretrain_data.tfrecord-*")
+    data_glob = os.path.join(output_dir, SHARD_GLOB)
     vocab_file = os.path.join(output_dir, VOCAB_FILE)
     manifest_path = os.path.join(output_dir, MANIFEST_FILE)
     stats_path = os.path.join(output_dir, build_lib.STATS_FILE)

@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from electra_tf import cli
 from electra_tf.data import tokenizer as tokenizer_lib
+from electra_tf.data.records import FEATURES
 
 
 def pieces_to_text(pieces):
@@ -55,7 +56,7 @@ def decode_examples(data, vocab_file, num=5):
     files = sorted(tf.io.gfile.glob(data))
     if not files:
         raise ValueError(f"No records match `data={data!r}`")
-    names = ("input_ids", "input_mask", "segment_ids")
+    names = FEATURES
     spec = {n: tf.io.VarLenFeature(tf.int64) for n in names}
     out = []
     for path, record in _records(files, num):

@@ -39,7 +39,7 @@ import hashlib
 import numba
 import numpy as np
 
-FEATURES = ("input_ids", "input_mask", "segment_ids")  # sorted: the proto's deterministic order
+from electra_tf.data.records import FEATURES  # sorted: the proto's deterministic order
 SHORT_TARGET_PROB = 0.05
 SINGLE_SEGMENT_PROB = 0.1
 _WORDS_PER_SENTENCE = 8  # RNG words drawn up front per sentence; more are drawn in the rare case it is short

@@ -10,22 +10,11 @@ import tensorflow as tf
 from keras_hub.layers import MaskedLMHead
 
 from electra_tf.layers.discriminator_head import DiscriminatorHead
-from electra_tf.layers.masking import SAMPLERS, mask_tokens, scatter_positions
+from electra_tf.layers.masking import mask_tokens, scatter_positions
+from electra_tf.layers.replicas import all_gather, all_reduce_sum, global_mean, is_multi_worker
+from electra_tf.layers.sampling import SAMPLERS
 from electra_tf.models.encoder import ElectraEncoder
-
-# What each objective trains (paper section 3.2 and Table 5), as data:
-#   generator: a small MLM generator replaces the chosen tokens with samples;
-#   task: what the discriminator-sized encoder learns from its input:
-#     "rtd" replaced-token detection on every real token, "rtd_chosen" only on
-#     the chosen 15 %, "mlm" the original token at the chosen positions,
-#     "mlm_all" the original token at every real position.
-OBJECTIVES = {
-    "electra": dict(generator=True, task="rtd"),
-    "electra_15": dict(generator=True, task="rtd_chosen"),
-    "replace_mlm": dict(generator=True, task="mlm"),
-    "all_tokens_mlm": dict(generator=True, task="mlm_all"),
-    "mlm": dict(generator=False, task="mlm"),
-}
+from electra_tf.objectives import get_objective
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -45,13 +34,13 @@ class ElectraPretrainer(keras.Model):
         generator: `ElectraEncoder` or None. Must read through the
             discriminator's `embeddings` (the same layer object). None for
             `objective="mlm"`.
-        objective: str. A key of `OBJECTIVES`.
+        objective: str. A key of `electra_tf.objectives.OBJECTIVES`.
         num_predictions: int. Prediction slots per sequence.
         mask_prob, mask_token_prob, mask_with_replacement: masking, see `mask_tokens`.
         gen_weight, disc_weight: float. Loss weights (1 and 50 in the paper).
         temperature: float. Sampling temperature.
         disallow_correct: bool. Never sample the original token.
-        sampler: str. A key of `masking.SAMPLERS`: "gumbel" (the reference's
+        sampler: str. A key of `sampling.SAMPLERS`: "gumbel" (the reference's
             Gumbel-max) or "inverse_cdf" (same distribution, cheaper on CPU).
         pad_id, cls_id, sep_id, mask_id: int. Special token ids.
         seed: int. Base of the stateless masking/sampling stream.
@@ -92,12 +81,10 @@ class ElectraPretrainer(keras.Model):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if objective not in OBJECTIVES:
-            raise ValueError(f"Unknown `objective={objective!r}`. Choose one of {list(OBJECTIVES)}.")
-        spec = OBJECTIVES[objective]
-        if spec["generator"] != (generator is not None):
+        spec = get_objective(objective)
+        if spec.generator != (generator is not None):
             raise ValueError(
-                f"`objective={objective!r}` {'needs' if spec['generator'] else 'takes no'} "
+                f"`objective={objective!r}` {'needs' if spec.generator else 'takes no'} "
                 f"generator. Received: `generator={generator!r}`"
             )
         if generator is not None and generator.embeddings is not discriminator.embeddings:
@@ -120,8 +107,8 @@ class ElectraPretrainer(keras.Model):
         self.generator_head = (
             MaskedLMHead(name="generator_predictions", **head_kwargs) if generator else None
         )
-        self.task = spec["task"]
-        if self.task.startswith("rtd"):
+        self.task = spec.task
+        if spec.detects_replacements:
             self.discriminator_head = DiscriminatorHead(
                 discriminator.hidden_dim,
                 initializer_range=discriminator.initializer_range,
@@ -240,7 +227,7 @@ class ElectraPretrainer(keras.Model):
             replaced_at = scatter_positions(tf.cast(weights, tf.int32), positions, seq_len) > 0
             sampled_at = scatter_positions(sampled * tf.cast(weights, tf.int32), positions, seq_len)
             disc_ids = tf.where(replaced_at, sampled_at, token_ids)
-            total += self.gen_weight * _global_mean(out["mlm_losses"], weights)
+            total += self.gen_weight * global_mean(out["mlm_losses"], weights)
 
         hidden = self.discriminator(inputs(disc_ids), training=training)
         if self.task.startswith("rtd"):
@@ -252,7 +239,7 @@ class ElectraPretrainer(keras.Model):
             out.update(disc_logits=disc_logits, disc_labels=labels, disc_weights=disc_weights)
             out["disc_ids"] = disc_ids
             out["disc_losses"] = tf.nn.sigmoid_cross_entropy_with_logits(labels, disc_logits)
-            total += self.disc_weight * _global_mean(out["disc_losses"], disc_weights)
+            total += self.disc_weight * global_mean(out["disc_losses"], disc_weights)
         else:
             if self.task == "mlm_all":
                 task_positions = tf.broadcast_to(tf.range(seq_len)[None], tf.shape(token_ids))
@@ -264,11 +251,11 @@ class ElectraPretrainer(keras.Model):
             task_correct = _correct(task_targets, logits)
             if self.generator is None:  # BERT: the encoder's MLM is the main loss
                 out.update(mlm_losses=task_losses, mlm_correct=task_correct)
-                total += _global_mean(task_losses, task_weights)
+                total += global_mean(task_losses, task_weights)
             else:
                 out.update(disc_losses=task_losses, disc_correct=task_correct)
                 out["disc_weights"] = task_weights
-                total += _global_mean(task_losses, task_weights)
+                total += global_mean(task_losses, task_weights)
         out["loss"] = total
         return out
 
@@ -299,8 +286,8 @@ class ElectraPretrainer(keras.Model):
         # Metrics see the whole global batch on every replica (gathered), so
         # each replica's result is the global one and Keras' mean over
         # replicas is exact, AUC included.
-        out = {k: _all_gather(v) for k, v in out.items() if k in _METRIC_INPUTS} | {
-            "loss": _all_reduce_sum(out["loss"])
+        out = {k: all_gather(v) for k, v in out.items() if k in _METRIC_INPUTS} | {
+            "loss": all_reduce_sum(out["loss"])
         }
         self.loss_tracker.update_state(out["loss"])
         weights = out["weights"]
@@ -322,7 +309,7 @@ class ElectraPretrainer(keras.Model):
         logs = {m.name: m.result() for m in self.metrics}
         if self.optimizer is not None:
             logs["learning_rate"] = tf.cast(self.optimizer.learning_rate, tf.float32)
-        if _multi_worker(tf.distribute.get_strategy()):
+        if is_multi_worker(tf.distribute.get_strategy()):
             # Keras reduces multi-worker logs with MEAN over axis 0, which a
             # scalar lacks; the values are already global, so rank 1 is exact.
             logs = {k: tf.reshape(v, [1]) for k, v in logs.items()}
@@ -409,7 +396,7 @@ def build_pretrainer(config):
         **shared,
     )
     generator = None
-    if OBJECTIVES[config.objective]["generator"]:
+    if get_objective(config.objective).generator:
         generator = ElectraEncoder(
             num_layers=config.num_layers,
             num_heads=config.generator_num_heads,
@@ -455,33 +442,3 @@ def _cross_entropy(targets, logits):
 
 def _correct(targets, logits):
     return tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), targets), tf.float32)
-
-
-def _global_mean(values, weights):
-    """This replica's share of the weighted mean over the global batch."""
-    weights = tf.cast(weights, tf.float32)
-    return tf.reduce_sum(values * weights) / (_all_reduce_sum(tf.reduce_sum(weights)) + 1e-6)
-
-
-def _replica_context():
-    context = tf.distribute.get_replica_context()
-    return context if context is not None and context.num_replicas_in_sync > 1 else None
-
-
-def _all_gather(value):
-    """`value` of every replica concatenated on axis 0 (identity on one replica)."""
-    context = _replica_context()
-    if context is None or value.shape.rank == 0:
-        return value
-    return context.all_gather(value, axis=0)
-
-
-def _all_reduce_sum(value):
-    context = _replica_context()
-    return value if context is None else context.all_reduce(tf.distribute.ReduceOp.SUM, value)
-
-
-def _multi_worker(strategy):
-    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and (
-        strategy.extended._in_multi_worker_mode()
-    )

@@ -13,6 +13,7 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf.data.pretraining_dataset import check_record_format, list_files, pretraining_dataset
+from electra_tf.data import records
 from electra_tf.data import tokenizer as tokenizer_lib
 from electra_tf.models.pretrainer import build_pretrainer
 from electra_tf import run_files
@@ -80,7 +81,7 @@ def check_data_vocabulary(patterns, vocab_file, settings):
     shards; records without one (other tools, older builds) are not checked.
     """
     for directory in sorted({os.path.dirname(path) for path in list_files(patterns)}):
-        stats_path = os.path.join(directory, "stats.json")
+        stats_path = os.path.join(directory, records.STATS_FILE)
         if not tf.io.gfile.exists(stats_path):
             continue
         with tf.io.gfile.GFile(stats_path) as f:
