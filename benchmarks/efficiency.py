@@ -388,9 +388,9 @@ def probe_window(pretrainer, batches, step, compute=None):
     parts = {k: [] for k in ("disc_ids", "disc_labels", "disc_logits", "disc_weights", "fold")}
     for i, batch in enumerate(batches):
         out = compute(batch, tf.constant([PROBE_SEED, i], tf.int64))
-        keep = np.asarray(out["disc_weights"]).ravel() > 0
+        keep = np.asarray(out.disc_weights).ravel() > 0
         for key in ("disc_ids", "disc_labels", "disc_logits"):
-            parts[key].append(np.asarray(out[key]).ravel()[keep])
+            parts[key].append(np.asarray(getattr(out, key)).ravel()[keep])
         parts["fold"].append(np.full(int(keep.sum()), i))
     ids, labels, logits, folds = (np.concatenate(parts[k]) for k in ("disc_ids", "disc_labels", "disc_logits",
                                                                       "fold"))

@@ -130,12 +130,12 @@ def main():
 
     @tf.function(jit_compile=jit)
     def forward():
-        return model.compute_losses(batch, seed, training=True)["loss"]
+        return model.compute_losses(batch, seed, training=True).loss
 
     @tf.function(jit_compile=jit)
     def forward_backward():
         with tf.GradientTape() as tape:
-            loss = model.compute_losses(batch, seed, training=True)["loss"]
+            loss = model.compute_losses(batch, seed, training=True).loss
         grads = tape.gradient(loss, model.trainable_variables)
         return tf.add_n([tf.reduce_sum(tf.cast(g, tf.float32)) if not isinstance(g, tf.IndexedSlices)
                          else tf.reduce_sum(tf.cast(g.values, tf.float32)) for g in grads])
