@@ -282,6 +282,15 @@ def load_encoder(export_dir):
     return encoder, os.path.join(export_dir, ASSETS_DIR, VOCAB_ASSET)
 
 
+# --- A fine-tuning run's results ---
+def write_results(output_dir, results, finetune_config):
+    """Writes a fine-tuning run's `results.json` and `finetune_config.json` (what an export reads back)."""
+    with tf.io.gfile.GFile(os.path.join(output_dir, RESULTS_FILE), "w") as f:
+        json.dump(results, f, indent=2)
+    with tf.io.gfile.GFile(os.path.join(output_dir, FINETUNE_CONFIG_FILE), "w") as f:
+        json.dump(finetune_config, f, indent=2)
+
+
 # --- Fine-tuning's `--init` ---
 def load_init(init, vocab_file=None):
     """The encoder to fine-tune and its vocabulary, from any `--init` form.

@@ -301,10 +301,8 @@ def build_model(sizes, generator_sizes=None, **pretrainer_kwargs):
 
     Example:
         ```python
-        sizes = dict(vocab_size=200, num_layers=1, num_heads=1, hidden_dim=32,
-                     embedding_dim=16, intermediate_dim=64)
-        pretrainer = build_model(sizes, dict(num_layers=1, num_heads=1, hidden_dim=8,
-                                             intermediate_dim=32))
+        encoder = build_model(dict(vocab_size=200, num_layers=1, num_heads=1, hidden_dim=32,
+                                   embedding_dim=16, intermediate_dim=64))
         ```
     """
     if generator_sizes is not None:

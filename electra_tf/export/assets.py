@@ -15,7 +15,7 @@ import tempfile
 
 import tensorflow as tf
 
-from electra_tf.data.tokenizer import SETTINGS_FILE, copy_vocab
+from electra_tf.data.tokenizer import SETTINGS_FILE, WordPieceTokenizer, copy_vocab
 from electra_tf.run_files import ENCODER_CONFIG_ASSET, LABELS_ASSET, SERVING_CONFIG_ASSET, VOCAB_ASSET  # noqa: F401
 
 
@@ -24,6 +24,21 @@ class Untracked:
 
     def __init__(self, obj):
         self.obj = obj
+
+
+class ServedModel(tf.Module):
+    """A fine-tuned Keras model served on raw text: the model, its variables, its tokenizer, its length.
+
+    The Keras model is held outside TF's object tracking (Keras would add its own
+    default signature, traced from build shapes); its variables are tracked here.
+    """
+
+    def __init__(self, model, vocab_file, seq_length, name=None):
+        super().__init__(name=name)
+        self._model = Untracked(model)
+        self.model_variables = [w.value for w in model.weights]
+        self.tokenizer = WordPieceTokenizer(vocab_file)
+        self.seq_length = seq_length
 
 
 def add_assets(module, prefix, vocab_file, config_name, config, label_names=None):

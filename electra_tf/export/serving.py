@@ -32,14 +32,14 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from electra_tf.data.tokenizer import WordPieceTokenizer
-from electra_tf.export.assets import SERVING_CONFIG_ASSET, Untracked, add_assets, check_ids, check_texts  # noqa: F401
+from electra_tf.export.assets import (  # noqa: F401  (Untracked: its old home)
+    SERVING_CONFIG_ASSET, ServedModel, Untracked, add_assets, check_ids, check_texts)
 from electra_tf.models.classifier import ElectraClassifier
 from electra_tf.models.token_classifier import ElectraTokenClassifier
 from electra_tf import run_files
 
 
-class ServingModule(tf.Module):
+class ServingModule(ServedModel):
     """`tf.Module` with a classifier, its tokenizer and the two serving functions.
 
     Args:
@@ -54,13 +54,7 @@ class ServingModule(tf.Module):
 
     def __init__(self, classifier, vocab_file, label_names, seq_length=128, pair=False, regression=False,
                  task="", name=None):
-        super().__init__(name=name)
-        # The Keras model is held outside TF's object tracking (Keras would add its own
-        # default signature, traced from build shapes); its variables are tracked here.
-        self._model = Untracked(classifier)
-        self.model_variables = [w.value for w in classifier.weights]
-        self.tokenizer = WordPieceTokenizer(vocab_file)
-        self.seq_length = seq_length
+        super().__init__(classifier, vocab_file, seq_length, name=name)
         self.pair = pair
         self.regression = regression
         self._tmp = add_assets(

@@ -30,14 +30,13 @@ import os
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from electra_tf.data.tokenizer import WordPieceTokenizer
-from electra_tf.export.assets import SERVING_CONFIG_ASSET, Untracked, add_assets, check_texts
+from electra_tf.export.assets import SERVING_CONFIG_ASSET, ServedModel, add_assets, check_texts
 
 WORD_DELIMITERS = r"\s+|[\p{P}\p{S}]"  # split on these ...
 KEPT_DELIMITERS = r"[\p{P}\p{S}]"  # ... and keep these as words
 
 
-class TaggingServingModule(tf.Module):
+class TaggingServingModule(ServedModel):
     """`tf.Module` with a token classifier, its tokenizer and the text -> tags function.
 
     Args:
@@ -50,11 +49,7 @@ class TaggingServingModule(tf.Module):
     """
 
     def __init__(self, tagger, vocab_file, label_names, seq_length=128, spans=True, task="", name=None):
-        super().__init__(name=name)
-        self._model = Untracked(tagger)
-        self.model_variables = [w.value for w in tagger.weights]
-        self.tokenizer = WordPieceTokenizer(vocab_file)
-        self.seq_length = seq_length
+        super().__init__(tagger, vocab_file, seq_length, name=name)
         self.spans = spans
         self._tmp = add_assets(
             self, "electra_tagging_serving_", vocab_file, SERVING_CONFIG_ASSET,

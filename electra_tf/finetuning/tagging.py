@@ -15,7 +15,6 @@ WordPiece (`tagging_features`), cross-entropy averaged over those pieces only
 accuracy for all (the headline of POS).
 """
 
-import json
 import os
 import time
 
@@ -37,11 +36,10 @@ from electra_tf.finetuning.tagging_metrics import entity_scores, token_accuracy
 from electra_tf.models.token_classifier import ElectraTokenClassifier
 from electra_tf.training import distribute
 from electra_tf.run_files import (
-    FINETUNE_CONFIG_FILE,
-    RESULTS_FILE,
     TOKEN_CLASSIFIER_FILE,
     VOCAB_FILE,
     load_init,
+    write_results,
 )
 from electra_tf.training.finetuning import (
     create_optimizer,
@@ -278,17 +276,14 @@ def run_tagging(config, strategy=None):
         "summary": summary,
         "hparams": config.hparams(),
     }
-    with tf.io.gfile.GFile(os.path.join(output_dir, RESULTS_FILE), "w") as f:
-        json.dump(results, f, indent=2)
-    with tf.io.gfile.GFile(os.path.join(output_dir, FINETUNE_CONFIG_FILE), "w") as f:
-        json.dump({
-            "task": task.name,
-            "kind": "tagging",
-            "label_names": labels,
-            "scheme": "IOB2" if task.scheme else None,
-            "max_seq_length": config.max_seq_length,
-            "stride": config.stride,
-        }, f, indent=2)
+    write_results(output_dir, results, {
+        "task": task.name,
+        "kind": "tagging",
+        "label_names": labels,
+        "scheme": "IOB2" if task.scheme else None,
+        "max_seq_length": config.max_seq_length,
+        "stride": config.stride,
+    })
     if output_dir != config.output_dir:
         tf.io.gfile.rmtree(output_dir)
     logging.info("dev %s over %d trial(s): %s", task.metric, config.num_trials,

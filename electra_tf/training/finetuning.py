@@ -10,7 +10,6 @@ weight decay, epsilon 1e-6, clip 1.0, 10 % warmup then linear decay,
 layer-wise LR decay. Trial i uses seed `seed + i`.
 """
 
-import json
 import os
 import statistics
 import time
@@ -28,12 +27,11 @@ from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.training import distribute
 from electra_tf.run_files import (
     CLASSIFIER_FILE,
-    FINETUNE_CONFIG_FILE,
     FINETUNING_OUTPUT,
-    RESULTS_FILE,
     VOCAB_FILE,
     load_init,
     refuse_other_artefact,
+    write_results,
 )
 from electra_tf.training.layerwise_lr import LayerwiseAdamW
 from electra_tf.training.optimization import WarmupLinearDecay
@@ -246,17 +244,14 @@ def run_finetuning(spec, data_dir, init, output_dir, vocab_file=None, strategy=N
         "summary": summary,
         "hparams": dict(config.hparams(), both_orders=both_orders),
     }
-    with tf.io.gfile.GFile(os.path.join(output_dir, RESULTS_FILE), "w") as f:
-        json.dump(results, f, indent=2)
-    with tf.io.gfile.GFile(os.path.join(output_dir, FINETUNE_CONFIG_FILE), "w") as f:
-        json.dump({
-            "task": spec.name,
-            "kind": "classification",
-            "label_names": spec.names,
-            "regression": spec.is_regression,
-            "pair": train[0].text_b is not None,
-            "max_seq_length": config.max_seq_length,
-        }, f, indent=2)
+    write_results(output_dir, results, {
+        "task": spec.name,
+        "kind": "classification",
+        "label_names": spec.names,
+        "regression": spec.is_regression,
+        "pair": train[0].text_b is not None,
+        "max_seq_length": config.max_seq_length,
+    })
     if output_dir != config.output_dir:
         tf.io.gfile.rmtree(output_dir)
     key = f"dev_{spec.metric}"
