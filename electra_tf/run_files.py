@@ -41,6 +41,7 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf.config import ElectraConfig
+from electra_tf.convert.hf_names import HF_CONFIG_FILE, HF_WEIGHTS_FILE, HF_WEIGHTS_INDEX_FILE  # noqa: F401  (convert owns the HF format)
 from electra_tf.data.tokenizer import SETTINGS_FILE, VOCAB_FILE  # noqa: F401  (the tokenizer owns its file names)
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.pretrainer import build_pretrainer
@@ -63,7 +64,7 @@ ENCODER_CONFIG_ASSET = "encoder_config.json"  # export --kind encoder
 SERVING_CONFIG_ASSET = "serving_config.json"  # export --kind serving
 LABELS_ASSET = "labels.txt"  # export --kind serving: label i on line i
 VOCAB_ASSET = VOCAB_FILE  # the vocabulary asset keeps its file name
-HF_WEIGHTS_FILES = ("model.safetensors", "model.safetensors.index.json")
+HF_WEIGHTS_FILES = (HF_WEIGHTS_FILE, HF_WEIGHTS_INDEX_FILE)
 
 
 def read_config(model_dir):
