@@ -214,7 +214,7 @@ def test_vocab_without_mask_fails_before_any_work(tmp_path, vocab_file):
 
 
 def test_inspect_decodes_records(tmp_path, vocab_file):
-    from electra_tf.pipelines import inspect as inspect_lib
+    from electra_tf.pipelines import inspect_records as inspect_lib
 
     path = tmp_path / "two.txt"
     path.write_text("The cat sat on the mat.\n\nDogs bark loudly at night.\n", encoding="utf-8")
