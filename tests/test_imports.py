@@ -204,3 +204,16 @@ def test_a_violation_is_found(module, target, expected):
         assert any(module in c and target in c for c in find_cycles(edges))
     else:
         assert any(f"{module} (" in p and f"imports {target} (" in p for p in upward_imports(edges))
+
+
+def test_only_configs_and_pipelines_join_the_package():
+    """Installed or from the source tree: `electra_tf.configs` and `electra_tf.pipelines`, nothing else."""
+    import importlib.util
+
+    import electra_tf
+
+    assert importlib.util.find_spec("electra_tf.configs") is not None
+    assert importlib.util.find_spec("electra_tf.pipelines.packing") is not None
+    for name in ("electra_tf.tests", "electra_tf.benchmarks", "electra_tf.electra_tf"):
+        assert importlib.util.find_spec(name) is None, name
+    assert electra_tf.SOURCE_FOLDERS == ("configs", "pipelines")
