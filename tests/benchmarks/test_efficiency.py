@@ -190,7 +190,7 @@ def test_export_refuses_a_restore_that_differs_from_the_live_model(tmp_path, wri
 
     for name in ("electra_f0.5", "electra"):
         shutil.rmtree(tmp_path / "run" / "encoders" / name)
-    monkeypatch.setattr(efficiency.checkpoints, "restore_pretrainer", broken_restore)
+    monkeypatch.setattr(efficiency.run_files, "restore_pretrainer", broken_restore)
     with pytest.raises(efficiency.EncoderMismatch, match="electra@0.5 restored from"):
         efficiency.pretrain("electra", config, str(tmp_path / "run"), [0.5, 1.0], units, guard_batch)
 
