@@ -12,7 +12,12 @@ setuptools.setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.11,<3.12",
-    packages=setuptools.find_packages(include=["electra_tf*", "pipelines*", "configs*"]),
+    # `configs/` and `pipelines/` stay top-level folders of the repository but install inside the
+    # package, as `electra_tf.configs` and `electra_tf.pipelines`: no generic top-level import name.
+    # (Run from the source tree, `electra_tf/__init__.py` maps the same two folders; see there.)
+    packages=setuptools.find_packages(include=["electra_tf", "electra_tf.*"])
+    + ["electra_tf.configs", "electra_tf.pipelines"],
+    package_dir={"electra_tf.configs": "configs", "electra_tf.pipelines": "pipelines"},
     install_requires=[
         "tensorflow~=2.21.0",
         "tensorflow-text~=2.21.0",

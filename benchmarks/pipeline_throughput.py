@@ -1,4 +1,4 @@
-r"""Throughput of `pipelines.build_pretraining_data` vs the raw `WordPieceTokenizer`.
+r"""Throughput of `electra_tf.pipelines.build_pretraining_data` vs the raw `WordPieceTokenizer`.
 
     python -m benchmarks.pipeline_throughput \
         --corpus '../shared/data/corpus/*.txt.gz' \
@@ -46,7 +46,7 @@ import tensorflow as tf
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 from electra_tf.data.tokenizer import WordPieceTokenizer  # pylint: disable=wrong-import-position
-from pipelines import build_pretraining_data as build_lib  # pylint: disable=wrong-import-position
+from electra_tf.pipelines import build_pretraining_data as build_lib  # pylint: disable=wrong-import-position
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("corpus", os.path.join(REPO, "..", "shared", "data", "corpus", "*.txt.gz"), "Text glob.")
@@ -73,7 +73,7 @@ def wikitext_rate(repeats=40):
     """Wikitext cleaning speed (mwparserfromhell) on the test suite's sample article."""
     import importlib.util  # pylint: disable=import-outside-toplevel
 
-    from pipelines import wikipedia  # pylint: disable=import-outside-toplevel
+    from electra_tf.pipelines import wikipedia  # pylint: disable=import-outside-toplevel
 
     spec = importlib.util.spec_from_file_location(  # the sample, read from its file: no sys.path edit
         "wikipedia_sample", os.path.join(REPO, "tests", "pipelines", "test_wikipedia_reader.py"))

@@ -52,7 +52,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 from benchmarks import common  # noqa: E402
 from electra_tf.config import get_config  # noqa: E402
-from electra_tf.layers import masking  # noqa: E402
+from electra_tf.layers import masking, replicas, sampling  # noqa: E402
 from electra_tf.models.pretrainer import build_pretrainer  # noqa: E402
 from electra_tf.training.optimization import create_optimizer  # noqa: E402
 from benchmarks.train_step import synthetic_batches  # noqa: E402
@@ -93,16 +93,16 @@ def main():
 
     @tf.function(jit_compile=jit)
     def gumbel_noise():
-        u = masking.replica_uniform([b, n, v], seed)
-        return tf.argmax(masking._gumbel(u), axis=-1, output_type=tf.int32)  # pylint: disable=protected-access
+        u = replicas.replica_uniform([b, n, v], seed)
+        return tf.argmax(sampling.gumbel_noise(u), axis=-1, output_type=tf.int32)
 
     @tf.function(jit_compile=jit)
     def gumbel_sample():
-        return masking.gumbel_sample(logits, seed, config.temperature)
+        return sampling.gumbel_sample(logits, seed, config.temperature)
 
     @tf.function(jit_compile=jit)
     def inverse_cdf_sample():
-        return masking.inverse_cdf_sample(logits, seed, config.temperature)
+        return sampling.inverse_cdf_sample(logits, seed, config.temperature)
 
     @tf.function(jit_compile=jit)
     def generator_forward():
@@ -117,12 +117,12 @@ def main():
 
     @tf.function(jit_compile=jit)
     def forward():
-        return model.compute_losses(batch, seed, training=True)["loss"]
+        return model.compute_losses(batch, seed, training=True).loss
 
     @tf.function(jit_compile=jit)
     def forward_backward():
         with tf.GradientTape() as tape:
-            loss = model.compute_losses(batch, seed, training=True)["loss"]
+            loss = model.compute_losses(batch, seed, training=True).loss
         grads = tape.gradient(loss, model.trainable_variables)
         return tf.add_n([tf.reduce_sum(tf.cast(g, tf.float32)) if not isinstance(g, tf.IndexedSlices)
                          else tf.reduce_sum(tf.cast(g.values, tf.float32)) for g in grads])

@@ -50,7 +50,7 @@ def parse_args(argv=None):
     p.add_argument("--batch_size", type=int, default=32)
     p.add_argument("--seq_length", type=int, default=128)
     p.add_argument("--objective", default=None, help="Override the preset's objective.")
-    p.add_argument("--sampler", default="gumbel", help="Generator sampler (`masking.SAMPLERS`).")
+    p.add_argument("--sampler", default="gumbel", help="Generator sampler (`sampling.SAMPLERS`).")
     p.add_argument("--precision", default="float32", choices=["float32", "mixed_bfloat16", "mixed_float16"])
     p.add_argument("--jit_compile", type=int, default=0)
     p.add_argument("--steps_per_execution", type=int, default=1)

@@ -1,5 +1,5 @@
 """ELECTRA-Base++ (the released base model): base, 4M steps at batch 256, seq 512."""
 
-from configs import base
+from electra_tf.configs import base
 
 CONFIG = dict(base.CONFIG, train_steps=4000000)

@@ -1,5 +1,5 @@
 """ELECTRA-Large++ (the released large model): large, 1.75M steps at batch 2048, seq 512."""
 
-from configs import large
+from electra_tf.configs import large
 
 CONFIG = dict(large.CONFIG, train_steps=1750000)

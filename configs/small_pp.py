@@ -1,6 +1,6 @@
 """ELECTRA-Small++ (the released small model): small, 4M steps at seq 512, full-size generator."""
 
-from configs import small
+from electra_tf.configs import small
 
 CONFIG = dict(
     small.CONFIG,

@@ -308,16 +308,16 @@ def _import_quietly(module):
 
 
 def build_data():
-    """The `electra-build-data` console script: `python -m pipelines.build_pretraining_data`."""
+    """The `electra-build-data` console script: `python -m electra_tf.pipelines.build_pretraining_data`."""
     quiet_console()
-    from pipelines import build_pretraining_data
+    from electra_tf.pipelines import build_pretraining_data
 
     build_pretraining_data.run()
 
 
 def build_vocab():
-    """The `electra-build-vocab` console script: `python -m pipelines.build_vocab`."""
+    """The `electra-build-vocab` console script: `python -m electra_tf.pipelines.build_vocab`."""
     quiet_console()
-    from pipelines import build_vocab as program
+    from electra_tf.pipelines import build_vocab as program
 
     program.run()

@@ -14,7 +14,8 @@ import json
 import pkgutil
 import typing
 
-OBJECTIVES = ("electra", "mlm", "electra_15", "replace_mlm", "all_tokens_mlm")
+from electra_tf.objectives import OBJECTIVES
+
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 OPTIMIZERS = ("adamw", "lamb")
 INITIALIZERS = ("glorot_uniform", "truncated_normal")  # see electra_tf/layers/initializers.py
@@ -42,7 +43,7 @@ class ElectraConfig:
     # --- Generator: same depth, hidden = fraction * H, FFN 4x, heads hidden // 64 ---
     generator_hidden_fraction: float = 0.25
     # --- Objective ---
-    objective: str = "electra"  # one of OBJECTIVES; "mlm" is the BERT baseline
+    objective: str = "electra"  # a key of `electra_tf.objectives.OBJECTIVES`; "mlm" is the BERT baseline
     mask_prob: float = 0.15
     max_predictions_per_seq: int = 0  # 0: int((mask_prob + 0.005) * seq_length)
     mask_token_prob: float = 0.85  # chosen positions set to [MASK]; the rest keep their token
@@ -221,7 +222,7 @@ def _parse_bool(text):
 
 def preset_names():
     """Names of the presets in `configs/` ("small_pp" is also spelled "small++")."""
-    import configs
+    from electra_tf import configs
 
     names = [m.name for m in pkgutil.iter_modules(configs.__path__) if not m.name.startswith("_")]
     return sorted(n.replace("_pp", "++") for n in names)
@@ -241,5 +242,5 @@ def get_config(preset="small", **overrides):
     module_name = preset.replace("++", "_pp")
     if preset not in preset_names():
         raise ValueError(f"Unknown preset {preset!r}. Available presets: {preset_names()}.")
-    values = importlib.import_module(f"configs.{module_name}").CONFIG
+    values = importlib.import_module(f"electra_tf.configs.{module_name}").CONFIG
     return apply_overrides(apply_overrides(ElectraConfig(), values), overrides)

@@ -83,7 +83,7 @@ def main(argv):
     from electra_tf.finetuning.config import FinetuneConfig
     from electra_tf.finetuning.qa import is_span_qa, run_qa
     from electra_tf.finetuning.tagging import is_tagging, run_tagging
-    from electra_tf.training.finetune_files import RESULTS_FILE
+    from electra_tf.run_files import RESULTS_FILE
     from electra_tf.training.finetuning import run_finetuning
 
     if len(argv) > 1:

@@ -44,8 +44,10 @@ def main(argv):
     from absl import logging
 
     from electra_tf import config as config_lib
-    from electra_tf.training import checkpoints, distribute
-    from electra_tf.training.pretraining import resolve_data, train
+    from electra_tf import run_files
+    from electra_tf.demo_data import resolve_data
+    from electra_tf.training import distribute
+    from electra_tf.training.pretraining import train
 
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
@@ -59,7 +61,7 @@ def main(argv):
     # One line; every field is in model_dir/config.json (and here with --verbosity=1).
     logging.info("Config: preset %s%s; every field in %s", FLAGS.config,
                  "".join(f" --{k}={v}" for k, v in sorted(overrides.items())),
-                 os.path.join(FLAGS.model_dir, checkpoints.CONFIG_FILE))
+                 os.path.join(FLAGS.model_dir, run_files.CONFIG_FILE))
     logging.debug("Config:\n%s", config.to_json())
     train(config, FLAGS.model_dir, strategy, init_from=FLAGS.init, verbose=FLAGS.verbose)
 

@@ -13,5 +13,5 @@ Modules (one concept each):
 - `tfrecord`: TFRecord framing of a whole shard at once (compiled CRC-32C).
 - `build_pretraining_data`: the Apache Beam pipeline text -> TFRecord shards.
 - `demo_corpus`: the embedded default corpus (`--data demo`).
-- `inspect`: decodes records back to text.
+- `inspect_records`: decodes records back to text.
 """

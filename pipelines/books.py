@@ -5,8 +5,8 @@ spaces. Each paragraph is sentence-split with `sentences.split_sentences`;
 a book is one document.
 """
 
-from pipelines import sentences as sentences_lib
-from pipelines import text_io
+from electra_tf.pipelines import sentences as sentences_lib
+from electra_tf.pipelines import text_io
 
 
 def read_book(path, key, source="books"):
@@ -24,7 +24,7 @@ def read_book(path, key, source="books"):
         ```python
         import pathlib
 
-        from pipelines.books import read_book
+        from electra_tf.pipelines.books import read_book
 
         pathlib.Path("moby_dick.txt").write_text("Call me Ishmael. Some years ago I went to sea.\\n")
         doc = next(read_book("moby_dick.txt", key="moby_dick"))

@@ -1,6 +1,6 @@
 r"""Apache Beam pipeline: text -> packed ELECTRA pre-training TFRecords.
 
-    python -m pipelines.build_pretraining_data \
+    python -m electra_tf.pipelines.build_pretraining_data \
         --input 'text:data/corpus/*.txt.gz' \
         --vocab_file data/vocab/bert_uncased_vocab.txt \
         --output_dir /tmp/pretrain --seq_length 128 --num_shards 8 --seed 0
@@ -56,14 +56,12 @@ import tensorflow as tf
 
 from electra_tf import cli
 from electra_tf.data import tokenizer as tokenizer_lib
-from pipelines import packing
-from pipelines import sources
-from pipelines import text_io
-from pipelines import tfrecord
+from electra_tf.data.records import SHARD_PATTERN, SHARD_PREFIX, STATS_FILE, SUCCESS_FILE
+from electra_tf.pipelines import packing
+from electra_tf.pipelines import sources
+from electra_tf.pipelines import text_io
+from electra_tf.pipelines import tfrecord
 
-SHARD_PATTERN = "pretrain_data.tfrecord-{index:05d}-of-{num_shards:05d}"
-SUCCESS_FILE = "_SUCCESS"
-STATS_FILE = "stats.json"
 _PARTIAL_STATS = ".stats.partial.json"
 _TMP_PREFIX = ".tmp-"
 
@@ -264,7 +262,7 @@ def _prepare_output_dir(output_dir, num_shards):
         stale = (
             name in (SUCCESS_FILE, STATS_FILE, _PARTIAL_STATS)
             or name.startswith(_TMP_PREFIX)
-            or (name.startswith("pretrain_data.tfrecord-") and name not in keep)
+            or (name.startswith(SHARD_PREFIX) and name not in keep)
         )
         if stale:
             path = os.path.join(output_dir, name)
@@ -283,7 +281,7 @@ def _replace_build(staging, output_dir):
     """Moves a finished build from `staging` over the one in `output_dir`: `_SUCCESS` goes first and comes last."""
     tf.io.gfile.remove(os.path.join(output_dir, SUCCESS_FILE))
     for name in tf.io.gfile.listdir(output_dir):
-        if name == STATS_FILE or name.startswith("pretrain_data.tfrecord-"):
+        if name == STATS_FILE or name.startswith(SHARD_PREFIX):
             tf.io.gfile.remove(os.path.join(output_dir, name))
     names = sorted(tf.io.gfile.listdir(staging))
     for name in [n for n in names if n not in (STATS_FILE, SUCCESS_FILE)] + [STATS_FILE, SUCCESS_FILE]:
@@ -442,8 +440,8 @@ def build_pretraining_data(
         with gzip.open("corpus/brown.txt.gz", "wt") as f:  # a sentence a line; a blank line ends a document
             f.write("The cat sat on the mat.\\nIt purred.\\n\\nA dog barked at the cat.\\n")
 
-        from pipelines.build_pretraining_data import build_pretraining_data
-        from pipelines.build_vocab import build_vocab
+        from electra_tf.pipelines.build_pretraining_data import build_pretraining_data
+        from electra_tf.pipelines.build_vocab import build_vocab
 
         build_vocab("corpus/*.txt.gz", vocab_size=200, output="vocab.txt", min_frequency=1)
         stats = build_pretraining_data(
@@ -572,7 +570,7 @@ def define_flags():
 
 def main(argv):
     # Call through the importable module so Beam pickles DoFns by reference, not from __main__.
-    from pipelines import build_pretraining_data as lib  # pylint: disable=import-self
+    from electra_tf.pipelines import build_pretraining_data as lib  # pylint: disable=import-self
 
     FLAGS = flags.FLAGS
     stats = lib.build_pretraining_data(
@@ -583,7 +581,7 @@ def main(argv):
 
 
 def run():
-    """`python -m pipelines.build_pretraining_data` (console script: `electra-build-data`)."""
+    """`python -m electra_tf.pipelines.build_pretraining_data` (console script: `electra-build-data`)."""
     define_flags()
     cli.run(main, known_only=True, aliases=ALIASES)
 

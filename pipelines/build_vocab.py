@@ -1,6 +1,6 @@
 r"""Trains a WordPiece vocabulary with Hugging Face `tokenizers`.
 
-    python -m pipelines.build_vocab --input 'corpus/*.txt.gz' --vocab_size 8192 \
+    python -m electra_tf.pipelines.build_vocab --input 'corpus/*.txt.gz' --vocab_size 8192 \
         --vocab_file vocab.txt --lower_case --num_unused 100
 
 The text is normalized and pre-tokenized exactly as BERT (and our
@@ -41,7 +41,7 @@ from tokenizers import trainers
 
 from electra_tf import cli
 from electra_tf.data.tokenizer import is_bert_punctuation, write_settings
-from pipelines import sources
+from electra_tf.pipelines import sources
 
 SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -89,7 +89,7 @@ def build_vocab(inputs, vocab_size, output, lower_case=True, num_unused=100, lim
         ```python
         import pathlib
 
-        from pipelines.build_vocab import build_vocab
+        from electra_tf.pipelines.build_vocab import build_vocab
 
         pathlib.Path("corpus.txt").write_text("The cat sat on the mat.\\nThe dog sat on the log.\\n" * 50)
         vocab = build_vocab("corpus.txt", vocab_size=200, output="vocab.txt")
@@ -162,7 +162,7 @@ def main(argv):
 
 
 def run():
-    """`python -m pipelines.build_vocab` (console script: `electra-build-vocab`)."""
+    """`python -m electra_tf.pipelines.build_vocab` (console script: `electra-build-vocab`)."""
     define_flags()
     cli.run(main, aliases=ALIASES)
 

@@ -26,9 +26,11 @@ import time
 from absl import logging
 import tensorflow as tf
 
-from pipelines import build_pretraining_data as build_lib
-from pipelines import build_vocab as vocab_lib
-from pipelines import sentences as sentences_lib
+from electra_tf.data.records import SHARD_GLOB
+from electra_tf.data.tokenizer import VOCAB_FILE
+from electra_tf.pipelines import build_pretraining_data as build_lib
+from electra_tf.pipelines import build_vocab as vocab_lib
+from electra_tf.pipelines import sentences as sentences_lib
 
 # Packages read after the standard library, in this order, until the size target is met.
 PACKAGES = ("numpy", "absl", "keras", "apache_beam", "tensorflow", "tensorflow_text", "keras_hub")
@@ -37,7 +39,6 @@ SKIP_DIRS = frozenset(
     "ensurepip _vendor vendored third_party include".split()
 )
 CORPUS_FILE = "corpus.txt"
-VOCAB_FILE = "vocab.txt"
 MANIFEST_FILE = "demo_manifest.json"
 VERSION = 1  # bump when the corpus recipe changes, to invalidate caches
 TARGET_BYTES = 4_000_000  # size of the demo corpus text (about 0.85M word pieces)
@@ -104,7 +105,7 @@ def prose_paragraphs(docstring):
         list of str, one per kept paragraph, whitespace collapsed.
 
     Example:
-        >>> from pipelines.demo_corpus import prose_paragraphs
+        >>> from electra_tf.pipelines.demo_corpus import prose_paragraphs
         >>> prose_paragraphs("Adds two numbers together.\\n\\nArgs:\\n    x: int.\\n\\n>>> add(1)\\n1")
         ['Adds two numbers together.']
     """
@@ -163,7 +164,7 @@ def build_demo_corpus(output_file, target_bytes=4_000_000):
 
     Example:
         ```python
-        from pipelines.demo_corpus import build_demo_corpus
+        from electra_tf.pipelines.demo_corpus import build_demo_corpus
 
         counts = build_demo_corpus("corpus.txt", target_bytes=20_000)
         counts["bytes"] >= 20_000  # True
@@ -228,7 +229,7 @@ def build_demo_data(output_dir, seq_length=128, vocab_size=8192, num_shards=4, s
         ```python
         import tensorflow as tf
 
-        from pipelines.demo_corpus import build_demo_data
+        from electra_tf.pipelines.demo_corpus import build_demo_data
 
         demo = build_demo_data("electra_demo", seq_length=128)  # minutes the first time, then cached
         dataset = tf.data.TFRecordDataset(tf.io.gfile.glob(demo["data"]))
@@ -238,7 +239,7 @@ def build_demo_data(output_dir, seq_length=128, vocab_size=8192, num_shards=4, s
         version=VERSION, seq_length=seq_length, vocab_size=vocab_size, num_shards=num_shards, seed=seed,
         python=sys.version.split()[0], target_bytes=TARGET_BYTES,
     )
-    data_glob = os.path.join(output_dir, "pretrain_data.tfrecord-*")
+    data_glob = os.path.join(output_dir, SHARD_GLOB)
     vocab_file = os.path.join(output_dir, VOCAB_FILE)
     manifest_path = os.path.join(output_dir, MANIFEST_FILE)
     stats_path = os.path.join(output_dir, build_lib.STATS_FILE)

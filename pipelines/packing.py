@@ -39,7 +39,7 @@ import hashlib
 import numba
 import numpy as np
 
-FEATURES = ("input_ids", "input_mask", "segment_ids")  # sorted: the proto's deterministic order
+from electra_tf.data.records import FEATURES  # sorted: the proto's deterministic order
 SHORT_TARGET_PROB = 0.05
 SINGLE_SEGMENT_PROB = 0.1
 _WORDS_PER_SENTENCE = 8  # RNG words drawn up front per sentence; more are drawn in the rare case it is short
@@ -70,7 +70,7 @@ def document_seed(seed, doc_key):
         doc_key: str. Stable document key.
 
     Example:
-        >>> from pipelines.packing import document_seed
+        >>> from electra_tf.pipelines.packing import document_seed
         >>> document_seed(0, "a.txt:0") == document_seed(0, "a.txt:0") != document_seed(1, "a.txt:0")
         True
     """
@@ -293,7 +293,7 @@ def pack(flat_ids, sentence_splits, document_splits, seeds, max_seq_length, cls_
 
     Example:
         >>> import numpy as np
-        >>> from pipelines.packing import document_seed, pack
+        >>> from electra_tf.pipelines.packing import document_seed, pack
         >>> seeds = [document_seed(0, "doc:0")]
         >>> packed = pack(np.array([5, 6, 7]), np.array([0, 2, 3]), np.array([0, 2]), seeds, 8, 1, 2)
         >>> packed.input_ids.tolist()
@@ -439,7 +439,7 @@ def serialize_examples(input_ids, num_a, num_b):
     Example:
         >>> import numpy as np
         >>> import tensorflow as tf
-        >>> from pipelines.packing import serialize_examples
+        >>> from electra_tf.pipelines.packing import serialize_examples
         >>> record = serialize_examples(np.array([[1, 300, 2, 0]]), [1], [0])[0]
         >>> tf.train.Example.FromString(record).features.feature["input_ids"].int64_list.value
         [1, 300, 2, 0]

@@ -43,7 +43,7 @@ def split_sentences(text):
         list of str, the non-empty sentences in order.
 
     Example:
-        >>> from pipelines.sentences import split_sentences
+        >>> from electra_tf.pipelines.sentences import split_sentences
         >>> split_sentences("Mr. Smith arrived. He sat down! Was it 5 p.m.? Yes.")
         ['Mr. Smith arrived.', 'He sat down!', 'Was it 5 p.m.?', 'Yes.']
     """

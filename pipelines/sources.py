@@ -19,10 +19,10 @@ import os
 
 import tensorflow as tf
 
-from pipelines import books
-from pipelines import text_files
-from pipelines import text_io
-from pipelines import wikipedia
+from electra_tf.pipelines import books
+from electra_tf.pipelines import text_files
+from electra_tf.pipelines import text_io
+from electra_tf.pipelines import wikipedia
 
 KINDS = ("text", "wikipedia", "books")
 READERS = {
@@ -84,7 +84,7 @@ def expand_inputs(inputs):
         with gzip.open("corpus/brown.txt.gz", "wt") as f:  # a sentence a line; a blank line ends a document
             f.write("The cat sat on the mat.\\nIt purred.\\n\\nA dog barked at the cat.\\n")
 
-        from pipelines.sources import expand_inputs
+        from electra_tf.pipelines.sources import expand_inputs
 
         files = expand_inputs("text:corpus/*.txt.gz")  # e.g. "text:corpus/*.txt.gz,wikipedia:dumps/*.xml.bz2"
         [f.key for f in files]  # ['brown.txt.gz']
@@ -128,7 +128,7 @@ def read_documents(input_file):
         with gzip.open("corpus/brown.txt.gz", "wt") as f:  # a sentence a line; a blank line ends a document
             f.write("The cat sat on the mat.\\nIt purred.\\n\\nA dog barked at the cat.\\n")
 
-        from pipelines.sources import expand_inputs, read_documents
+        from electra_tf.pipelines.sources import expand_inputs, read_documents
 
         for f in expand_inputs("corpus/*.txt.gz"):
             for doc in read_documents(f):
@@ -154,7 +154,7 @@ def read_batches(input_file, batch_bytes=1 << 20):
         with gzip.open("corpus/brown.txt.gz", "wt") as f:  # a sentence a line; a blank line ends a document
             f.write("The cat sat on the mat.\\nIt purred.\\n\\nA dog barked at the cat.\\n")
 
-        from pipelines.sources import expand_inputs, read_batches
+        from electra_tf.pipelines.sources import expand_inputs, read_batches
 
         for f in expand_inputs("corpus/*.txt.gz"):
             for batch in read_batches(f):

@@ -11,7 +11,7 @@ bytes: per-line Python work is what limits a reader at this speed.
 
 import numpy as np
 
-from pipelines import text_io
+from electra_tf.pipelines import text_io
 
 # Byte classes: 0 = ASCII whitespace (Python's `str.isspace`), 1 = other ASCII, 2 = part of a multi-byte character.
 _BYTE_CLASS = np.array([(0 if chr(b).isspace() else 1) if b < 128 else 2 for b in range(256)], np.uint8)
@@ -40,7 +40,7 @@ def read_text_file(path, key, source="text"):
         with gzip.open("corpus/brown.txt.gz", "wt") as f:  # a sentence a line; a blank line ends a document
             f.write("The cat sat on the mat.\\nIt purred.\\n\\nA dog barked at the cat.\\n")
 
-        from pipelines.text_files import read_text_file
+        from electra_tf.pipelines.text_files import read_text_file
 
         for doc in read_text_file("corpus/brown.txt.gz", key="brown"):
             print(doc.key, len(doc.sentences))  # brown:0 2, then brown:1 1
@@ -75,7 +75,7 @@ def read_text_batches(path, key, source="text", batch_bytes=1 << 20):
         with gzip.open("corpus/brown.txt.gz", "wt") as f:  # a sentence a line; a blank line ends a document
             f.write("The cat sat on the mat.\\nIt purred.\\n\\nA dog barked at the cat.\\n")
 
-        from pipelines.text_files import read_text_batches
+        from electra_tf.pipelines.text_files import read_text_batches
 
         for batch in read_text_batches("corpus/brown.txt.gz", key="brown"):
             print(len(batch.keys), len(batch.text))  # documents and bytes of each batch

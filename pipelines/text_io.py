@@ -58,8 +58,8 @@ def batch_documents(documents, batch_bytes):
         ```python
         import pathlib
 
-        from pipelines.books import read_book
-        from pipelines.text_io import batch_documents
+        from electra_tf.pipelines.books import read_book
+        from electra_tf.pipelines.text_io import batch_documents
 
         pathlib.Path("moby_dick.txt").write_text("Call me Ishmael.\\n")
         for batch in batch_documents(read_book("moby_dick.txt", "moby"), 1 << 20):
@@ -114,7 +114,7 @@ def decode_utf8(data):
         (str, int): the text and the number of invalid sequences replaced.
 
     Example:
-        >>> from pipelines.text_io import decode_utf8
+        >>> from electra_tf.pipelines.text_io import decode_utf8
         >>> decode_utf8(b"caf\\xc3\\xa9 \\xff!")
         ('café \\ufffd!', 1)
     """
@@ -135,7 +135,7 @@ class CompressedReader:
         ```python
         import gzip
 
-        from pipelines.text_io import CompressedReader
+        from electra_tf.pipelines.text_io import CompressedReader
 
         with gzip.open("corpus.txt.gz", "wt") as f:
             f.write("one line\\nanother\\n")

@@ -84,7 +84,7 @@ def crc32c(data):
     """The CRC-32C (Castagnoli) of bytes.
 
     Example:
-        >>> from pipelines.tfrecord import crc32c
+        >>> from electra_tf.pipelines.tfrecord import crc32c
         >>> hex(crc32c(b"123456789"))  # the standard check value
         '0xe3069283'
     """
@@ -104,7 +104,7 @@ def frame_records(data, offsets):
 
     Example:
         >>> import tensorflow as tf
-        >>> from pipelines.tfrecord import frame_records
+        >>> from electra_tf.pipelines.tfrecord import frame_records
         >>> path = "records.tfrecord"
         >>> with open(path, "wb") as f:
         ...     _ = f.write(frame_records(b"abcde", [0, 2, 5]))

@@ -15,8 +15,8 @@ import xml.etree.ElementTree as ElementTree
 import mwparserfromhell
 import mwxml
 
-from pipelines import sentences as sentences_lib
-from pipelines import text_io
+from electra_tf.pipelines import sentences as sentences_lib
+from electra_tf.pipelines import text_io
 
 # Template names (lower case) that mark a disambiguation page.
 DISAMBIGUATION_TEMPLATES = frozenset(
@@ -90,7 +90,7 @@ def wikitext_to_sentences(title, text):
         list of str sentences, or None for a disambiguation page.
 
     Example:
-        >>> from pipelines.wikipedia import wikitext_to_sentences
+        >>> from electra_tf.pipelines.wikipedia import wikitext_to_sentences
         >>> wikitext_to_sentences("Ada", "'''Ada''' was a [[England|English]] "
         ...     "writer.<ref>A source.</ref> She wrote notes on the engine.")
         ['Ada was a English writer.', 'She wrote notes on the engine.']
@@ -136,7 +136,7 @@ def read_wikipedia_dump(path, key, source="wikipedia"):
         ```python
         import bz2
 
-        from pipelines.wikipedia import read_wikipedia_dump
+        from electra_tf.pipelines.wikipedia import read_wikipedia_dump
 
         with bz2.open("enwiki-latest-pages-articles1.xml.bz2", "wt") as f:
             f.write(

@@ -39,7 +39,7 @@ def make_run_dir(model_dir, vocab_file, seed=0, **overrides):
     from electra_tf.config import get_config
     from electra_tf.data.tokenizer import load_vocab
     from electra_tf.models.pretrainer import build_pretrainer
-    from electra_tf.training import checkpoints
+    from electra_tf import run_files
 
     values = dict(vocab_size=len(load_vocab(vocab_file)), embedding_dim=32, hidden_dim=64, num_layers=2,
                   num_heads=2, intermediate_dim=128, max_sequence_length=128, seq_length=64)
@@ -48,9 +48,9 @@ def make_run_dir(model_dir, vocab_file, seed=0, **overrides):
     os.makedirs(model_dir, exist_ok=True)
     keras.utils.set_random_seed(seed)
     pretrainer = build_pretrainer(config)
-    pretrainer.discriminator.save(os.path.join(model_dir, checkpoints.DISCRIMINATOR_FILE))
-    checkpoints.write_config(config, str(model_dir))
-    shutil.copyfile(vocab_file, os.path.join(model_dir, checkpoints.VOCAB_FILE))
+    pretrainer.discriminator.save(os.path.join(model_dir, run_files.DISCRIMINATOR_FILE))
+    run_files.write_config(config, str(model_dir))
+    shutil.copyfile(vocab_file, os.path.join(model_dir, run_files.VOCAB_FILE))
     return str(model_dir)
 
 

@@ -21,7 +21,8 @@ import pytest
 
 from helpers import REPO, run_python, write_records
 from electra_tf.config import get_config
-from electra_tf.training import checkpoints, distribute
+from electra_tf import run_files
+from electra_tf.training import distribute
 from electra_tf.training.pretraining import resolve_data, train
 
 TINY = dict(vocab_size=400, embedding_dim=16, hidden_dim=32, num_layers=2, num_heads=2,
@@ -82,7 +83,7 @@ def stderr_lines(result):
     (["-m", "electra_tf.pretrain", "--config", "tiny"], 2, "error: --model_dir is required. (see --help)"),
     (["-m", "electra_tf.pretrain", "--config", "tiny", "--model_dir", "{tmp}/run", "--batch_size=0"], 1,
      "error: `--batch_size` must be >= 1. Received: `--batch_size=0`"),
-    (["-m", "pipelines.build_pretraining_data", "--vocab_file", "v.txt", "--output_dir", "{tmp}/out"], 2,
+    (["-m", "electra_tf.pipelines.build_pretraining_data", "--vocab_file", "v.txt", "--output_dir", "{tmp}/out"], 2,
      "error: flag --input=None: Flag --input must have a value other than None. (see --help)"),
     (["-m", "electra_tf.convert", "--from", "hf", "--to", "keras"], 2,
      "error: --input and --output_dir are required. (see --help)"),
@@ -191,11 +192,11 @@ def _damage(prefix, how):
 @pytest.mark.parametrize("how", ["truncated data", "truncated index", "missing data file"])
 def test_damaged_latest_checkpoint_falls_back_to_the_previous_one(trained, tmp_path, caplog, how):
     run = copy_run(trained, tmp_path)
-    latest = checkpoints.latest_checkpoint(str(run))
+    latest = run_files.latest_checkpoint(str(run))
     assert latest.endswith("ckpt-4")
     _damage(latest, how)
     with caplog.at_level(logging.WARNING):
-        pretrainer, _ = checkpoints.restore_pretrainer(str(run))
+        pretrainer, _ = run_files.restore_pretrainer(str(run))
     assert any("ckpt-4 is unreadable" in r.getMessage() for r in caplog.records)
     assert any("Restored" in r.getMessage() and r.getMessage().split()[1].endswith("ckpt-2")
                for r in caplog.records)
@@ -204,36 +205,36 @@ def test_damaged_latest_checkpoint_falls_back_to_the_previous_one(trained, tmp_p
         model = train(trained["config"].replace(train_steps=6), str(run), verbose=0)  # resumes from ckpt-2
     assert any("ckpt-4 is unreadable" in r.getMessage() for r in caplog.records)
     assert int(model.optimizer.iterations.numpy()) == 6
-    assert checkpoints.latest_checkpoint(str(run)).endswith("ckpt-6")
+    assert run_files.latest_checkpoint(str(run)).endswith("ckpt-6")
 
 
 def test_every_checkpoint_damaged_is_an_error_naming_them(trained, tmp_path):
     run = copy_run(trained, tmp_path)
-    for prefix in checkpoints.kept_checkpoints(str(run)):
+    for prefix in run_files.kept_checkpoints(str(run)):
         _damage(prefix, "truncated index")
     with pytest.raises(ValueError, match=r"No readable checkpoint in .*ckpt-4 \(.*ckpt-2 \("):
-        checkpoints.restore_pretrainer(str(run))
+        run_files.restore_pretrainer(str(run))
 
 
 def test_corrupt_discriminator_keras_falls_back_to_the_checkpoint(trained, tmp_path, caplog):
     run = copy_run(trained, tmp_path)
-    path = run / checkpoints.DISCRIMINATOR_FILE
+    path = run / run_files.DISCRIMINATOR_FILE
     path.write_bytes(path.read_bytes()[:1000])
     with caplog.at_level(logging.WARNING):
-        encoder, _ = checkpoints.load_discriminator(str(run))
+        encoder, _ = run_files.load_discriminator(str(run))
     assert encoder.num_layers == 2
     assert any("discriminator.keras cannot be read" in r.getMessage() for r in caplog.records)
-    shutil.rmtree(run / checkpoints.CHECKPOINT_DIR)
+    shutil.rmtree(run / run_files.CHECKPOINT_DIR)
     with pytest.raises(ValueError, match=r"discriminator.keras cannot be read .* no checkpoint to fall back to"):
-        checkpoints.load_discriminator(str(run))
+        run_files.load_discriminator(str(run))
 
 
 def test_truncated_run_config_names_the_file(trained, tmp_path):
     run = copy_run(trained, tmp_path)
-    config = run / checkpoints.CONFIG_FILE
+    config = run / run_files.CONFIG_FILE
     config.write_text(config.read_text()[:50])
     with pytest.raises(ValueError, match=r"run/config.json is not valid JSON"):
-        checkpoints.read_config(str(run))
+        run_files.read_config(str(run))
 
 
 def test_tpu_strategy_without_tpu_names_the_flag():

@@ -32,7 +32,7 @@ def test_cased_vocabulary_keeps_case_from_records_to_serving(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n\n".join("\n".join(SENTENCES[i:] + SENTENCES[:i]) for i in range(len(SENTENCES))) * 20)
     vocab = tmp_path / "vocab" / "vocab.txt"
-    result = run_python(["-m", "pipelines.build_vocab", "--input", str(corpus), "--vocab_size", "300",
+    result = run_python(["-m", "electra_tf.pipelines.build_vocab", "--input", str(corpus), "--vocab_size", "300",
                          "--output", str(vocab), "--nolower_case", "--num_unused", "0"])
     assert deprecations(result) == ["warning: --output is deprecated; use --vocab_file"]
     assert json.loads((vocab.parent / "tokenizer_config.json").read_text())["lower_case"] is False
@@ -41,7 +41,7 @@ def test_cased_vocabulary_keeps_case_from_records_to_serving(tmp_path):
     assert paris != lower
 
     data = tmp_path / "data"
-    result = run_python(["-m", "pipelines.build_pretraining_data", "--input", str(corpus), "--vocab", str(vocab),
+    result = run_python(["-m", "electra_tf.pipelines.build_pretraining_data", "--input", str(corpus), "--vocab", str(vocab),
                          "--output_dir", str(data), "--max_seq_length", "32", "--num_shards", "2",
                          "--direct_running_mode=in_memory"])
     assert deprecations(result) == ["warning: --vocab is deprecated; use --vocab_file",

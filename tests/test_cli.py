@@ -14,7 +14,8 @@ from electra_tf import cli
 from helpers import REPO
 
 CLIS = ["electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export.__main__", "electra_tf.convert.__main__",
-        "pipelines.build_pretraining_data", "pipelines.build_vocab", "pipelines.inspect"]
+        "electra_tf.pipelines.build_pretraining_data", "electra_tf.pipelines.build_vocab",
+        "electra_tf.pipelines.inspect_records"]
 CONSOLE_SCRIPTS = {"electra-pretrain", "electra-finetune", "electra-export", "electra-convert", "electra-build-data",
                    "electra-build-vocab"}
 
@@ -118,7 +119,7 @@ def test_a_cli_started_without_a_log_level_prints_only_its_own_lines():
         "error: --init is required. (see --help)"]
 
 
-@pytest.mark.parametrize("module,flag", [("electra_tf.convert", "--output_dir"), ("pipelines.build_vocab", "--vocab_file")])
+@pytest.mark.parametrize("module,flag", [("electra_tf.convert", "--output_dir"), ("electra_tf.pipelines.build_vocab", "--vocab_file")])
 def test_help_lists_the_programs_flags(module, flag):
     """Flags defined through electra_tf.cli are the program's own in `--help` (not only in --helpfull)."""
     result = subprocess.run([sys.executable, "-m", module, "--help"], cwd=REPO, capture_output=True, text=True,

@@ -15,8 +15,8 @@ README = doc_examples.markdown_examples(doc_examples.REPO / "README.md")
 # Examples that train or export for longer than a few seconds; run with `-m large`.
 LARGE = {
     "README.md: From your own Keras script",  # builds the demo data, then trains
-    "pipelines.demo_corpus.build_demo_data",  # the demo corpus, its vocabulary and records (Beam)
-    "pipelines.build_pretraining_data.build_pretraining_data",  # a Beam pipeline
+    "electra_tf.pipelines.demo_corpus.build_demo_data",  # the demo corpus, its vocabulary and records (Beam)
+    "electra_tf.pipelines.build_pretraining_data.build_pretraining_data",  # a Beam pipeline
 }
 
 

@@ -13,7 +13,7 @@ import tensorflow as tf
 from helpers import REPO, run_python
 from electra_tf.config import get_config
 from electra_tf.training.pretraining import train
-from electra_tf.training import checkpoints
+from electra_tf import run_files
 
 TINY = dict(vocab_size=400, embedding_dim=16, hidden_dim=32, num_layers=2, num_heads=2,
             intermediate_dim=64, seq_length=32, max_sequence_length=32, batch_size=8,
@@ -47,14 +47,14 @@ def test_resume_after_sigkill_continues_from_saved_step_and_optimizer_state(tmp_
     try:
         # Steps are fast: between two polls the run may pass several checkpoints, so wait for
         # any checkpoint at step >= 20 (the 2nd or later), not for ckpt-20 itself.
-        while (latest := checkpoints.latest_checkpoint(str(model_dir))) is None or int(
+        while (latest := run_files.latest_checkpoint(str(model_dir))) is None or int(
                 latest.rsplit("-", 1)[1]) < 20:
             assert proc.poll() is None and time.time() < deadline, "training died before its 2nd checkpoint"
             time.sleep(0.2)
     finally:  # never leave the 100,000-step run behind, even when the wait fails
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-    killed_at = checkpoints.latest_checkpoint(str(model_dir))
+    killed_at = run_files.latest_checkpoint(str(model_dir))
     saved_step = optimizer_iterations(killed_at)
     assert saved_step >= 20
     slot_names = [n for n, _ in tf.train.list_variables(killed_at) if n.startswith("optimizer/slots/")]
@@ -63,13 +63,13 @@ def test_resume_after_sigkill_continues_from_saved_step_and_optimizer_state(tmp_
     # Same command, with a smaller total so it ends soon: it must resume, not restart.
     result = run_python(cli_args(data, model_dir, train_steps=saved_step + 7, save_checkpoints_steps=10))
     assert f"Resumed from {killed_at}" in result.stderr
-    final = checkpoints.latest_checkpoint(str(model_dir))
+    final = run_files.latest_checkpoint(str(model_dir))
     assert optimizer_iterations(final) == saved_step + 7
     assert (model_dir / "discriminator.keras").exists()
 
     # The optimizer state was restored: rebuilding from the killed checkpoint in
     # process (train_steps reached, so no step runs) reproduces the saved moments.
-    config = checkpoints.read_config(str(model_dir)).replace(train_steps=saved_step)
+    config = run_files.read_config(str(model_dir)).replace(train_steps=saved_step)
     resume_dir = tmp_path / "restored"
     (resume_dir / "checkpoints").mkdir(parents=True)
     for f in tf.io.gfile.glob(killed_at + "*"):
@@ -111,7 +111,7 @@ def test_bad_data_mid_run_names_the_culprit_and_keeps_checkpoints(tmp_path, writ
     model_dir = str(tmp_path / "run")
     config = get_config("tiny", **TINY, data=good, train_steps=5, save_checkpoints_steps=5)
     train(config, model_dir, verbose=0)
-    before = checkpoints.latest_checkpoint(model_dir)
+    before = run_files.latest_checkpoint(model_dir)
 
     # A truncated record file: the first record reads, a later one does not.
     bad = write_records(tmp_path / "bad", num_files=1, num_examples=200)
@@ -127,8 +127,8 @@ def test_bad_data_mid_run_names_the_culprit_and_keeps_checkpoints(tmp_path, writ
     with pytest.raises(ValueError, match="vocab_size=400"):
         train(config.replace(data=big, train_steps=500), model_dir, verbose=0)
 
-    assert checkpoints.latest_checkpoint(model_dir) == before
-    pretrainer, _ = checkpoints.restore_pretrainer(model_dir)  # still loads
+    assert run_files.latest_checkpoint(model_dir) == before
+    pretrainer, _ = run_files.restore_pretrainer(model_dir)  # still loads
     assert pretrainer.discriminator.num_layers == 2
 
 

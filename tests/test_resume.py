@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 from helpers import REPO, run_python, write_records
-from electra_tf.training import checkpoints
+from electra_tf import run_files
 from electra_tf.training.named_checkpoint import all_finite
 
 TINY = dict(vocab_size=400, embedding_dim=16, hidden_dim=32, num_layers=2, num_heads=2,
@@ -61,7 +61,7 @@ def env():
 
 def model_weights(model_dir):
     """name -> value of every model variable in the run's latest checkpoint."""
-    path = checkpoints.latest_checkpoint(str(model_dir))
+    path = run_files.latest_checkpoint(str(model_dir))
     reader = tf.train.load_checkpoint(path)
     return path, {n: reader.get_tensor(n) for n, _ in tf.train.list_variables(path)
                   if n.startswith("model/") and "seed_generator" not in n}
@@ -86,7 +86,7 @@ def logged_steps(model_dir, tag="batch_loss"):
 
 
 def latest_step(model_dir):
-    latest = checkpoints.latest_checkpoint(str(model_dir))
+    latest = run_files.latest_checkpoint(str(model_dir))
     return int(latest.rsplit("-", 1)[1]) if latest else 0
 
 
@@ -177,5 +177,5 @@ def test_non_finite_loss_stops_naming_the_step_and_keeps_finite_checkpoints(tmp_
     train(config, model_dir, verbose=0)
     with pytest.raises(FloatingPointError, match=r"at step \d+"):
         train(config.replace(train_steps=40, learning_rate=1e30, save_checkpoints_steps=1), model_dir, verbose=0)
-    pretrainer, _ = checkpoints.restore_pretrainer(model_dir)
+    pretrainer, _ = run_files.restore_pretrainer(model_dir)
     assert all_finite(pretrainer.variables)

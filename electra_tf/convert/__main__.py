@@ -63,7 +63,7 @@ def save(model, target, path):
     from electra_tf import convert
 
     if target == "hf":
-        from electra_tf.training.artefacts import HUGGING_FACE, refuse_other_artefact
+        from electra_tf.run_files import HUGGING_FACE, refuse_other_artefact
 
         refuse_other_artefact(path, "output_dir", HUGGING_FACE)
         return convert.export_hugging_face(model, path)
@@ -91,7 +91,7 @@ def copy_vocab(source, written):
 def convert(source, input_path, target, output_dir, num_heads=None, generator_num_heads=None):
     """Reads `input_path` in format `source`, writes it to `output_dir` as `target`; returns the paths written."""
     if target == "hf":  # before the (slow) load: nothing to do if the output is refused
-        from electra_tf.training.artefacts import HUGGING_FACE, refuse_other_artefact
+        from electra_tf.run_files import HUGGING_FACE, refuse_other_artefact
 
         refuse_other_artefact(output_dir, "output_dir", HUGGING_FACE)
     model = load(source, input_path, num_heads, generator_num_heads)

@@ -49,7 +49,7 @@ def read_config(directory):
     """The `config.json` dict of a Hugging Face directory; a clear error when there is none."""
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"Not a Hugging Face model directory: {directory!r}")
-    config_path = os.path.join(directory, "config.json")
+    config_path = os.path.join(directory, hf_names.HF_CONFIG_FILE)
     if not os.path.exists(config_path):
         raise FileNotFoundError(
             f"No `config.json` in {directory!r} (found: {sorted(os.listdir(directory))})."
@@ -96,8 +96,8 @@ def read_safetensors_dir(directory):
     from safetensors.numpy import load_file
 
     config = read_config(directory)
-    single = os.path.join(directory, "model.safetensors")
-    index = os.path.join(directory, "model.safetensors.index.json")
+    single = os.path.join(directory, hf_names.HF_WEIGHTS_FILE)
+    index = os.path.join(directory, hf_names.HF_WEIGHTS_INDEX_FILE)
     if os.path.exists(single):
         files = [single]
     elif os.path.exists(index):
@@ -254,8 +254,8 @@ def expand_directories(source):
     for path in paths:
         path = path.strip()
         subdirs = [os.path.join(path, s) for s in ("discriminator", "generator")]
-        subdirs = [s for s in subdirs if os.path.exists(os.path.join(s, "config.json"))]
-        if not os.path.exists(os.path.join(path, "config.json")) and subdirs:
+        subdirs = [s for s in subdirs if os.path.exists(os.path.join(s, hf_names.HF_CONFIG_FILE))]
+        if not os.path.exists(os.path.join(path, hf_names.HF_CONFIG_FILE)) and subdirs:
             expanded.extend(subdirs)
         else:
             expanded.append(path)
@@ -497,7 +497,7 @@ def _write(directory, config, weights, role):
             hf_name, transpose = mapped
             state[hf_name] = np.ascontiguousarray(value.T if transpose else value)
     os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, "config.json"), "w", encoding="utf-8") as f:
+    with open(os.path.join(directory, hf_names.HF_CONFIG_FILE), "w", encoding="utf-8") as f:
         json.dump(config, f, indent=2, sort_keys=True)
-    save_file(state, os.path.join(directory, "model.safetensors"), metadata={"format": "pt"})
+    save_file(state, os.path.join(directory, hf_names.HF_WEIGHTS_FILE), metadata={"format": "pt"})
     logging.info("Wrote %d tensors to %s (%s).", len(state), directory, config["architectures"][0])

@@ -30,7 +30,7 @@ import numpy as np
 from absl import logging
 
 from electra_tf.models.encoder import ElectraEncoder
-from electra_tf.models.pretrainer import ElectraPretrainer
+from electra_tf.models.pretrainer import ElectraPretrainer, pretrainer_from_sizes
 
 # Name prefix -> part. Order matters: the first match wins.
 PARTS = (
@@ -314,7 +314,8 @@ def build_model(sizes, generator_sizes=None, **pretrainer_kwargs):
             `layer_norm_epsilon`).
         generator_sizes: dict or None. `num_layers`, `num_heads`,
             `hidden_dim`, `intermediate_dim` of the generator; given, the
-            result is an `ElectraPretrainer` sharing the embeddings.
+            result is an `ElectraPretrainer` sharing the embeddings
+            (`models.pretrainer.pretrainer_from_sizes`).
         **pretrainer_kwargs: passed to `ElectraPretrainer`.
 
     Example:
@@ -327,20 +328,11 @@ def build_model(sizes, generator_sizes=None, **pretrainer_kwargs):
                                              intermediate_dim=32))
         ```
     """
+    if generator_sizes is not None:
+        return pretrainer_from_sizes(sizes, generator_sizes, **pretrainer_kwargs)
     discriminator = ElectraEncoder(**sizes, name="discriminator")
-    if generator_sizes is None:
-        discriminator.build()
-        return discriminator
-    shared = {k: v for k, v in sizes.items() if k not in generator_sizes}
-    generator = ElectraEncoder(
-        **shared, **generator_sizes, embeddings=discriminator.embeddings, name="generator"
-    )
-    return ElectraPretrainer(
-        discriminator=discriminator,
-        generator=generator,
-        name="electra_pretrainer",
-        **pretrainer_kwargs,
-    )
+    discriminator.build()
+    return discriminator
 
 
 def _short(names, limit=12):

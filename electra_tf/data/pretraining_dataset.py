@@ -7,7 +7,7 @@ place the names change.
 
 import tensorflow as tf
 
-FEATURES = ("input_ids", "input_mask", "segment_ids")
+from electra_tf.data.records import FEATURES, SHARD_GLOB
 
 
 def list_files(patterns, flag="data"):
@@ -17,7 +17,7 @@ def list_files(patterns, flag="data"):
         if tf.io.gfile.isdir(pattern):
             raise IsADirectoryError(
                 f"`--{flag}={pattern}` is a folder; give a glob of its record files, e.g. "
-                f"`--{flag}={pattern.rstrip('/')}/pretrain_data.tfrecord-*`."
+                f"`--{flag}={pattern.rstrip('/')}/{SHARD_GLOB}`."
             )
         matched = sorted(path for path in tf.io.gfile.glob(pattern) if not tf.io.gfile.isdir(path))
         if not matched:

@@ -2,7 +2,7 @@
 
 Every path from text to token ids goes through `WordPieceTokenizer`, an in-graph
 tensorflow-text `FastBertTokenizer` (BERT basic tokenization + WordPiece), so the
-ids written by `pipelines.build_pretraining_data` are the ids a served model sees.
+ids written by `electra_tf.pipelines.build_pretraining_data` are the ids a served model sees.
 """
 
 import json
@@ -18,6 +18,7 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 # WordPiece (`{"lower_case": bool, "strip_accents": bool}`). A vocabulary without it is uncased,
 # as every vocabulary before this file existed was.
 SETTINGS_FILE = "tokenizer_config.json"
+VOCAB_FILE = "vocab.txt"  # the file name a vocabulary keeps in every run folder and export
 DEFAULT_SETTINGS = {"lower_case": True, "strip_accents": True}
 
 
@@ -221,7 +222,7 @@ class WordPieceTokenizer(tf.Module):
     def tokenize_lines(self, text):
         """The word-piece ids of every line of a UTF-8 text, in one tokenizer call.
 
-        For bulk text (`pipelines.build_pretraining_data`): the same ids as
+        For bulk text (`electra_tf.pipelines.build_pretraining_data`): the same ids as
         `tokenize(text.split(b"\\n"))`, about 10 % faster on one-sentence-per-line
         text because the op sees one long string instead of many short ones.
         Each newline is swapped for a punctuation character of the vocabulary

@@ -58,7 +58,7 @@ def main(argv):
                                                     "null_threshold")},
         )
     else:
-        from electra_tf.training.finetune_files import load_init
+        from electra_tf.run_files import load_init
 
         encoder, vocab_file = load_init(FLAGS.init, FLAGS.vocab_file)
         if FLAGS.kind == "encoder":

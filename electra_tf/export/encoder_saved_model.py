@@ -21,18 +21,14 @@ lists the encoder's variables in `ElectraEncoder.weights` order, so
 `load_encoder(export_dir)` rebuilds a trainable Keras encoder from it.
 """
 
-import json
 import os
-import tempfile
 
 import tensorflow as tf
 
-from electra_tf.data.tokenizer import SETTINGS_FILE, WordPieceTokenizer, copy_vocab
-from electra_tf.export.serving import Untracked, check_ids, check_texts
+from electra_tf.data.tokenizer import WordPieceTokenizer
+from electra_tf.export.assets import Untracked, add_assets, check_ids, check_texts
 from electra_tf.models.encoder import ElectraEncoder
-
-ENCODER_CONFIG_ASSET = "encoder_config.json"
-VOCAB_ASSET = "vocab.txt"
+from electra_tf.run_files import ENCODER_CONFIG_ASSET, SAVED_MODEL_FILE, load_encoder  # noqa: F401  (read back there)
 
 
 def _ids_spec(name):
@@ -64,15 +60,8 @@ class EncoderModule(tf.Module):
                 f"`vocab_size={encoder.vocab_size}`."
             )
         self.seq_length = seq_length
-        self._config_dir = tempfile.mkdtemp(prefix="electra_export_")
-        vocab_copy = os.path.join(self._config_dir, VOCAB_ASSET)  # the asset keeps its file name
-        copy_vocab(vocab_file, vocab_copy)  # and its tokenizer_config.json, an asset too
-        self.tokenizer_settings_asset = tf.saved_model.Asset(os.path.join(self._config_dir, SETTINGS_FILE))
-        self.vocab_asset = tf.saved_model.Asset(vocab_copy)
-        config_file = os.path.join(self._config_dir, ENCODER_CONFIG_ASSET)
-        with open(config_file, "w") as f:
-            json.dump({"encoder": encoder.get_config(), "seq_length": seq_length}, f, indent=2)
-        self.config_asset = tf.saved_model.Asset(config_file)
+        self._config_dir = add_assets(self, "electra_export_", vocab_file, ENCODER_CONFIG_ASSET,
+                                      {"encoder": encoder.get_config(), "seq_length": seq_length})
 
     @tf.function(input_signature=[_ids_spec("token_ids"), _ids_spec("segment_ids"), _ids_spec("padding_mask")])
     def encode(self, token_ids, segment_ids, padding_mask):
@@ -125,7 +114,7 @@ def export_encoder(encoder, vocab_file, export_dir, seq_length=128):
         tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", "a", "fine", "film"]
         pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
 
-        # A trained one in practice: `training.checkpoints.load_discriminator(run_dir)`.
+        # A trained one in practice: `run_files.load_discriminator(run_dir)`.
         encoder = ElectraEncoder(vocab_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=32,
                                  embedding_dim=16, intermediate_dim=64)
         encoder.build()
@@ -138,34 +127,8 @@ def export_encoder(encoder, vocab_file, export_dir, seq_length=128):
     """
     if not isinstance(encoder, ElectraEncoder):
         raise TypeError(f"`encoder` must be an ElectraEncoder. Received: {type(encoder).__name__}")
-    if tf.io.gfile.exists(os.path.join(export_dir, "saved_model.pb")):
+    if tf.io.gfile.exists(os.path.join(export_dir, SAVED_MODEL_FILE)):
         raise FileExistsError(f"{export_dir} already holds a SavedModel; choose a new folder.")
     module = EncoderModule(encoder, vocab_file, seq_length)
     tf.saved_model.save(module, export_dir, signatures=module.signatures())
     return export_dir
-
-
-def load_encoder(export_dir):
-    """A trainable `ElectraEncoder` rebuilt from an `export_encoder` SavedModel.
-
-    Returns:
-        `(encoder, vocab_file)`; `vocab_file` is the exported asset's path.
-    """
-    config_file = os.path.join(export_dir, "assets", ENCODER_CONFIG_ASSET)
-    if not tf.io.gfile.exists(config_file):
-        raise FileNotFoundError(
-            f"{export_dir} is not an electra_tf encoder export (no assets/{ENCODER_CONFIG_ASSET})."
-        )
-    with tf.io.gfile.GFile(config_file) as f:
-        config = json.load(f)["encoder"]
-    encoder = ElectraEncoder.from_config(config)
-    encoder.build()
-    loaded = tf.saved_model.load(export_dir)
-    if len(loaded.encoder_weights) != len(encoder.weights):
-        raise ValueError(
-            f"{export_dir} holds {len(loaded.encoder_weights)} encoder weights; an encoder with its "
-            f"config has {len(encoder.weights)}."
-        )
-    for target, source in zip(encoder.weights, loaded.encoder_weights):
-        target.assign(source)
-    return encoder, os.path.join(export_dir, "assets", VOCAB_ASSET)

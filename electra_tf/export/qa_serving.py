@@ -23,20 +23,17 @@ empty (or all-whitespace) question or context, or a context with no word
 piece, is an `InvalidArgumentError` naming the input.
 """
 
-import json
 import os
-import tempfile
 
 import tensorflow as tf
 
-from electra_tf.data.tokenizer import SETTINGS_FILE, WordPieceTokenizer, copy_vocab
-from electra_tf.export.serving import SERVING_CONFIG_ASSET, Untracked
+from electra_tf.export.assets import SERVING_CONFIG_ASSET, ServedModel, add_assets
 from electra_tf.export.tagging_serving import _char_offset
 
 NEG_INF = float("-inf")
 
 
-class QAServingModule(tf.Module):
+class QAServingModule(ServedModel):
     """`tf.Module` with a question answerer, its tokenizer and the (question, context) -> answer function.
 
     Args:
@@ -49,25 +46,16 @@ class QAServingModule(tf.Module):
 
     def __init__(self, model, vocab_file, seq_length=384, doc_stride=128, max_query_length=64,
                  max_answer_length=30, null_threshold=None, task="", name=None):
-        super().__init__(name=name)
-        self._model = Untracked(model)
-        self.model_variables = [w.value for w in model.weights]
-        self.tokenizer = WordPieceTokenizer(vocab_file)
-        self.seq_length, self.doc_stride = seq_length, doc_stride
+        super().__init__(model, vocab_file, seq_length, name=name)
+        self.doc_stride = doc_stride
         self.max_query_length, self.max_answer_length = max_query_length, max_answer_length
         self.answerable = model.answerable
         self.null_threshold = 0.0 if null_threshold is None else float(null_threshold)
-        self._tmp = tempfile.mkdtemp(prefix="electra_qa_serving_")
-        config_file = os.path.join(self._tmp, SERVING_CONFIG_ASSET)
-        with open(config_file, "w") as f:
-            json.dump({"task": task, "kind": "span_qa", "seq_length": seq_length, "doc_stride": doc_stride,
-                       "max_query_length": max_query_length, "max_answer_length": max_answer_length,
-                       "answerable": self.answerable, "null_threshold": self.null_threshold}, f, indent=2)
-        vocab_copy = os.path.join(self._tmp, "vocab.txt")
-        copy_vocab(vocab_file, vocab_copy)
-        self.tokenizer_settings_asset = tf.saved_model.Asset(os.path.join(self._tmp, SETTINGS_FILE))
-        self.vocab_asset = tf.saved_model.Asset(vocab_copy)
-        self.config_asset = tf.saved_model.Asset(config_file)
+        self._tmp = add_assets(
+            self, "electra_qa_serving_", vocab_file, SERVING_CONFIG_ASSET,
+            {"task": task, "kind": "span_qa", "seq_length": seq_length, "doc_stride": doc_stride,
+             "max_query_length": max_query_length, "max_answer_length": max_answer_length,
+             "answerable": self.answerable, "null_threshold": self.null_threshold})
         self.serve = tf.function(self._serve, input_signature=[tf.TensorSpec([None], tf.string, name="question"),
                                                                tf.TensorSpec([None], tf.string, name="context")])
 

@@ -27,19 +27,19 @@ a valid input (`[CLS] [SEP]`).
 
 import json
 import os
-import tempfile
 
 import keras
 import tensorflow as tf
 from absl import logging
 
-from electra_tf.data.tokenizer import SETTINGS_FILE, WordPieceTokenizer, copy_vocab
+from electra_tf.export.assets import (  # noqa: F401  (Untracked: its old home)
+    SERVING_CONFIG_ASSET, ServedModel, Untracked, add_assets, check_ids, check_texts)
 from electra_tf.models.classifier import ElectraClassifier
+from electra_tf.models.token_classifier import ElectraTokenClassifier
+from electra_tf import run_files
 
-SERVING_CONFIG_ASSET = "serving_config.json"
 
-
-class ServingModule(tf.Module):
+class ServingModule(ServedModel):
     """`tf.Module` with a classifier, its tokenizer and the two serving functions.
 
     Args:
@@ -54,29 +54,14 @@ class ServingModule(tf.Module):
 
     def __init__(self, classifier, vocab_file, label_names, seq_length=128, pair=False, regression=False,
                  task="", name=None):
-        super().__init__(name=name)
-        # The Keras model is held outside TF's object tracking (Keras would add its own
-        # default signature, traced from build shapes); its variables are tracked here.
-        self._model = Untracked(classifier)
-        self.model_variables = [w.value for w in classifier.weights]
-        self.tokenizer = WordPieceTokenizer(vocab_file)
-        self.seq_length = seq_length
+        super().__init__(classifier, vocab_file, seq_length, name=name)
         self.pair = pair
         self.regression = regression
-        self._tmp = tempfile.mkdtemp(prefix="electra_serving_")
-        labels_file = os.path.join(self._tmp, "labels.txt")
-        with open(labels_file, "w") as f:
-            f.write("".join(f"{name}\n" for name in label_names))
-        config_file = os.path.join(self._tmp, SERVING_CONFIG_ASSET)
-        with open(config_file, "w") as f:
-            json.dump({"task": task, "seq_length": seq_length, "pair": pair, "regression": regression,
-                       "label_names": list(label_names)}, f, indent=2)
-        self.labels_asset = tf.saved_model.Asset(labels_file)
-        vocab_copy = os.path.join(self._tmp, "vocab.txt")  # the asset keeps its file name
-        copy_vocab(vocab_file, vocab_copy)  # and its tokenizer_config.json, an asset too
-        self.tokenizer_settings_asset = tf.saved_model.Asset(os.path.join(self._tmp, SETTINGS_FILE))
-        self.vocab_asset = tf.saved_model.Asset(vocab_copy)
-        self.config_asset = tf.saved_model.Asset(config_file)
+        self._tmp = add_assets(
+            self, "electra_serving_", vocab_file, SERVING_CONFIG_ASSET,
+            {"task": task, "seq_length": seq_length, "pair": pair, "regression": regression,
+             "label_names": list(label_names)},
+            label_names=label_names)
         self.label_names = tf.constant(list(label_names) or [""], tf.string)
 
         ids = [tf.TensorSpec([None, None], tf.int32, name=n) for n in ("token_ids", "segment_ids", "padding_mask")]
@@ -110,40 +95,6 @@ class ServingModule(tf.Module):
 
     def signatures(self):
         return {"serving_default": self.serve_text, "predict_ids": self.predict_ids, "preprocess": self.preprocess}
-
-
-class Untracked:
-    """Holds an object out of `tf.Module` attribute tracking."""
-
-    def __init__(self, obj):
-        self.obj = obj
-
-
-def check_texts(text, text_b=None):
-    """Runtime checks of request texts: rank 1, and equal batch sizes for pairs.
-
-    The signature's `(None,)` shape is not enforced by TF at call time (nor by
-    TF Serving), so a `(batch, 1)` request would otherwise be tokenised as
-    something else; `EnsureShape` turns it into an `InvalidArgumentError`.
-    """
-    text = tf.ensure_shape(text, [None], name="text_must_be_a_vector")
-    if text_b is not None:
-        text_b = tf.ensure_shape(text_b, [None], name="text_b_must_be_a_vector")
-        with tf.control_dependencies([tf.debugging.assert_equal(
-                tf.size(text), tf.size(text_b), message="`text` and `text_b` must have the same batch size")]):
-            text_b = tf.identity(text_b)
-    return text, text_b
-
-
-def check_ids(inputs):
-    """Runtime checks of id inputs: rank 2, all three of one shape."""
-    inputs = {k: tf.ensure_shape(v, [None, None], name=f"{k}_must_be_batch_by_seq_len") for k, v in inputs.items()}
-    shape = tf.shape(inputs["token_ids"])
-    checks = [tf.debugging.assert_equal(tf.shape(inputs[k]), shape,
-                                        message=f"`{k}` must have the shape of `token_ids`")
-              for k in ("segment_ids", "padding_mask")]
-    with tf.control_dependencies(checks):
-        return {k: tf.identity(v) for k, v in inputs.items()}
 
 
 def export_serving(classifier, vocab_file, base_dir, model_name="electra", version=1, label_names=None,
@@ -246,8 +197,9 @@ def load_finetuned(model_dir):
     """
     from electra_tf.models.question_answerer import ElectraQuestionAnswerer  # registered before loading
     from electra_tf.models.token_classifier import ElectraTokenClassifier
-    from electra_tf.training.finetune_files import CLASSIFIER_FILE, FINETUNE_CONFIG_FILE, TOKEN_CLASSIFIER_FILE
 
+    CLASSIFIER_FILE, TOKEN_CLASSIFIER_FILE = run_files.CLASSIFIER_FILE, run_files.TOKEN_CLASSIFIER_FILE
+    FINETUNE_CONFIG_FILE = run_files.FINETUNE_CONFIG_FILE
     if model_dir.endswith(".keras"):
         classifier_file, model_dir = model_dir, os.path.dirname(model_dir)
     else:
@@ -255,12 +207,12 @@ def load_finetuned(model_dir):
         tagger_file = os.path.join(model_dir, TOKEN_CLASSIFIER_FILE)
         if not tf.io.gfile.exists(classifier_file) and tf.io.gfile.exists(tagger_file):
             classifier_file = tagger_file
-        qa_file = os.path.join(model_dir, "question_answerer.keras")
+        qa_file = os.path.join(model_dir, run_files.QUESTION_ANSWERER_FILE)
         if not tf.io.gfile.exists(classifier_file) and tf.io.gfile.exists(qa_file):
             classifier_file = qa_file
     if not tf.io.gfile.exists(classifier_file):
         hint = ""
-        if tf.io.gfile.exists(os.path.join(model_dir, "config.json")):
+        if tf.io.gfile.exists(os.path.join(model_dir, run_files.CONFIG_FILE)):
             hint = " It looks like a pre-training run (config.json, no classifier head):"
         raise FileNotFoundError(
             f"No fine-tuned classifier in {model_dir} (expected {CLASSIFIER_FILE}).{hint} "
@@ -286,4 +238,4 @@ def load_finetuned(model_dir):
             "wrote to serve the task's own label names and pairs.",
             FINETUNE_CONFIG_FILE, classifier_file, classifier.num_labels - 1,
         )
-    return classifier, os.path.join(model_dir, "vocab.txt"), config
+    return classifier, os.path.join(model_dir, run_files.VOCAB_FILE), config

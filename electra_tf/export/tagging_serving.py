@@ -34,15 +34,12 @@ Entities are read from the IOB2 tags as conlleval reads them
 (`tagging_metrics.get_entities`).
 """
 
-import json
 import os
-import tempfile
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from electra_tf.data.tokenizer import SETTINGS_FILE, WordPieceTokenizer, copy_vocab
-from electra_tf.export.serving import SERVING_CONFIG_ASSET, Untracked, check_ids, check_texts
+from electra_tf.export.assets import SERVING_CONFIG_ASSET, ServedModel, add_assets, check_ids, check_texts
 
 # Python's `str.isspace` characters (BERT's whitespace plus the other separators).
 _SPACE = r"\t-\r\x{1C}-\x{1F}\x{85}\p{Z}"
@@ -53,7 +50,7 @@ KEPT_DELIMITERS = rf"[\p{{P}}\p{{S}}{_CJK}]"  # words of one character
 WORD_DELIMITERS = rf"[{_SPACE}]+|{KEPT_DELIMITERS}"  # split on these, keep the kept ones
 
 
-class TaggingServingModule(tf.Module):
+class TaggingServingModule(ServedModel):
     """`tf.Module` with a token classifier, its tokenizer and the two serving functions.
 
     Args:
@@ -69,32 +66,19 @@ class TaggingServingModule(tf.Module):
 
     def __init__(self, tagger, vocab_file, label_names, seq_length=128, spans=True, task="", stride=None,
                  name=None):
-        super().__init__(name=name)
         max_pieces = seq_length - 2
         stride = max(1, max_pieces // 2) if stride is None else int(stride)
         if max_pieces < 1 or not 1 <= stride <= max_pieces:
             raise ValueError(f"Need `seq_length >= 3` and `1 <= stride <= seq_length - 2`. "
                              f"Received: `seq_length={seq_length}`, `stride={stride}`")
-        self._model = Untracked(tagger)
-        self.model_variables = [w.value for w in tagger.weights]
-        self.tokenizer = WordPieceTokenizer(vocab_file)
-        self.seq_length = seq_length
+        super().__init__(tagger, vocab_file, seq_length, name=name)
         self.stride = stride
         self.spans = spans
-        self._tmp = tempfile.mkdtemp(prefix="electra_tagging_serving_")
-        labels_file = os.path.join(self._tmp, "labels.txt")
-        with open(labels_file, "w") as f:
-            f.write("".join(f"{label}\n" for label in label_names))
-        config_file = os.path.join(self._tmp, SERVING_CONFIG_ASSET)
-        with open(config_file, "w") as f:
-            json.dump({"task": task, "kind": "tagging", "seq_length": seq_length, "stride": stride,
-                       "spans": spans, "label_names": list(label_names)}, f, indent=2)
-        self.labels_asset = tf.saved_model.Asset(labels_file)
-        vocab_copy = os.path.join(self._tmp, "vocab.txt")
-        copy_vocab(vocab_file, vocab_copy)
-        self.tokenizer_settings_asset = tf.saved_model.Asset(os.path.join(self._tmp, SETTINGS_FILE))
-        self.vocab_asset = tf.saved_model.Asset(vocab_copy)
-        self.config_asset = tf.saved_model.Asset(config_file)
+        self._tmp = add_assets(
+            self, "electra_tagging_serving_", vocab_file, SERVING_CONFIG_ASSET,
+            {"task": task, "kind": "tagging", "seq_length": seq_length, "stride": stride, "spans": spans,
+             "label_names": list(label_names)},
+            label_names=label_names)
         self.label_names = tf.constant(list(label_names), tf.string)
         self.serve_text = tf.function(self._serve_text, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
         ids = [tf.TensorSpec([None, None], tf.int32, name=n) for n in ("token_ids", "segment_ids", "padding_mask")]

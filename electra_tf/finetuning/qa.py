@@ -37,7 +37,8 @@ from electra_tf.finetuning import qa_metrics, squad
 from electra_tf.finetuning.qa_features import build_qa_features
 from electra_tf.models.question_answerer import ElectraQuestionAnswerer
 from electra_tf.training import distribute
-from electra_tf.training.finetune_files import FINETUNE_CONFIG_FILE, RESULTS_FILE, load_init
+from electra_tf.run_files import (FINETUNE_CONFIG_FILE, NULL_ODDS_FILE, PREDICTIONS_FILE, QUESTION_ANSWERER_FILE,
+                                  RESULTS_FILE, load_init)
 from electra_tf.training.finetuning import (
     check_model,
     create_optimizer,
@@ -47,9 +48,6 @@ from electra_tf.training.finetuning import (
     summarize,
 )
 
-QUESTION_ANSWERER_FILE = "question_answerer.keras"
-PREDICTIONS_FILE = "predictions.json"
-NULL_ODDS_FILE = "null_odds.json"
 INPUTS = ("token_ids", "segment_ids", "padding_mask")
 LENGTH_MULTIPLE = 16
 SPLIT_FILES = {"train": "train.json", "dev": "dev.json"}

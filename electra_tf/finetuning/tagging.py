@@ -3,7 +3,7 @@
 `run_tagging(config)` is what `python -m electra_tf.finetune --task conll2003`
 (or `--task_kind tagging` for any CoNLL-column files) runs: `num_trials` runs
 from the same `--init`, each scored on the dev split, results and the best
-trial's model written to `output_dir` (see `electra_tf.training.finetune_files`).
+trial's model written to `output_dir` (see `electra_tf.run_files`).
 
 The recipe is the classification one (reference section 5: layer-wise LR
 decay, AdamW epsilon 1e-6, clip 1.0, 10 % warmup then linear decay) with the
@@ -15,7 +15,6 @@ WordPiece (`tagging_features`), cross-entropy averaged over those pieces only
 accuracy for all (the headline of POS).
 """
 
-import json
 import os
 import time
 
@@ -36,11 +35,11 @@ from electra_tf.finetuning.tagging_features import (
 from electra_tf.finetuning.tagging_metrics import entity_scores, token_accuracy
 from electra_tf.models.token_classifier import ElectraTokenClassifier
 from electra_tf.training import distribute
-from electra_tf.training.finetune_files import (
-    FINETUNE_CONFIG_FILE,
-    RESULTS_FILE,
+from electra_tf.run_files import (
     TOKEN_CLASSIFIER_FILE,
+    VOCAB_FILE,
     load_init,
+    write_results,
 )
 from electra_tf.training.finetuning import (
     create_optimizer,
@@ -291,7 +290,7 @@ def run_tagging(config, strategy=None):
         if best is None or headline > best[0]:
             best = (headline, trial)
             model.save(os.path.join(output_dir, TOKEN_CLASSIFIER_FILE))
-            copy_vocab(found_vocab, os.path.join(output_dir, "vocab.txt"))
+            copy_vocab(found_vocab, os.path.join(output_dir, VOCAB_FILE))
 
     summary = {f"dev_{name}": summarize([t["dev"][name] for t in trials]) for name in trials[0]["dev"]}
     results = {
@@ -308,17 +307,14 @@ def run_tagging(config, strategy=None):
         "summary": summary,
         "hparams": config.hparams(),
     }
-    with tf.io.gfile.GFile(os.path.join(output_dir, RESULTS_FILE), "w") as f:
-        json.dump(results, f, indent=2)
-    with tf.io.gfile.GFile(os.path.join(output_dir, FINETUNE_CONFIG_FILE), "w") as f:
-        json.dump({
-            "task": task.name,
-            "kind": "tagging",
-            "label_names": labels,
-            "scheme": "IOB2" if task.scheme else None,
-            "max_seq_length": config.max_seq_length,
-            "stride": config.stride,
-        }, f, indent=2)
+    write_results(output_dir, results, {
+        "task": task.name,
+        "kind": "tagging",
+        "label_names": labels,
+        "scheme": "IOB2" if task.scheme else None,
+        "max_seq_length": config.max_seq_length,
+        "stride": config.stride,
+    })
     if output_dir != config.output_dir:
         tf.io.gfile.rmtree(output_dir)
     logging.info("dev %s over %d trial(s): %s", task.metric, config.num_trials,

@@ -5,27 +5,41 @@ generator, samples, corrupts, runs the discriminator and returns every loss
 and statistic; `train_step` / `test_step` only add gradients and metrics.
 """
 
+import typing
+
 import keras
 import tensorflow as tf
 from keras_hub.layers import MaskedLMHead
 
 from electra_tf.layers.discriminator_head import DiscriminatorHead
-from electra_tf.layers.masking import SAMPLERS, mask_tokens, scatter_positions
+from electra_tf.layers.masking import mask_tokens, scatter_positions
+from electra_tf.layers.replicas import all_gather, all_reduce_sum, global_mean, is_multi_worker
+from electra_tf.layers.sampling import SAMPLERS
 from electra_tf.models.encoder import ElectraEncoder
+from electra_tf.objectives import get_objective
 
-# What each objective trains (paper section 3.2 and Table 5), as data:
-#   generator: a small MLM generator replaces the chosen tokens with samples;
-#   task: what the discriminator-sized encoder learns from its input:
-#     "rtd" replaced-token detection on every real token, "rtd_chosen" only on
-#     the chosen 15 %, "mlm" the original token at the chosen positions,
-#     "mlm_all" the original token at every real position.
-OBJECTIVES = {
-    "electra": dict(generator=True, task="rtd"),
-    "electra_15": dict(generator=True, task="rtd_chosen"),
-    "replace_mlm": dict(generator=True, task="mlm"),
-    "all_tokens_mlm": dict(generator=True, task="mlm_all"),
-    "mlm": dict(generator=False, task="mlm"),
-}
+
+class StepOutputs(typing.NamedTuple):
+    """What `ElectraPretrainer.compute_losses` computed for one batch (None: not by this objective).
+
+    `loss` is this replica's share of the global-batch loss; the rest are per
+    slot `(batch, slots)` or per position `(batch, seq_len)` tensors of this
+    replica's rows.
+    """
+
+    loss: typing.Any  # scalar: gen_weight * generator MLM + disc_weight * discriminator loss
+    weights: typing.Any  # (batch, slots) 1.0 at chosen positions, 0.0 at padding slots
+    targets: typing.Any  # (batch, slots) the original ids at the chosen positions
+    positions: typing.Any  # (batch, slots) the chosen positions
+    mlm_losses: typing.Any = None  # (batch, slots) generator MLM (BERT: the encoder's MLM) cross-entropy
+    mlm_correct: typing.Any = None  # (batch, slots) its argmax is the original
+    sampled_correct: typing.Any = None  # (batch, slots) the generator's sample is the original
+    disc_logits: typing.Any = None  # (batch, seq_len) replaced-token logits (RTD objectives)
+    disc_labels: typing.Any = None  # (batch, seq_len) 1.0 where the token was replaced
+    disc_weights: typing.Any = None  # the discriminator loss's weights: per position (RTD) or per slot
+    disc_ids: typing.Any = None  # (batch, seq_len) the corrupted input (RTD objectives)
+    disc_losses: typing.Any = None  # the discriminator loss per position (RTD) or slot (MLM objectives)
+    disc_correct: typing.Any = None  # the discriminator-sized MLM's argmax is the original (MLM objectives)
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -45,13 +59,13 @@ class ElectraPretrainer(keras.Model):
         generator: `ElectraEncoder` or None. Must read through the
             discriminator's `embeddings` (the same layer object). None for
             `objective="mlm"`.
-        objective: str. A key of `OBJECTIVES`.
+        objective: str. A key of `electra_tf.objectives.OBJECTIVES`.
         num_predictions: int. Prediction slots per sequence.
         mask_prob, mask_token_prob, mask_with_replacement: masking, see `mask_tokens`.
         gen_weight, disc_weight: float. Loss weights (1 and 50 in the paper).
         temperature: float. Sampling temperature.
         disallow_correct: bool. Never sample the original token.
-        sampler: str. A key of `masking.SAMPLERS`: "gumbel" (the reference's
+        sampler: str. A key of `sampling.SAMPLERS`: "gumbel" (the reference's
             Gumbel-max) or "inverse_cdf" (same distribution, cheaper on CPU).
         pad_id, cls_id, sep_id, mask_id: int. Special token ids.
         seed: int. Base of the stateless masking/sampling stream.
@@ -99,12 +113,10 @@ class ElectraPretrainer(keras.Model):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if objective not in OBJECTIVES:
-            raise ValueError(f"Unknown `objective={objective!r}`. Choose one of {list(OBJECTIVES)}.")
-        spec = OBJECTIVES[objective]
-        if spec["generator"] != (generator is not None):
+        spec = get_objective(objective)
+        if spec.generator != (generator is not None):
             raise ValueError(
-                f"`objective={objective!r}` {'needs' if spec['generator'] else 'takes no'} "
+                f"`objective={objective!r}` {'needs' if spec.generator else 'takes no'} "
                 f"generator. Received: `generator={generator!r}`"
             )
         if generator is not None and generator.embeddings is not discriminator.embeddings:
@@ -127,8 +139,8 @@ class ElectraPretrainer(keras.Model):
         self.generator_head = (
             MaskedLMHead(name="generator_predictions", **head_kwargs) if generator else None
         )
-        self.task = spec["task"]
-        if self.task.startswith("rtd"):
+        self.task = spec.task
+        if spec.detects_replacements:
             self.discriminator_head = DiscriminatorHead(
                 discriminator.hidden_dim,
                 initializer_range=discriminator.initializer_range,
@@ -202,7 +214,7 @@ class ElectraPretrainer(keras.Model):
 
     # --- The ELECTRA step ---
     def compute_losses(self, batch, seed, training):
-        """Masks, generates, samples, corrupts, discriminates. Returns a dict of tensors.
+        """Masks, generates, samples, corrupts, discriminates. Returns a `StepOutputs`.
 
         Losses are this replica's share of the global-batch mean: summed over
         local positions and divided by the global count, so summing over
@@ -247,7 +259,7 @@ class ElectraPretrainer(keras.Model):
             replaced_at = scatter_positions(tf.cast(weights, tf.int32), positions, seq_len) > 0
             sampled_at = scatter_positions(sampled * tf.cast(weights, tf.int32), positions, seq_len)
             disc_ids = tf.where(replaced_at, sampled_at, token_ids)
-            total += self.gen_weight * _global_mean(out["mlm_losses"], weights)
+            total += self.gen_weight * global_mean(out["mlm_losses"], weights)
 
         hidden = self.discriminator(inputs(disc_ids), training=training)
         if self.task.startswith("rtd"):
@@ -259,7 +271,7 @@ class ElectraPretrainer(keras.Model):
             out.update(disc_logits=disc_logits, disc_labels=labels, disc_weights=disc_weights)
             out["disc_ids"] = disc_ids
             out["disc_losses"] = tf.nn.sigmoid_cross_entropy_with_logits(labels, disc_logits)
-            total += self.disc_weight * _global_mean(out["disc_losses"], disc_weights)
+            total += self.disc_weight * global_mean(out["disc_losses"], disc_weights)
         else:
             if self.task == "mlm_all":
                 task_positions = tf.broadcast_to(tf.range(seq_len)[None], tf.shape(token_ids))
@@ -271,13 +283,12 @@ class ElectraPretrainer(keras.Model):
             task_correct = _correct(task_targets, logits)
             if self.generator is None:  # BERT: the encoder's MLM is the main loss
                 out.update(mlm_losses=task_losses, mlm_correct=task_correct)
-                total += _global_mean(task_losses, task_weights)
+                total += global_mean(task_losses, task_weights)
             else:
                 out.update(disc_losses=task_losses, disc_correct=task_correct)
                 out["disc_weights"] = task_weights
-                total += _global_mean(task_losses, task_weights)
-        out["loss"] = total
-        return out
+                total += global_mean(task_losses, task_weights)
+        return StepOutputs(loss=total, **out)
 
     def _step_seed(self, salt):
         # Keras' `iterations` counts updates; with gradient accumulation every
@@ -292,7 +303,7 @@ class ElectraPretrainer(keras.Model):
         data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
         with tf.GradientTape() as tape:
             out = self.compute_losses(data, self._step_seed(0), training=True)
-            loss = self.optimizer.scale_loss(out["loss"])
+            loss = self.optimizer.scale_loss(out.loss)
         gradients = tape.gradient(loss, self.trainable_variables)
         self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
         return self._update_metrics(out)
@@ -306,30 +317,31 @@ class ElectraPretrainer(keras.Model):
         # Metrics see the whole global batch on every replica (gathered), so
         # each replica's result is the global one and Keras' mean over
         # replicas is exact, AUC included.
-        out = {k: _all_gather(v) for k, v in out.items() if k in _METRIC_INPUTS} | {
-            "loss": _all_reduce_sum(out["loss"])
-        }
-        self.loss_tracker.update_state(out["loss"])
-        weights = out["weights"]
-        if "mlm_losses" in out:
-            self.mlm_loss_tracker.update_state(out["mlm_losses"], sample_weight=weights)
-            self.mlm_accuracy.update_state(out["mlm_correct"], sample_weight=weights)
+        out = out._replace(
+            loss=all_reduce_sum(out.loss),
+            **{k: all_gather(getattr(out, k)) for k in _METRIC_INPUTS if getattr(out, k) is not None},
+        )
+        self.loss_tracker.update_state(out.loss)
+        weights = out.weights
+        if out.mlm_losses is not None:
+            self.mlm_loss_tracker.update_state(out.mlm_losses, sample_weight=weights)
+            self.mlm_accuracy.update_state(out.mlm_correct, sample_weight=weights)
         if self.sampled_mlm_accuracy is not None:
-            self.sampled_mlm_accuracy.update_state(out["sampled_correct"], sample_weight=weights)
-        if "disc_losses" in out:
-            self.disc_loss_tracker.update_state(out["disc_losses"], sample_weight=out["disc_weights"])
-        if "disc_logits" in out:
-            labels, probs, disc_weights = out["disc_labels"], tf.sigmoid(out["disc_logits"]), out["disc_weights"]
+            self.sampled_mlm_accuracy.update_state(out.sampled_correct, sample_weight=weights)
+        if out.disc_losses is not None:
+            self.disc_loss_tracker.update_state(out.disc_losses, sample_weight=out.disc_weights)
+        if out.disc_logits is not None:
+            labels, probs, disc_weights = out.disc_labels, tf.sigmoid(out.disc_logits), out.disc_weights
             correct = tf.cast(tf.equal(labels, tf.cast(probs > 0.5, tf.float32)), tf.float32)
             self.disc_accuracy.update_state(correct, sample_weight=disc_weights)
             for metric in (self.disc_auc, self.disc_precision, self.disc_recall):
                 metric.update_state(labels, probs, sample_weight=disc_weights)
-        elif "disc_correct" in out:
-            self.disc_accuracy.update_state(out["disc_correct"], sample_weight=out["disc_weights"])
+        elif out.disc_correct is not None:
+            self.disc_accuracy.update_state(out.disc_correct, sample_weight=out.disc_weights)
         logs = {m.name: m.result() for m in self.metrics}
         if self.optimizer is not None:
             logs["learning_rate"] = tf.cast(self.optimizer.learning_rate, tf.float32)
-        if _multi_worker(tf.distribute.get_strategy()):
+        if is_multi_worker(tf.distribute.get_strategy()):
             # Keras reduces multi-worker logs with MEAN over axis 0, which a
             # scalar lacks; the values are already global, so rank 1 is exact.
             logs = {k: tf.reshape(v, [1]) for k, v in logs.items()}
@@ -395,8 +407,8 @@ class ElectraPretrainer(keras.Model):
 
 
 def build_pretrainer(config):
-    """An `ElectraPretrainer` from an `electra_tf.config.ElectraConfig`."""
-    shared = dict(
+    """An `ElectraPretrainer` from an `electra_tf.config.ElectraConfig` (see `pretrainer_from_sizes`)."""
+    sizes = dict(
         vocab_size=config.vocab_size,
         embedding_dim=config.embedding_dim,
         dropout=config.dropout,
@@ -406,29 +418,22 @@ def build_pretrainer(config):
         layer_norm_epsilon=config.layer_norm_epsilon,
         initializer_range=config.initializer_range,
         embeddings_project_initializer=config.embeddings_project_initializer,
-    )
-    discriminator = ElectraEncoder(
         num_layers=config.num_layers,
         num_heads=config.num_heads,
         hidden_dim=config.hidden_dim,
         intermediate_dim=config.intermediate_dim,
-        name="discriminator",
-        **shared,
     )
-    generator = None
-    if OBJECTIVES[config.objective]["generator"]:
-        generator = ElectraEncoder(
+    generator_sizes = None
+    if get_objective(config.objective).generator:
+        generator_sizes = dict(
             num_layers=config.num_layers,
             num_heads=config.generator_num_heads,
             hidden_dim=config.generator_hidden_dim,
             intermediate_dim=config.generator_intermediate_dim,
-            embeddings=discriminator.embeddings,
-            name="generator",
-            **shared,
         )
-    return ElectraPretrainer(
-        discriminator=discriminator,
-        generator=generator,
+    return pretrainer_from_sizes(
+        sizes,
+        generator_sizes,
         objective=config.objective,
         num_predictions=config.num_predictions,
         mask_prob=config.mask_prob,
@@ -445,7 +450,37 @@ def build_pretrainer(config):
         mask_id=config.mask_id,
         seed=config.seed,
         discriminator_output_initializer=config.discriminator_output_initializer,
+    )
+
+
+def pretrainer_from_sizes(sizes, generator_sizes=None, **pretrainer_kwargs):
+    """The one way an `ElectraPretrainer` is assembled: a discriminator, a generator sharing its embeddings.
+
+    Args:
+        sizes: dict of `ElectraEncoder` arguments for the discriminator.
+        generator_sizes: dict or None. The generator's own arguments (`num_layers`,
+            `num_heads`, `hidden_dim`, `intermediate_dim`); the others are the
+            discriminator's. None: no generator (`objective="mlm"`).
+        **pretrainer_kwargs: passed to `ElectraPretrainer`.
+
+    Example:
+        ```python
+        sizes = dict(vocab_size=200, num_layers=1, num_heads=1, hidden_dim=32,
+                     embedding_dim=16, intermediate_dim=64)
+        pretrainer = pretrainer_from_sizes(sizes, dict(num_layers=1, num_heads=1, hidden_dim=8,
+                                                       intermediate_dim=32))
+        ```
+    """
+    discriminator = ElectraEncoder(**sizes, name="discriminator")
+    generator = None
+    if generator_sizes is not None:
+        shared = {k: v for k, v in sizes.items() if k not in generator_sizes}
+        generator = ElectraEncoder(**shared, **generator_sizes, embeddings=discriminator.embeddings, name="generator")
+    return ElectraPretrainer(
+        discriminator=discriminator,
+        generator=generator,
         name="electra_pretrainer",
+        **pretrainer_kwargs,
     )
 
 
@@ -462,33 +497,3 @@ def _cross_entropy(targets, logits):
 
 def _correct(targets, logits):
     return tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), targets), tf.float32)
-
-
-def _global_mean(values, weights):
-    """This replica's share of the weighted mean over the global batch."""
-    weights = tf.cast(weights, tf.float32)
-    return tf.reduce_sum(values * weights) / (_all_reduce_sum(tf.reduce_sum(weights)) + 1e-6)
-
-
-def _replica_context():
-    context = tf.distribute.get_replica_context()
-    return context if context is not None and context.num_replicas_in_sync > 1 else None
-
-
-def _all_gather(value):
-    """`value` of every replica concatenated on axis 0 (identity on one replica)."""
-    context = _replica_context()
-    if context is None or value.shape.rank == 0:
-        return value
-    return context.all_gather(value, axis=0)
-
-
-def _all_reduce_sum(value):
-    context = _replica_context()
-    return value if context is None else context.all_reduce(tf.distribute.ReduceOp.SUM, value)
-
-
-def _multi_worker(strategy):
-    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and (
-        strategy.extended._in_multi_worker_mode()
-    )

@@ -2,11 +2,11 @@
 
 import keras
 
-from electra_tf.models.encoder import ElectraEncoder  # noqa: F401  (registered for `from_config`)
+from electra_tf.models.task_model import EncoderWithHead
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ElectraTokenClassifier(keras.Model):
+class ElectraTokenClassifier(EncoderWithHead):
     """Every token's hidden state -> dropout -> dense(num_labels), on top of an `ElectraEncoder`.
 
     The reference tagging head (official `finetune/tagging`): the encoder's
@@ -25,6 +25,7 @@ class ElectraTokenClassifier(keras.Model):
 
     Call inputs: dict with int32 `token_ids`, `segment_ids`, `padding_mask`
     `(batch, seq_len)`. Returns logits `(batch, seq_len, num_labels)`.
+    Constructor, build and config: `task_model.EncoderWithHead`.
 
     Example:
     >>> import numpy as np
@@ -38,34 +39,7 @@ class ElectraTokenClassifier(keras.Model):
     (2, 8, 9)
     """
 
-    def __init__(self, encoder, num_labels, dropout=0.1, initializer_range=None, **kwargs):
-        super().__init__(**kwargs)
-        if not isinstance(num_labels, int) or num_labels < 1:
-            raise ValueError(f"`num_labels` must be a positive int. Received: `num_labels={num_labels!r}`")
-        if initializer_range is None:
-            initializer_range = getattr(encoder, "initializer_range", 0.02)
-        # === Layers ===
-        self.encoder = encoder
-        self.head_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="head_dropout")
-        self.head = keras.layers.Dense(
-            num_labels,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
-            dtype=self.dtype_policy,
-            name="task_head",
-        )
-
-        # === Config ===
-        self.num_labels = num_labels
-        self.dropout = dropout
-        self.initializer_range = initializer_range
-
-    def build(self, input_shape=None):
-        if self.built:
-            return
-        if not self.encoder.built:
-            self.encoder.build(input_shape)
-        self.head.build((None, None, self.encoder.hidden_dim))
-        self.built = True
+    head_input_rank = 3
 
     def call(self, inputs, training=None):
         sequence = self.encoder(inputs, training=training)
@@ -73,18 +47,4 @@ class ElectraTokenClassifier(keras.Model):
         return keras.ops.cast(logits, "float32")
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "num_labels": self.num_labels,
-            "dropout": self.dropout,
-            "initializer_range": self.initializer_range,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
+        return {**super().get_config(), "dtype": keras.dtype_policies.serialize(self.dtype_policy)}

@@ -3,14 +3,13 @@
 `run_finetuning(spec, data_dir, init, output_dir, ...)` is what
 `python -m electra_tf.finetune` runs: `num_trials` fine-tuning runs from the
 same `init`, each scored on the dev split(s), results written to `output_dir`
-(see `electra_tf.training.finetune_files`).
+(see `electra_tf.run_files`).
 
 Reference recipe (section 5): [CLS] -> dropout 0.1 -> dense, AdamW without
 weight decay, epsilon 1e-6, clip 1.0, 10 % warmup then linear decay,
 layer-wise LR decay. Trial i uses seed `seed + i`.
 """
 
-import json
 import os
 import statistics
 import time
@@ -26,11 +25,13 @@ from electra_tf.finetuning.config import FinetuneConfig
 from electra_tf.models.classifier import ElectraClassifier
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.training import distribute
-from electra_tf.training.finetune_files import (
+from electra_tf.run_files import (
     CLASSIFIER_FILE,
-    FINETUNE_CONFIG_FILE,
-    RESULTS_FILE,
+    FINETUNING_OUTPUT,
+    VOCAB_FILE,
     load_init,
+    refuse_other_artefact,
+    write_results,
 )
 from electra_tf.training.layerwise_lr import LayerwiseAdamW
 from electra_tf.training.optimization import WarmupLinearDecay
@@ -89,8 +90,6 @@ def check_arguments(init, output_dir):
 
     (Flag ranges are checked by `FinetuneConfig`.)
     """
-    from electra_tf.training.artefacts import FINETUNING_OUTPUT, refuse_other_artefact
-
     if init and os.path.abspath(output_dir) == os.path.abspath(init):
         raise ValueError(f"`--output_dir={output_dir}` is `--init`: the fine-tuned model would be written into "
                          "the model it starts from. Choose another --output_dir.")
@@ -228,7 +227,7 @@ def run_finetuning(spec, data_dir, init, output_dir, vocab_file=None, strategy=N
             best = (headline, trial)
             tf.io.gfile.makedirs(output_dir)
             classifier.save(os.path.join(output_dir, CLASSIFIER_FILE))
-            copy_vocab(found_vocab, os.path.join(output_dir, "vocab.txt"))
+            copy_vocab(found_vocab, os.path.join(output_dir, VOCAB_FILE))
 
     summary = {}
     for split in devs:
@@ -246,17 +245,14 @@ def run_finetuning(spec, data_dir, init, output_dir, vocab_file=None, strategy=N
         "summary": summary,
         "hparams": dict(config.hparams(), both_orders=both_orders),
     }
-    with tf.io.gfile.GFile(os.path.join(output_dir, RESULTS_FILE), "w") as f:
-        json.dump(results, f, indent=2)
-    with tf.io.gfile.GFile(os.path.join(output_dir, FINETUNE_CONFIG_FILE), "w") as f:
-        json.dump({
-            "task": spec.name,
-            "kind": "classification",
-            "label_names": spec.names,
-            "regression": spec.is_regression,
-            "pair": train[0].text_b is not None,
-            "max_seq_length": config.max_seq_length,
-        }, f, indent=2)
+    write_results(output_dir, results, {
+        "task": spec.name,
+        "kind": "classification",
+        "label_names": spec.names,
+        "regression": spec.is_regression,
+        "pair": train[0].text_b is not None,
+        "max_seq_length": config.max_seq_length,
+    })
     if output_dir != config.output_dir:
         tf.io.gfile.rmtree(output_dir)
     key = f"dev_{spec.metric}"

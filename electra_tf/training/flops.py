@@ -28,18 +28,19 @@ Table 1 prints 1.4e18 (and 8.9e16 for 6.25 % of the run, i.e. 1.42e18).
 `tests/training/test_flops.py` documents the gap term by term.
 """
 
+from electra_tf.objectives import OBJECTIVES, get_objective
+
 # Counted per element by the paper's script (flops_computation.py).
 _PAPER_DROPOUT, _PAPER_LAYER_NORM, _PAPER_ACTIVATION, _PAPER_SOFTMAX = 4, 5, 8, 5
 _PAPER_OUTPUT_FRAC = 0.15625  # share of positions with an output softmax (20 / 128)
 
-# What the discriminator-sized encoder computes after its layers, per objective.
-_TASK_HEAD = {
-    "electra": "rtd",
-    "electra_15": "rtd",  # loss on the chosen 15 % only, head still runs everywhere
-    "replace_mlm": "mlm_masked",
-    "all_tokens_mlm": "mlm_all",
-    "mlm": "mlm_masked",
-}
+
+def _task_head(objective):
+    """What the discriminator-sized encoder computes after its layers: "rtd" (the RTD head at every
+    position, "electra_15" included: its loss covers the chosen 15 % only), "mlm_all" (an MLM head at
+    every position) or "mlm_masked" (at the chosen slots)."""
+    task = get_objective(objective).task
+    return "rtd" if task.startswith("rtd") else "mlm_all" if task == "mlm_all" else "mlm_masked"
 
 
 def _encoder_forward(seq_length, embedding_dim, hidden_dim, intermediate_dim, num_layers):
@@ -75,11 +76,10 @@ def breakdown(config):
         breakdown(get_config("small"))["train"] / 1e9  # 8.98 GFLOP per sequence
         ```
     """
-    if config.objective not in _TASK_HEAD:
-        raise ValueError(f"Unknown `objective={config.objective!r}`. Choose one of {list(_TASK_HEAD)}.")
+    head = _task_head(config.objective)
     s, e, v, p = config.seq_length, config.embedding_dim, config.vocab_size, config.num_predictions
     parts = {}
-    if config.objective == "mlm":
+    if not get_objective(config.objective).generator:
         parts.update(generator_embeddings_project=0.0, generator_layers=0.0, generator_head=0.0)
     else:
         hg = config.generator_hidden_dim
@@ -91,7 +91,6 @@ def breakdown(config):
         )
     h = config.hidden_dim
     project, layers = _encoder_forward(s, e, h, config.intermediate_dim, config.num_layers)
-    head = _TASK_HEAD[config.objective]
     if head == "rtd":
         head_flops = s * (2 * h * h + 2 * h)
     else:
@@ -124,7 +123,7 @@ def paper_train_flops_per_sequence(config, output_frac=_PAPER_OUTPUT_FRAC):
         output_frac: float. Share of positions the generator's softmax covers
             (0.15625 in the paper's script; 1.0 = every position).
     """
-    if _TASK_HEAD.get(config.objective) != "rtd":
+    if config.objective not in OBJECTIVES or _task_head(config.objective) != "rtd":
         raise ValueError(f"The paper's count is defined for ELECTRA only. Received: `objective={config.objective!r}`")
     s, e, v = config.seq_length, config.embedding_dim, config.vocab_size
 

@@ -13,24 +13,31 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf.data.pretraining_dataset import check_record_format, list_files, pretraining_dataset
+from electra_tf.data import records
 from electra_tf.data import tokenizer as tokenizer_lib
 from electra_tf.models.pretrainer import build_pretrainer
-from electra_tf.training import callbacks, checkpoints, distribute
+from electra_tf import run_files
+from electra_tf.training import callbacks, distribute
 from electra_tf.training.named_checkpoint import NamedCheckpoint
 from electra_tf.training.optimization import create_optimizer
 
 
-def resolve_data(config, demo_dir, model_dir=None):
+def resolve_data(config, demo_dir, model_dir=None, build_demo_data=None):
     """Fills in `data`, `vocab_file`, `vocab_size` and the special ids from the data.
 
     Without `--vocab_file`, the vocabulary is the `vocab.txt` beside the
     records, else the one of the run in `model_dir`; records without either are
     refused (their ids would mean nothing).
+
+    `--data=demo` is built by `build_demo_data(output_dir, seq_length=...)`
+    (`electra_tf.pipelines.demo_corpus.build_demo_data`: the library does not
+    import the data tools; `electra_tf.demo_data.resolve_data` passes it).
     """
     overrides = {}
     if config.data == "demo":
-        from pipelines.demo_corpus import build_demo_data
-
+        if build_demo_data is None:
+            raise ValueError("`--data=demo` needs the demo corpus builder: call "
+                             "`electra_tf.demo_data.resolve_data` (or pass `build_demo_data`).")
         demo = build_demo_data(os.path.expanduser(demo_dir), seq_length=config.seq_length)
         overrides.update(data=demo["data"], vocab_file=demo["vocab_file"])
     vocab_file = overrides.get("vocab_file", config.vocab_file) or find_vocabulary(config.data, model_dir)
@@ -45,16 +52,16 @@ def resolve_data(config, demo_dir, model_dir=None):
 def find_vocabulary(patterns, model_dir=None):
     """The `vocab.txt` beside the records of `patterns`, else in `model_dir`; an error when there is none."""
     folders = sorted({os.path.dirname(path) for path in list_files(patterns)})
-    candidates = [os.path.join(folder, checkpoints.VOCAB_FILE) for folder in folders]
+    candidates = [os.path.join(folder, run_files.VOCAB_FILE) for folder in folders]
     if model_dir:
-        candidates.append(os.path.join(model_dir, checkpoints.VOCAB_FILE))
+        candidates.append(os.path.join(model_dir, run_files.VOCAB_FILE))
     for path in candidates:
         if tf.io.gfile.exists(path):
             logging.info("No --vocab_file: using %s.", path)
             return path
     raise ValueError(
         f"`--data={patterns}` needs the vocabulary its records were built with: pass --vocab_file (no "
-        f"{checkpoints.VOCAB_FILE} beside the records" + (f" or in `--model_dir={model_dir}`" if model_dir else "")
+        f"{run_files.VOCAB_FILE} beside the records" + (f" or in `--model_dir={model_dir}`" if model_dir else "")
         + ")."
     )
 
@@ -74,7 +81,7 @@ def check_data_vocabulary(patterns, vocab_file, settings):
     shards; records without one (other tools, older builds) are not checked.
     """
     for directory in sorted({os.path.dirname(path) for path in list_files(patterns)}):
-        stats_path = os.path.join(directory, "stats.json")
+        stats_path = os.path.join(directory, records.STATS_FILE)
         if not tf.io.gfile.exists(stats_path):
             continue
         with tf.io.gfile.GFile(stats_path) as f:
@@ -124,7 +131,7 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1, extra_cal
         tf.config.experimental.enable_op_determinism()
     # Nothing is written before the data, the vocabulary and any existing run are found compatible.
     check_inputs(config)
-    checkpoints.check_resumable(config, model_dir)
+    run_files.check_resumable(config, model_dir)
     _check_run_vocabulary(config, model_dir)
 
     chief = distribute.is_chief(strategy)
@@ -138,17 +145,17 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1, extra_cal
         optimizer.build(pretrainer.trainable_variables)
         state = NamedCheckpoint(pretrainer, optimizer)
         board = callbacks.tensorboard(
-            os.path.join(model_dir, checkpoints.LOG_DIR), config.log_steps, strategy, accumulation
+            os.path.join(model_dir, run_files.LOG_DIR), config.log_steps, strategy, accumulation
         )
         save = callbacks.CheckpointEvery(
             state.checkpoint,
-            os.path.join(model_dir, checkpoints.CHECKPOINT_DIR),
+            os.path.join(model_dir, run_files.CHECKPOINT_DIR),
             every=config.save_checkpoints_steps,
             max_to_keep=config.keep_checkpoint_max,
             strategy=strategy,
             before_save=[board.flush],
         )
-        latest = checkpoints.restore_latest_good(state.restore, model_dir)
+        latest = run_files.restore_latest_good(state.restore, model_dir)
         if latest:
             logging.info("Resumed from %s", latest)
         elif init_from:
@@ -158,8 +165,8 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1, extra_cal
             logging.info("Initialised from %s", init_from)
 
     if chief:
-        checkpoints.write_config(config, model_dir)
-        target = os.path.join(model_dir, checkpoints.VOCAB_FILE)
+        run_files.write_config(config, model_dir)
+        target = os.path.join(model_dir, run_files.VOCAB_FILE)
         if config.vocab_file and os.path.abspath(config.vocab_file) != os.path.abspath(target):
             tokenizer_lib.copy_vocab(config.vocab_file, target)
 
@@ -209,7 +216,7 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1, extra_cal
                         "resume.", preemption.preempted_at)
         return pretrainer
     if chief:
-        path = os.path.join(model_dir, checkpoints.DISCRIMINATOR_FILE)
+        path = os.path.join(model_dir, run_files.DISCRIMINATOR_FILE)
         pretrainer.discriminator.save(path + ".tmp.keras")
         tf.io.gfile.rename(path + ".tmp.keras", path, overwrite=True)  # model_dir may be gs://
         logging.info("Saved the discriminator to %s", path)
@@ -218,8 +225,8 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1, extra_cal
 
 def _check_run_vocabulary(config, model_dir):
     """A run resumes with the vocabulary it was trained with (its `vocab.txt`)."""
-    saved = os.path.join(model_dir, checkpoints.VOCAB_FILE)
-    if not (config.vocab_file and checkpoints.is_run(model_dir) and tf.io.gfile.exists(saved)):
+    saved = os.path.join(model_dir, run_files.VOCAB_FILE)
+    if not (config.vocab_file and run_files.is_run(model_dir) and tf.io.gfile.exists(saved)):
         return
     if tokenizer_lib.vocab_digest(saved) != tokenizer_lib.vocab_digest(config.vocab_file):
         raise ValueError(

@@ -35,7 +35,8 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from electra_tf.config import get_config  # noqa: E402
-from electra_tf.training.pretraining import resolve_data, train  # noqa: E402
+from electra_tf.demo_data import resolve_data  # noqa: E402
+from electra_tf.training.pretraining import train  # noqa: E402
 
 VARIANTS = {  # config overrides, explicit (the `tiny` preset keeps bias correction for its short warmup)
     "previous": dict(embeddings_project_initializer="truncated_normal",

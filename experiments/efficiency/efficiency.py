@@ -68,12 +68,14 @@ import numpy as np  # pylint: disable=wrong-import-position
 import tensorflow as tf  # pylint: disable=wrong-import-position
 
 from electra_tf.config import OBJECTIVES, get_config  # pylint: disable=wrong-import-position
-from electra_tf.training.pretraining import resolve_data, train  # pylint: disable=wrong-import-position
+from electra_tf.demo_data import resolve_data  # pylint: disable=wrong-import-position
+from electra_tf.training.pretraining import train  # pylint: disable=wrong-import-position
 from electra_tf.data.tasks import load_task  # pylint: disable=wrong-import-position
-from electra_tf.models.pretrainer import OBJECTIVES as OBJECTIVE_SPECS, build_pretrainer  # pylint: disable=wrong-import-position
-from electra_tf.training import checkpoints, flops  # pylint: disable=wrong-import-position
+from electra_tf.models.pretrainer import build_pretrainer  # pylint: disable=wrong-import-position
+from electra_tf import run_files  # pylint: disable=wrong-import-position
+from electra_tf.training import flops  # pylint: disable=wrong-import-position
 from electra_tf.training.finetuning import run_finetuning  # pylint: disable=wrong-import-position
-from electra_tf.training.finetune_files import load_init  # pylint: disable=wrong-import-position
+from electra_tf.run_files import load_init  # pylint: disable=wrong-import-position
 from electra_tf.data.pretraining_dataset import list_files, pretraining_dataset  # pylint: disable=wrong-import-position
 
 SHARED = os.path.join(REPO, "..", "shared", "data")
@@ -214,7 +216,7 @@ def prepare_data(corpus, vocab, output_dir, seq_length, units):
     if corpus == "demo":
         config = resolve_data(get_config("tiny", seq_length=seq_length), FLAGS.demo_dir)
         return config.data, config.vocab_file
-    from pipelines.build_pretraining_data import build_pretraining_data
+    from electra_tf.pipelines.build_pretraining_data import build_pretraining_data
 
     data_dir = os.path.join(output_dir, "data")
     marker = os.path.join(data_dir, "done.json")
@@ -386,9 +388,9 @@ def probe_window(pretrainer, batches, step, compute=None):
     parts = {k: [] for k in ("disc_ids", "disc_labels", "disc_logits", "disc_weights", "fold")}
     for i, batch in enumerate(batches):
         out = compute(batch, tf.constant([PROBE_SEED, i], tf.int64))
-        keep = np.asarray(out["disc_weights"]).ravel() > 0
+        keep = np.asarray(out.disc_weights).ravel() > 0
         for key in ("disc_ids", "disc_labels", "disc_logits"):
-            parts[key].append(np.asarray(out[key]).ravel()[keep])
+            parts[key].append(np.asarray(getattr(out, key)).ravel()[keep])
         parts["fold"].append(np.full(int(keep.sum()), i))
     ids, labels, logits, folds = (np.concatenate(parts[k]) for k in ("disc_ids", "disc_labels", "disc_logits",
                                                                       "fold"))
@@ -495,7 +497,7 @@ def pretrain(objective, config, output_dir, curve_fractions, units, guard_batch,
         logging.info("Pre-training %s for %d steps (checkpoints every %d) in %s", objective, steps, every, model_dir)
         start, cpu = time.time(), cpu_seconds()
         extra = [RecordLiveOutputs(at.values(), guard_batch, guard_dir)]
-        if probe_every and probe_batches and OBJECTIVE_SPECS[objective]["task"].startswith("rtd"):
+        if probe_every and probe_batches and OBJECTIVES[objective].detects_replacements:
             extra.append(ContextProbe(probe_batches, probe_every, os.path.join(model_dir, CONTEXT_FILE)))
         keras.utils.set_random_seed(config.seed)  # the initialisation; masking and data use `config.seed` too
         live = train(config, model_dir, verbose=2, extra_callbacks=extra)
@@ -521,13 +523,13 @@ def pretrain(objective, config, output_dir, curve_fractions, units, guard_batch,
             info = found
         else:
             start = time.time()
-            prefix = os.path.join(model_dir, checkpoints.CHECKPOINT_DIR, f"ckpt-{step}")
+            prefix = os.path.join(model_dir, run_files.CHECKPOINT_DIR, f"ckpt-{step}")
             if not tf.io.gfile.exists(prefix + ".index"):
                 raise FileNotFoundError(f"No checkpoint at step {step} for {name}: {prefix}")
             batch, reference, source = live_reference(live, step, steps, guard_dir, name)
-            pretrainer, _ = checkpoints.restore_pretrainer(model_dir, prefix)
+            pretrainer, _ = run_files.restore_pretrainer(model_dir, prefix)
             diff = check_encoder(pretrainer.discriminator, batch, reference, f"{name} restored from {prefix}")
-            save_encoder(pretrainer.discriminator, directory, os.path.join(model_dir, checkpoints.VOCAB_FILE))
+            save_encoder(pretrainer.discriminator, directory, os.path.join(model_dir, run_files.VOCAB_FILE))
             write_reference(os.path.join(directory, GUARD_FILE), batch, reference, step=step, source=source)
             info["restore_max_diff"] = diff
             write_json(os.path.join(directory, "encoder.json"), info)

@@ -26,12 +26,12 @@ def test_first_fit_step_losses_equal_compute_losses_on_the_import(hf_pair):
     def weighted(values, weights):
         return float(np.sum(values * weights) / np.sum(weights))
 
-    np.testing.assert_allclose(history["loss"][0], float(before["loss"]), rtol=1e-5)
+    np.testing.assert_allclose(history["loss"][0], float(before.loss), rtol=1e-5)
     np.testing.assert_allclose(
-        history["masked_lm_loss"][0], weighted(before["mlm_losses"], before["weights"]), rtol=1e-5
+        history["masked_lm_loss"][0], weighted(before.mlm_losses, before.weights), rtol=1e-5
     )
     np.testing.assert_allclose(
-        history["disc_loss"][0], weighted(before["disc_losses"], before["disc_weights"]), rtol=1e-5
+        history["disc_loss"][0], weighted(before.disc_losses, before.disc_weights), rtol=1e-5
     )
     assert history["masked_lm_loss"][0] > 0 and history["disc_loss"][0] > 0
     # The step trained the imported weights (not fresh ones) and moved them.

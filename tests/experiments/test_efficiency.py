@@ -12,7 +12,8 @@ import time
 import pytest
 
 from electra_tf.config import OBJECTIVES, get_config
-from electra_tf.training import checkpoints, flops
+from electra_tf import run_files
+from electra_tf.training import flops
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 TASK = REPO.parent / "shared" / "data" / "tasks" / "trec6"
@@ -81,12 +82,12 @@ def test_smoke_budget_end_to_end_then_resumes(tmp_path):
     # Equal FLOPs: steps x FLOPs/sequence x batch equals the electra budget within one step.
     budget = report["pretraining"]["electra"]["budget_flops"]
     for objective, p in report["pretraining"].items():
-        config = checkpoints.read_config(str(tmp_path / "pretrain" / objective))
+        config = run_files.read_config(str(tmp_path / "pretrain" / objective))
         per_step = flops.train_flops_per_sequence(config) * config.batch_size
         assert config.objective == objective and config.train_steps == p["steps"]
         assert p["flops_per_sequence"] == flops.train_flops_per_sequence(config)
         assert abs(p["steps"] * per_step - budget) <= per_step, objective
-        assert checkpoints.latest_checkpoint(str(tmp_path / "pretrain" / objective)).endswith(f"ckpt-{p['steps']}")
+        assert run_files.latest_checkpoint(str(tmp_path / "pretrain" / objective)).endswith(f"ckpt-{p['steps']}")
 
     # Figure 4 analog: electra and mlm at every fraction; every encoder fine-tuned on the task.
     fractions = report["fractions"]
@@ -178,7 +179,7 @@ def test_export_refuses_a_restore_that_differs_from_the_live_model(tmp_path, wri
 
     from electra_tf.models.pretrainer import build_pretrainer
 
-    restore = checkpoints.restore_pretrainer
+    restore = run_files.restore_pretrainer
 
     def broken_restore(model_dir, checkpoint=None):  # the bug of issue 13: blocks left as initialised
         restored, cfg = restore(model_dir, checkpoint)
@@ -190,7 +191,7 @@ def test_export_refuses_a_restore_that_differs_from_the_live_model(tmp_path, wri
 
     for name in ("electra_f0.5", "electra"):
         shutil.rmtree(tmp_path / "run" / "encoders" / name)
-    monkeypatch.setattr(efficiency.checkpoints, "restore_pretrainer", broken_restore)
+    monkeypatch.setattr(efficiency.run_files, "restore_pretrainer", broken_restore)
     with pytest.raises(efficiency.EncoderMismatch, match="electra@0.5 restored from"):
         efficiency.pretrain("electra", config, str(tmp_path / "run"), [0.5, 1.0], units, guard_batch)
 

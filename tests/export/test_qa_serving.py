@@ -41,7 +41,7 @@ def exported(tmp_path_factory):
     if not os.path.exists(VOCAB):
         pytest.skip("shared vocabulary missing")
     from electra_tf.export.serving import export_serving, load_finetuned
-    from electra_tf.training.finetune_files import FINETUNE_CONFIG_FILE
+    from electra_tf.run_files import FINETUNE_CONFIG_FILE
 
     keras.utils.set_random_seed(5)
     encoder = ElectraEncoder(vocab_size=30522, num_layers=1, num_heads=2, hidden_dim=16, embedding_dim=16,

@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.layers.masking import SAMPLERS, mask_tokens, replica_uniform
+from electra_tf.layers.masking import mask_tokens
+from electra_tf.layers.replicas import replica_uniform
+from electra_tf.layers.sampling import SAMPLERS
 
 PAD, CLS, SEP, MASK = 0, 101, 102, 103
 SEQ, P = 64, int((0.15 + 0.005) * 64)

@@ -34,11 +34,11 @@ def test_labels_equal_corrupted_differs_from_original(sampler):
     model = build_pretrainer(tiny(sampler=sampler))
     data = batch(np.random.RandomState(0))
     out = model.compute_losses(data, seed(), training=False)
-    ids, disc_ids = data["token_ids"], out["disc_ids"].numpy()
-    np.testing.assert_array_equal(out["disc_labels"].numpy(), (disc_ids != ids).astype("float32"))
+    ids, disc_ids = data["token_ids"], out.disc_ids.numpy()
+    np.testing.assert_array_equal(out.disc_labels.numpy(), (disc_ids != ids).astype("float32"))
     chosen = np.zeros_like(ids, bool)
     for b in range(ids.shape[0]):
-        chosen[b, out["positions"][b].numpy()[out["weights"][b].numpy() > 0]] = True
+        chosen[b, out.positions[b].numpy()[out.weights[b].numpy() > 0]] = True
     assert ((disc_ids != ids) <= chosen).all()  # only chosen positions change
     assert (disc_ids != ids).any()  # an untrained generator replaces most of them
 
@@ -50,10 +50,10 @@ def test_generator_predicting_the_original_makes_every_label_real(sampler):
     bias = model.generator_head._bias
     bias.assign(tf.tensor_scatter_nd_update(tf.zeros_like(bias), [[200]], [1e4]))
     out = model.compute_losses(data, seed(), training=False)
-    assert out["weights"].numpy().sum() > 0
-    np.testing.assert_array_equal(out["disc_ids"].numpy(), data["token_ids"])
-    assert out["disc_labels"].numpy().sum() == 0
-    np.testing.assert_allclose(out["sampled_correct"].numpy()[out["weights"].numpy() > 0], 1.0)
+    assert out.weights.numpy().sum() > 0
+    np.testing.assert_array_equal(out.disc_ids.numpy(), data["token_ids"])
+    assert out.disc_labels.numpy().sum() == 0
+    np.testing.assert_allclose(out.sampled_correct.numpy()[out.weights.numpy() > 0], 1.0)
 
 
 def test_generator_and_discriminator_share_one_embedding_and_one_update():
@@ -65,7 +65,7 @@ def test_generator_and_discriminator_share_one_embedding_and_one_update():
 
     data = batch(np.random.RandomState(1))
     with tf.GradientTape() as tape:
-        loss = model.compute_losses(data, seed(0), training=True)["loss"]
+        loss = model.compute_losses(data, seed(0), training=True).loss
     grad = tf.convert_to_tensor(tape.gradient(loss, shared))
     before = shared.numpy()
     model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.5))
@@ -94,7 +94,7 @@ def test_objectives_train_and_round_trip_config(objective):
 def test_electra_15_only_scores_chosen_positions():
     model = build_pretrainer(tiny(objective="electra_15"))
     out = model.compute_losses(batch(np.random.RandomState(3)), seed(), training=False)
-    assert out["disc_weights"].numpy().sum() == out["weights"].numpy().sum()
+    assert out.disc_weights.numpy().sum() == out.weights.numpy().sum()
 
 
 def test_mismatched_generator_embeddings_are_rejected():

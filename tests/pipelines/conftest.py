@@ -12,7 +12,7 @@ def vocab_file(tmp_path_factory):
     """The BERT uncased vocabulary when the shared data is there, else one trained here."""
     if os.path.exists(BERT_VOCAB):
         return BERT_VOCAB
-    from pipelines import build_vocab
+    from electra_tf.pipelines import build_vocab
 
     root = tmp_path_factory.mktemp("vocab")
     text = root / "text.txt"

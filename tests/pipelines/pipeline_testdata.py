@@ -5,7 +5,7 @@ import sys
 
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if REPO not in sys.path:  # `pipelines` is a top-level package beside `electra_tf`
+if REPO not in sys.path:  # the source tree: `electra_tf` (and its mapped `electra_tf.pipelines`)
     sys.path.insert(0, REPO)
 SHARED_DATA = os.path.join(REPO, "..", "shared", "data")
 BERT_VOCAB = os.path.join(SHARED_DATA, "vocab", "bert_uncased_vocab.txt")

@@ -10,10 +10,10 @@ import pathlib
 import pytest
 
 from electra_tf.data.tokenizer import load_vocab
-from pipelines import build_pretraining_data as build_lib
-from pipelines import build_vocab as vocab_lib
-from pipelines import inspect as inspect_lib
-from pipelines import text_io
+from electra_tf.pipelines import build_pretraining_data as build_lib
+from electra_tf.pipelines import build_vocab as vocab_lib
+from electra_tf.pipelines import inspect_records as inspect_lib
+from electra_tf.pipelines import text_io
 
 from pipeline_testdata import IN_MEMORY, SAMPLE_TEXT
 
@@ -83,7 +83,7 @@ def test_corrupt_input_message_is_kept_from_a_runner_traceback(tmp_path, vocab_f
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(SAMPLE_TEXT)
     buried = "\n".join(["Traceback (most recent call last):"] + [f'  File "beam{i}.py", line {i}' for i in range(448)]
-                       + ["pipelines.text_io.CorruptInputError: /data/cut.txt.gz: truncated at byte 123",
+                       + ["electra_tf.pipelines.text_io.CorruptInputError: /data/cut.txt.gz: truncated at byte 123",
                           "RuntimeError: Pipeline failed"])
 
     def run_pipeline(*args, **kwargs):
@@ -101,7 +101,7 @@ def test_truncated_gzip_through_the_multiprocessing_cli_is_one_line(tmp_path, vo
 
     data = gzip.compress(("A sentence about nothing in particular.\n" * 20000).encode())
     (tmp_path / "cut.txt.gz").write_bytes(data[: len(data) // 2])
-    result = run_python(["-m", "pipelines.build_pretraining_data", "--input", str(tmp_path / "cut.txt.gz"),
+    result = run_python(["-m", "electra_tf.pipelines.build_pretraining_data", "--input", str(tmp_path / "cut.txt.gz"),
                          "--vocab_file", vocab_file, "--output_dir", str(tmp_path / "out")], check=False)
     assert result.returncode == 1
     # Beam's worker processes still log their own tracebacks; the builder's process ends with one line.

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.data.tokenizer import WordPieceTokenizer
-from pipelines import build_pretraining_data as build_lib
+from electra_tf.pipelines import build_pretraining_data as build_lib
 
 from pipeline_testdata import IN_MEMORY, SAMPLE_TEXT
 
@@ -140,7 +140,7 @@ def test_cli_with_multiprocessing_runner(tmp_path, vocab_file):
     _build(corpus, vocab_file, tmp_path / "mem", num_shards=2)
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     result = subprocess.run(
-        [sys.executable, "-m", "pipelines.build_pretraining_data", f"--input={corpus}", f"--vocab_file={vocab_file}",
+        [sys.executable, "-m", "electra_tf.pipelines.build_pretraining_data", f"--input={corpus}", f"--vocab_file={vocab_file}",
          f"--output_dir={tmp_path / 'mp'}", f"--seq_length={MAX_LEN}", "--num_shards=2",
          "--direct_num_workers=2"],
         cwd=repo, capture_output=True, text=True, timeout=300,
@@ -214,7 +214,7 @@ def test_vocab_without_mask_fails_before_any_work(tmp_path, vocab_file):
 
 
 def test_inspect_decodes_records(tmp_path, vocab_file):
-    from pipelines import inspect as inspect_lib
+    from electra_tf.pipelines import inspect_records as inspect_lib
 
     path = tmp_path / "two.txt"
     path.write_text("The cat sat on the mat.\n\nDogs bark loudly at night.\n", encoding="utf-8")

@@ -3,7 +3,7 @@
 import pytest
 
 from electra_tf.data.tokenizer import WordPieceTokenizer, load_vocab
-from pipelines import build_vocab
+from electra_tf.pipelines import build_vocab
 
 from pipeline_testdata import SAMPLE_TEXT
 
@@ -41,7 +41,7 @@ def test_deterministic(tmp_path, corpus):
     b = build_vocab.build_vocab(corpus, vocab_size=300, output=str(tmp_path / "b.txt"))
     assert a == b
     subprocess.run(
-        [sys.executable, "-m", "pipelines.build_vocab", f"--input={corpus}", "--vocab_size=300",
+        [sys.executable, "-m", "electra_tf.pipelines.build_vocab", f"--input={corpus}", "--vocab_size=300",
          f"--vocab_file={tmp_path / 'c.txt'}"],
         cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2"), check=True,
         capture_output=True,

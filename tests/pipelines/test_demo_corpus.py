@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.data.tokenizer import WordPieceTokenizer
-from pipelines import demo_corpus
+from electra_tf.pipelines import demo_corpus
 
 
 def _check(result, seq_length, vocab_size):

@@ -10,8 +10,8 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.data.tokenizer import WordPieceTokenizer
-from pipelines import build_pretraining_data as build_lib
-from pipelines import packing
+from electra_tf.pipelines import build_pretraining_data as build_lib
+from electra_tf.pipelines import packing
 
 from pipeline_testdata import IN_MEMORY
 

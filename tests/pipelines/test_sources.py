@@ -5,12 +5,12 @@ import gzip
 
 import pytest
 
-from pipelines import books
-from pipelines import build_pretraining_data as build_lib
-from pipelines import sentences
-from pipelines import sources
-from pipelines import text_files
-from pipelines import text_io
+from electra_tf.pipelines import books
+from electra_tf.pipelines import build_pretraining_data as build_lib
+from electra_tf.pipelines import sentences
+from electra_tf.pipelines import sources
+from electra_tf.pipelines import text_files
+from electra_tf.pipelines import text_io
 
 from pipeline_testdata import IN_MEMORY
 

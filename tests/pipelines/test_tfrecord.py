@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pipelines import tfrecord
+from electra_tf.pipelines import tfrecord
 
 
 def test_crc32c_check_value():

@@ -4,8 +4,8 @@ import bz2
 
 import pytest
 
-from pipelines import text_io
-from pipelines import wikipedia
+from electra_tf.pipelines import text_io
+from electra_tf.pipelines import wikipedia
 
 PAGE = """  <page>
     <title>{title}</title>

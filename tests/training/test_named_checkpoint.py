@@ -10,7 +10,7 @@ import tensorflow as tf
 from electra_tf.config import get_config
 from helpers import write_records
 from electra_tf.models.pretrainer import build_pretrainer
-from electra_tf.training import checkpoints
+from electra_tf import run_files
 from electra_tf.training.named_checkpoint import CheckpointMismatchError, NamedCheckpoint, model_variables
 from electra_tf.training.optimization import create_optimizer
 from electra_tf.training.pretraining import train
@@ -46,7 +46,7 @@ def trained_run(tmp_path_factory):
 
 def test_every_model_weight_and_slot_is_listed_under_a_readable_name(trained_run):
     model_dir, live = trained_run
-    path = checkpoints.latest_checkpoint(model_dir)
+    path = run_files.latest_checkpoint(model_dir)
     stored = {name for name, _ in tf.train.list_variables(path)}
     model = {n[len("model/"):-len(SUFFIX)] for n in stored if n.startswith("model/")}
     # Independent of the names: the set of variables, by identity, is the model's.
@@ -70,7 +70,7 @@ def test_every_model_weight_and_slot_is_listed_under_a_readable_name(trained_run
 def test_restore_without_optimizer_reproduces_the_writer_exactly(trained_run):
     model_dir, live = trained_run
     x = batch()
-    restored, _ = checkpoints.restore_pretrainer(model_dir)
+    restored, _ = run_files.restore_pretrainer(model_dir)
     for got, want in zip(outputs(restored, x), outputs(live, x)):
         np.testing.assert_array_equal(got, want)
 
@@ -82,7 +82,7 @@ def test_restore_after_building_layers_in_another_order(trained_run):
     from electra_tf.models.pretrainer import ElectraPretrainer
 
     model_dir, live = trained_run
-    spec = build_pretrainer(checkpoints.read_config(model_dir)).get_config()
+    spec = build_pretrainer(run_files.read_config(model_dir)).get_config()
     discriminator = ElectraEncoder.from_config(spec.pop("discriminator"))
     generator = ElectraEncoder(**spec.pop("generator"), embeddings=discriminator.embeddings)
     generator.build()
@@ -90,7 +90,7 @@ def test_restore_after_building_layers_in_another_order(trained_run):
     fresh = ElectraPretrainer(discriminator=discriminator, generator=generator, **spec)
     token_table = fresh.embeddings.token_embedding.embeddings
     assert token_table.path != live.embeddings.token_embedding.embeddings.path  # created elsewhere
-    NamedCheckpoint(fresh).restore(checkpoints.latest_checkpoint(model_dir))
+    NamedCheckpoint(fresh).restore(run_files.latest_checkpoint(model_dir))
     x = batch(1)
     for got, want in zip(outputs(fresh, x), outputs(live, x)):
         np.testing.assert_array_equal(got, want)
@@ -98,8 +98,8 @@ def test_restore_after_building_layers_in_another_order(trained_run):
 
 def test_missing_unexpected_and_misshaped_variables_are_named(trained_run, tmp_path):
     model_dir, _ = trained_run
-    path = checkpoints.latest_checkpoint(model_dir)
-    config = checkpoints.read_config(model_dir)
+    path = run_files.latest_checkpoint(model_dir)
+    config = run_files.read_config(model_dir)
     deeper = build_pretrainer(config.replace(num_layers=3))
     with pytest.raises(CheckpointMismatchError, match=r"missing: \['model/discriminator/transformer_layers/2/"):
         NamedCheckpoint(deeper).restore(path)
@@ -123,8 +123,8 @@ def test_discriminator_keras_deleted_gives_the_same_encoder(trained_run, tmp_pat
             shutil.copytree(source, copy / name)
         elif os.path.exists(source):
             tf.io.gfile.copy(source, str(copy / name))
-    from_file, _ = checkpoints.load_discriminator(model_dir)
-    from_checkpoint, _ = checkpoints.load_discriminator(str(copy))
+    from_file, _ = run_files.load_discriminator(model_dir)
+    from_checkpoint, _ = run_files.load_discriminator(str(copy))
     x = batch(2)
     np.testing.assert_array_equal(from_checkpoint(x).numpy(), from_file(x).numpy())
     np.testing.assert_array_equal(from_file(x).numpy(), live.discriminator(x).numpy())

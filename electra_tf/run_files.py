@@ -1,11 +1,35 @@
-"""What a pre-training run leaves in `model_dir`, and how to read it back.
+"""The run-directory contract: every file a pre-training run, a fine-tuning run and an export
+leaves, by name, and the functions that read them back. No other module spells these names.
+
+A pre-training run (`electra_tf.pretrain --model_dir`):
 
     model_dir/config.json          the resolved `ElectraConfig`
-    model_dir/vocab.txt            the vocabulary the records were built with
+    model_dir/vocab.txt            the vocabulary the records were built with (+ tokenizer_config.json)
     model_dir/checkpoints/ckpt-N   model, optimizer and input position by name
                                    (`named_checkpoint`), every `save_checkpoints_steps`
     model_dir/logs/                TensorBoard
     model_dir/discriminator.keras  the trained discriminator (`ElectraEncoder`)
+
+A fine-tuning run (`electra_tf.finetune --output_dir`):
+
+    output_dir/results.json           per-trial dev metrics and their summary
+    output_dir/classifier.keras       the best trial's `ElectraClassifier` (classification)
+    output_dir/token_classifier.keras the best trial's `ElectraTokenClassifier` (tagging)
+    output_dir/vocab.txt              its vocabulary (+ tokenizer_config.json)
+    output_dir/finetune_config.json   task, kind, label names, pair or single / tag scheme, max_seq_length
+
+An export (`electra_tf.export`): a SavedModel (`saved_model.pb`, `variables/`,
+`assets/`: `vocab.txt`, `tokenizer_config.json`, `encoder_config.json` or
+`serving_config.json`, and `labels.txt` for serving), or a Keras-Hub preset.
+A Hugging Face model (`electra_tf.convert --to hf`): `config.json` + `model.safetensors`.
+
+What a folder holds (`artefact_kind`), so a command never writes its files into
+another kind of artefact:
+
+    a pre-training run         config.json with checkpoints/ or discriminator.keras
+    a fine-tuning output       classifier.keras, finetune_config.json or results.json
+    an exported SavedModel     saved_model.pb (export --kind encoder|serving)
+    a Hugging Face model       config.json + model.safetensors (convert --to hf)
 """
 
 import dataclasses
@@ -17,15 +41,33 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf.config import ElectraConfig
-from electra_tf.models.encoder import ElectraEncoder  # noqa: F401  (registers the class)
+from electra_tf.convert.hf_names import HF_CONFIG_FILE, HF_WEIGHTS_FILE, HF_WEIGHTS_INDEX_FILE  # noqa: F401  (convert owns the HF format)
+from electra_tf.data.tokenizer import SETTINGS_FILE, VOCAB_FILE  # noqa: F401  (the tokenizer owns its file names)
+from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.pretrainer import build_pretrainer
 from electra_tf.training.named_checkpoint import CheckpointMismatchError, NamedCheckpoint
 
+# --- A pre-training run ---
 CONFIG_FILE = "config.json"
-VOCAB_FILE = "vocab.txt"
 CHECKPOINT_DIR = "checkpoints"
 LOG_DIR = "logs"
 DISCRIMINATOR_FILE = "discriminator.keras"
+# --- A fine-tuning run ---
+CLASSIFIER_FILE = "classifier.keras"
+TOKEN_CLASSIFIER_FILE = "token_classifier.keras"
+FINETUNE_CONFIG_FILE = "finetune_config.json"
+RESULTS_FILE = "results.json"
+QUESTION_ANSWERER_FILE = "question_answerer.keras"  # span_qa fine-tuning
+PREDICTIONS_FILE = "predictions.json"  # span_qa: the official id -> answer text
+NULL_ODDS_FILE = "null_odds.json"  # span_qa on SQuAD 2.0: id -> null score minus best span score
+# --- An export (SavedModel), a Hugging Face model ---
+SAVED_MODEL_FILE = "saved_model.pb"
+ASSETS_DIR = "assets"
+ENCODER_CONFIG_ASSET = "encoder_config.json"  # export --kind encoder
+SERVING_CONFIG_ASSET = "serving_config.json"  # export --kind serving
+LABELS_ASSET = "labels.txt"  # export --kind serving: label i on line i
+VOCAB_ASSET = VOCAB_FILE  # the vocabulary asset keeps its file name
+HF_WEIGHTS_FILES = (HF_WEIGHTS_FILE, HF_WEIGHTS_INDEX_FILE)
 
 
 def read_config(model_dir):
@@ -145,7 +187,7 @@ def restore_pretrainer(model_dir, checkpoint=None):
         ```python
         from electra_tf.config import get_config
         from electra_tf.models.pretrainer import build_pretrainer
-        from electra_tf.training.checkpoints import restore_pretrainer, write_config
+        from electra_tf.run_files import restore_pretrainer, write_config
         from electra_tf.training.named_checkpoint import NamedCheckpoint
 
         # A run directory as `electra_tf.pretrain` leaves one: its config and a checkpoint.
@@ -189,3 +231,115 @@ def load_discriminator(model_dir):
                             path, type(e).__name__, str(e)[:200])
     pretrainer, config = restore_pretrainer(model_dir)
     return pretrainer.discriminator, config
+
+
+# --- What a folder holds ---
+PRETRAINING_RUN = "a pre-training run"
+FINETUNING_OUTPUT = "a fine-tuning output"
+SAVED_MODEL = "an exported SavedModel"
+HUGGING_FACE = "a Hugging Face model"
+
+
+def artefact_kind(folder):
+    """The kind of artefact `folder` holds (one of the constants above), or None (absent, empty, other files)."""
+    def has(*names):
+        return any(tf.io.gfile.exists(os.path.join(folder, name)) for name in names)
+
+    if not tf.io.gfile.isdir(folder):
+        return None
+    if has(CHECKPOINT_DIR, DISCRIMINATOR_FILE):
+        return PRETRAINING_RUN
+    if has(CLASSIFIER_FILE, FINETUNE_CONFIG_FILE, RESULTS_FILE):
+        return FINETUNING_OUTPUT
+    if has(SAVED_MODEL_FILE):
+        return SAVED_MODEL
+    if has(*HF_WEIGHTS_FILES):
+        return HUGGING_FACE
+    if has(CONFIG_FILE):  # a run's config without results yet
+        return PRETRAINING_RUN
+    return None
+
+
+def refuse_other_artefact(folder, flag, own_kind):
+    """Raises `FileExistsError` when `folder` holds an artefact of another kind than `own_kind`, before anything is written."""
+    kind = artefact_kind(folder)
+    if kind not in (None, own_kind):
+        raise FileExistsError(
+            f"`--{flag}={folder}` holds {kind}; writing {own_kind} there would replace its files. "
+            "Choose another folder."
+        )
+
+
+# --- An encoder export, read back ---
+def load_encoder(export_dir):
+    """A trainable `ElectraEncoder` rebuilt from an `export_encoder` SavedModel.
+
+    Returns:
+        `(encoder, vocab_file)`; `vocab_file` is the exported asset's path.
+    """
+    config_file = os.path.join(export_dir, ASSETS_DIR, ENCODER_CONFIG_ASSET)
+    if not tf.io.gfile.exists(config_file):
+        raise FileNotFoundError(
+            f"{export_dir} is not an electra_tf encoder export (no assets/{ENCODER_CONFIG_ASSET})."
+        )
+    with tf.io.gfile.GFile(config_file) as f:
+        config = json.load(f)["encoder"]
+    encoder = ElectraEncoder.from_config(config)
+    encoder.build()
+    loaded = tf.saved_model.load(export_dir)
+    if len(loaded.encoder_weights) != len(encoder.weights):
+        raise ValueError(
+            f"{export_dir} holds {len(loaded.encoder_weights)} encoder weights; an encoder with its "
+            f"config has {len(encoder.weights)}."
+        )
+    for target, source in zip(encoder.weights, loaded.encoder_weights):
+        target.assign(source)
+    return encoder, os.path.join(export_dir, ASSETS_DIR, VOCAB_ASSET)
+
+
+# --- A fine-tuning run's results ---
+def write_results(output_dir, results, finetune_config):
+    """Writes a fine-tuning run's `results.json` and `finetune_config.json` (what an export reads back)."""
+    with tf.io.gfile.GFile(os.path.join(output_dir, RESULTS_FILE), "w") as f:
+        json.dump(results, f, indent=2)
+    with tf.io.gfile.GFile(os.path.join(output_dir, FINETUNE_CONFIG_FILE), "w") as f:
+        json.dump(finetune_config, f, indent=2)
+
+
+# --- Fine-tuning's `--init` ---
+def load_init(init, vocab_file=None):
+    """The encoder to fine-tune and its vocabulary, from any `--init` form.
+
+    Args:
+        init: str. A pre-training `model_dir`, an `ElectraEncoder` `.keras`
+            file, or an `export --kind encoder` folder.
+        vocab_file: str or None. Overrides the vocabulary found beside `init`.
+
+    Returns:
+        `(ElectraEncoder, vocab_file)`.
+    """
+    if init is None:
+        raise ValueError("`--init` is required: a pre-training model_dir, a .keras encoder or an exported encoder.")
+    if tf.io.gfile.exists(os.path.join(init, CONFIG_FILE)):
+        encoder, _ = load_discriminator(init)
+        found_vocab = os.path.join(init, VOCAB_FILE)
+    elif tf.io.gfile.exists(os.path.join(init, ASSETS_DIR, ENCODER_CONFIG_ASSET)):
+        encoder, found_vocab = load_encoder(init)
+    elif init.endswith(".keras") and tf.io.gfile.exists(init):
+        try:
+            encoder = keras.saving.load_model(init)
+        except Exception as e:  # Keras reports a damaged zip as "File not found"
+            raise ValueError(f"`--init={init}` cannot be read ({type(e).__name__}: {str(e)[:200]}): a truncated "
+                             "or damaged .keras file.") from None
+        found_vocab = os.path.join(os.path.dirname(init), VOCAB_FILE)
+    else:
+        raise FileNotFoundError(
+            f"Cannot read `--init={init}`: expected a pre-training model_dir (with config.json), "
+            "an ElectraEncoder .keras file, or an exported encoder (with assets/encoder_config.json)."
+        )
+    if not isinstance(encoder, ElectraEncoder):
+        raise TypeError(f"`--init={init}` holds a {type(encoder).__name__}, not an ElectraEncoder.")
+    vocab_file = vocab_file or found_vocab
+    if not tf.io.gfile.exists(vocab_file):
+        raise FileNotFoundError(f"No vocabulary for `--init={init}`: {vocab_file} is missing; pass --vocab_file.")
+    return encoder, vocab_file

@@ -1,6 +1,6 @@
 r"""Decodes pre-training records back to text, for eyeballing a build.
 
-    python -m pipelines.inspect --data '/tmp/pretrain/pretrain_data.tfrecord-*' \
+    python -m electra_tf.pipelines.inspect_records --data '/tmp/pretrain/pretrain_data.tfrecord-*' \
         --vocab_file vocab.txt --num 5
 
 Prints, per example, the A and B segments as text (word pieces joined: a `##`
@@ -20,13 +20,14 @@ import tensorflow as tf
 
 from electra_tf import cli
 from electra_tf.data import tokenizer as tokenizer_lib
+from electra_tf.data.records import FEATURES
 
 
 def pieces_to_text(pieces):
     """Joins word pieces into text (`##x` glues to the previous piece).
 
     Example:
-        >>> from pipelines.inspect import pieces_to_text
+        >>> from electra_tf.pipelines.inspect_records import pieces_to_text
         >>> pieces_to_text(["the", "token", "##izer", "works", "."])
         'the tokenizer works .'
     """
@@ -58,8 +59,8 @@ def decode_examples(data, vocab_file, num=5):
         import numpy as np
         import tensorflow as tf
 
-        from pipelines.inspect import decode_examples
-        from pipelines.packing import serialize_examples
+        from electra_tf.pipelines.inspect_records import decode_examples
+        from electra_tf.pipelines.packing import serialize_examples
 
         tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "."]
         pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
@@ -76,7 +77,7 @@ def decode_examples(data, vocab_file, num=5):
     files = sorted(tf.io.gfile.glob(data))
     if not files:
         raise ValueError(f"No records match `data={data!r}`")
-    names = ("input_ids", "input_mask", "segment_ids")
+    names = FEATURES
     spec = {n: tf.io.VarLenFeature(tf.int64) for n in names}
     out = []
     for path, record in _records(files, num):
@@ -126,7 +127,7 @@ def main(argv):
 
 
 def run():
-    """`python -m pipelines.inspect`."""
+    """`python -m electra_tf.pipelines.inspect_records`."""
     define_flags()
     cli.run(main, aliases=ALIASES)
 

@@ -1,0 +1,103 @@
+"""What every exported SavedModel shares: its assets, its request checks, and an untracked model holder.
+
+Assets (files under `assets/` of the SavedModel, tracked as attributes of the module; their
+names are `electra_tf.run_files`'):
+
+    labels.txt             label i on line i (serving exports)
+    vocab.txt              the WordPiece vocabulary
+    tokenizer_config.json  its normalisation (lower_case, strip_accents)
+    <config_name>          what the export is: `serving_config.json` or `encoder_config.json`
+"""
+
+import json
+import os
+import tempfile
+
+import tensorflow as tf
+
+from electra_tf.data.tokenizer import SETTINGS_FILE, WordPieceTokenizer, copy_vocab
+from electra_tf.run_files import ENCODER_CONFIG_ASSET, LABELS_ASSET, SERVING_CONFIG_ASSET, VOCAB_ASSET  # noqa: F401
+
+
+class Untracked:
+    """Holds an object out of `tf.Module` attribute tracking."""
+
+    def __init__(self, obj):
+        self.obj = obj
+
+
+class ServedModel(tf.Module):
+    """A fine-tuned Keras model served on raw text: the model, its variables, its tokenizer, its length.
+
+    The Keras model is held outside TF's object tracking (Keras would add its own
+    default signature, traced from build shapes); its variables are tracked here.
+    """
+
+    def __init__(self, model, vocab_file, seq_length, name=None):
+        super().__init__(name=name)
+        self._model = Untracked(model)
+        self.model_variables = [w.value for w in model.weights]
+        self.tokenizer = WordPieceTokenizer(vocab_file)
+        self.seq_length = seq_length
+
+
+def add_assets(module, prefix, vocab_file, config_name, config, label_names=None):
+    """Writes the asset files into a fresh temporary folder and tracks them on `module`.
+
+    Sets `module.labels_asset` (when `label_names` is given), then
+    `tokenizer_settings_asset`, `vocab_asset` and `config_asset`.
+
+    Args:
+        module: `tf.Module`. The module to export.
+        prefix: str. Prefix of the temporary folder.
+        vocab_file: str. The vocabulary; copied with its `tokenizer_config.json`.
+        config_name: str. File name of the config asset.
+        config: dict. Its JSON content.
+        label_names: list of str or None.
+
+    Returns:
+        str, the temporary folder.
+    """
+    folder = tempfile.mkdtemp(prefix=prefix)
+    if label_names is not None:
+        labels_file = os.path.join(folder, LABELS_ASSET)
+        with open(labels_file, "w") as f:
+            f.write("".join(f"{label}\n" for label in label_names))
+    config_file = os.path.join(folder, config_name)
+    with open(config_file, "w") as f:
+        json.dump(config, f, indent=2)
+    if label_names is not None:
+        module.labels_asset = tf.saved_model.Asset(labels_file)
+    vocab_copy = os.path.join(folder, VOCAB_ASSET)
+    copy_vocab(vocab_file, vocab_copy)  # and its tokenizer_config.json, an asset too
+    module.tokenizer_settings_asset = tf.saved_model.Asset(os.path.join(folder, SETTINGS_FILE))
+    module.vocab_asset = tf.saved_model.Asset(vocab_copy)
+    module.config_asset = tf.saved_model.Asset(config_file)
+    return folder
+
+
+def check_texts(text, text_b=None):
+    """Runtime checks of request texts: rank 1, and equal batch sizes for pairs.
+
+    The signature's `(None,)` shape is not enforced by TF at call time (nor by
+    TF Serving), so a `(batch, 1)` request would otherwise be tokenised as
+    something else; `EnsureShape` turns it into an `InvalidArgumentError`.
+    """
+    text = tf.ensure_shape(text, [None], name="text_must_be_a_vector")
+    if text_b is not None:
+        text_b = tf.ensure_shape(text_b, [None], name="text_b_must_be_a_vector")
+        with tf.control_dependencies([tf.debugging.assert_equal(
+                tf.size(text), tf.size(text_b), message="`text` and `text_b` must have the same batch size")]):
+            text_b = tf.identity(text_b)
+    return text, text_b
+
+
+def check_ids(inputs):
+    """Runtime checks of id inputs: rank 2, all three of one shape."""
+    inputs = {k: tf.ensure_shape(v, [None, None], name=f"{k}_must_be_batch_by_seq_len") for k, v in inputs.items()}
+    shape = tf.shape(inputs["token_ids"])
+    checks = [tf.debugging.assert_equal(tf.shape(inputs[k]), shape,
+                                        message=f"`{k}` must have the shape of `token_ids`")
+              for k in ("segment_ids", "padding_mask")]
+    with tf.control_dependencies(checks):
+        return {k: tf.identity(v) for k, v in inputs.items()}

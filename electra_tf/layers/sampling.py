@@ -1,0 +1,68 @@
+"""Generator sampling: the generator's predictions -> the tokens that replace the chosen ones.
+
+Plain functions of tensors, run inside the training graph, without gradient;
+randomness from `replicas.replica_uniform` (one device and N replicas draw
+the same samples for an example).
+"""
+
+import tensorflow as tf
+
+from electra_tf.layers.replicas import fold_seed, replica_uniform
+
+
+def gumbel_sample(logits, seed, temperature=1.0, disallow_ids=None):
+    """Gumbel-max sampling: `argmax(logits / temperature + gumbel_noise)`.
+
+    Args:
+        logits: float `(batch, slots, vocab)`.
+        seed: int64 `(2,)` stateless seed.
+        temperature: float.
+        disallow_ids: optional int32 `(batch, slots)`; these ids get -1000
+            added to their logit (the reference's `disallow_correct`).
+
+    Returns:
+        int32 `(batch, slots)` sampled ids. No gradient flows through it.
+    """
+    logits = _sampling_logits(logits, temperature, disallow_ids)
+    shape = [tf.shape(logits)[0]] + logits.shape.as_list()[1:]
+    u = replica_uniform(shape, fold_seed(seed, 3))
+    return tf.argmax(logits + gumbel_noise(u), axis=-1, output_type=tf.int32)
+
+
+def inverse_cdf_sample(logits, seed, temperature=1.0, disallow_ids=None):
+    """Inverse-CDF sampling: the distribution of `gumbel_sample` from one uniform per draw.
+
+    `softmax(logits / temperature)` is accumulated along the vocabulary and a
+    binary search finds where `u * total` falls, so a step draws one number
+    per slot instead of one per vocabulary entry (the Gumbel noise is most of
+    `gumbel_sample`'s cost on CPU). The draws differ from `gumbel_sample`'s;
+    their distribution does not. Arguments and result as `gumbel_sample`.
+
+    Example:
+        >>> logits = tf.math.log([[[0.25, 0.75]]])
+        >>> inverse_cdf_sample(logits, tf.constant([0, 1], tf.int64)).shape
+        TensorShape([1, 1])
+    """
+    logits = _sampling_logits(logits, temperature, disallow_ids)
+    vocab = tf.shape(logits)[-1]
+    cdf = tf.math.cumsum(tf.exp(logits - tf.reduce_max(logits, axis=-1, keepdims=True)), axis=-1)
+    shape = [tf.shape(logits)[0]] + logits.shape.as_list()[1:-1]
+    u = replica_uniform(shape, fold_seed(seed, 3))
+    ids = tf.searchsorted(cdf, u[..., None] * cdf[..., -1:], side="right", out_type=tf.int32)
+    return tf.minimum(ids[..., 0], vocab - 1)
+
+
+SAMPLERS = {"gumbel": gumbel_sample, "inverse_cdf": inverse_cdf_sample}
+
+
+def _sampling_logits(logits, temperature, disallow_ids):
+    """float32 `logits / temperature` without gradient, disallowed ids pushed down by 1000."""
+    logits = tf.stop_gradient(tf.cast(logits, tf.float32))
+    if disallow_ids is not None:
+        logits -= 1000.0 * tf.one_hot(disallow_ids, tf.shape(logits)[-1])
+    return logits / temperature
+
+
+def gumbel_noise(u):
+    """Gumbel(0, 1) noise from uniforms `u` in [0, 1)."""
+    return -tf.math.log(-tf.math.log(u + 1e-9) + 1e-9)

@@ -1,0 +1,219 @@
+"""The package's import graph: no circle, and every import points down the layer order.
+
+Every module of the package is read as text (`ast`, nothing is imported),
+function-level imports included: `electra_tf/`, and the repository folders that
+install inside it, `configs/` (`electra_tf.configs`) and `pipelines/`
+(`electra_tf.pipelines`).
+"""
+
+import ast
+import os
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FOLDERS = {"electra_tf": "electra_tf", "configs": "electra_tf.configs", "pipelines": "electra_tf.pipelines"}
+
+# The layer order, lowest first: a module may import its own layer and the layers listed in
+# MAY_IMPORT for it. A module belongs to the layer of its longest matching prefix (a prefix matches
+# the module itself and its submodules); every module must belong to one.
+LAYERS = {
+    "core": ("electra_tf.cli", "electra_tf.config", "electra_tf.configs", "electra_tf.objectives",
+             "electra_tf.data"),  # presets and config, the tokenizer and the record schema
+    "pipelines": ("electra_tf.pipelines",),  # data tools: text -> vocabulary -> TFRecords
+    "layers": ("electra_tf.layers",),
+    "models": ("electra_tf.models",),
+    "convert": ("electra_tf.convert",),
+    "training": ("electra_tf.run_files", "electra_tf.training", "electra_tf.finetuning", "electra_tf.export"),
+    "programs": ("electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export.__main__",
+                 "electra_tf.convert.__main__", "electra_tf.demo_data"),
+}
+ROOT_LAYER = "core"  # the package's own `__init__` (exactly `electra_tf`)
+MAY_IMPORT = {
+    "core": (),
+    "pipelines": ("core",),  # the tokenizer and the record schema only
+    "layers": ("core",),
+    "models": ("core", "layers"),
+    "convert": ("core", "layers", "models"),
+    "training": ("core", "layers", "models", "convert"),
+    "programs": ("core", "pipelines", "layers", "models", "convert", "training"),
+}
+# Top-level names the package must never import (tools, tests, and the folders' old generic names).
+FORBIDDEN_TOP_LEVEL = ("pipelines", "configs", "benchmarks", "tests", "helpers", "conftest")
+
+
+def package_modules():
+    """dict module name -> source path of every module of the package."""
+    modules = {}
+    for folder, package in FOLDERS.items():
+        for directory, dirs, files in os.walk(os.path.join(REPO, folder)):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            relative = os.path.relpath(directory, os.path.join(REPO, folder))
+            parts = [package] + ([] if relative == "." else relative.split(os.sep))
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    stem = name[:-3]
+                    modules[".".join(parts if stem == "__init__" else parts + [stem])] = os.path.join(directory, name)
+    return modules
+
+
+def imports_of(name, path, known):
+    """(line, imported name as written, resolved package module or None) of every import in `path`."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    is_package = os.path.basename(path) == "__init__.py"
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found.append((node.lineno, alias.name, _resolve(alias.name, known)))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = name.split(".") if is_package else name.split(".")[:-1]
+                package = package[: len(package) - (node.level - 1)]
+                base = ".".join(package + ([base] if base else []))
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                target = full if full in known else _resolve(base, known)
+                found.append((node.lineno, base, target))
+    return found
+
+
+def _resolve(dotted, known):
+    parts = dotted.split(".")
+    for end in range(len(parts), 0, -1):
+        if ".".join(parts[:end]) in known:
+            return ".".join(parts[:end])
+    return None
+
+
+def layer_of(module):
+    if module == "electra_tf":
+        return ROOT_LAYER
+    best = None
+    for layer, prefixes in LAYERS.items():
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > len(best[1])):
+                best = (layer, prefix)
+    return best and best[0]
+
+
+def import_graph():
+    """(edges: module -> {module: line}, problems: list of str) of the package."""
+    modules = package_modules()
+    edges, problems = {}, []
+    for name, path in modules.items():
+        edges[name] = {}
+        for line, written, target in imports_of(name, path, modules):
+            where = f"{os.path.relpath(path, REPO)}:{line}"
+            if written.split(".")[0] in FORBIDDEN_TOP_LEVEL:
+                problems.append(f"{where}: {name} imports `{written}` (not part of the package)")
+            if target is not None and target != name:
+                edges[name].setdefault(target, where)
+    return edges, problems
+
+
+def find_cycles(edges):
+    """Every strongly connected set of more than one module (Tarjan), each as a sorted list."""
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in edges.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def upward_imports(edges):
+    problems = []
+    for module, targets in sorted(edges.items()):
+        layer = layer_of(module)
+        for target, where in sorted(targets.items()):
+            target_layer = layer_of(target)
+            if target_layer != layer and target_layer not in MAY_IMPORT[layer]:
+                problems.append(f"{where}: {module} ({layer}) imports {target} ({target_layer})")
+    return problems
+
+
+def test_every_module_has_a_layer():
+    unplaced = [m for m in package_modules() if layer_of(m) is None]
+    assert not unplaced, f"Modules in no layer of LAYERS (add them there): {unplaced}"
+    assert set(MAY_IMPORT) == set(LAYERS)
+
+
+def test_the_walk_sees_the_whole_package():
+    modules = package_modules()
+    assert {"electra_tf", "electra_tf.configs.small", "electra_tf.pipelines.packing",
+            "electra_tf.export.__main__", "electra_tf.run_files"} <= set(modules)
+    edges, _ = import_graph()
+    # A function-level import counts (the export program imports its library inside `main`).
+    assert "electra_tf.export.serving" in edges["electra_tf.export.__main__"]
+
+
+def test_no_import_of_tools_tests_or_generic_top_level_names():
+    _, problems = import_graph()
+    assert not problems, "\n".join(problems)
+
+
+def test_no_import_circle():
+    edges, _ = import_graph()
+    cycles = find_cycles(edges)
+    assert not cycles, "Import circles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_no_upward_import():
+    edges, _ = import_graph()
+    problems = upward_imports(edges)
+    assert not problems, "Upward imports:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("module, target, expected", [
+    ("electra_tf.models.encoder", "electra_tf.training.pretraining", "upward"),
+    ("electra_tf.training.pretraining", "electra_tf.pipelines.demo_corpus", "upward"),
+    ("electra_tf.pipelines.packing", "electra_tf.models.encoder", "upward"),
+    ("electra_tf.layers.masking", "electra_tf.layers.embeddings", "cycle"),
+])
+def test_a_violation_is_found(module, target, expected):
+    """The checks themselves: an added upward import or circle is reported."""
+    edges, _ = import_graph()
+    edges = {k: dict(v) for k, v in edges.items()}
+    edges[module][target] = "injected"
+    if expected == "cycle":
+        edges[target][module] = "injected"
+        assert any(module in c and target in c for c in find_cycles(edges))
+    else:
+        assert any(f"{module} (" in p and f"imports {target} (" in p for p in upward_imports(edges))
+
+
+def test_only_configs_and_pipelines_join_the_package():
+    """Installed or from the source tree: `electra_tf.configs` and `electra_tf.pipelines`, nothing else."""
+    import importlib.util
+
+    import electra_tf
+
+    assert importlib.util.find_spec("electra_tf.configs") is not None
+    assert importlib.util.find_spec("electra_tf.pipelines.packing") is not None
+    for name in ("electra_tf.tests", "electra_tf.benchmarks", "electra_tf.electra_tf"):
+        assert importlib.util.find_spec(name) is None, name
+    assert electra_tf.SOURCE_FOLDERS == ("configs", "pipelines")
