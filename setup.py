@@ -54,8 +54,8 @@ setuptools.setup(
             "electra-finetune=electra_tf.finetune:run",
             "electra-export=electra_tf.export.__main__:run",
             "electra-convert=electra_tf.convert.__main__:run",
-            "electra-build-data=electra_tf.cli:build_data",
-            "electra-build-vocab=electra_tf.cli:build_vocab",
+            "electra-build-data=electra_tf.data_scripts:build_data",
+            "electra-build-vocab=electra_tf.data_scripts:build_vocab",
         ],
     },
 )

@@ -302,22 +302,3 @@ def _import_quietly(module):
             lines = capture.read().decode("utf-8", "replace").splitlines(keepends=True)
             sys.stderr.write("".join(line for line in lines if not any(t in line for t in _IMPORT_NOISE)))
             sys.stderr.flush()
-
-
-# --- Console scripts of the pipelines (quiet before the module imports TensorFlow and Beam) -----
-
-
-def build_data():
-    """The `electra-build-data` console script: `python -m electra_tf.pipelines.build_pretraining_data`."""
-    quiet_console()
-    from electra_tf.pipelines import build_pretraining_data
-
-    build_pretraining_data.run()
-
-
-def build_vocab():
-    """The `electra-build-vocab` console script: `python -m electra_tf.pipelines.build_vocab`."""
-    quiet_console()
-    from electra_tf.pipelines import build_vocab as program
-
-    program.run()

@@ -26,7 +26,7 @@ LAYERS = {
     "convert": ("electra_tf.convert",),
     "training": ("electra_tf.run_files", "electra_tf.training", "electra_tf.finetuning", "electra_tf.export"),
     "programs": ("electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export.__main__",
-                 "electra_tf.convert.__main__", "electra_tf.demo_data"),
+                 "electra_tf.convert.__main__", "electra_tf.demo_data", "electra_tf.data_scripts"),
 }
 ROOT_LAYER = "core"  # the package's own `__init__` (exactly `electra_tf`)
 MAY_IMPORT = {
