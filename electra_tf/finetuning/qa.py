@@ -187,7 +187,7 @@ def run_qa(config, strategy=None):
             model.compile(optimizer=create_optimizer(config, encoder.num_layers, steps), loss=loss,
                           loss_weights=weights, jit_compile=jit_compile(config, strategy))
         start = time.time()
-        history = model.fit(train_ds, epochs=config.epochs, verbose=config.verbose)
+        history = model.fit(train_ds, epochs=config.epochs, verbose=config.verbose, shuffle=False)
         train_seconds = time.time() - start
         metrics, predictions, null_odds = evaluate(model, dev_features, config, config.null_threshold)
         num_windows = len(train_features.arrays["token_ids"])
