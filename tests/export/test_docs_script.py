@@ -4,7 +4,7 @@ import os
 import re
 
 DOC = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "serving.md")
-PATHS_LINE = 'model_dir, data_dir, epochs = "electra_runs/small", "../shared/data/tasks/movie_polarity", 3'
+PATHS_LINE = 'model_dir, data_dir, epochs = "electra_runs/small", "data/tasks/movie_polarity", 3'
 
 
 def docs_script():
