@@ -80,6 +80,8 @@ def _module_name(path):
     parts = list(path.relative_to(REPO).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
+    if parts[0] in ("configs", "pipelines"):  # installed inside the package (setup.py package_dir)
+        parts.insert(0, "electra_tf")
     return ".".join(parts)
 
 

@@ -177,9 +177,25 @@ def export_qa_serving(model, vocab_file, base_dir, model_name="electra", version
 
     Example:
         ```python
-        path = export_qa_serving(model, "vocab.txt", "/tmp/serving", "squad", 1)
+        import pathlib
+
+        import tensorflow as tf
+
+        from electra_tf.export.qa_serving import export_qa_serving
+        from electra_tf.models.encoder import ElectraEncoder
+        from electra_tf.models.question_answerer import ElectraQuestionAnswerer
+
+        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "where", "is", "paris", "in", "france", "?", "."]
+        pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
+        encoder = ElectraEncoder(vocab_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=16,
+                                 embedding_dim=16, intermediate_dim=32)
+        model = ElectraQuestionAnswerer(encoder, start_n_top=2, end_n_top=2)  # fine-tuned, in practice
+        model.build()
+        path = export_qa_serving(model, "vocab.txt", "serving", "squad", 1, seq_length=32,
+                                 doc_stride=8, max_query_length=8)  # 'serving/squad/1'
         serve = tf.saved_model.load(path).signatures["serving_default"]
-        serve(question=tf.constant(["Where is Paris?"]), context=tf.constant(["Paris is in France."]))["answer"]
+        out = serve(question=tf.constant(["Where is Paris?"]), context=tf.constant(["Paris is in France."]))
+        out["answer"].shape  # (1,): an untrained model's answer, a span of the context
         ```
     """
     if seq_length > model.encoder.max_sequence_length:

@@ -32,6 +32,7 @@ Example:
 >>> import os, tempfile
 >>> from electra_tf.data.tokenizer import WordPieceTokenizer
 >>> from electra_tf.finetuning.squad import QAExample
+>>> from electra_tf.finetuning.qa_features import build_qa_features
 >>> vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
 >>> _ = open(vocab, "w").write("\\n".join(
 ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "where", "is", "paris", "in", "france", "?", "."]))
@@ -110,6 +111,7 @@ def locate_answer(context, text, start):
     between its words, is found within `NEAR` characters: the nearest occurrence.
 
     Example:
+    >>> from electra_tf.finetuning.qa_features import locate_answer
     >>> locate_answer("a  cat sat", "cat", 2)
     (3, 6, 'reanchored')
     >>> locate_answer("a cat", "dog", 2)

@@ -210,6 +210,9 @@ def long_sentences(sentences, word_pieces, max_seq_length):
     (`tagging_features.plan_windows`), every word trained on and predicted once.
 
     Example:
+    >>> import numpy as np
+    >>> from electra_tf.finetuning import conll
+    >>> from electra_tf.finetuning.tagging import long_sentences
     >>> from electra_tf.finetuning.tagging_features import WordPieces
     >>> pieces = WordPieces(np.arange(9, dtype=np.int32), np.array([0, 3, 6, 9]), np.array([], np.int64))
     >>> long_sentences([conll.Sentence(("a", "b", "c"), ("O",) * 3, "train.txt", (4, 5, 6))], [pieces], 8)

@@ -39,6 +39,8 @@ def inverse_cdf_sample(logits, seed, temperature=1.0, disallow_ids=None):
     their distribution does not. Arguments and result as `gumbel_sample`.
 
     Example:
+        >>> import tensorflow as tf
+        >>> from electra_tf.layers.sampling import inverse_cdf_sample
         >>> logits = tf.math.log([[[0.25, 0.75]]])
         >>> inverse_cdf_sample(logits, tf.constant([0, 1], tf.int64)).shape
         TensorShape([1, 1])

@@ -86,7 +86,7 @@ class ElectraPretrainer(keras.Model):
         pretrainer.compile(optimizer=keras.optimizers.AdamW(1e-3))
         ids = np.random.randint(200, 1000, (8, 32)).astype("int32")
         batch = {"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": 1 + 0 * ids}
-        pretrainer.fit(tf.data.Dataset.from_tensors(batch).repeat(3))
+        pretrainer.fit(tf.data.Dataset.from_tensors(batch).repeat(3), shuffle=False)
         ```
     """
 
@@ -465,6 +465,8 @@ def pretrainer_from_sizes(sizes, generator_sizes=None, **pretrainer_kwargs):
 
     Example:
         ```python
+        from electra_tf.models.pretrainer import pretrainer_from_sizes
+
         sizes = dict(vocab_size=200, num_layers=1, num_heads=1, hidden_dim=32,
                      embedding_dim=16, intermediate_dim=64)
         pretrainer = pretrainer_from_sizes(sizes, dict(num_layers=1, num_heads=1, hidden_dim=8,

@@ -56,6 +56,7 @@ class ElectraQuestionAnswerer(keras.Model):
     Example:
     >>> import numpy as np
     >>> from electra_tf.models.encoder import ElectraEncoder
+    >>> from electra_tf.models.question_answerer import ElectraQuestionAnswerer
     >>> encoder = ElectraEncoder(vocab_size=100, num_layers=1, num_heads=2, hidden_dim=16,
     ...                          embedding_dim=16, intermediate_dim=32)
     >>> model = ElectraQuestionAnswerer(encoder, answerable=True, start_n_top=3, end_n_top=2)
