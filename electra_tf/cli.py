@@ -265,17 +265,17 @@ def gpu_device_present():
 def quiet_console():
     """Quiets TensorFlow's and Beam's start-up; called by every CLI before TensorFlow is imported.
 
-    Does nothing when the user set TF_CPP_MIN_LOG_LEVEL. Otherwise sets it to 3 (C++ errors
-    off: they surface as Python exceptions) on a machine without a GPU device, to 1 (C++
-    INFO off) where there is one, so nothing about a GPU that exists is hidden; drops the
-    lines TensorFlow's libraries print while they load; filters the Beam and TensorFlow
-    Python log records in `_LOG_NOISE`. CUDA_VISIBLE_DEVICES is never touched.
+    Unless the user set TF_CPP_MIN_LOG_LEVEL (then theirs is kept), sets it to 3 (C++
+    errors off: they surface as Python exceptions) on a machine without a GPU device, to 1
+    (C++ INFO off) where there is one, so nothing about a GPU that exists is hidden. Always
+    drops the lines TensorFlow's libraries print while they load and filters the Beam and
+    TensorFlow Python log records in `_LOG_NOISE`. CUDA_VISIBLE_DEVICES is never touched.
     """
     global _quieted
-    if _quieted or "TF_CPP_MIN_LOG_LEVEL" in os.environ:
+    if _quieted:
         return
     _quieted = True
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "1" if gpu_device_present() else "3"
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1" if gpu_device_present() else "3")
     for name in sorted({name for name, _ in _LOG_NOISE}):
         std_logging.getLogger(name or None).addFilter(
             _DropMessages(tuple(text for owner, text in _LOG_NOISE if owner == name)))
