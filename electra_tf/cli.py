@@ -243,6 +243,7 @@ _LOG_NOISE = (
     ("", "apitools not found, and bigquery client libraries are not available"),  # Beam, on the root logger
     ("apache_beam.io.gcp.bigquery", "google.cloud.bigquery_storage_v1"),
     ("absl", "Sharding callback duration"),  # TensorFlow, at every checkpoint save
+    ("apache_beam.runners.worker.statecache", "Creating state cache"),  # Beam, when the demo data is built
 )
 _quieted = False
 
