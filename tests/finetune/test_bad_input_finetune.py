@@ -112,7 +112,9 @@ def test_serving_export_without_finetune_config_warns_what_it_assumes(tiny_run, 
     from electra_tf.models.classifier import ElectraClassifier
 
     encoder = keras.saving.load_model(os.path.join(tiny_run["run"], "discriminator.keras"))
-    ElectraClassifier(encoder, num_labels=3).save(str(tmp_path / "classifier.keras"))
+    classifier = ElectraClassifier(encoder, num_labels=3)
+    classifier.build()
+    classifier.save(str(tmp_path / "classifier.keras"))
     with caplog.at_level(logging.WARNING):
         _, _, config = load_finetuned(str(tmp_path))
     assert config == {}
