@@ -5,6 +5,8 @@ and heading), each in a fresh namespace and an empty temporary directory; see
 `doc_examples` for how examples are written and found.
 """
 
+import os
+
 import pytest
 
 import doc_examples
@@ -41,9 +43,24 @@ def _run(example):
         raise
 
 
+# Examples that build the demo data with the defaults into a folder of the working directory:
+# they find there a copy of the session's build (`conftest.demo_data`, the same parameters), so
+# they run the cache-hit path; the build itself is tested once, in `pipelines/test_demo_corpus.py`.
+DEMO_FOLDERS = {
+    "README.md: From your own Keras script": "demo_data",
+    "electra_tf.pipelines.demo_corpus.build_demo_data": "electra_demo",
+}
+
+
 @pytest.fixture
-def fresh_dir(tmp_path, monkeypatch):
+def fresh_dir(tmp_path, monkeypatch, request):
     monkeypatch.chdir(tmp_path)
+    example = request.node.callspec.params["example"]
+    if example.name in DEMO_FOLDERS:
+        import shutil
+
+        demo = request.getfixturevalue("demo_data")
+        shutil.copytree(os.path.dirname(demo["vocab_file"]), tmp_path / DEMO_FOLDERS[example.name])
     yield tmp_path
     import keras
 

@@ -9,11 +9,11 @@ from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.pipelines import demo_corpus
 
 
-def _check(result, seq_length, vocab_size):
+def _check(result, seq_length, vocab_size, num_shards=2):
     tokenizer = WordPieceTokenizer(result["vocab_file"])  # validates the special tokens
     assert tokenizer.vocab_size == vocab_size and tokenizer.pad_id == 0
     files = sorted(tf.io.gfile.glob(result["data"]))
-    assert len(files) == 2
+    assert len(files) == num_shards
     spec = {n: tf.io.FixedLenFeature([seq_length], tf.int64) for n in ("input_ids", "input_mask", "segment_ids")}
     count = 0
     for record in tf.data.TFRecordDataset(files):
@@ -44,7 +44,8 @@ def test_small_demo_build_and_cache(tmp_path, monkeypatch):
 
 
 @pytest.mark.large
-def test_full_demo_build(tmp_path):
-    result = demo_corpus.build_demo_data(str(tmp_path / "demo"), num_shards=2)
-    _check(result, 128, 8192)
+def test_full_demo_build(demo_data):
+    """The full build, with the defaults the demo pre-training uses (`conftest.demo_data`, built once per session)."""
+    result = demo_data
+    _check(result, 128, 8192, num_shards=4)
     assert 2_000_000 <= result["stats"]["bytes"] <= 10_000_000
