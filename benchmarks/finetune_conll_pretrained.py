@@ -111,7 +111,7 @@ def report(rows, config, seconds):
         lines.append(f"| {name} | {stat(trials, 'entity_f1')} | {stat(trials, 'token_accuracy')} | {len(trials)} | "
                      f"{sum(t['train_seconds'] for t in trials):.0f} |")
     lines += ["", "Scores x 100, mean ± std over fine-tuning seeds.", "",
-              f"Versions: {common.versions()}. Whole run {seconds / 60:.1f} min.", ""]
+              f"Versions: {', '.join(f'{k} {v}' for k, v in common.versions().items())}. Whole run {seconds / 60:.1f} min.", ""]
     return "\n".join(lines)
 
 
