@@ -48,6 +48,23 @@ KILL_DURING_SAVE = textwrap.dedent("""
     run()
 """)
 
+# Runs the CLI and SIGKILLs it once the optimizer has taken `KILL_AT_STEP` steps (after that
+# step's callbacks), wherever that falls between checkpoints.
+KILL_AT_STEP = textwrap.dedent("""
+    import os, signal, sys
+    import keras
+    target = int(os.environ["KILL_AT_STEP"])
+    original = keras.callbacks.CallbackList.on_train_batch_end
+    def on_train_batch_end(self, batch, logs=None):
+        original(self, batch, logs)
+        if int(self.model.optimizer.iterations.numpy()) >= target:
+            os.kill(os.getpid(), signal.SIGKILL)
+    keras.callbacks.CallbackList.on_train_batch_end = on_train_batch_end
+    from electra_tf.pretrain import run
+    sys.argv = ["electra-pretrain", *sys.argv[1:]]
+    run()
+""")
+
 
 def command(data, model_dir, strategy_args=(), **overrides):
     values = {**TINY, "data": data, "train_steps": STEPS, **overrides}
@@ -121,20 +138,18 @@ def test_sigkill_three_times_then_rerun_equals_an_uninterrupted_run(tmp_path, da
     assert result.returncode == -signal.SIGKILL
     assert latest_step(model_dir) == target - 5  # the half-written one is ignored
     kills.append(("during save", target))
-    # 2, 3. Killed at random moments after the next checkpoints.
+    # 2, 3. Killed at a random step between the next checkpoint and the one after it (a step count,
+    # not a wall-clock delay: on a fast machine 5 steps take milliseconds).
+    script = tmp_path / "kill_at_step.py"
+    script.write_text(KILL_AT_STEP)
     for _ in range(2):
         seen = latest_step(model_dir)
-        proc = subprocess.Popen([sys.executable, *command(data, model_dir, strategy_args)], cwd=REPO, env=env(),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            deadline = time.time() + 300
-            while latest_step(model_dir) <= seen and proc.poll() is None and time.time() < deadline:
-                time.sleep(0.05)
-            time.sleep(rng.uniform(0, 0.5))
-        finally:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-        kills.append(("random", latest_step(model_dir)))
+        step = seen + 5 + rng.randint(1, 4)
+        result = subprocess.run([sys.executable, str(script), *command(data, model_dir, strategy_args)[2:]],
+                                cwd=REPO, env=dict(env(), KILL_AT_STEP=str(step)), capture_output=True, timeout=600)
+        assert result.returncode == -signal.SIGKILL, result.stderr[-3000:]
+        assert latest_step(model_dir) == seen + 5
+        kills.append(("between checkpoints", step))
     assert latest_step(model_dir) < STEPS, kills  # the kills really interrupted the run
     run_python(command(data, model_dir, strategy_args))  # the same command finishes the run
     assert_same_model(model_dir, reference)
