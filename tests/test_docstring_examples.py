@@ -6,6 +6,7 @@ and heading), each in a fresh namespace and an empty temporary directory; see
 """
 
 import os
+import shutil
 
 import pytest
 
@@ -57,8 +58,6 @@ def fresh_dir(tmp_path, monkeypatch, request):
     monkeypatch.chdir(tmp_path)
     example = request.node.callspec.params["example"]
     if example.name in DEMO_FOLDERS:
-        import shutil
-
         demo = request.getfixturevalue("demo_data")
         shutil.copytree(os.path.dirname(demo["vocab_file"]), tmp_path / DEMO_FOLDERS[example.name])
     yield tmp_path
@@ -82,6 +81,7 @@ def test_examples_are_found():
     assert len([e for e in EXAMPLES if e.runnable]) >= 60
     assert "electra_tf.models.encoder.ElectraEncoder" in names and README
     assert LARGE <= names | {e.name for e in README}, LARGE - names
+    assert set(DEMO_FOLDERS) <= LARGE, set(DEMO_FOLDERS) - LARGE  # a renamed example would rebuild the demo data
 
 
 def test_every_example_section_holds_code():
