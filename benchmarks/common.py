@@ -75,6 +75,16 @@ def write_json(path, value):
         f.write("\n")
 
 
+def write_report(text, path=None):
+    """Prints a markdown report and, when `path` is given, writes it there (the folder is created)."""
+    print(text)
+    if path:
+        folder = os.path.dirname(os.path.abspath(path))
+        os.makedirs(folder, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
 def append_jsonl(path, record):
     """Appends `record` as one JSON line."""
     with open(path, "a", encoding="utf-8") as f:

@@ -122,10 +122,7 @@ def main(argv):
         f"Can a `tf.distribute` iterator be checkpointed (OneDeviceStrategy)? {distributed}.",
     ]
     text = "\n".join(lines) + "\n"
-    print(text)
-    if FLAGS.output:
-        with open(FLAGS.output, "w") as f:
-            f.write(text)
+    common.write_report(text, FLAGS.output)
 
 
 if __name__ == "__main__":

@@ -272,10 +272,7 @@ def main(argv):
             results["hf BertForTokenClassification"] = run_hf(train, dev, labels)
             print("hf", results["hf BertForTokenClassification"], flush=True)
     text = report(results, train, dev, time.time() - start)
-    print(text)
-    if FLAGS.output:
-        with open(FLAGS.output, "w") as f:
-            f.write(text)
+    common.write_report(text, FLAGS.output)
 
 
 if __name__ == "__main__":

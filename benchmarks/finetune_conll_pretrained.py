@@ -126,10 +126,7 @@ def main(argv):
         rows.append((name, results))
         print(name, json.dumps(results["summary"]), flush=True)
     text = report(rows, config, time.time() - start)
-    print(text)
-    if FLAGS.output:
-        with open(FLAGS.output, "w") as f:
-            f.write(text)
+    common.write_report(text, FLAGS.output)
 
 
 if __name__ == "__main__":

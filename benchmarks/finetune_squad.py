@@ -334,10 +334,7 @@ def main(argv):
             results["hf BertForQuestionAnswering"] = run_hf(train, dev, shifts)
             print("hf", results["hf BertForQuestionAnswering"], flush=True)
     text = report(results, train, dev, shifts, time.time() - start)
-    print(text)
-    if FLAGS.output:
-        with open(FLAGS.output, "w") as f:
-            f.write(text)
+    common.write_report(text, FLAGS.output)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,8 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from benchmarks import common
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 from electra_tf.data.tokenizer import WordPieceTokenizer  # pylint: disable=wrong-import-position
@@ -251,10 +253,7 @@ def main(argv):
         f"{20e9 / wiki_rate / 3600:.1f} CPU-hours: {20e9 / wiki_rate / 3600 / 32:.2f} h on 32 one-core workers.",
     ]
     text = "\n".join(report) + "\n"
-    print(text)
-    if FLAGS.output:
-        with open(FLAGS.output, "w", encoding="utf-8") as f:
-            f.write(text)
+    common.write_report(text, FLAGS.output)
 
 
 if __name__ == "__main__":

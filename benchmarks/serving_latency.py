@@ -128,11 +128,7 @@ def main(argv):
     ]
     lines += [f"| {b} | {n} | {m:.2f} | {p:.2f} | {e:.2f} |" for b, n, m, p, e in rows]
     text = "\n".join(lines) + "\n"
-    print(text)
-    if FLAGS.output:
-        os.makedirs(os.path.dirname(os.path.abspath(FLAGS.output)), exist_ok=True)
-        with open(FLAGS.output, "w") as f:
-            f.write(text)
+    common.write_report(text, FLAGS.output)
 
 
 if __name__ == "__main__":

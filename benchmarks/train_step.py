@@ -396,10 +396,7 @@ def summarize(path, output=None, notes=None):
     if notes:
         with open(notes, encoding="utf-8") as f:
             text += "\n" + f.read()
-    print(text)
-    if output:
-        with open(output, "w", encoding="utf-8") as f:
-            f.write(text)
+    common.write_report(text, output)
 
 
 def main(args):
