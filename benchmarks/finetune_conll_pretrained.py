@@ -66,7 +66,7 @@ def random_encoder(model_dir, directory, seed):
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "encoder.keras")
     encoder.save(path)
-    shutil.copyfile(os.path.join(model_dir, "vocab.txt"), os.path.join(directory, "vocab.txt"))
+    shutil.copyfile(os.path.join(model_dir, run_files.VOCAB_FILE), os.path.join(directory, run_files.VOCAB_FILE))
     return path
 
 
@@ -92,14 +92,16 @@ def report(rows, config, seconds):
         values = [t["dev"][key] for t in trials]
         return f"{100 * np.mean(values):.2f} ± {100 * np.std(values):.2f}"
 
-    run = json.load(open(os.path.join(FLAGS.model_dir, "config.json")))
+    from electra_tf import run_files
+
+    run = run_files.read_config(FLAGS.model_dir)
     lines = [
         "# CoNLL-2003 NER: an encoder pre-trained by `electra_tf.pretrain` vs the same encoder untrained", "",
         f"`python -m benchmarks.finetune_conll_pretrained --model_dir {FLAGS.model_dir}`", "",
-        f"Encoder: {run.get('hidden_dim')} wide, {run.get('num_layers')} layers, {run.get('num_heads')} heads, "
-        f"FFN {run.get('intermediate_dim')}, embeddings {run.get('embedding_dim')}, vocabulary {run.get('vocab_size')}; "
-        f"pre-training: objective {run.get('objective')}, {run.get('train_steps')} steps of batch "
-        f"{run.get('batch_size')} x seq {run.get('max_seq_length')}. Untrained: the same config's discriminator "
+        f"Encoder: {run.hidden_dim} wide, {run.num_layers} layers, {run.num_heads} heads, "
+        f"FFN {run.intermediate_dim}, embeddings {run.embedding_dim}, vocabulary {run.vocab_size}; "
+        f"pre-training: objective {run.objective}, {run.train_steps} steps of batch "
+        f"{run.batch_size} x seq {run.seq_length}. Untrained: the same config's discriminator "
         f"initialised with seed {FLAGS.baseline_seed}.", "",
         f"Fine-tuning (both): {json.dumps(config.hparams())}. Train: eng.train; dev: eng.testa "
         f"({rows[0][1]['num_dev_sentences']} sentences).", "",
