@@ -23,7 +23,6 @@ Reported: dev entity F1 (CoNLL semantics) and token accuracy, mean ± std over
 
 import json
 import os
-import shutil
 import tempfile
 import time
 
@@ -48,26 +47,6 @@ flags.DEFINE_string("workdir", None, "Where the fine-tuned models go (default: a
 flags.DEFINE_string("output", None, "Write the markdown report here.")
 flags.mark_flag_as_required("model_dir")
 FLAGS = flags.FLAGS
-
-
-def random_encoder(model_dir, directory, seed):
-    """Saves the untrained discriminator of `model_dir`'s config to `directory`; returns its path."""
-    import keras
-    import numpy as np
-
-    from electra_tf import run_files
-    from electra_tf.models.pretrainer import build_pretrainer
-
-    keras.utils.set_random_seed(seed)
-    encoder = build_pretrainer(run_files.read_config(model_dir)).discriminator
-    batch = dict(token_ids=np.ones((1, 8), "int32"), segment_ids=np.zeros((1, 8), "int32"),
-                 padding_mask=np.ones((1, 8), "int32"))
-    encoder(batch, training=False)  # builds the weights
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, "encoder.keras")
-    encoder.save(path)
-    shutil.copyfile(os.path.join(model_dir, run_files.VOCAB_FILE), os.path.join(directory, run_files.VOCAB_FILE))
-    return path
 
 
 def finetune(init, output_dir):
@@ -119,10 +98,14 @@ def report(rows, config, seconds):
 
 def main(argv):
     del argv
+    from electra_tf import run_files
+
     start = time.time()
     workdir = FLAGS.workdir or tempfile.mkdtemp(prefix="conll_pretrained_")
     rows = []
-    random_path = random_encoder(FLAGS.model_dir, os.path.join(workdir, "random_init_encoder"), FLAGS.baseline_seed)
+    random_path = run_files.save_encoder(
+        run_files.untrained_encoder(run_files.read_config(FLAGS.model_dir), FLAGS.baseline_seed),
+        os.path.join(workdir, "random_init_encoder"), os.path.join(FLAGS.model_dir, run_files.VOCAB_FILE))
     for name, init in (("pretrained", FLAGS.model_dir), ("random_init", random_path)):
         config, results = finetune(init, os.path.join(workdir, name))
         rows.append((name, results))

@@ -22,6 +22,8 @@ An export (`electra_tf.export`): a SavedModel (`saved_model.pb`, `variables/`,
 `assets/`: `vocab.txt`, `tokenizer_config.json`, `encoder_config.json` or
 `serving_config.json`, and `labels.txt` for serving), or a Keras-Hub preset.
 A Hugging Face model (`electra_tf.convert --to hf`): `config.json` + `model.safetensors`.
+A standalone encoder (`save_encoder`, e.g. an experiment's untrained baseline): `encoder.keras`
++ `vocab.txt`, a `--init` for fine-tuning.
 
 What a folder holds (`artefact_kind`), so a command never writes its files into
 another kind of artefact:
@@ -68,6 +70,8 @@ SERVING_CONFIG_ASSET = "serving_config.json"  # export --kind serving
 LABELS_ASSET = "labels.txt"  # export --kind serving: label i on line i
 VOCAB_ASSET = VOCAB_FILE  # the vocabulary asset keeps its file name
 HF_WEIGHTS_FILES = (HF_WEIGHTS_FILE, HF_WEIGHTS_INDEX_FILE)
+# --- A standalone encoder ---
+ENCODER_FILE = "encoder.keras"  # with VOCAB_FILE beside it
 
 
 def read_config(model_dir):
@@ -295,6 +299,32 @@ def load_encoder(export_dir):
     for target, source in zip(encoder.weights, loaded.encoder_weights):
         target.assign(source)
     return encoder, os.path.join(export_dir, ASSETS_DIR, VOCAB_ASSET)
+
+
+# --- A standalone encoder ---
+def save_encoder(encoder, directory, vocab_file):
+    """Writes `directory/encoder.keras` (atomically) and a copy of `vocab_file` beside it; returns the path.
+
+    The result is a fine-tuning `--init` (`load_init`).
+    """
+    tf.io.gfile.makedirs(directory)
+    path, partial = os.path.join(directory, ENCODER_FILE), os.path.join(directory, "partial." + ENCODER_FILE)
+    encoder.save(partial)
+    tf.io.gfile.rename(partial, path, overwrite=True)
+    tf.io.gfile.copy(vocab_file, os.path.join(directory, VOCAB_FILE), overwrite=True)
+    return path
+
+
+def untrained_encoder(config, seed):
+    """The discriminator `build_pretrainer(config)` makes under `keras.utils.set_random_seed(seed)`, built.
+
+    The no-pre-training baseline of an experiment: the same encoder before any update. The draw
+    depends on everything `config` builds (e.g. its objective's generator), so callers keep theirs.
+    """
+    keras.utils.set_random_seed(seed)
+    encoder = build_pretrainer(config).discriminator
+    encoder.build()
+    return encoder
 
 
 # --- A fine-tuning run's results ---

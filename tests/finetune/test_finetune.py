@@ -62,3 +62,32 @@ def test_multiple_trials_report_spread(run_dir, tmp_path):
     assert results["majority_class_accuracy"] == 0.5
     config = json.loads((tmp_path / "out" / "finetune_config.json").read_text())
     assert config["pair"] is True and config["label_names"] == ["negative", "positive"]
+
+
+def test_an_untrained_encoder_saved_as_init_loads_back_equal(tmp_path):
+    """`run_files.untrained_encoder` is the seeded pre-trainer's discriminator; `save_encoder` makes it a `--init`."""
+    import keras
+    import numpy as np
+
+    from electra_tf import run_files
+    from electra_tf.config import get_config
+    from electra_tf.models.pretrainer import build_pretrainer
+
+    config = get_config("tiny", vocab_size=300, embedding_dim=16, hidden_dim=32, num_layers=2, num_heads=2,
+                        intermediate_dim=64, seq_length=32, max_sequence_length=64)
+    ids = np.random.RandomState(0).randint(5, 300, (2, 32)).astype("int32")
+    batch = dict(token_ids=ids, segment_ids=0 * ids, padding_mask=np.ones_like(ids))
+    keras.utils.set_random_seed(3)
+    direct = build_pretrainer(config).discriminator  # built by its first call, not by build()
+    expected = keras.ops.convert_to_numpy(direct(batch, training=False))
+
+    encoder = run_files.untrained_encoder(config, seed=3)
+    other = run_files.untrained_encoder(config, seed=4)
+    (tmp_path / "vocab.src").write_text("[PAD]\n[UNK]\n")
+    path = run_files.save_encoder(encoder, str(tmp_path / "init"), str(tmp_path / "vocab.src"))
+    loaded, vocab_file = run_files.load_init(path)
+    found = keras.ops.convert_to_numpy(loaded(batch, training=False))
+    np.testing.assert_allclose(found, expected, atol=1e-6)
+    assert not np.allclose(keras.ops.convert_to_numpy(other(batch, training=False)), expected)
+    assert sorted(os.listdir(tmp_path / "init")) == [run_files.ENCODER_FILE, run_files.VOCAB_FILE]
+    assert open(vocab_file).read() == "[PAD]\n[UNK]\n"
