@@ -38,6 +38,12 @@ What it does, top to bottom (`main`):
    versions), `efficiency.png` (average dev score vs pre-training FLOPs) and
    `context.png` (windowed discriminator AUC vs the token-identity AUC).
 
+In pieces: `--objectives electra,mlm` in one `--output_dir`, then `--objectives
+electra_15,replace_mlm,all_tokens_mlm --merge FIRST_DIR/results.json` in another
+writes one report of both; the settings must match (`MERGE_FIELDS`, checked
+before any work), and the seeded no-pre-training baseline, run by both, shows
+how far the two invocations agree.
+
 Resumable: each finished unit (records, pre-training run, exported encoder,
 fine-tuning run) leaves a file that a re-run finds and skips; an interrupted
 pre-training run resumes from its latest checkpoint. Numbers from `--budget
@@ -52,7 +58,6 @@ import os
 import platform
 import resource
 import shlex
-import shutil
 import statistics
 import subprocess
 import sys
@@ -71,7 +76,6 @@ from electra_tf.config import OBJECTIVES, get_config  # pylint: disable=wrong-im
 from electra_tf.demo_data import resolve_data  # pylint: disable=wrong-import-position
 from electra_tf.training.pretraining import train  # pylint: disable=wrong-import-position
 from electra_tf.data.tasks import load_task  # pylint: disable=wrong-import-position
-from electra_tf.models.pretrainer import build_pretrainer  # pylint: disable=wrong-import-position
 from electra_tf import run_files  # pylint: disable=wrong-import-position
 from electra_tf.training import flops  # pylint: disable=wrong-import-position
 from electra_tf.training.finetuning import run_finetuning  # pylint: disable=wrong-import-position
@@ -147,6 +151,8 @@ flags.DEFINE_integer("baseline_seed", 0, "Initialisation seed of the no-pre-trai
 flags.DEFINE_bool("holdout", True, "Keep the last record file out of pre-training, for the guard and the probe.")
 flags.DEFINE_integer("probe_every", 100, "Updates per context-probe window (0: no probe).")
 flags.DEFINE_integer("probe_batches", 32, "Held-out batches the context probe scores per window.")
+flags.DEFINE_list("merge", [], "results.json files of earlier invocations with the same settings (e.g. other "
+                  "--objectives in another --output_dir): their encoders join this report; encoders run here win.")
 
 
 # === Small helpers ===
@@ -516,7 +522,7 @@ def pretrain(objective, config, output_dir, curve_fractions, units, guard_batch,
         name = objective if fraction == 1.0 else f"{objective}@{fraction:g}"
         directory = os.path.join(output_dir, "encoders", name.replace("@", "_f"))
         info = dict(objective=objective, fraction=fraction, step=step, flops=step * per_step,
-                    path=os.path.join(directory, "encoder.keras"))
+                    path=os.path.join(directory, run_files.ENCODER_FILE))
         found = read_json(os.path.join(directory, "encoder.json"))
         if found:
             units.skip(f"export {name}")
@@ -529,7 +535,7 @@ def pretrain(objective, config, output_dir, curve_fractions, units, guard_batch,
             batch, reference, source = live_reference(live, step, steps, guard_dir, name)
             pretrainer, _ = run_files.restore_pretrainer(model_dir, prefix)
             diff = check_encoder(pretrainer.discriminator, batch, reference, f"{name} restored from {prefix}")
-            save_encoder(pretrainer.discriminator, directory, os.path.join(model_dir, run_files.VOCAB_FILE))
+            run_files.save_encoder(pretrainer.discriminator, directory, os.path.join(model_dir, run_files.VOCAB_FILE))
             write_reference(os.path.join(directory, GUARD_FILE), batch, reference, step=step, source=source)
             info["restore_max_diff"] = diff
             write_json(os.path.join(directory, "encoder.json"), info)
@@ -560,27 +566,18 @@ def live_reference(live, step, steps, guard_dir, name):
     return batch, outputs, meta["source"] + f" at step {meta['step']}"
 
 
-def save_encoder(encoder, directory, vocab_file):
-    """`encoder.keras` + `vocab.txt` in `directory`: what `load_init` reads for an `init` ending in .keras."""
-    os.makedirs(directory, exist_ok=True)
-    encoder.save(os.path.join(directory, "encoder.tmp.keras"))
-    os.replace(os.path.join(directory, "encoder.tmp.keras"), os.path.join(directory, "encoder.keras"))
-    shutil.copyfile(vocab_file, os.path.join(directory, "vocab.txt"))
-
-
 def random_encoder(config, output_dir, units, guard_batch, seed):
     """The no-pre-training baseline: the discriminator as initialised with `keras.utils.set_random_seed(seed)`."""
     directory = os.path.join(output_dir, "encoders", BASELINE)
-    info = dict(objective=BASELINE, fraction=0.0, step=0, flops=0.0, path=os.path.join(directory, "encoder.keras"),
+    info = dict(objective=BASELINE, fraction=0.0, step=0, flops=0.0, path=os.path.join(directory, run_files.ENCODER_FILE),
                 seed=seed)
     found = read_json(os.path.join(directory, "encoder.json"))
     if found:
         units.skip(f"export {BASELINE}")
         return found
-    keras.utils.set_random_seed(seed)
-    encoder = build_pretrainer(config.replace(objective="mlm")).discriminator
-    outputs = encoder_outputs(encoder, guard_batch)  # also builds the weights
-    save_encoder(encoder, directory, config.vocab_file)
+    encoder = run_files.untrained_encoder(config.replace(objective="mlm"), seed)
+    outputs = encoder_outputs(encoder, guard_batch)
+    run_files.save_encoder(encoder, directory, config.vocab_file)
     write_reference(os.path.join(directory, GUARD_FILE), guard_batch, outputs, step=0,
                     source=f"the random initialisation (seed {seed})")
     write_json(os.path.join(directory, "encoder.json"), info)
@@ -611,7 +608,7 @@ def finetune(encoders, task_dirs, seeds, hparams, output_dir, units):
                     write_json(os.path.join(run_dir, "timing.json"),
                                dict(seconds=time.time() - start, cpu_seconds=cpu_seconds() - cpu))
                     # The classifier is not needed here and is the bulk of the disk use.
-                    for leftover in ("classifier.keras", "vocab.txt"):
+                    for leftover in (run_files.CLASSIFIER_FILE, run_files.VOCAB_FILE):
                         if os.path.exists(os.path.join(run_dir, leftover)):
                             os.remove(os.path.join(run_dir, leftover))
                     units.done(f"{unit}: dev {spec.metric} {result['trials'][0]['dev'][spec.metric]:.4f}",
@@ -658,6 +655,74 @@ def summarize(runs, tasks, seeds):
     return summary
 
 
+# Fields two invocations must share for their runs to sit in one table (`--merge`).
+MERGE_FIELDS = ("budget_name", "budget", "finetune", "seeds", "tasks", "baseline_seed", "guard_atol", "context_probe")
+
+
+class MergeMismatch(ValueError):
+    """A `--merge` report was produced with other settings than this invocation."""
+
+
+def comparable(report, field):
+    value = json.loads(json.dumps(report[field]))
+    if field == "budget":  # the corpus glob may be spelled through another checkout's ../shared
+        value["corpus"] = os.path.normpath(value["corpus"])
+    return value
+
+
+def read_merges(paths, expected):
+    """`[(path, report)]` for `--merge`, each checked against `expected` (this invocation's `MERGE_FIELDS`)."""
+    merges = []
+    for path in paths:
+        other = read_json(path)
+        if other is None:
+            raise MergeMismatch(f"--merge {path}: no readable results.json there.")
+        check_mergeable(path, other, expected)
+        merges.append((path, other))
+    return merges
+
+
+def check_mergeable(path, other, expected):
+    for field in MERGE_FIELDS:
+        if field not in other or comparable(other, field) != comparable(expected, field):
+            raise MergeMismatch(f"--merge {path}: field '{field}' is {other.get(field)!r} there but "
+                                f"{expected[field]!r} here; only runs with the same settings share a table.")
+
+
+def merge_reports(report, merges):
+    """Adds to `report` (in place) the encoders of each `(path, other)` in `merges` that `report` lacks.
+
+    Raises `MergeMismatch` naming the file and field when a setting in `MERGE_FIELDS` differs. The
+    no-pre-training baseline (same seed, so the same encoder) is in every report: the scores it got in
+    each merged report are kept under `merged[i]["baseline"]`, a check that the invocations agree.
+    """
+    report.setdefault("merged", [])
+    baseline = lambda runs: {(r["task"], r["seed"]): r["score"] for r in runs if r["objective"] == BASELINE}  # noqa: E731
+    for path, other in merges:
+        check_mergeable(path, other, report)
+        new = [name for name in other["encoders"] if name not in report["encoders"]]
+        here, there = baseline(report["runs"]), baseline(other["runs"])
+        report["merged"].append(dict(
+            path=path, command=other["command"], date=other["date"], versions=other["versions"],
+            seconds=other["seconds"], encoders=new,
+            baseline_max_abs_diff=max((abs(here[k] - there[k]) for k in here.keys() & there.keys()), default=None)))
+        report["merged"] += other.get("merged", [])
+        for name in new:
+            report["encoders"][name] = other["encoders"][name]
+        report["runs"] += [r for r in other["runs"] if r["encoder"] in new]
+        for objective, p in other["pretraining"].items():
+            report["pretraining"].setdefault(objective, p)
+        for objective, records in other["context"].items():
+            report["context"].setdefault(objective, records)
+        report["objectives"] = list(dict.fromkeys(report["objectives"] + other["objectives"]))
+        report["curve_objectives"] = list(dict.fromkeys(report["curve_objectives"] + other["curve_objectives"]))
+    rank = {o: i for i, o in enumerate((BASELINE, *OBJECTIVES))}
+    report["runs"].sort(key=lambda r: rank[r["objective"]])  # stable: table rows in OBJECTIVES order
+    report["pretraining"] = dict(sorted(report["pretraining"].items(), key=lambda item: rank[item[0]]))
+    report["context"] = dict(sorted(report["context"].items(), key=lambda item: rank[item[0]]))
+    return report
+
+
 # === 4. Report ===
 
 def versions():
@@ -685,6 +750,11 @@ def write_markdown(path, report):
         f"Wall time: {report['seconds']:.0f} s this invocation ({report['units_run']} units run, "
         f"{report['units_skipped']} skipped).",
         "",
+        *[f"Merged (`--merge`) from `{m['path']}`: encoders {', '.join(m['encoders'])}, run on {m['date']} at "
+          f"electra_tf {m['versions']['electra_tf']} ({m['seconds']:.0f} s) by `{m['command']}`. "
+          + (f"The seeded no-pre-training baseline, run in both, differs by at most "
+             f"{100 * m['baseline_max_abs_diff']:.2f} points per task and seed." if m["baseline_max_abs_diff"]
+             is not None else "") + "\n" for m in report.get("merged", [])],
         f"Encoder: `tiny` preset + {b['model']}, seq 128, batch {b['batch_size']}, lr {b['learning_rate']}; "
         f"budget = {b['electra_steps']} electra steps = {next(iter(plan.values()))['budget_flops']:.3g} "
         f"training FLOPs (matmul-only count, `electra_tf.training.flops`). Fine-tuning: {report['finetune']}, "
@@ -853,6 +923,17 @@ def main(argv):
     guard_batch = fixed_batches(heldout, base, 1, batch_size=GUARD_SEQUENCES)[0]
     probe_batches = fixed_batches(heldout, base, FLAGS.probe_batches) if FLAGS.probe_every else []
 
+    context_probe = dict(every=FLAGS.probe_every, batches=FLAGS.probe_batches, batch_size=base.batch_size,
+                         seed=PROBE_SEED, token_auc="cross-fitted, leaving one of the window's batches out")
+    # Checked now, not after hours of compute; read now: a merged file may be the one this run replaces.
+    task_names = [os.path.basename(os.path.normpath(t)) for t in FLAGS.tasks]
+    try:
+        merges = read_merges(FLAGS.merge, dict(budget_name=FLAGS.budget, budget=budget, finetune=finetune_hparams,
+                                               seeds=seeds, tasks=task_names, baseline_seed=FLAGS.baseline_seed,
+                                               guard_atol=GUARD_ATOL, context_probe=context_probe))
+    except MergeMismatch as e:
+        raise app.UsageError(str(e)) from None
+
     plan = plan_pretraining(base, FLAGS.objectives, budget["electra_steps"])
     log_plan(plan)
     encoders = {BASELINE: random_encoder(base, output_dir, units, guard_batch, FLAGS.baseline_seed)}
@@ -867,9 +948,7 @@ def main(argv):
         record = read_json(os.path.join(output_dir, "pretrain", objective, "done.json"))
         p.update(seconds=record["seconds"], cpu_seconds=record.get("cpu_seconds"))
 
-    task_names = [os.path.basename(os.path.normpath(t)) for t in FLAGS.tasks]
     runs = finetune(encoders, FLAGS.tasks, seeds, finetune_hparams, output_dir, units)
-    summary = summarize(runs, task_names, seeds)
     context = {o: read_json(os.path.join(output_dir, "pretrain", o, CONTEXT_FILE)) for o in plan}
     context = {o: records for o, records in context.items() if records}
 
@@ -880,17 +959,18 @@ def main(argv):
         versions=versions(), budget_name=FLAGS.budget, budget=budget, finetune=finetune_hparams, seeds=seeds,
         tasks=task_names, objectives=FLAGS.objectives, curve_objectives=FLAGS.curve_objectives,
         fractions=curve_fractions, paper_table5=PAPER_TABLE5, pretraining=plan, encoders=encoders,
-        runs=runs, summary=summary, seconds=time.time() - units.start, units_run=units.ran,
+        runs=runs, seconds=time.time() - units.start, units_run=units.ran,
         units_skipped=units.skipped, data=dict(train=train_data, heldout=heldout, holdout=FLAGS.holdout),
         guard_atol=GUARD_ATOL, baseline_seed=FLAGS.baseline_seed, context=context,
-        context_probe=dict(every=FLAGS.probe_every, batches=FLAGS.probe_batches, batch_size=base.batch_size,
-                           seed=PROBE_SEED, token_auc="cross-fitted, leaving one of the window's batches out"),
+        context_probe=context_probe,
     )
+    merge_reports(report, merges)
+    report["summary"] = summary = summarize(report["runs"], task_names, seeds)
     write_json(os.path.join(output_dir, "results.json"), report)
     write_markdown(os.path.join(output_dir, "results.md"), report)
-    plot(os.path.join(output_dir, "efficiency.png"), summary, FLAGS.curve_objectives)
-    if context:
-        plot_context(os.path.join(output_dir, "context.png"), context)
+    plot(os.path.join(output_dir, "efficiency.png"), summary, report["curve_objectives"])
+    if report["context"]:
+        plot_context(os.path.join(output_dir, "context.png"), report["context"])
     logging.info("Wrote results.json, results.md and the figures to %s (%d units run, %d skipped, %.0f s).",
                  output_dir, units.ran, units.skipped, time.time() - units.start)
     with open(os.path.join(output_dir, "results.md"), encoding="utf-8") as f:

@@ -129,9 +129,9 @@ def id_batch(seed=0, size=8, seq=32):
 def export(efficiency, encoder, directory, batch, reference):
     directory.mkdir(parents=True)
     (directory / "vocab.src").write_text("[PAD]\n")
-    efficiency.save_encoder(encoder, str(directory), str(directory / "vocab.src"))
+    run_files.save_encoder(encoder, str(directory), str(directory / "vocab.src"))
     efficiency.write_reference(str(directory / efficiency.GUARD_FILE), batch, reference, step=7, source="live")
-    return dict(path=str(directory / "encoder.keras"))
+    return dict(path=str(directory / run_files.ENCODER_FILE))
 
 
 def test_guard_accepts_an_equal_encoder_and_refuses_one_changed_block_weight(tmp_path):
@@ -247,3 +247,74 @@ def test_token_identity_auc_matches_the_analytic_auc_of_per_token_rates():
     found = efficiency.token_identity_auc(ids, labels, np.arange(len(ids)) % 2)
     assert found == pytest.approx(exact, abs=0.01)
     assert 0.6 < exact < 0.9  # a case where the token says something, not everything
+
+
+# --- --merge: invocations with other --objectives share one table ---
+
+COMMITTED = REPO / "experiments" / "efficiency" / "results" / "results.json"
+
+
+def part_of(report, names):
+    """The report an invocation that ran only the encoders `names` (and the baseline) would have written."""
+    import copy
+
+    part = copy.deepcopy(report)
+    keep = set(names) | {"random_init"}
+    objectives = {report["encoders"][n]["objective"] for n in keep}
+    part["encoders"] = {n: e for n, e in part["encoders"].items() if n in keep}
+    part["runs"] = [r for r in part["runs"] if r["encoder"] in keep]
+    part["pretraining"] = {o: p for o, p in part["pretraining"].items() if o in objectives}
+    part["context"] = {o: c for o, c in part["context"].items() if o in objectives}
+    part["objectives"] = [o for o in report["objectives"] if o in objectives]
+    part["curve_objectives"] = [o for o in report["curve_objectives"] if o in objectives]
+    for key in ("summary", "merged"):
+        part.pop(key, None)
+    return part
+
+
+def test_merging_the_parts_of_a_real_report_gives_back_its_table(tmp_path):
+    """The committed report split by encoder, then merged: the same runs, summary and markdown table."""
+    if not COMMITTED.exists():
+        pytest.skip(f"{COMMITTED} not committed")
+    efficiency = load_efficiency()
+    report = json.loads(COMMITTED.read_text())
+    report.pop("merged", None)
+    first = [n for n in report["encoders"] if n.split("@")[0] == "electra"]
+    rest = [n for n in report["encoders"] if n not in first and n != "random_init"]
+    assert first and rest
+    other = part_of(report, rest)
+    for run in other["runs"]:  # the baseline of the other invocation: slightly different scores
+        if run["objective"] == "random_init":
+            run["score"] += 0.001 * (run["seed"] + 1)
+    merged = efficiency.merge_reports(part_of(report, first), [("other/results.json", other)])
+    merged["summary"] = efficiency.summarize(merged["runs"], report["tasks"], report["seeds"])
+
+    original = efficiency.summarize(report["runs"], report["tasks"], report["seeds"])
+    assert merged["summary"] == original and list(merged["summary"])[0] == "random_init"
+    assert set(merged["encoders"]) == set(report["encoders"])
+    assert list(merged["pretraining"]) == [o for o in OBJECTIVES if o in report["pretraining"]]
+    assert merged["merged"][0]["encoders"] == rest
+    assert merged["merged"][0]["baseline_max_abs_diff"] == pytest.approx(0.001 * report["seeds"])
+
+    report["summary"] = original
+    efficiency.write_markdown(tmp_path / "original.md", report)
+    efficiency.write_markdown(tmp_path / "merged.md", merged)
+    table = lambda text: [line for line in text.splitlines() if line.startswith("| ")]  # noqa: E731
+    assert table((tmp_path / "merged.md").read_text()) == table((tmp_path / "original.md").read_text())
+    assert f"Merged (`--merge`) from `other/results.json`: encoders {', '.join(rest)}" in \
+        (tmp_path / "merged.md").read_text()
+    assert "differs by at most 0.30 points" in (tmp_path / "merged.md").read_text()
+
+
+def test_merge_refuses_a_report_with_other_settings_naming_file_and_field():
+    if not COMMITTED.exists():
+        pytest.skip(f"{COMMITTED} not committed")
+    efficiency = load_efficiency()
+    report = json.loads(COMMITTED.read_text())
+    other = json.loads(COMMITTED.read_text())
+    other["finetune"]["learning_rate"] *= 2
+    with pytest.raises(efficiency.MergeMismatch, match=r"--merge b/results.json: field 'finetune'"):
+        efficiency.merge_reports(report, [("b/results.json", other)])
+    other = json.loads(COMMITTED.read_text())
+    other["budget"]["corpus"] = other["budget"]["corpus"].replace("/data/", "/x/../data/")  # same glob, spelled otherwise
+    efficiency.check_mergeable("b/results.json", other, report)
