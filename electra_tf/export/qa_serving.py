@@ -23,11 +23,10 @@ empty (or all-whitespace) question or context, or a context with no word
 piece, is an `InvalidArgumentError` naming the input.
 """
 
-import os
 
 import tensorflow as tf
 
-from electra_tf.export.assets import SERVING_CONFIG_ASSET, ServedModel, add_assets
+from electra_tf.export.assets import SERVING_CONFIG_ASSET, ServedModel, add_assets, save_version, version_dir
 from electra_tf.export.tagging_serving import _char_offset
 
 NEG_INF = float("-inf")
@@ -125,7 +124,9 @@ class QAServingModule(ServedModel):
         window_arg = tf.argmax(flat_scores, axis=1, output_type=tf.int64)
         batch = tf.size(n)
         example32 = tf.cast(example, tf.int32)
-        best = tf.math.unsorted_segment_max(window_best, example32, batch)
+        # A question with no valid span in any window: its segment max is float32's lowest, not -inf.
+        found = tf.math.unsorted_segment_max(tf.cast(tf.math.is_finite(window_best), tf.int32), example32, batch) > 0
+        best = tf.where(found, tf.math.unsorted_segment_max(window_best, example32, batch), NEG_INF)
         is_best = tf.equal(window_best, tf.gather(best, example32))
         chosen = tf.math.unsorted_segment_min(tf.where(is_best, tf.range(num, dtype=tf.int64), tf.cast(num, tf.int64)),
                                               example32, batch)  # first window holding the best score
@@ -135,7 +136,6 @@ class QAServingModule(ServedModel):
         i, j = arg // k2, arg % k2
         s_doc = tf.gather(w_start, chosen) + tf.gather_nd(s_piece, tf.stack([chosen, i], 1))
         e_doc = tf.gather(w_start, chosen) + tf.gather_nd(e_piece, tf.stack([chosen, i, j], 1))
-        found = tf.math.is_finite(best)
         rows = pieces.row_starts()
         safe = lambda d: tf.clip_by_value(rows + d, 0, tf.maximum(tf.size(pieces.flat_values, tf.int64) - 1, 0))  # noqa: E731
         b_start = tf.gather(byte_starts.flat_values, safe(s_doc))
@@ -201,12 +201,7 @@ def export_qa_serving(model, vocab_file, base_dir, model_name="electra", version
     if seq_length > model.encoder.max_sequence_length:
         raise ValueError(f"`seq_length={seq_length}` exceeds the encoder's "
                          f"`max_sequence_length={model.encoder.max_sequence_length}`.")
-    if not isinstance(version, int) or version < 1:
-        raise ValueError(f"`version` must be a positive int (TF Serving folder name). Received: `version={version!r}`")
-    path = os.path.join(base_dir, model_name, str(version))
-    if tf.io.gfile.exists(path):
-        raise FileExistsError(f"{path} exists; TF Serving versions are immutable, choose a new `version`.")
+    path = version_dir(base_dir, model_name, version)
     module = QAServingModule(model, vocab_file, seq_length, doc_stride, max_query_length, max_answer_length,
                              null_threshold, task)
-    tf.saved_model.save(module, path, signatures=module.signatures())
-    return path
+    return save_version(module, path)

@@ -24,7 +24,12 @@ SETTINGS = {"max_seq_length": 48, "doc_stride": 16, "max_query_length": 12, "max
 TOY = [("Where does Anna live?", "The weather was good. Anna lives in Zürich, near the café! " * 6),
        ("Who?", "Paris."),
        ("  what   is the   river of the city of light called, and how long is it, in kilometres or miles, "
-        "and who named it first?", "The Seine flows through Paris. It is 777 km long. " * 3)]
+        "and who named it first?", "The Seine flows through Paris. It is 777 km long. " * 3),
+       # Without SQuAD's dev set (a fresh machine) these keep the threshold test at half of 7 answered.
+       ("When was the bridge built?", "The old bridge was built in 1602; the new one, in 1891, after a flood. " * 2),
+       ("Which colour is the door?", "Behind the garden there is a house. Its door is green and its roof red."),
+       ("Who wrote the letter?", "Dear Sir, thank you for the parcel. Yours, Margaret Hale (Milton, 1854). " * 4),
+       ("How many?", "Seven.")]
 
 
 def examples():
@@ -48,8 +53,9 @@ def exported(tmp_path_factory):
                              intermediate_dim=32, max_sequence_length=64)
     model = ElectraQuestionAnswerer(encoder, answerable=True, start_n_top=5, end_n_top=5, joint_hidden_dim=16)
     model.build()
-    _, answers = keras_answers(model, examples())  # a threshold that answers about half the questions
-    SETTINGS["null_threshold"] = float(np.median([a.null_score - a.score for a in answers]))
+    _, answers = keras_answers(model, examples())  # a threshold that answers about half the questions,
+    odds = sorted(a.null_score - a.score for a in answers)  # halfway between two of them: a median equal to one
+    SETTINGS["null_threshold"] = float(odds[len(odds) // 2 - 1] + odds[len(odds) // 2]) / 2  # would be a tie
     run = tmp_path_factory.mktemp("finetuned")  # as a span_qa `finetune` run leaves it
     model.save(str(run / "question_answerer.keras"))
     (run / "vocab.txt").write_text(open(VOCAB).read())
@@ -121,7 +127,7 @@ def test_fresh_process_serving_equals_the_keras_model(exported):
         assert served["answer"][i] == answer.text, i
         assert (served["start"][i], served["end"][i]) == (answer.char_start, answer.char_end)
         assert example.context[served["start"][i]:served["end"][i]] == served["answer"][i]
-    assert 3 <= answered < len(items)
+    assert 3 <= answered < len(items), (answered, threshold)
 
 
 def test_same_answers_without_the_threshold(exported, serve):
