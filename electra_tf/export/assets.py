@@ -11,6 +11,7 @@ names are `electra_tf.run_files`'):
 
 import json
 import os
+import shutil
 import tempfile
 
 import tensorflow as tf
@@ -74,6 +75,31 @@ def add_assets(module, prefix, vocab_file, config_name, config, label_names=None
     module.vocab_asset = tf.saved_model.Asset(vocab_copy)
     module.config_asset = tf.saved_model.Asset(config_file)
     return folder
+
+
+def version_dir(base_dir, model_name, version):
+    """`base_dir/model_name/version`: a new TF Serving model version, checked not to exist yet."""
+    if not isinstance(version, int) or version < 1:
+        raise ValueError(f"`version` must be a positive int (TF Serving folder name). Received: `version={version!r}`")
+    path = os.path.join(base_dir, model_name, str(version))
+    if tf.io.gfile.exists(path):
+        raise FileExistsError(f"{path} exists; TF Serving versions are immutable, choose a new `version`.")
+    return path
+
+
+def save_version(module, path):
+    """Saves `module` (with its `signatures()`) as the version folder `path`, all or nothing.
+
+    It is written under a sibling name that TF Serving does not load (versions are
+    numbers) and renamed when complete: a server polling the model folder never sees
+    half a version, and an interrupted export leaves no version behind.
+    """
+    partial = os.path.join(os.path.dirname(path), "partial-" + os.path.basename(path))
+    if tf.io.gfile.exists(partial):  # an earlier interrupted export
+        tf.io.gfile.rmtree(partial) if "://" in partial else shutil.rmtree(partial)
+    tf.saved_model.save(module, partial, signatures=module.signatures())
+    tf.io.gfile.rename(partial, path)
+    return path
 
 
 def check_texts(text, text_b=None):

@@ -33,7 +33,7 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf.export.assets import (  # noqa: F401  (Untracked: its old home)
-    SERVING_CONFIG_ASSET, ServedModel, Untracked, add_assets, check_ids, check_texts)
+    SERVING_CONFIG_ASSET, ServedModel, Untracked, add_assets, check_ids, check_texts, save_version, version_dir)
 from electra_tf.models.classifier import ElectraClassifier
 from electra_tf.models.token_classifier import ElectraTokenClassifier
 from electra_tf import run_files
@@ -168,8 +168,6 @@ def export_serving(classifier, vocab_file, base_dir, model_name="electra", versi
             f"Received: {type(classifier).__name__}. Fine-tune first with `python -m electra_tf.finetune`, "
             "or export the bare encoder with `--kind encoder`."
         )
-    if not isinstance(version, int) or version < 1:
-        raise ValueError(f"`version` must be a positive int (TF Serving folder name). Received: `version={version!r}`")
     regression = classifier.num_labels == 1 and (label_names is None or len(label_names) <= 1)
     if label_names is None:
         label_names = [] if regression else [str(i) for i in range(classifier.num_labels)]
@@ -181,12 +179,9 @@ def export_serving(classifier, vocab_file, base_dir, model_name="electra", versi
     if seq_length > classifier.encoder.max_sequence_length:
         raise ValueError(f"`seq_length={seq_length}` exceeds the encoder's "
                          f"`max_sequence_length={classifier.encoder.max_sequence_length}`.")
-    path = os.path.join(base_dir, model_name, str(version))
-    if tf.io.gfile.exists(path):
-        raise FileExistsError(f"{path} exists; TF Serving versions are immutable, choose a new `version`.")
+    path = version_dir(base_dir, model_name, version)
     module = ServingModule(classifier, vocab_file, label_names, seq_length, pair, regression, task)
-    tf.saved_model.save(module, path, signatures=module.signatures())
-    return path
+    return save_version(module, path)
 
 
 def load_finetuned(model_dir):

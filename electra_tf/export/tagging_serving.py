@@ -34,12 +34,12 @@ Entities are read from the IOB2 tags as conlleval reads them
 (`tagging_metrics.get_entities`).
 """
 
-import os
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from electra_tf.export.assets import SERVING_CONFIG_ASSET, ServedModel, add_assets, check_ids, check_texts
+from electra_tf.export.assets import (SERVING_CONFIG_ASSET, ServedModel, add_assets, check_ids, check_texts,
+                                      save_version, version_dir)
 
 # Python's `str.isspace` characters (BERT's whitespace plus the other separators).
 _SPACE = r"\t-\r\x{1C}-\x{1F}\x{85}\p{Z}"
@@ -312,11 +312,6 @@ def export_tagging_serving(tagger, vocab_file, base_dir, model_name="electra", v
     if seq_length > tagger.encoder.max_sequence_length:
         raise ValueError(f"`seq_length={seq_length}` exceeds the encoder's "
                          f"`max_sequence_length={tagger.encoder.max_sequence_length}`.")
-    if not isinstance(version, int) or version < 1:
-        raise ValueError(f"`version` must be a positive int (TF Serving folder name). Received: `version={version!r}`")
-    path = os.path.join(base_dir, model_name, str(version))
-    if tf.io.gfile.exists(path):
-        raise FileExistsError(f"{path} exists; TF Serving versions are immutable, choose a new `version`.")
+    path = version_dir(base_dir, model_name, version)
     module = TaggingServingModule(tagger, vocab_file, label_names, seq_length, spans, task, stride)
-    tf.saved_model.save(module, path, signatures=module.signatures())
-    return path
+    return save_version(module, path)

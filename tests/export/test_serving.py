@@ -161,3 +161,30 @@ def test_regression_model_serves_a_score(artifacts, tmp_path):
     assert set(out) == {"score"}
     inputs = WordPieceTokenizer(artifacts.vocab).pack(tf.constant(texts), seq_length=16)
     np.testing.assert_allclose(out["score"].numpy(), regressor(inputs)[:, 0].numpy(), atol=1e-5, rtol=0)
+
+
+def test_an_interrupted_export_leaves_no_version_and_the_next_one_completes(artifacts, tmp_path, monkeypatch):
+    """TF Serving loads every numeric folder it sees: a half-written version must never be one."""
+    real_save = tf.saved_model.save
+
+    def save_then_die(module, path, signatures=None):
+        real_save(module, path, signatures=signatures)  # everything written, then killed before the end
+        os.remove(os.path.join(path, "saved_model.pb"))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tf.saved_model, "save", save_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        export_serving(artifacts.classifier, artifacts.vocab, str(tmp_path), "toy", 2, artifacts.label_names,
+                       seq_length=24)
+    assert not [name for name in os.listdir(tmp_path / "toy") if name.isdigit()]  # what TF Serving would load
+
+    monkeypatch.setattr(tf.saved_model, "save", real_save)
+    path = export_serving(artifacts.classifier, artifacts.vocab, str(tmp_path), "toy", 2, artifacts.label_names,
+                          seq_length=24)
+    assert os.listdir(tmp_path / "toy") == ["2"]  # the interrupted attempt's folder replaced
+    out = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(["a good film"]))
+    np.testing.assert_allclose(out["probabilities"].numpy(),
+                               keras_probabilities(artifacts.classifier, artifacts.vocab, ["a good film"], 24),
+                               atol=1e-5, rtol=0)
+    with pytest.raises(FileExistsError, match="versions are immutable"):
+        export_serving(artifacts.classifier, artifacts.vocab, str(tmp_path), "toy", 2, artifacts.label_names)
