@@ -900,7 +900,6 @@ def main(argv):
     if unknown:
         raise app.UsageError(f"Unknown objective(s) {unknown}. Choose from {list(OBJECTIVES)}.")
     output_dir = os.path.abspath(FLAGS.output_dir)
-    os.makedirs(output_dir, exist_ok=True)
     units = Units()
 
     # Settings that decide the results are fixed at the first invocation.
@@ -909,6 +908,18 @@ def main(argv):
                     baseline_seed=FLAGS.baseline_seed, probe_every=FLAGS.probe_every,
                     probe_batches=FLAGS.probe_batches, learning_rate=budget["learning_rate"],
                     adam_bias_correction=budget["adam_bias_correction"])
+    context_probe = dict(every=FLAGS.probe_every, batches=FLAGS.probe_batches, batch_size=budget["batch_size"],
+                         seed=PROBE_SEED, token_auc="cross-fitted, leaving one of the window's batches out")
+    # Checked now, not after hours of compute; read now: a merged file may be the one this run replaces.
+    task_names = [os.path.basename(os.path.normpath(t)) for t in FLAGS.tasks]
+    try:
+        merges = read_merges(FLAGS.merge, dict(budget_name=FLAGS.budget, budget=budget, finetune=finetune_hparams,
+                                               seeds=seeds, tasks=task_names, baseline_seed=FLAGS.baseline_seed,
+                                               guard_atol=GUARD_ATOL, context_probe=context_probe))
+    except MergeMismatch as e:
+        raise app.UsageError(str(e)) from None
+
+    os.makedirs(output_dir, exist_ok=True)
     previous = read_json(os.path.join(output_dir, "settings.json"))
     if previous and previous != json.loads(json.dumps(settings)):
         raise app.UsageError(f"{output_dir} holds a run with other settings {previous}; use a new --output_dir.")
@@ -922,17 +933,6 @@ def main(argv):
     base = resolve_data(base, FLAGS.demo_dir)
     guard_batch = fixed_batches(heldout, base, 1, batch_size=GUARD_SEQUENCES)[0]
     probe_batches = fixed_batches(heldout, base, FLAGS.probe_batches) if FLAGS.probe_every else []
-
-    context_probe = dict(every=FLAGS.probe_every, batches=FLAGS.probe_batches, batch_size=base.batch_size,
-                         seed=PROBE_SEED, token_auc="cross-fitted, leaving one of the window's batches out")
-    # Checked now, not after hours of compute; read now: a merged file may be the one this run replaces.
-    task_names = [os.path.basename(os.path.normpath(t)) for t in FLAGS.tasks]
-    try:
-        merges = read_merges(FLAGS.merge, dict(budget_name=FLAGS.budget, budget=budget, finetune=finetune_hparams,
-                                               seeds=seeds, tasks=task_names, baseline_seed=FLAGS.baseline_seed,
-                                               guard_atol=GUARD_ATOL, context_probe=context_probe))
-    except MergeMismatch as e:
-        raise app.UsageError(str(e)) from None
 
     plan = plan_pretraining(base, FLAGS.objectives, budget["electra_steps"])
     log_plan(plan)

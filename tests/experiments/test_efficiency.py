@@ -52,12 +52,12 @@ def test_checkpoint_steps_land_on_the_fractions():
     assert efficiency.parse_fractions("0.5") == [0.5, 1.0]
 
 
-def run_smoke(output_dir):
+def run_smoke(output_dir, *args):
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2")
     start = time.time()
     result = subprocess.run(
         [sys.executable, "-m", "experiments.efficiency.efficiency", "--budget", "smoke", "--output_dir", str(output_dir),
-         "--tasks", str(TASK)],
+         "--tasks", str(TASK), *args],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
     )
     assert result.returncode == 0, result.stderr[-5000:]
@@ -104,6 +104,20 @@ def test_smoke_budget_end_to_end_then_resumes(tmp_path):
     assert second.stderr.count("[skip]") == units
     assert json.loads((tmp_path / "results.json").read_text())["units_run"] == 0
     assert seconds < 120, seconds  # TensorFlow's import is most of it
+
+    # --merge through the command line: a copy of this report adds nothing; the shared baseline agrees.
+    shutil.copyfile(tmp_path / "results.json", tmp_path / "earlier.json")
+    run_smoke(tmp_path, "--merge", str(tmp_path / "earlier.json"))
+    merged = json.loads((tmp_path / "results.json").read_text())
+    assert merged["summary"] == report["summary"] and merged["merged"][0]["encoders"] == []
+    assert "differs by at most 0.00 points" in (tmp_path / "results.md").read_text()
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2")
+    refused = subprocess.run(  # other settings: refused before any work
+        [sys.executable, "-m", "experiments.efficiency.efficiency", "--budget", "smoke", "--output_dir",
+         str(tmp_path / "other"), "--tasks", str(TASK), "--epochs", "2", "--merge", str(tmp_path / "earlier.json")],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert refused.returncode != 0 and "field 'finetune'" in refused.stderr
+    assert not (tmp_path / "other").exists()
 
 
 # --- Guard: an encoder is fine-tuned only if it equals the model pre-training produced ---
