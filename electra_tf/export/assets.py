@@ -11,7 +11,6 @@ names are `electra_tf.run_files`'):
 
 import json
 import os
-import shutil
 import tempfile
 
 import tensorflow as tf
@@ -96,7 +95,7 @@ def save_version(module, path):
     """
     partial = os.path.join(os.path.dirname(path), "partial-" + os.path.basename(path))
     if tf.io.gfile.exists(partial):  # an earlier interrupted export
-        tf.io.gfile.rmtree(partial) if "://" in partial else shutil.rmtree(partial)
+        tf.io.gfile.rmtree(partial)
     tf.saved_model.save(module, partial, signatures=module.signatures())
     tf.io.gfile.rename(partial, path)
     return path

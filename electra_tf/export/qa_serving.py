@@ -23,7 +23,6 @@ empty (or all-whitespace) question or context, or a context with no word
 piece, is an `InvalidArgumentError` naming the input.
 """
 
-
 import tensorflow as tf
 
 from electra_tf.export.assets import SERVING_CONFIG_ASSET, ServedModel, add_assets, save_version, version_dir

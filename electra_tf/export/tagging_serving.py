@@ -34,7 +34,6 @@ Entities are read from the IOB2 tags as conlleval reads them
 (`tagging_metrics.get_entities`).
 """
 
-
 import tensorflow as tf
 import tensorflow_text as tf_text
 
