@@ -569,8 +569,8 @@ def live_reference(live, step, steps, guard_dir, name):
 def random_encoder(config, output_dir, units, guard_batch, seed):
     """The no-pre-training baseline: the discriminator as initialised with `keras.utils.set_random_seed(seed)`."""
     directory = os.path.join(output_dir, "encoders", BASELINE)
-    info = dict(objective=BASELINE, fraction=0.0, step=0, flops=0.0, path=os.path.join(directory, run_files.ENCODER_FILE),
-                seed=seed)
+    info = dict(objective=BASELINE, fraction=0.0, step=0, flops=0.0,
+                path=os.path.join(directory, run_files.ENCODER_FILE), seed=seed)
     found = read_json(os.path.join(directory, "encoder.json"))
     if found:
         units.skip(f"export {BASELINE}")
@@ -693,11 +693,14 @@ def merge_reports(report, merges):
     """Adds to `report` (in place) the encoders of each `(path, other)` in `merges` that `report` lacks.
 
     Raises `MergeMismatch` naming the file and field when a setting in `MERGE_FIELDS` differs. The
-    no-pre-training baseline (same seed, so the same encoder) is in every report: the scores it got in
-    each merged report are kept under `merged[i]["baseline"]`, a check that the invocations agree.
+    no-pre-training baseline (same seed, so the same encoder) is in every report: the largest difference
+    of its scores here and there is kept as `merged[i]["baseline_max_abs_diff"]`, a check that the
+    invocations agree.
     """
     report.setdefault("merged", [])
-    baseline = lambda runs: {(r["task"], r["seed"]): r["score"] for r in runs if r["objective"] == BASELINE}  # noqa: E731
+    def baseline(runs):
+        return {(r["task"], r["seed"]): r["score"] for r in runs if r["objective"] == BASELINE}
+
     for path, other in merges:
         check_mergeable(path, other, report)
         new = [name for name in other["encoders"] if name not in report["encoders"]]

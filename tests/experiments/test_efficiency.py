@@ -330,5 +330,5 @@ def test_merge_refuses_a_report_with_other_settings_naming_file_and_field():
     with pytest.raises(efficiency.MergeMismatch, match=r"--merge b/results.json: field 'finetune'"):
         efficiency.merge_reports(report, [("b/results.json", other)])
     other = json.loads(COMMITTED.read_text())
-    other["budget"]["corpus"] = other["budget"]["corpus"].replace("/data/", "/x/../data/")  # same glob, spelled otherwise
+    other["budget"]["corpus"] = other["budget"]["corpus"].replace("/data/", "/x/../data/")  # the same glob
     efficiency.check_mergeable("b/results.json", other, report)
