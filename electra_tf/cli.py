@@ -3,7 +3,8 @@
 - Error boundary: `error: <message>` on one line, the traceback with --debug.
 - Flag vocabulary: `--vocab_file`, `--seq_length`, `--init`, `--output_dir`, `--model_dir`
   (`define_*`), and the deprecated spellings each CLI still accepts (`aliases`).
-- Quiet console: TensorFlow's and Beam's start-up lines left out (`quiet_console`).
+- Quiet console: TensorFlow's and Beam's start-up lines left out (`quiet_console`), and
+  those of Beam's worker processes (`quiet_beam_workers`).
 
 Each CLI defines its flags in `define_flags()` (only when it runs as a program) and ends
 with `cli.run(main, aliases=ALIASES)` instead of `app.run(main)`. Bad input
@@ -18,10 +19,13 @@ and exits 2. `--debug` adds the traceback. Anything else (a bug) keeps
 Python's traceback.
 """
 
+import contextlib
 import glob
 import logging as std_logging
 import os
+import re
 import sys
+import threading
 import traceback
 
 from absl import app, flags
@@ -244,6 +248,19 @@ _LOG_NOISE = (
     ("apache_beam.io.gcp.bigquery", "google.cloud.bigquery_storage_v1"),
     ("absl", "Sharding callback duration"),  # TensorFlow, at every checkpoint save
     ("apache_beam.runners.worker.statecache", "Creating state cache"),  # Beam, when the demo data is built
+    ("apache_beam.runners.portability.fn_api_runner.worker_handlers", "server on port"),  # multi-processing
+    # The runner's copy of each worker log record (`Worker: severity: ... message: ...`): the worker
+    # writes the record itself (see `quiet_beam_workers`), errors and warnings included.
+    ("apache_beam.runners.portability.local_job_service", "Worker: "),
+)
+# Lines a multi-processing Beam worker writes on start-up and exit, besides `_IMPORT_NOISE`
+# (its log records of the pipeline's own code, `INFO:absl:...`, pass).
+_BEAM_WORKER_NOISE = (
+    "INFO:__main__:",  # sdk_worker_main: logging handler, options, harness start and exit
+    "No semi_persistent_directory found",
+    "INFO:apache_beam.",  # channels, state cache, bundle processing
+    "Discarding unparseable args",
+    "apitools not found, and bigquery client libraries are not available",
 )
 _quieted = False
 
@@ -282,6 +299,69 @@ def quiet_console():
             _DropMessages(tuple(text for owner, text in _LOG_NOISE if owner == name)))
     if "tensorflow" not in sys.modules:
         _import_quietly("tensorflow")
+
+
+class _WorkerLines:
+    """`keep(line)`: False for a worker's start-up noise and, unless `debug`, its error tracebacks."""
+
+    _TRACE_START = (b"Traceback (most recent call last):", b"ERROR:apache_beam.", b"ERROR:__main__:")
+    _TRACE_BODY = (b" ", b"\t", b"\n", b"Traceback (most recent call last):", b"The above exception",
+                   b"During handling of the above exception")
+    _EXCEPTION = re.compile(rb"^[A-Za-z_][\w.]*: ")  # `module.SomeError: message`, the traceback's last line
+
+    def __init__(self, debug=False):
+        self.noise = tuple(text.encode() for text in _IMPORT_NOISE + _BEAM_WORKER_NOISE)
+        self.debug = debug
+        self.in_trace = False
+
+    def __call__(self, line):
+        if not self.debug:
+            if line.startswith(self._TRACE_START):
+                self.in_trace = True
+                return False
+            if self.in_trace:
+                if line.startswith(self._TRACE_BODY) or (
+                        self._EXCEPTION.match(line) and not line.startswith((b"error: ", b"warning: "))):
+                    return False
+                self.in_trace = False
+        return not any(text in line for text in self.noise)
+
+
+@contextlib.contextmanager
+def quiet_beam_workers():
+    """Inside: lines written to file descriptor 2 by this process or its children, less the noise.
+
+    Beam's multi-processing DirectRunner starts worker processes that inherit this
+    process's stderr; each writes TensorFlow's and Beam's start-up lines
+    (`_IMPORT_NOISE`, `_BEAM_WORKER_NOISE`), and the traceback of any error it
+    meets, which the error boundary reports on one line once it reaches this
+    process (`--debug` keeps the tracebacks). Descriptor 2 becomes a pipe that a
+    thread copies to the real stderr line by line, as the lines come, less those.
+    """
+    keep = _WorkerLines(debug="debug" in flags.FLAGS and flags.FLAGS.is_parsed() and flags.FLAGS.debug)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    out = os.dup(saved)  # the thread's own: it may outlive this block if a worker lingers
+
+    def copy():
+        with os.fdopen(read_end, "rb") as pipe:
+            for line in pipe:
+                if keep(line):
+                    os.write(out, line)
+        os.close(out)
+
+    thread = threading.Thread(target=copy, name="quiet_beam_workers", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)  # the pipe's last write end here: the copy ends when the workers' do
+        os.close(saved)
+        thread.join(timeout=10)
 
 
 def _import_quietly(module):

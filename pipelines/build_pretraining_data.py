@@ -573,10 +573,11 @@ def main(argv):
     from electra_tf.pipelines import build_pretraining_data as lib  # pylint: disable=import-self
 
     FLAGS = flags.FLAGS
-    stats = lib.build_pretraining_data(
-        FLAGS.input, FLAGS.vocab_file, FLAGS.output_dir, FLAGS.seq_length, FLAGS.num_shards,
-        FLAGS.seed, pipeline_args=argv[1:], lower_case=FLAGS.lower_case, overwrite=FLAGS.overwrite,
-    )
+    with cli.quiet_beam_workers():
+        stats = lib.build_pretraining_data(
+            FLAGS.input, FLAGS.vocab_file, FLAGS.output_dir, FLAGS.seq_length, FLAGS.num_shards,
+            FLAGS.seed, pipeline_args=argv[1:], lower_case=FLAGS.lower_case, overwrite=FLAGS.overwrite,
+        )
     print(json.dumps({k: v for k, v in stats.items() if k != "per_source"}, indent=2))
 
 

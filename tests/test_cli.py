@@ -135,3 +135,47 @@ def test_invoke_leaves_the_global_flags_as_they_were():
     with pytest.raises(SystemExit):
         cli.invoke(convert_cli, ["--from", "onnx"])
     assert set(flags.FLAGS) == before  # a module defining --output_dir later (the efficiency harness) can
+
+
+def test_beam_worker_lines_keep_the_pipelines_own_and_drop_start_up_and_tracebacks():
+    """Lines as a multi-processing Beam worker writes them (recorded from a real build and a failing one)."""
+    worker = [
+        "WARNING:root:apitools not found, and bigquery client libraries are not available despite the import",
+        "INFO:__main__:Logging handler created.",
+        "WARNING:__main__:No semi_persistent_directory found:  User registered objects (e.g. schema, ...)",
+        "WARNING:apache_beam.options.pipeline_options:Discarding unparseable args: ['--pipeline_type_check']",
+        "INFO:apache_beam.runners.worker.sdk_worker:Control channel established.",
+        "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
+        "I0000 00:00:1795557415.636446    7428 port.cc:153] oneDNN custom operations are on. You may see",
+        "INFO:absl:Reading /data/cut.txt.gz",
+        "ERROR:apache_beam.runners.common:Truncated or corrupt input '/data/cut.txt.gz' at byte 20,000",
+        "Traceback (most recent call last):",
+        '  File "/work/pipelines/text_files.py", line 88, in read_text_batches',
+        "    chunk = reader.file.read(read_size)",
+        "EOFError: Compressed file ended before the end-of-stream marker was reached",
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "apache_beam/runners/common.py", line 1512, in apache_beam.runners.common.DoFnRunner.process',
+        "electra_tf.pipelines.text_io.CorruptInputError: Truncated or corrupt input '/data/cut.txt.gz'",
+        "INFO:absl:Wrote /out/pretrain_data.tfrecord-00000-of-00002 (3 examples)",
+        "error: a line of the builder's own error boundary",
+    ]
+    kept = lambda keep: [line for line in worker if keep((line + "\n").encode())]  # noqa: E731
+    assert kept(cli._WorkerLines()) == ["INFO:absl:Reading /data/cut.txt.gz",
+                                        "INFO:absl:Wrote /out/pretrain_data.tfrecord-00000-of-00002 (3 examples)",
+                                        "error: a line of the builder's own error boundary"]
+    debug = kept(cli._WorkerLines(debug=True))  # tracebacks kept, start-up noise still dropped
+    assert debug == [line for line in worker[7:]]
+
+
+def test_quiet_beam_workers_filters_a_child_process_and_restores_stderr(capfd):
+    script = ("import sys; print('INFO:apache_beam.runners.worker.sdk_worker:Control channel established.', "
+              "file=sys.stderr); print('INFO:absl:Wrote shard 0', file=sys.stderr)")
+    with cli.quiet_beam_workers():
+        subprocess.run([sys.executable, "-c", script], check=True)
+        os.write(2, b"oneDNN custom operations are on. (this process)\nthis process's own line\n")
+    os.write(2, b"after the block\n")
+    assert capfd.readouterr().err.splitlines() == ["INFO:absl:Wrote shard 0", "this process's own line",
+                                                   "after the block"]

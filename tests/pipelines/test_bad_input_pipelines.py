@@ -95,18 +95,47 @@ def test_corrupt_input_message_is_kept_from_a_runner_traceback(tmp_path, vocab_f
     assert str(info.value) == "/data/cut.txt.gz: truncated at byte 123"
 
 
+def run_builder(*args):
+    """The builder's CLI as a user starts it: their environment, TF_CPP_MIN_LOG_LEVEL unset."""
+    import subprocess
+    import sys
+
+    from helpers import REPO
+
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    return subprocess.run([sys.executable, "-m", "electra_tf.pipelines.build_pretraining_data", *args], cwd=REPO,
+                          env=dict(env, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=600)
+
+
 @pytest.mark.large
 def test_truncated_gzip_through_the_multiprocessing_cli_is_one_line(tmp_path, vocab_file):
-    from helpers import run_python
 
     data = gzip.compress(("A sentence about nothing in particular.\n" * 20000).encode())
     (tmp_path / "cut.txt.gz").write_bytes(data[: len(data) // 2])
-    result = run_python(["-m", "electra_tf.pipelines.build_pretraining_data", "--input", str(tmp_path / "cut.txt.gz"),
-                         "--vocab_file", vocab_file, "--output_dir", str(tmp_path / "out")], check=False)
+    result = run_builder("--input", str(tmp_path / "cut.txt.gz"), "--vocab_file", vocab_file,
+                         "--output_dir", str(tmp_path / "out"))  # multi-processing: the default
     assert result.returncode == 1
-    # Beam's worker processes still log their own tracebacks; the builder's process ends with one line.
-    last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith("error: Truncated or corrupt input ") and "cut.txt.gz' at byte" in last
+    # The worker's traceback and start-up lines are left out (`cli.quiet_beam_workers`): the file, then one line.
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith("error: Truncated or corrupt input ") and "cut.txt.gz' at byte" in lines[-1]
+    assert "Building from 1 files" in lines[0] and len(lines) <= 4, lines  # + "Reading ..." from a worker
+    assert not [line for line in lines if "Traceback" in line or "apache_beam" in line or "oneDNN" in line]
+
+
+@pytest.mark.large
+def test_the_multiprocessing_cli_prints_its_progress_and_no_worker_noise(tmp_path, vocab_file):
+    """A good build with Beam's worker processes: the builder's own lines only (was about 90 lines of Beam's)."""
+    (tmp_path / "corpus.txt").write_text(SAMPLE_TEXT * 50, encoding="utf-8")
+    result = run_builder("--input", str(tmp_path / "corpus.txt"), "--vocab_file", vocab_file,
+                         "--output_dir", str(tmp_path / "out"), "--num_shards", "2",
+                         "--direct_running_mode=multi_processing", "--direct_num_workers=2")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout)["examples"] > 0 and (tmp_path / "out" / "_SUCCESS").exists()
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    own = ("build_pretraining_data.py:", "INFO:absl:Reading ", "INFO:absl:Read ", "INFO:absl:Wrote ",
+           "INFO:absl:TokenizeAndPack: ")
+    assert [line for line in lines if not any(text in line for text in own)] == []
+    assert sum("INFO:absl:Wrote " in line for line in lines) == 2  # each shard once (not again as a relayed copy)
 
 
 def test_build_vocab_on_an_empty_corpus_writes_nothing(tmp_path):
