@@ -792,12 +792,13 @@ def write_markdown(path, report):
             step = round(s["flops"] / plan[s["objective"]]["flops_per_sequence"] / plan[s["objective"]]["batch_size"]) \
                 if s["objective"] in plan else 0
             lines.append(f"| {s['objective']} | {s['fraction']:g} | {step} | {s['flops']:.3g} | {s['average']:.1f} |")
+    # Columns by name: a merged report's breakdowns may list the parts in another order.
+    columns = [k for k in plan[next(iter(plan))]["breakdown"] if k not in ("forward", "train")]
     lines += ["", "## Equal-FLOPs plan (forward GFLOP per sequence by part; training = 3 x forward)", "",
-              "| objective | steps | train GFLOP/seq | " + " | ".join(k for k in plan[next(iter(plan))]["breakdown"]
-                                                          if k not in ("forward", "train")) + " | wall s | CPU s |",
-              "|---|---:|---:|" + "---:|" * len(plan[next(iter(plan))]["breakdown"])]
+              "| objective | steps | train GFLOP/seq | " + " | ".join(columns) + " | wall s | CPU s |",
+              "|---|---:|---:|" + "---:|" * (len(columns) + 2)]
     for objective, p in plan.items():
-        parts = [f"{v / 1e9:.3f}" for k, v in p["breakdown"].items() if k not in ("forward", "train")]
+        parts = [f"{p['breakdown'].get(k, 0.0) / 1e9:.3f}" for k in columns]
         lines.append(f"| {objective} | {p['steps']} | {p['flops_per_sequence'] / 1e9:.3f} | " + " | ".join(parts)
                      + f" | {p['seconds']:.0f} | {p['cpu_seconds'] or float('nan'):.0f} |")
     total = lambda key: sum(r[key] or 0.0 for r in report["runs"])  # noqa: E731
