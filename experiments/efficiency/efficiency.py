@@ -885,6 +885,12 @@ def plot(path, summary, curve_objectives):
 
 # === main ===
 
+def invocation():
+    """This run's arguments as the user typed them: `-m module` under `python -m`, else the script path."""
+    script = ["-m", __spec__.name] if __spec__ is not None else [os.path.relpath(sys.argv[0])]
+    return [*script, *sys.argv[1:]]
+
+
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
@@ -958,7 +964,7 @@ def main(argv):
 
     report = dict(
         command=" ".join(shlex.quote(a) for a in [os.path.relpath(sys.executable, REPO)
-                                                   if sys.executable.startswith(REPO) else "python", *sys.argv]),
+                                                   if sys.executable.startswith(REPO) else "python", *invocation()]),
         date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         versions=versions(), budget_name=FLAGS.budget, budget=budget, finetune=finetune_hparams, seeds=seeds,
         tasks=task_names, objectives=FLAGS.objectives, curve_objectives=FLAGS.curve_objectives,
