@@ -15,7 +15,9 @@ What it does, top to bottom (`main`):
    training FLOPs (`electra_tf.training.flops`): the budget is
    `electra_steps` steps of "electra", and
    `steps(objective) = round(budget / (train_flops_per_sequence(objective) x batch))`.
-   Warmup is `warmup_fraction` of each run's own steps.
+   Warmup is `warmup_fraction` of each run's own steps. `--pretrain_seeds`
+   repeats each objective's run from `config.seed + k` (initialisation,
+   masking, data order); seed k > 0 is named `<objective>-s<k>`.
 3. Budget fractions (Figure 4 analog) for `--curve_objectives`: ONE run per
    objective with its full LR schedule, checkpointed at the fraction steps;
    the discriminator of each checkpoint is exported afterwards. (Stopping and
@@ -42,7 +44,8 @@ In pieces: `--objectives electra,mlm` in one `--output_dir`, then `--objectives
 electra_15,replace_mlm,all_tokens_mlm --merge FIRST_DIR/results.json` in another
 writes one report of both; the settings must match (`MERGE_FIELDS`, checked
 before any work), and the seeded no-pre-training baseline, run by both, shows
-how far the two invocations agree.
+how far the two invocations agree. More pre-training seeds the same way:
+`--objectives electra,mlm --pretrain_seeds 1,2 --merge FIRST_DIR/results.json`.
 
 Resumable: each finished unit (records, pre-training run, exported encoder,
 fine-tuning run) leaves a file that a re-run finds and skips; an interrupted
@@ -140,6 +143,9 @@ flags.DEFINE_integer("seeds", None, "Fine-tuning seeds per encoder and task (def
 flags.DEFINE_string("fractions", None, "Budget fractions checkpointed for --curve_objectives (default: the budget's).")
 flags.DEFINE_list("objectives", list(OBJECTIVES), "Pre-training objectives to compare.")
 flags.DEFINE_list("curve_objectives", ["electra", "mlm"], "Objectives scored at every budget fraction.")
+flags.DEFINE_list("pretrain_seeds", ["0"], "Pre-training seeds of every objective. Seed k trains from "
+                  "config.seed + k (initialisation, masking, data order); k > 0 is reported as <objective>-s<k> "
+                  "and scored at the full budget only.")
 flags.DEFINE_integer("electra_steps", None, "Override the budget: this many electra steps of compute.")
 flags.DEFINE_integer("train_limit", None, "Override the budget: fine-tuning examples per task.")
 flags.DEFINE_integer("dev_limit", None, "Override the budget: dev examples per task.")
@@ -474,8 +480,24 @@ def log_plan(plan):
                      "  ".join(f"{p['breakdown'][k] / 1e9:.3f}" for k in parts))
 
 
-def pretrain(objective, config, output_dir, curve_fractions, units, guard_batch, probe_batches=(), probe_every=0):
-    """Runs (or resumes, or skips) one objective's pre-training; exports its encoders, each guarded.
+def run_name(objective, pretrain_seed):
+    """`electra` for pre-training seed 0 (the reports before `--pretrain_seeds` hold only it), else `electra-s1`."""
+    return objective if pretrain_seed == 0 else f"{objective}-s{pretrain_seed}"
+
+
+def run_seed(name):
+    """The pre-training seed of a `run_name` (or of an encoder name such as `electra-s1@0.5`)."""
+    tail = name.split("@")[0].rpartition("-s")[2] if "-s" in name else "0"
+    return int(tail)
+
+
+def objective_of(name):
+    """The objective of a `run_name` or encoder name: `electra-s1@0.5` -> `electra`."""
+    return name.split("@")[0].split("-s")[0]
+
+
+def pretrain(name, config, output_dir, curve_fractions, units, guard_batch, probe_batches=(), probe_every=0):
+    """Runs (or resumes, or skips) one pre-training run (`run_name`); exports its encoders, each guarded.
 
     Args:
         guard_batch: dict of numpy arrays: the batch `RecordLiveOutputs` and the guard compare on.
@@ -492,15 +514,17 @@ def pretrain(objective, config, output_dir, curve_fractions, units, guard_batch,
         every, at = max(1, steps // 4), {1.0: steps}  # checkpoints only for resuming
     keep = math.ceil(steps / every) + 2 if curve_fractions else 2  # the fraction checkpoints must all survive
     config = config.replace(save_checkpoints_steps=every, keep_checkpoint_max=keep)
-    model_dir = os.path.join(output_dir, "pretrain", objective)
+    objective, pretrain_seed = config.objective, run_seed(name)
+    model_dir = os.path.join(output_dir, "pretrain", name)
     guard_dir = os.path.join(model_dir, GUARD_DIR)
     marker = os.path.join(model_dir, "done.json")
     record = read_json(marker)
     live = None  # the model `train` returns, when it ran in this invocation
     if record:
-        units.skip(f"pretrain {objective}")
+        units.skip(f"pretrain {name}")
     else:
-        logging.info("Pre-training %s for %d steps (checkpoints every %d) in %s", objective, steps, every, model_dir)
+        logging.info("Pre-training %s for %d steps (checkpoints every %d, seed %d) in %s", name, steps, every,
+                     config.seed, model_dir)
         start, cpu = time.time(), cpu_seconds()
         extra = [RecordLiveOutputs(at.values(), guard_batch, guard_dir)]
         if probe_every and probe_batches and OBJECTIVES[objective].detects_replacements:
@@ -510,38 +534,39 @@ def pretrain(objective, config, output_dir, curve_fractions, units, guard_batch,
         reached = int(live.optimizer.iterations.numpy())
         if reached < steps:  # preempted (SIGTERM): `train` saved and returned; never mark the run done
             logging.warning("Pre-training %s stopped at step %d of %d; re-run the same command to resume.",
-                            objective, reached, steps)
+                            name, reached, steps)
             sys.exit(1)
-        record = dict(objective=objective, steps=steps, seconds=time.time() - start, cpu_seconds=cpu_seconds() - cpu)
+        record = dict(objective=objective, pretrain_seed=pretrain_seed, config_seed=config.seed, steps=steps,
+                      seconds=time.time() - start, cpu_seconds=cpu_seconds() - cpu)
         write_json(marker, record)
-        units.done(f"pretrain {objective} ({steps} steps)", record["seconds"])
+        units.done(f"pretrain {name} ({steps} steps)", record["seconds"])
 
     per_step = flops.train_flops_per_sequence(config) * config.batch_size
     encoders = {}
     for fraction, step in sorted(at.items()):
-        name = objective if fraction == 1.0 else f"{objective}@{fraction:g}"
-        directory = os.path.join(output_dir, "encoders", name.replace("@", "_f"))
-        info = dict(objective=objective, fraction=fraction, step=step, flops=step * per_step,
-                    path=os.path.join(directory, run_files.ENCODER_FILE))
+        encoder = name if fraction == 1.0 else f"{name}@{fraction:g}"
+        directory = os.path.join(output_dir, "encoders", encoder.replace("@", "_f"))
+        info = dict(objective=objective, pretrain_seed=pretrain_seed, fraction=fraction, step=step,
+                    flops=step * per_step, path=os.path.join(directory, run_files.ENCODER_FILE))
         found = read_json(os.path.join(directory, "encoder.json"))
         if found:
-            units.skip(f"export {name}")
+            units.skip(f"export {encoder}")
             info = found
         else:
             start = time.time()
             prefix = os.path.join(model_dir, run_files.CHECKPOINT_DIR, f"ckpt-{step}")
             if not tf.io.gfile.exists(prefix + ".index"):
-                raise FileNotFoundError(f"No checkpoint at step {step} for {name}: {prefix}")
-            batch, reference, source = live_reference(live, step, steps, guard_dir, name)
+                raise FileNotFoundError(f"No checkpoint at step {step} for {encoder}: {prefix}")
+            batch, reference, source = live_reference(live, step, steps, guard_dir, encoder)
             pretrainer, _ = run_files.restore_pretrainer(model_dir, prefix)
-            diff = check_encoder(pretrainer.discriminator, batch, reference, f"{name} restored from {prefix}")
+            diff = check_encoder(pretrainer.discriminator, batch, reference, f"{encoder} restored from {prefix}")
             run_files.save_encoder(pretrainer.discriminator, directory, os.path.join(model_dir, run_files.VOCAB_FILE))
             write_reference(os.path.join(directory, GUARD_FILE), batch, reference, step=step, source=source)
             info["restore_max_diff"] = diff
             write_json(os.path.join(directory, "encoder.json"), info)
-            units.done(f"export {name} (step {step}; restored = {source}, max |diff| {diff:.2g})",
+            units.done(f"export {encoder} (step {step}; restored = {source}, max |diff| {diff:.2g})",
                        time.time() - start)
-        encoders[name] = info
+        encoders[encoder] = info
     return encoders
 
 
@@ -616,6 +641,7 @@ def finetune(encoders, task_dirs, seeds, hparams, output_dir, units):
                 trial = result["trials"][0]
                 timing = read_json(os.path.join(run_dir, "timing.json")) or {}
                 runs.append(dict(encoder=name, objective=info["objective"], fraction=info["fraction"],
+                                 pretrain_seed=info.get("pretrain_seed", 0),
                                  flops=info["flops"], task=task, seed=seed, metric=result["metric"],
                                  score=trial["dev"][result["metric"]], dev=trial["dev"],
                                  train_seconds=trial["train_seconds"], seconds=timing.get("seconds"),
@@ -649,6 +675,7 @@ def summarize(runs, tasks, seeds):
                     for t in tasks}
         per_seed = [float(np.mean([score[t, s] for t in tasks])) for s in range(seeds)]
         summary[name] = dict(objective=mine[0]["objective"], fraction=mine[0]["fraction"], flops=mine[0]["flops"],
+                             pretrain_seed=mine[0].get("pretrain_seed", 0),
                              tasks=per_task, average=float(np.mean(per_seed)),
                              median=float(statistics.median(per_seed)), spread=float(np.std(per_seed)),
                              min=min(per_seed), max=max(per_seed), per_seed_average=per_seed)
@@ -714,16 +741,27 @@ def merge_reports(report, merges):
             report["encoders"][name] = other["encoders"][name]
         report["runs"] += [r for r in other["runs"] if r["encoder"] in new]
         for objective, p in other["pretraining"].items():
-            report["pretraining"].setdefault(objective, p)
-        for objective, records in other["context"].items():
-            report["context"].setdefault(objective, records)
+            mine = report["pretraining"].setdefault(objective, p)
+            for name, run in p.get("runs", {}).items():
+                mine.setdefault("runs", {}).setdefault(name, run)
+        for name, records in other["context"].items():
+            report["context"].setdefault(name, records)
         report["objectives"] = list(dict.fromkeys(report["objectives"] + other["objectives"]))
         report["curve_objectives"] = list(dict.fromkeys(report["curve_objectives"] + other["curve_objectives"]))
-    rank = {o: i for i, o in enumerate((BASELINE, *OBJECTIVES))}
-    report["runs"].sort(key=lambda r: rank[r["objective"]])  # stable: table rows in OBJECTIVES order
-    report["pretraining"] = dict(sorted(report["pretraining"].items(), key=lambda item: rank[item[0]]))
-    report["context"] = dict(sorted(report["context"].items(), key=lambda item: rank[item[0]]))
+    report["runs"].sort(key=lambda r: row_rank(r["objective"], r.get("pretrain_seed", 0)))  # stable
+    report["pretraining"] = in_row_order(report["pretraining"])
+    report["context"] = in_row_order(report["context"])
     return report
+
+
+def row_rank(objective, pretrain_seed=0):
+    """Report rows: the baseline, then `OBJECTIVES` order, then pre-training seed."""
+    return ((BASELINE, *OBJECTIVES).index(objective), pretrain_seed)
+
+
+def in_row_order(by_name):
+    """`by_name` (keyed by objective or run name) in `row_rank` order; results.json stores keys sorted."""
+    return dict(sorted(by_name.items(), key=lambda item: row_rank(objective_of(item[0]), run_seed(item[0]))))
 
 
 # === 4. Report ===
@@ -741,8 +779,24 @@ def versions():
                 numpy=np.__version__, platform=platform.platform(), cpus=os.cpu_count(), electra_tf=commit)
 
 
+def pretrain_seed_lines(summary):
+    """Per objective with several pre-training seeds: their full-budget averages, mean and std over them."""
+    finals = {}
+    for name, s in summary.items():
+        if s["fraction"] == 1.0:
+            finals.setdefault(s["objective"], []).append((s.get("pretrain_seed", 0), s["average"]))
+    lines = []
+    for objective, scores in finals.items():
+        if len(scores) > 1:
+            averages = [a for _, a in sorted(scores)]
+            lines.append(f"- {objective}, {len(averages)} pre-training seeds ("
+                         + ", ".join(f"{k}: {a:.1f}" for k, a in sorted(scores)) + f"): Avg {np.mean(averages):.1f}"
+                         f" ± {np.std(averages):.1f} (std over pre-training seeds of the fine-tuning averages)")
+    return ["", "Over pre-training seeds (`--pretrain_seeds`, full budget):", "", *lines] if lines else []
+
+
 def write_markdown(path, report):
-    summary, plan, tasks = report["summary"], report["pretraining"], report["tasks"]
+    summary, plan, tasks = report["summary"], in_row_order(report["pretraining"]), report["tasks"]
     b = report["budget"]
     lines = [
         f"# Pre-training efficiency: objectives at equal FLOPs (`--budget {report['budget_name']}`)",
@@ -773,7 +827,7 @@ def write_markdown(path, report):
     finals = [n for n, s in summary.items() if s["fraction"] in (1.0, 0.0)]
     for name in finals:
         s = summary[name]
-        steps = plan[name]["steps"] if name in plan else 0
+        steps = plan[s["objective"]]["steps"] if s["objective"] in plan else 0
         cells = [name if name != "mlm" else "mlm (BERT)", str(steps), f"{s['flops']:.3g}"]
         cells += [f"{s['tasks'][t]['mean']:.1f} ± {s['tasks'][t]['std']:.1f}" for t in tasks]
         cells += [f"{s['average']:.1f}", f"{s['median']:.1f}", f"{s['spread']:.1f}",
@@ -782,13 +836,15 @@ def write_markdown(path, report):
     majority = {r["task"]: 100 * r["majority_class_accuracy"] for r in report["runs"]}
     lines.append("| majority class | - | - | " + " | ".join(f"{majority[t]:.1f}" for t in tasks)
                  + f" | {np.mean([majority[t] for t in tasks]):.1f} | - | - | - |")
+    lines += pretrain_seed_lines(summary)
     lines += ["", "Paper reference (GLUE dev): Table 5, Base-sized: ELECTRA 85.0, All-Tokens MLM 84.3, "
               "Replace MLM 82.4, ELECTRA 15% 82.4, BERT 82.2; Table 1 at equal compute: ELECTRA-Small 79.9 vs "
               "BERT-Small 75.1.", "", "## Score vs pre-training FLOPs (Figure 4 analog, `efficiency.png`)", "",
               "| objective | fraction | step | PT FLOPs | Avg |", "|---|---:|---:|---:|---:|"]
     curve = sorted(summary.values(), key=lambda s: (s["objective"], s["fraction"]))
     for s in curve:
-        if s["objective"] in report["curve_objectives"] or s["objective"] == BASELINE:
+        if (s["objective"] in report["curve_objectives"] or s["objective"] == BASELINE) \
+                and s.get("pretrain_seed", 0) == 0:
             step = round(s["flops"] / plan[s["objective"]]["flops_per_sequence"] / plan[s["objective"]]["batch_size"]) \
                 if s["objective"] in plan else 0
             lines.append(f"| {s['objective']} | {s['fraction']:g} | {step} | {s['flops']:.3g} | {s['average']:.1f} |")
@@ -825,9 +881,9 @@ def context_markdown(context, probe):
              "scored by a table fitted on the window's other batches; half: fitted on half of them; in-sample: "
              "fitted and scored on all of them, an optimistic bound). A discriminator that uses context beats "
              "the token score.", "",
-             "| objective | step | disc AUC | token AUC | token AUC half | token AUC in-sample | replaced |",
+             "| run | step | disc AUC | token AUC | token AUC half | token AUC in-sample | replaced |",
              "|---|---:|---:|---:|---:|---:|---:|"]
-    for objective, records in context.items():
+    for objective, records in in_row_order(context).items():
         for r in records:
             lines.append(f"| {objective} | {r['step']} | {r['disc_auc']:.3f} | {r['token_auc']:.3f} | "
                          f"{r['token_auc_half']:.3f} | {r['token_auc_in_sample']:.3f} | {r['replaced_fraction']:.3f} |")
@@ -842,7 +898,7 @@ def plot_context(path, context, title="Discriminator vs token identity (held-out
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    for i, (name, records) in enumerate(context.items()):
+    for i, (name, records) in enumerate(in_row_order(context).items()):
         color = f"C{i}"
         steps = [r["step"] for r in records]
         ax.plot(steps, [r["disc_auc"] for r in records], color=color, marker="o", ms=3, label=f"{name}: discriminator")
@@ -865,13 +921,21 @@ def plot(path, summary, curve_objectives):
 
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for objective in dict.fromkeys(s["objective"] for s in summary.values()):
-        points = sorted((s["flops"], s["average"]) for s in summary.values() if s["objective"] == objective)
+        mine = [s for s in summary.values() if s["objective"] == objective]
+        points = sorted((s["flops"], s["average"]) for s in mine if s.get("pretrain_seed", 0) == 0)
+        others = [(s["flops"], s["average"]) for s in mine if s.get("pretrain_seed", 0) != 0]
+        if not points:  # a report of other seeds only
+            points, others = sorted(others), []
         if objective == BASELINE:
             ax.axhline(points[0][1], color="grey", linestyle="--", label="no pre-training")
-        elif objective in curve_objectives:
-            ax.plot(*zip(*points), marker="o", label=objective)
+            continue
+        if objective in curve_objectives:
+            line, = ax.plot(*zip(*points), marker="o", label=objective)
         else:
-            ax.plot(*zip(*points), marker="s", linestyle="none", label=objective)
+            line, = ax.plot(*zip(*points), marker="s", linestyle="none", label=objective)
+        if others:  # other pre-training seeds, full budget only
+            ax.plot(*zip(*others), marker="x", linestyle="none", color=line.get_color(),
+                    label=f"{objective}, other pre-training seeds")
     ax.set_xscale("log")
     ax.set_xlabel("pre-training FLOPs (matmul count)")
     ax.set_ylabel("average dev score (x100)")
@@ -904,6 +968,12 @@ def main(argv):
     budget["electra_steps"] = FLAGS.electra_steps or budget["electra_steps"]
     budget["learning_rate"] = FLAGS.learning_rate or budget["learning_rate"]
     seeds = FLAGS.seeds or budget["seeds"]
+    try:
+        pretrain_seeds = list(dict.fromkeys(int(k) for k in FLAGS.pretrain_seeds))
+    except ValueError:
+        raise app.UsageError(f"--pretrain_seeds takes integers >= 0, got {FLAGS.pretrain_seeds}.") from None
+    if not pretrain_seeds or min(pretrain_seeds) < 0:
+        raise app.UsageError(f"--pretrain_seeds takes integers >= 0, got {FLAGS.pretrain_seeds}.")
     curve_fractions = parse_fractions(FLAGS.fractions or budget["fractions"])
     corpus = FLAGS.corpus or budget["corpus"]
     unknown = sorted(set(FLAGS.objectives + FLAGS.curve_objectives) - set(OBJECTIVES))
@@ -947,20 +1017,25 @@ def main(argv):
     plan = plan_pretraining(base, FLAGS.objectives, budget["electra_steps"])
     log_plan(plan)
     encoders = {BASELINE: random_encoder(base, output_dir, units, guard_batch, FLAGS.baseline_seed)}
-    for objective, p in plan.items():
-        steps = p["steps"]
-        config = base.replace(objective=objective, train_steps=steps,
-                              warmup_steps=max(1, round(budget["warmup_fraction"] * steps)))
-        found = pretrain(objective, config, output_dir,
-                         curve_fractions if objective in FLAGS.curve_objectives else None, units,
-                         guard_batch, probe_batches, FLAGS.probe_every)
-        encoders.update(found)
-        record = read_json(os.path.join(output_dir, "pretrain", objective, "done.json"))
-        p.update(seconds=record["seconds"], cpu_seconds=record.get("cpu_seconds"))
+    names = []  # pre-training runs, seed by seed: every objective's seed 1 before any seed 2
+    for pretrain_seed in pretrain_seeds:
+        for objective, p in plan.items():
+            steps, name = p["steps"], run_name(objective, pretrain_seed)
+            config = base.replace(objective=objective, train_steps=steps, seed=base.seed + pretrain_seed,
+                                  warmup_steps=max(1, round(budget["warmup_fraction"] * steps)))
+            curve = objective in FLAGS.curve_objectives and pretrain_seed == 0
+            encoders.update(pretrain(name, config, output_dir, curve_fractions if curve else None, units,
+                                     guard_batch, probe_batches, FLAGS.probe_every))
+            record = read_json(os.path.join(output_dir, "pretrain", name, "done.json"))
+            p.setdefault("runs", {})[name] = dict(seed=config.seed, seconds=record["seconds"],
+                                                  cpu_seconds=record.get("cpu_seconds"))
+            if "seconds" not in p:  # the plan table's wall time: the first run of the objective
+                p.update(seconds=record["seconds"], cpu_seconds=record.get("cpu_seconds"))
+            names.append(name)
 
     runs = finetune(encoders, FLAGS.tasks, seeds, finetune_hparams, output_dir, units)
-    context = {o: read_json(os.path.join(output_dir, "pretrain", o, CONTEXT_FILE)) for o in plan}
-    context = {o: records for o, records in context.items() if records}
+    context = {n: read_json(os.path.join(output_dir, "pretrain", n, CONTEXT_FILE)) for n in names}
+    context = {n: records for n, records in context.items() if records}
 
     report = dict(
         command=" ".join(shlex.quote(a) for a in [os.path.relpath(sys.executable, REPO)
