@@ -119,6 +119,25 @@ def test_smoke_budget_end_to_end_then_resumes(tmp_path):
     assert refused.returncode != 0 and "field 'finetune'" in refused.stderr
     assert not (tmp_path / "other").exists()
 
+    # Another pre-training seed in another folder, merged: a different model, and its mean over seeds.
+    run_smoke(tmp_path / "seeds", "--objectives", "electra", "--pretrain_seeds", "1",
+              "--merge", str(tmp_path / "earlier.json"))
+    seeds = json.loads((tmp_path / "seeds" / "results.json").read_text())
+    assert set(seeds["summary"]) == set(report["summary"]) | {"electra-s1"}
+    assert seeds["summary"]["electra-s1"]["pretrain_seed"] == 1 and seeds["summary"]["electra-s1"]["fraction"] == 1
+    first_config = run_files.read_config(str(tmp_path / "pretrain" / "electra"))
+    assert run_files.read_config(str(tmp_path / "seeds" / "pretrain" / "electra-s1")).seed == first_config.seed + 1
+    import numpy as np
+    efficiency = load_efficiency()
+    batch0, out0, _ = efficiency.read_reference(str(tmp_path / "encoders" / "electra" / efficiency.GUARD_FILE))
+    batch1, out1, _ = efficiency.read_reference(
+        str(tmp_path / "seeds" / "encoders" / "electra-s1" / efficiency.GUARD_FILE))
+    assert np.array_equal(batch0["token_ids"], batch1["token_ids"])  # the same batch, another model
+    assert np.abs(out0 - out1).max() > 1e-3
+    averages = [np.mean([100 * r["score"] for r in seeds["runs"] if r["encoder"] == name]) for name in
+                ("electra", "electra-s1")]
+    assert f"Avg {np.mean(averages):.1f} ± {np.std(averages):.1f}" in (tmp_path / "seeds" / "results.md").read_text()
+
 
 # --- Guard: an encoder is fine-tuned only if it equals the model pre-training produced ---
 
@@ -320,6 +339,16 @@ def test_merging_the_parts_of_a_real_report_gives_back_its_table(tmp_path):
     assert f"Merged (`--merge`) from `other/results.json`: encoders {', '.join(rest)}" in \
         (tmp_path / "merged.md").read_text()
     assert "differs by at most 0.30 points" in (tmp_path / "merged.md").read_text()
+
+
+def test_run_names_carry_objective_and_pretraining_seed():
+    efficiency = load_efficiency()
+    for objective in OBJECTIVES:
+        for seed in (0, 1, 12):
+            name = efficiency.run_name(objective, seed)
+            assert (name == objective) == (seed == 0)
+            for encoder in (name, name + "@0.25"):
+                assert efficiency.objective_of(encoder) == objective and efficiency.run_seed(encoder) == seed
 
 
 def test_merge_refuses_a_report_with_other_settings_naming_file_and_field():
