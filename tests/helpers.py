@@ -5,6 +5,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -83,3 +84,46 @@ def write_records(directory, num_files=2, num_examples=64, seq_length=32, vocab_
                            for name in features}
                 writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
     return str(directory / "records-*.tfrecord")
+
+
+_ONE_AND_TWO_CPUS = """
+import json, sys
+import numpy as np, tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+sys.path[:0] = ["tests", "tests/finetuning"]
+{body}
+out = {{}}
+for name, strategy in {{"one": tf.distribute.OneDeviceStrategy("/cpu:0"),
+                       "two": tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])}}.items():
+    out[name] = {{key: [np.asarray(v).tolist() for v in values] for key, values in train(name, strategy).items()}}
+    out[name]["replicas"] = strategy.num_replicas_in_sync
+print(json.dumps(out))
+"""
+
+
+def train_on_one_and_two_cpus(body, *args):
+    """Runs `body` in a fresh process that has 2 logical CPUs (they must be set before TensorFlow starts).
+
+    `body` is Python source that reads `sys.argv[1:]` (= `args`) and defines `train(name, strategy)`,
+    which trains under `strategy` (one device, then 2 mirrored replicas) and returns a dict of lists
+    (losses, weights). Returns `{"one": ..., "two": ...}` with each dict and its `replicas` count.
+    """
+    import json
+
+    script = _ONE_AND_TWO_CPUS.format(body=textwrap.dedent(body))
+    result = run_python(["-c", script, *map(str, args)])
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def assert_trained_alike(runs, loss_key, weights_key):
+    """One device and 2 replicas on the same global batches: equal losses and final weights, and it trained."""
+    import numpy as np
+
+    one, two = runs["one"], runs["two"]
+    assert (one["replicas"], two["replicas"]) == (1, 2)
+    np.testing.assert_allclose(two[loss_key], one[loss_key], rtol=1e-5, atol=1e-6)
+    assert one[loss_key][-1] < one[loss_key][0]
+    assert len(one[weights_key]) == len(two[weights_key]) > 10
+    for a, b in zip(one[weights_key], two[weights_key]):
+        np.testing.assert_allclose(np.array(b), np.array(a), rtol=1e-4, atol=1e-5)

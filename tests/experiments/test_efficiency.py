@@ -297,7 +297,11 @@ def part_of(report, names):
     part["encoders"] = {n: e for n, e in part["encoders"].items() if n in keep}
     part["runs"] = [r for r in part["runs"] if r["encoder"] in keep]
     part["pretraining"] = {o: p for o, p in part["pretraining"].items() if o in objectives}
-    part["context"] = {o: c for o, c in part["context"].items() if o in objectives}
+    run_names = {n.split("@")[0] for n in keep}  # context and per-seed runs are keyed by run name
+    part["context"] = {n: c for n, c in part["context"].items() if n in run_names}
+    for plan in part["pretraining"].values():
+        if "runs" in plan:
+            plan["runs"] = {n: r for n, r in plan["runs"].items() if n in run_names}
     part["objectives"] = [o for o in report["objectives"] if o in objectives]
     part["curve_objectives"] = [o for o in report["curve_objectives"] if o in objectives]
     for key in ("summary", "merged"):
@@ -329,6 +333,7 @@ def test_merging_the_parts_of_a_real_report_gives_back_its_table(tmp_path):
     assert set(merged["encoders"]) == set(report["encoders"])
     assert list(merged["pretraining"]) == [o for o in OBJECTIVES if o in report["pretraining"]]
     assert merged["merged"][0]["encoders"] == rest
+    assert merged["context"] == report["context"] and merged["pretraining"] == report["pretraining"]
     assert merged["merged"][0]["baseline_max_abs_diff"] == pytest.approx(0.001 * report["seeds"])
 
     report["summary"] = original

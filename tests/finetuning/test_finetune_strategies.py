@@ -13,7 +13,7 @@ import keras
 import numpy as np
 import pytest
 
-from helpers import REPO, make_run_dir, run_python
+from helpers import REPO, assert_trained_alike, make_run_dir, train_on_one_and_two_cpus
 
 VOCAB = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "vocab",
                                      "bert_uncased_vocab.txt"))
@@ -38,59 +38,41 @@ def write_toy_tasks(directory, num_sentences=48, seed=0):
     return str(directory)
 
 
-MIRRORED_SCRIPT = textwrap.dedent(
-    """
-    import json, os, sys
-    import numpy as np, tensorflow as tf, keras
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-    sys.path.insert(0, "tests")
-    sys.path.insert(0, "tests/finetuning")
-    from helpers import make_run_dir
-    from test_finetune_strategies import write_toy_tasks
-    from electra_tf.data import tasks
-    from electra_tf.finetuning.config import FinetuneConfig
-    from electra_tf.finetuning.tagging import run_tagging
-    from electra_tf.training.finetuning import run_finetuning
+MIRRORED_BODY = """
+import os
+import keras
+from helpers import make_run_dir
+from test_finetune_strategies import write_toy_tasks
+from electra_tf.data import tasks
+from electra_tf.finetuning.config import FinetuneConfig
+from electra_tf.finetuning.tagging import run_tagging
+from electra_tf.training.finetuning import run_finetuning
 
-    tmp, vocab = sys.argv[1], sys.argv[2]
-    run_dir = make_run_dir(os.path.join(tmp, "run"), vocab, dropout=0.0, num_layers=2, hidden_dim=32,
-                           embedding_dim=16, intermediate_dim=64, max_sequence_length=32, seq_length=16)
-    data = write_toy_tasks(os.path.join(tmp, "data"))
-    settings = dict(epochs=2, batch_size=8, learning_rate=2e-3, dropout=0.0, max_seq_length=16, verbose=0,
-                    clip_norm=0.05)  # a clip that binds: it must see the global gradient
-    strategies = {"one": tf.distribute.OneDeviceStrategy("/cpu:0"),
-                  "two": tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])}
-    out = {}
-    for name, strategy in strategies.items():
-        spec = tasks.load_task("toy", data, text_a_column="sentence", label_column="label")
-        result = run_finetuning(spec, data, run_dir, os.path.join(tmp, name, "cls"), strategy=strategy, **settings)
-        weights = keras.saving.load_model(os.path.join(tmp, name, "cls", "classifier.keras")).get_weights()
-        config = FinetuneConfig(task="toy", task_kind="tagging", data_dir=data, init=run_dir,
-                                output_dir=os.path.join(tmp, name, "tag"), **settings)
-        tagged = run_tagging(config, strategy=strategy)
-        tag_weights = keras.saving.load_model(os.path.join(tmp, name, "tag", "token_classifier.keras")).get_weights()
-        out[name] = {"cls_loss": result["trials"][0]["train_loss"], "tag_loss": tagged["trials"][0]["train_loss"],
-                     "cls_weights": [w.tolist() for w in weights], "tag_weights": [w.tolist() for w in tag_weights],
-                     "replicas": strategy.num_replicas_in_sync}
-    print(json.dumps(out))
-    """
-)
+tmp, vocab = sys.argv[1:]
+run_dir = make_run_dir(os.path.join(tmp, "run"), vocab, dropout=0.0, num_layers=2, hidden_dim=32,
+                       embedding_dim=16, intermediate_dim=64, max_sequence_length=32, seq_length=16)
+data = write_toy_tasks(os.path.join(tmp, "data"))
+settings = dict(epochs=2, batch_size=8, learning_rate=2e-3, dropout=0.0, max_seq_length=16, verbose=0,
+                clip_norm=0.05)  # a clip that binds: it must see the global gradient
+
+def train(name, strategy):
+    spec = tasks.load_task("toy", data, text_a_column="sentence", label_column="label")
+    result = run_finetuning(spec, data, run_dir, os.path.join(tmp, name, "cls"), strategy=strategy, **settings)
+    config = FinetuneConfig(task="toy", task_kind="tagging", data_dir=data, init=run_dir,
+                            output_dir=os.path.join(tmp, name, "tag"), **settings)
+    tagged = run_tagging(config, strategy=strategy)
+    load = lambda *path: keras.saving.load_model(os.path.join(tmp, name, *path)).get_weights()
+    return {"cls_loss": result["trials"][0]["train_loss"], "tag_loss": tagged["trials"][0]["train_loss"],
+            "cls_weights": load("cls", "classifier.keras"), "tag_weights": load("tag", "token_classifier.keras")}
+"""
 
 
 @pytest.mark.skipif(not os.path.exists(VOCAB), reason="shared vocabulary missing")
 def test_mirrored_two_logical_cpus_fine_tune_like_one_device(tmp_path):
     """Same global batches, dropout off: epoch losses and every final weight agree to float tolerance."""
-    result = run_python(["-c", MIRRORED_SCRIPT, str(tmp_path), VOCAB])
-    runs = json.loads(result.stdout.strip().splitlines()[-1])
-    one, two = runs["one"], runs["two"]
-    assert (one["replicas"], two["replicas"]) == (1, 2)
-    for kind in ("cls", "tag"):
-        np.testing.assert_allclose(two[f"{kind}_loss"], one[f"{kind}_loss"], rtol=1e-5, atol=1e-6)
-        assert one[f"{kind}_loss"][1] < one[f"{kind}_loss"][0]  # it trained
-        assert len(one[f"{kind}_weights"]) == len(two[f"{kind}_weights"]) > 10
-        for a, b in zip(one[f"{kind}_weights"], two[f"{kind}_weights"]):
-            np.testing.assert_allclose(np.array(b), np.array(a), rtol=1e-4, atol=1e-5)
+    runs = train_on_one_and_two_cpus(MIRRORED_BODY, tmp_path, VOCAB)
+    assert_trained_alike(runs, "cls_loss", "cls_weights")
+    assert_trained_alike(runs, "tag_loss", "tag_weights")
 
 
 @pytest.fixture

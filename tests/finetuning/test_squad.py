@@ -3,7 +3,6 @@ the CLI with the simple head under mixed_bfloat16 + XLA, and 2 mirrored logical 
 
 import json
 import os
-import textwrap
 
 import keras
 import numpy as np
@@ -11,7 +10,7 @@ import pytest
 
 from electra_tf.finetuning.config import FinetuneConfig
 from electra_tf.finetuning.qa import is_span_qa, run_qa
-from helpers import run_python
+from helpers import assert_trained_alike, run_python, train_on_one_and_two_cpus
 
 VOCAB = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "vocab", "bert_uncased_vocab.txt")
 CITIES = ["paris", "london", "berlin", "rome", "madrid", "vienna"]
@@ -118,45 +117,29 @@ def test_mixed_bfloat16_and_xla(run_dir, tmp_path, float32_after):
     assert model.encoder.transformer_layers[0].compute_dtype == "bfloat16"
 
 
-MIRRORED_SCRIPT = textwrap.dedent(
-    """
-    import json, os, sys
-    import tensorflow as tf, keras
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-    sys.path.insert(0, "tests")
-    sys.path.insert(0, "tests/finetuning")
-    from helpers import make_run_dir
-    from test_squad import SETTINGS, write_toy_squad
-    from electra_tf.finetuning.config import FinetuneConfig
-    from electra_tf.finetuning.qa import run_qa
+MIRRORED_BODY = """
+import os
+import keras
+from helpers import make_run_dir
+from test_squad import SETTINGS, write_toy_squad
+from electra_tf.finetuning.config import FinetuneConfig
+from electra_tf.finetuning.qa import run_qa
 
-    tmp, vocab = sys.argv[1], sys.argv[2]
-    run_dir = make_run_dir(os.path.join(tmp, "run"), vocab, dropout=0.0, num_layers=1, hidden_dim=32,
-                           embedding_dim=16, intermediate_dim=64, max_sequence_length=64, seq_length=16)
-    data = write_toy_squad(os.path.join(tmp, "data"), articles=(("train", 4), ("dev", 2)))
-    strategies = {"one": tf.distribute.OneDeviceStrategy("/cpu:0"),
-                  "two": tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])}
-    out = {}
-    for name, strategy in strategies.items():
-        config = FinetuneConfig(task="squad", data_dir=data, init=run_dir, output_dir=os.path.join(tmp, name),
-                                swap_contexts=True, clip_norm=0.05, **SETTINGS)
-        result = run_qa(config, strategy=strategy)
-        weights = keras.saving.load_model(os.path.join(tmp, name, "question_answerer.keras")).get_weights()
-        out[name] = {"loss": result["trials"][0]["train_loss"], "weights": [w.tolist() for w in weights],
-                     "replicas": strategy.num_replicas_in_sync}
-    print(json.dumps(out))
-    """
-)
+tmp, vocab = sys.argv[1:]
+run_dir = make_run_dir(os.path.join(tmp, "run"), vocab, dropout=0.0, num_layers=1, hidden_dim=32,
+                       embedding_dim=16, intermediate_dim=64, max_sequence_length=64, seq_length=16)
+data = write_toy_squad(os.path.join(tmp, "data"), articles=(("train", 4), ("dev", 2)))
+
+def train(name, strategy):
+    config = FinetuneConfig(task="squad", data_dir=data, init=run_dir, output_dir=os.path.join(tmp, name),
+                            swap_contexts=True, clip_norm=0.05, **SETTINGS)
+    result = run_qa(config, strategy=strategy)
+    weights = keras.saving.load_model(os.path.join(tmp, name, "question_answerer.keras")).get_weights()
+    return {"loss": result["trials"][0]["train_loss"], "weights": weights}
+"""
 
 
 @pytest.mark.large
 @pytest.mark.skipif(not os.path.exists(VOCAB), reason="shared vocabulary missing")
 def test_mirrored_two_logical_cpus_fine_tune_like_one_device(tmp_path):
-    result = run_python(["-c", MIRRORED_SCRIPT, str(tmp_path), VOCAB])
-    runs = json.loads(result.stdout.strip().splitlines()[-1])
-    one, two = runs["one"], runs["two"]
-    assert (one["replicas"], two["replicas"]) == (1, 2)
-    np.testing.assert_allclose(two["loss"], one["loss"], rtol=1e-5, atol=1e-6)
-    for a, b in zip(one["weights"], two["weights"]):
-        np.testing.assert_allclose(np.array(b), np.array(a), rtol=1e-4, atol=1e-5)
+    assert_trained_alike(train_on_one_and_two_cpus(MIRRORED_BODY, tmp_path, VOCAB), "loss", "weights")
