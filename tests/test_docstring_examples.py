@@ -12,6 +12,9 @@ import pytest
 
 import doc_examples
 
+# What a user copies runs without a warning to learn to ignore (Keras warned on the README's `fit`).
+pytestmark = pytest.mark.filterwarnings("error::UserWarning")
+
 EXAMPLES = doc_examples.package_examples()
 README = doc_examples.markdown_examples(doc_examples.REPO / "README.md")
 
