@@ -107,23 +107,24 @@ def train_on_one_and_two_cpus(body, *args):
 
     `body` is Python source that reads `sys.argv[1:]` (= `args`) and defines `train(name, strategy)`,
     which trains under `strategy` (one device, then 2 mirrored replicas) and returns a dict of lists
-    (losses, weights). Returns `{"one": ..., "two": ...}` with each dict and its `replicas` count.
+    (losses, weights). Returns that dict for one device and for the 2 replicas.
     """
     import json
 
     script = _ONE_AND_TWO_CPUS.format(body=textwrap.dedent(body))
     result = run_python(["-c", script, *map(str, args)])
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    runs = json.loads(result.stdout.strip().splitlines()[-1])
+    assert (runs["one"].pop("replicas"), runs["two"].pop("replicas")) == (1, 2)
+    return runs["one"], runs["two"]
 
 
-def assert_trained_alike(runs, loss_key, weights_key):
-    """One device and 2 replicas on the same global batches: equal losses and final weights, and it trained."""
+def assert_trained_alike(one_loss, one_weights, loss, weights):
+    """Same global batches on one device and on several replicas: equal epoch losses and final weights,
+    and the one-device run trained."""
     import numpy as np
 
-    one, two = runs["one"], runs["two"]
-    assert (one["replicas"], two["replicas"]) == (1, 2)
-    np.testing.assert_allclose(two[loss_key], one[loss_key], rtol=1e-5, atol=1e-6)
-    assert one[loss_key][-1] < one[loss_key][0]
-    assert len(one[weights_key]) == len(two[weights_key]) > 10
-    for a, b in zip(one[weights_key], two[weights_key]):
-        np.testing.assert_allclose(np.array(b), np.array(a), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(loss, one_loss, rtol=1e-5, atol=1e-6)
+    assert one_loss[-1] < one_loss[0]
+    assert len(one_weights) == len(weights) > 10
+    for a, b in zip(one_weights, weights):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-4, atol=1e-5)

@@ -70,9 +70,9 @@ def train(name, strategy):
 @pytest.mark.skipif(not os.path.exists(VOCAB), reason="shared vocabulary missing")
 def test_mirrored_two_logical_cpus_fine_tune_like_one_device(tmp_path):
     """Same global batches, dropout off: epoch losses and every final weight agree to float tolerance."""
-    runs = train_on_one_and_two_cpus(MIRRORED_BODY, tmp_path, VOCAB)
-    assert_trained_alike(runs, "cls_loss", "cls_weights")
-    assert_trained_alike(runs, "tag_loss", "tag_weights")
+    one, two = train_on_one_and_two_cpus(MIRRORED_BODY, tmp_path, VOCAB)
+    for kind in ("cls", "tag"):
+        assert_trained_alike(one[f"{kind}_loss"], one[f"{kind}_weights"], two[f"{kind}_loss"], two[f"{kind}_weights"])
 
 
 @pytest.fixture
@@ -173,11 +173,7 @@ def test_multi_worker_two_processes_fine_tune_like_one_device(tmp_path):
     assert (chief["replicas"], other["replicas"], one["replicas"]) == (2, 2, 1)
     for kind, model_file in (("tag", "token_classifier.keras"), ("cls", "classifier.keras")):
         assert chief[f"{kind}_loss"] == other[f"{kind}_loss"]
-        np.testing.assert_allclose(chief[f"{kind}_loss"], one[f"{kind}_loss"], rtol=1e-5, atol=1e-6)
-        assert one[f"{kind}_loss"][1] < one[f"{kind}_loss"][0]
         multi_weights = keras.saving.load_model(tmp_path / "multi" / kind / model_file, compile=False).get_weights()
         one_weights = keras.saving.load_model(tmp_path / "one" / kind / model_file, compile=False).get_weights()
-        assert len(multi_weights) == len(one_weights) > 10
-        for a, b in zip(one_weights, multi_weights):
-            np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+        assert_trained_alike(one[f"{kind}_loss"], one_weights, chief[f"{kind}_loss"], multi_weights)
         assert not [p for p in os.listdir(tmp_path / "multi" / kind) if p.startswith(".worker_")]

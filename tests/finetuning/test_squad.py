@@ -142,4 +142,5 @@ def train(name, strategy):
 @pytest.mark.large
 @pytest.mark.skipif(not os.path.exists(VOCAB), reason="shared vocabulary missing")
 def test_mirrored_two_logical_cpus_fine_tune_like_one_device(tmp_path):
-    assert_trained_alike(train_on_one_and_two_cpus(MIRRORED_BODY, tmp_path, VOCAB), "loss", "weights")
+    one, two = train_on_one_and_two_cpus(MIRRORED_BODY, tmp_path, VOCAB)
+    assert_trained_alike(one["loss"], one["weights"], two["loss"], two["weights"])
