@@ -45,8 +45,9 @@ from absl import logging
 from electra_tf.config import ElectraConfig
 from electra_tf.convert.hf_names import HF_CONFIG_FILE, HF_WEIGHTS_FILE, HF_WEIGHTS_INDEX_FILE  # noqa: F401  (convert owns the HF format)
 from electra_tf.data.tokenizer import SETTINGS_FILE, VOCAB_FILE  # noqa: F401  (the tokenizer owns its file names)
+from electra_tf.models import classifier, question_answerer, token_classifier  # noqa: F401  (registered for loading)
 from electra_tf.models.encoder import ElectraEncoder
-from electra_tf.models.pretrainer import build_pretrainer
+from electra_tf.models.pretrainer import ElectraPretrainer, build_pretrainer
 from electra_tf.training.named_checkpoint import CheckpointMismatchError, NamedCheckpoint
 
 # --- A pre-training run ---
@@ -237,11 +238,28 @@ def load_discriminator(model_dir):
     return pretrainer.discriminator, config
 
 
+def load_keras_model(path, flag="init"):
+    """`keras.saving.load_model(path)` with every electra_tf model class registered; one-line errors.
+
+    Reads the project's own `.keras` files (`discriminator.keras`, `encoder.keras`, a fine-tuned
+    `classifier.keras`, ...) whatever the caller imported before.
+    """
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(f"`--{flag}={path}` does not exist.")
+    try:
+        return keras.saving.load_model(path)
+    except Exception as e:  # Keras reports a damaged zip as "File not found"
+        raise ValueError(f"`--{flag}={path}` cannot be read ({type(e).__name__}: {str(e)[:200]}): a truncated "
+                         "or damaged .keras file.") from None
+
+
 # --- What a folder holds ---
 PRETRAINING_RUN = "a pre-training run"
 FINETUNING_OUTPUT = "a fine-tuning output"
 SAVED_MODEL = "an exported SavedModel"
 HUGGING_FACE = "a Hugging Face model"
+KERAS_HUB_PRESET = "a keras-hub preset"
+KERAS_HUB_PRESET_FILES = ("metadata.json", "model.weights.h5")  # keras-hub's own names (save_to_preset)
 
 
 def artefact_kind(folder):
@@ -259,6 +277,8 @@ def artefact_kind(folder):
         return SAVED_MODEL
     if has(*HF_WEIGHTS_FILES):
         return HUGGING_FACE
+    if all(has(name) for name in KERAS_HUB_PRESET_FILES):
+        return KERAS_HUB_PRESET
     if has(CONFIG_FILE):  # a run's config without results yet
         return PRETRAINING_RUN
     return None
@@ -272,6 +292,72 @@ def refuse_other_artefact(folder, flag, own_kind):
             f"`--{flag}={folder}` holds {kind}; writing {own_kind} there would replace its files. "
             "Choose another folder."
         )
+
+
+def _inside(path, folder):
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def guard_output(path, flag, own_kind, inputs=(), writes=None):
+    """Refuses an output before anything is written: the one output guard of every command that writes.
+
+    Refused, with a `FileExistsError` / `ValueError` naming `--flag`:
+    an output that is, holds or lies inside one of `inputs` (`--init`,
+    `--input`; a file output: the same path); a folder holding another kind of artefact than `own_kind`
+    (see `artefact_kind`; for a file output, the folder it goes into); and
+    anything that would be overwritten: for a file output (`writes` given as
+    paths), each existing path of `writes`; for a folder output (`writes` None),
+    a folder that is not empty.
+
+    Args:
+        path: str. The output (a folder, a `.keras` file or a checkpoint prefix).
+        flag: str. The flag that named it, e.g. "output_dir".
+        own_kind: str or None. What the command writes (a kind constant above),
+            None for a single file outside any artefact.
+        inputs: paths the command reads (comma-separated lists split by the caller).
+        writes: None for a folder output; else the file paths the command writes.
+
+    Example:
+        ```python
+        import os
+        from electra_tf.run_files import HUGGING_FACE, guard_output
+
+        guard_output("new_hf_model", "output_dir", HUGGING_FACE, inputs=["electra.keras"])  # nothing there: fine
+        os.makedirs("busy", exist_ok=True); open("busy/notes.txt", "w").close()
+        try:
+            guard_output("busy", "output_dir", HUGGING_FACE)
+        except FileExistsError as e:
+            print(e)  # `--output_dir=busy` is not empty (notes.txt); ...
+        ```
+    """
+    target = os.path.abspath(os.fspath(path))
+    for item in inputs:
+        if not item:
+            continue
+        source = os.path.abspath(os.fspath(item))
+        overlaps = (_inside(target, source) or _inside(source, target)) if writes is None else target == source
+        if overlaps:
+            raise ValueError(f"`--{flag}={path}` is or overlaps the input {item}: writing there would replace "
+                             "what is being read. Choose another --" + flag + ".")
+    folder = target if writes is None else os.path.dirname(target)
+    kind = artefact_kind(folder)
+    if kind is not None and kind != own_kind:
+        where = f"`--{flag}={path}`" if writes is None else f"The folder of `--{flag}={path}` ({folder})"
+        raise FileExistsError(f"{where} holds {kind}; writing {own_kind or 'there'} would mix its files with "
+                              f"another artefact's. Choose another --{flag}.")
+    if writes is None:
+        if tf.io.gfile.isdir(target) and tf.io.gfile.listdir(target):
+            names = sorted(name.rstrip("/") for name in tf.io.gfile.listdir(target))
+            raise FileExistsError(f"`--{flag}={path}` is not empty ({', '.join(names[:5])}"
+                                  f"{', ...' if len(names) > 5 else ''}); nothing is overwritten. Choose a new "
+                                  f"or empty --{flag}.")
+        if tf.io.gfile.exists(target) and not tf.io.gfile.isdir(target):
+            raise FileExistsError(f"`--{flag}={path}` is an existing file, not a folder.")
+        return
+    existing = [name for name in writes if tf.io.gfile.exists(name)]
+    if existing:
+        raise FileExistsError(f"`--{flag}={path}` would overwrite {', '.join(existing)}; nothing is overwritten. "
+                              f"Choose a new --{flag}.")
 
 
 # --- An encoder export, read back ---

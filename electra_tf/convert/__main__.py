@@ -4,19 +4,31 @@
     python -m electra_tf.convert --from hf --input disc_dir,gen_dir --to keras --output_dir electra.keras
     python -m electra_tf.convert --from bert --input all-MiniLM-L6-v2 --to keras --output_dir minilm.keras
     python -m electra_tf.convert --from keras --input electra.keras --to official --output_dir ckpt/model.ckpt-0
+    python -m electra_tf.convert --from keras --input runs/sst2/classifier.keras --to hf --output_dir sst2_hf
 
 A generator + discriminator source gives an `ElectraPretrainer`; a single
 encoder (BERT, `ElectraModel`, official discriminator only) an `ElectraEncoder`.
-`--to hf` writes `OUTPUT_DIR/discriminator` and `OUTPUT_DIR/generator` for a
-pretrainer, `OUTPUT_DIR` (`ElectraModel`) for an encoder. `--to keras` writes a
-`.keras` file (`keras.saving.load_model` reads it back), `--to official` a
-checkpoint prefix: `--output_dir` names that file or prefix. A `vocab.txt`
-beside the input is copied next to each output. `--output` is the deprecated
-spelling of `--output_dir`. Installed as `electra-convert`.
+`--part discriminator|generator|both` (default both) picks what of a pair is
+written: `--to hf` writes `OUTPUT_DIR/discriminator` and `OUTPUT_DIR/generator`
+for both, `OUTPUT_DIR` itself for one part (`ElectraForPreTraining` /
+`ElectraForMaskedLM`) or an encoder (`ElectraModel`); `--to keras` and `--to
+official` take the discriminator (the encoder fine-tuning starts from) or both.
+A fine-tuned classifier, tagger or simple-head QA model goes `--to hf` as
+`ElectraForSequenceClassification` / `ElectraForTokenClassification` /
+`ElectraForQuestionAnswering`. `--to keras` writes a `.keras` file
+(`keras.saving.load_model` reads it back), `--to official` a checkpoint prefix:
+`--output_dir` names that file or prefix.
+
+Nothing existing is overwritten: an output that is or overlaps the input,
+lies in another artefact, or would replace a file (a non-empty `--to hf`
+folder, an existing `.keras` file, checkpoint or `checkpoint` list) is refused
+before anything is read. The vocabulary beside the input (`vocab.txt` and its
+tokenizer settings) is copied next to each output, unless the same vocabulary
+is already there. Exits 0 on success. `--output` is the deprecated spelling of
+`--output_dir`. Installed as `electra-convert`.
 """
 
 import os
-import shutil
 
 from absl import app, flags
 
@@ -24,6 +36,7 @@ from electra_tf import cli
 
 SOURCES = ("official", "hf", "bert", "keras")
 TARGETS = ("hf", "keras", "official")
+PARTS = ("both", "discriminator", "generator")
 FLAGS = flags.FLAGS
 ALIASES = cli.aliases("output")
 REQUIRED = ("from", "input", "to", "output_dir")
@@ -36,9 +49,16 @@ def define_flags(flag_values=None):
     cli.define("string", "input", None, "Checkpoint prefix/dir, HF dir(s) (comma-separated) or .keras file.", fv)
     cli.define("enum", "to", None, "Output format.", fv, enum_values=list(TARGETS))
     cli.define_output_dir("Output directory (--to hf), .keras file (--to keras) or checkpoint prefix "
-                          "(--to official).", flag_values=fv)
+                          "(--to official); never an existing one.", flag_values=fv)
+    cli.define("enum", "part", "both", "What of a generator + discriminator pair to write (--to keras and "
+               "--to official: discriminator or both).", fv, enum_values=list(PARTS))
     cli.define("integer", "num_heads", None, "official: discriminator heads (H // 64).", fv)
     cli.define("integer", "generator_num_heads", None, "official: generator heads (Hg // 64).", fv)
+
+
+def input_paths(source, path):
+    """The paths `--input` reads (a Hugging Face pair is comma-separated)."""
+    return [p for p in path.split(",") if p] if source == "hf" else [path]
 
 
 def load(source, path, num_heads=None, generator_num_heads=None):
@@ -53,50 +73,118 @@ def load(source, path, num_heads=None, generator_num_heads=None):
         return convert.build_from_hugging_face(path)
     if source == "bert":
         return convert.build_from_bert(path)
-    import keras
+    from electra_tf.run_files import load_keras_model
 
-    return keras.saving.load_model(path)
+    return load_keras_model(path, "input")
 
 
-def save(model, target, path):
-    """Writes `model` to `path` in format `target` (one of `TARGETS`)."""
+def select_part(model, target, part):
+    """The model to write for `--part` (a pair's discriminator, or everything)."""
+    from electra_tf.models.pretrainer import ElectraPretrainer
+
+    if part == "both":
+        return model
+    if not isinstance(model, ElectraPretrainer):
+        if part == "discriminator":
+            return model
+        raise ValueError(f"`--part=generator`: the input holds a {type(model).__name__}, no generator.")
+    if target == "hf":
+        return model  # `export_hugging_face(part=...)` writes that part with its head
+    if part == "generator":
+        raise ValueError(f"`--part=generator --to {target}` would drop the generator's LM head: use --to hf "
+                         "(ElectraForMaskedLM) or --part both.")
+    return model.discriminator
+
+
+def planned_outputs(model, target, path, part):
+    """`(folders the vocabulary goes into, files written or None for a folder output)`."""
+    from electra_tf.models.pretrainer import ElectraPretrainer
+
+    if target == "hf":
+        if isinstance(model, ElectraPretrainer) and part == "both":
+            return [os.path.join(path, "discriminator"), os.path.join(path, "generator")], None
+        return [path], None
+    folder = os.path.dirname(os.path.abspath(path))
+    if target == "keras":
+        if not path.endswith(".keras"):
+            raise ValueError(f"`--to keras` writes a `.keras` file. Received: `--output_dir={path!r}`")
+        return [folder], [os.path.abspath(path)]
+    from electra_tf.convert.official import written_files
+
+    return [folder], written_files(path)
+
+
+def save(model, target, path, part="both"):
+    """Writes `model` to `path` in format `target` (one of `TARGETS`); returns the paths written."""
     from electra_tf import convert
 
     if target == "hf":
-        from electra_tf.run_files import HUGGING_FACE, refuse_other_artefact
-
-        refuse_other_artefact(path, "output_dir", HUGGING_FACE)
-        return convert.export_hugging_face(model, path)
+        return convert.export_hugging_face(model, path, part=part)
     if target == "official":
         return [convert.export_official(model, path)]
-    if not path.endswith(".keras"):
-        raise ValueError(f"`--to keras` writes a `.keras` file. Received: `--output_dir={path!r}`")
     model.save(path)
     return [path]
 
 
-def copy_vocab(source, written):
-    """Copies a `vocab.txt` found beside the input next to every output written."""
-    first = source.split(",")[0]
+def vocabulary_beside(source, input_path):
+    """The `vocab.txt` beside the (first) input, or None."""
+    from electra_tf.data.tokenizer import VOCAB_FILE
+
+    first = input_paths(source, input_path)[0]
     folder = first if os.path.isdir(first) else os.path.dirname(first)
-    vocab = os.path.join(folder, "vocab.txt")
-    if not os.path.exists(vocab):
-        return
-    for path in written:
-        target = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
-        if os.path.abspath(target) != os.path.abspath(folder):
-            shutil.copy(vocab, os.path.join(target, "vocab.txt"))
+    vocab = os.path.join(folder, VOCAB_FILE)
+    return vocab if os.path.exists(vocab) else None
 
 
-def convert(source, input_path, target, output_dir, num_heads=None, generator_num_heads=None):
-    """Reads `input_path` in format `source`, writes it to `output_dir` as `target`; returns the paths written."""
-    if target == "hf":  # before the (slow) load: nothing to do if the output is refused
-        from electra_tf.run_files import HUGGING_FACE, refuse_other_artefact
+def vocab_targets(vocab, folders):
+    """The `vocab.txt` paths to write in `folders`: none where the same vocabulary is; an error where another is."""
+    from electra_tf.data.tokenizer import VOCAB_FILE, vocab_digest
 
-        refuse_other_artefact(output_dir, "output_dir", HUGGING_FACE)
-    model = load(source, input_path, num_heads, generator_num_heads)
-    written = save(model, target, output_dir)
-    copy_vocab(input_path, written)
+    if vocab is None:
+        return []
+    targets = []
+    for folder in folders:
+        target = os.path.join(folder, VOCAB_FILE)
+        if os.path.abspath(target) == os.path.abspath(vocab):
+            continue
+        if os.path.exists(target):
+            if vocab_digest(target) != vocab_digest(vocab):
+                raise FileExistsError(f"{target} exists and is another vocabulary than the input's {vocab}; "
+                                      "nothing is overwritten. Choose another --output_dir.")
+            continue
+        targets.append(target)
+    return targets
+
+
+def convert(source, input_path, target, output_dir, num_heads=None, generator_num_heads=None, part="both"):
+    """Reads `input_path` in format `source`, writes it to `output_dir` as `target`; returns the paths written.
+
+    The output is checked before the (slow) load and again once the model is
+    known (`run_files.guard_output`): nothing existing is ever replaced.
+    """
+    from electra_tf import run_files
+    from electra_tf.data.tokenizer import copy_vocab
+
+    inputs = input_paths(source, input_path)
+    own_kind = run_files.HUGGING_FACE if target == "hf" else None
+    if target == "keras" and not output_dir.endswith(".keras"):
+        raise ValueError(f"`--to keras` writes a `.keras` file. Received: `--output_dir={output_dir!r}`")
+    early = None
+    if target == "keras":
+        early = [os.path.abspath(output_dir)]
+    elif target == "official":
+        from electra_tf.convert.official import written_files
+
+        early = written_files(output_dir)
+    run_files.guard_output(output_dir, "output_dir", own_kind, inputs=inputs, writes=early)
+    model = select_part(load(source, input_path, num_heads, generator_num_heads), target, part)
+    folders, writes = planned_outputs(model, target, output_dir, part)
+    vocab = vocabulary_beside(source, input_path)
+    vocab_files = vocab_targets(vocab, folders)
+    run_files.guard_output(output_dir, "output_dir", own_kind, inputs=inputs, writes=writes)
+    written = save(model, target, output_dir, part)
+    for destination in vocab_files:
+        copy_vocab(vocab, destination)
     print(f"{type(model).__name__} from {source} {input_path!r} -> {target}: {', '.join(written)}")
     return written
 
@@ -111,8 +199,8 @@ def main(argv):
         names = missing[0] if len(missing) == 1 else f"{', '.join(missing[:-1])} and {missing[-1]}"
         raise app.UsageError(f"{names} {'is' if len(missing) == 1 else 'are'} required.")
     logging.set_verbosity(logging.INFO)
-    return convert(FLAGS["from"].value, FLAGS.input, FLAGS.to, FLAGS.output_dir, FLAGS.num_heads,
-                   FLAGS.generator_num_heads)
+    convert(FLAGS["from"].value, FLAGS.input, FLAGS.to, FLAGS.output_dir, FLAGS.num_heads,
+            FLAGS.generator_num_heads, FLAGS.part)  # returns nothing: absl exits with main's value
 
 
 def run():

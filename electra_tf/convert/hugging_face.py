@@ -439,7 +439,7 @@ def hf_config(encoder, architecture):
     }
 
 
-def export_hugging_face(model, directory):
+def export_hugging_face(model, directory, part="both"):
     """Writes `model` as Hugging Face safetensors directories.
 
     Args:
@@ -448,6 +448,8 @@ def export_hugging_face(model, directory):
             (`ElectraForMaskedLM`, with a copy of the shared embeddings);
             `ElectraEncoder` -> `directory` (`ElectraModel`).
         directory: str. Created if needed.
+        part: "both", "discriminator" or "generator": one part of a
+            pretrainer goes into `directory` itself.
 
     Returns:
         list of the directories written.
@@ -480,8 +482,12 @@ def export_hugging_face(model, directory):
     parts = [("discriminator", model.discriminator, "ElectraForPreTraining")]
     if model.generator is not None:
         parts.append(("generator", model.generator, "ElectraForMaskedLM"))
+    if part != "both":
+        parts = [p for p in parts if p[0] == part]
+        if not parts:
+            raise ValueError(f"`part={part!r}`: the model has no {part}.")
     for role, encoder, architecture in parts:
-        path = os.path.join(directory, role)
+        path = directory if part != "both" else os.path.join(directory, role)
         _write(path, hf_config(encoder, architecture), weights, role)
         written.append(path)
     return written

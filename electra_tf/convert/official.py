@@ -245,6 +245,13 @@ def write_official_checkpoint(weights, path, global_step=0, optimizer_slots=Fals
     return path
 
 
+def written_files(path):
+    """The files `write_official_checkpoint(..., path)` writes: the prefix's index and data, and the `checkpoint` list."""
+    prefix = os.path.abspath(path)
+    return [prefix + ".index", prefix + ".data-00000-of-00001",
+            os.path.join(os.path.dirname(prefix), "checkpoint")]
+
+
 def export_official(model, path, global_step=0):
     """Writes `model` as an official-name checkpoint at prefix `path` (see `write_official_checkpoint`)."""
     return write_official_checkpoint(read_weights(model), path, global_step=global_step)

@@ -63,3 +63,122 @@ def test_the_old_output_flag_still_works_with_one_warning(tmp_path, capsys):
     assert keras.saving.load_model(keras_path) is not None
     warnings = [line for line in capsys.readouterr().err.splitlines() if "deprecated" in line]
     assert warnings == ["warning: --output is deprecated; use --output_dir (the old spelling goes in the next release)"]
+
+
+# --- As users run it: a subprocess, its exit status, nothing existing replaced ---
+
+import hashlib  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from helpers import run_python, write_vocab  # noqa: E402
+
+
+def convert_command(*args, check=True):
+    return run_python(["-m", "electra_tf.convert", *args], check=check)
+
+
+def digests(folder):
+    """path -> sha256 of every file under `folder` (to prove nothing changed)."""
+    out = {}
+    for root, _, files in os.walk(folder):
+        for name in files:
+            path = os.path.join(root, name)
+            with open(path, "rb") as f:
+                out[path] = hashlib.sha256(f.read()).hexdigest()
+    return out
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """A pre-training run's own files: discriminator.keras, a checkpoint list, vocab.txt."""
+    root = tmp_path_factory.mktemp("run")
+    pretrainer = build_pretrainer(tiny_config())
+    pretrainer.discriminator.save(str(root / "discriminator.keras"))
+    export_official(pretrainer, str(root / "checkpoints" / "ckpt-1"))
+    write_vocab(root / "vocab.txt", vocab_size=200)
+    (root / "config.json").write_text("{}")
+    return root
+
+
+def test_a_successful_conversion_exits_0(tmp_path):
+    """`convert && finetune`: a conversion that worked exits 0 (it printed its list and exited 1)."""
+    export_official(build_pretrainer(tiny_config()), str(tmp_path / "official" / "model.ckpt-0"))
+    result = convert_command("--from", "official", "--input", str(tmp_path / "official"), "--to", "keras",
+                             "--output_dir", str(tmp_path / "m.keras"))
+    assert result.returncode == 0 and (tmp_path / "m.keras").exists()
+    assert "ElectraPretrainer from official" in result.stdout
+
+
+@pytest.mark.large
+def test_convert_reads_the_runs_own_discriminator_keras(run_dir, tmp_path):
+    """`--from keras` imports the model classes itself: `--to keras` and `--to official` read `discriminator.keras`."""
+    source = str(run_dir / "discriminator.keras")
+    expected = read_weights(keras.saving.load_model(source))
+    assert convert_command("--from", "keras", "--input", source, "--to", "keras",
+                           "--output_dir", str(tmp_path / "copy.keras")).returncode == 0
+    prefix = str(tmp_path / "ckpt" / "model.ckpt-0")
+    assert convert_command("--from", "keras", "--input", source, "--to", "official",
+                           "--output_dir", prefix).returncode == 0
+    for name, value in read_official_checkpoint(prefix).items():
+        np.testing.assert_array_equal(value, expected[name], err_msg=name)
+    # The vocabulary beside the input comes along, with its tokenizer settings.
+    assert (tmp_path / "vocab.txt").read_text() == (run_dir / "vocab.txt").read_text()
+
+
+@pytest.mark.parametrize("target, output, expected", [
+    ("keras", "discriminator.keras", "is or overlaps the input"),  # the input itself
+    ("official", "checkpoints/ckpt-1", "would overwrite"),  # the run's latest checkpoint
+    ("official", "checkpoints/ckpt-9", "would overwrite .*checkpoints/checkpoint"),  # the run's checkpoint list
+    ("keras", "other.keras", "holds a pre-training run"),  # into the run's folder
+    ("hf", "checkpoints", "holds a pre-training run|is not empty"),
+])
+def test_convert_never_overwrites_a_runs_own_files(run_dir, target, output, expected):
+    before = digests(run_dir)
+    result = convert_command("--from", "keras", "--input", str(run_dir / "discriminator.keras"), "--to", target,
+                             "--output_dir", str(run_dir / output), check=False)
+    assert result.returncode == 1, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(lines) == 1 and "--output_dir=" in lines[0]
+    assert __import__("re").search(expected, lines[0]), lines[0]
+    assert digests(run_dir) == before
+
+
+@pytest.mark.large
+def test_convert_refuses_an_existing_output_and_another_vocabulary_beside_it(run_dir, tmp_path):
+    source = str(run_dir / "discriminator.keras")
+    (tmp_path / "taken.keras").write_bytes(b"mine")
+    result = convert_command("--from", "keras", "--input", source, "--to", "keras",
+                             "--output_dir", str(tmp_path / "taken.keras"), check=False)
+    assert result.returncode == 1 and "would overwrite" in result.stderr
+    assert (tmp_path / "taken.keras").read_bytes() == b"mine"
+    (tmp_path / "vocab.txt").write_text("[PAD]\nmine\n")  # the user's own vocab.txt
+    result = convert_command("--from", "keras", "--input", source, "--to", "keras",
+                             "--output_dir", str(tmp_path / "new.keras"), check=False)
+    assert result.returncode == 1 and "another vocabulary" in result.stderr
+    assert (tmp_path / "vocab.txt").read_text() == "[PAD]\nmine\n" and not (tmp_path / "new.keras").exists()
+    # A non-empty --to hf folder.
+    (tmp_path / "hf").mkdir()
+    (tmp_path / "hf" / "notes.txt").write_text("mine")
+    result = convert_command("--from", "keras", "--input", source, "--to", "hf",
+                             "--output_dir", str(tmp_path / "hf"), check=False)
+    assert result.returncode == 1 and "is not empty (notes.txt)" in result.stderr
+
+
+@pytest.mark.large
+def test_part_picks_the_discriminator_or_the_generator_of_a_pair(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    export_official(build_pretrainer(tiny_config()), str(tmp_path / "official" / "model.ckpt-0"))
+    for part, architecture in (("discriminator", "ElectraForPreTraining"), ("generator", "ElectraForMaskedLM")):
+        out = tmp_path / f"hf_{part}"
+        assert convert_command("--from", "official", "--input", str(tmp_path / "official"), "--to", "hf",
+                               "--part", part, "--output_dir", str(out)).returncode == 0
+        model = getattr(transformers, architecture).from_pretrained(str(out))
+        assert type(model).__name__ == architecture
+    assert convert_command("--from", "official", "--input", str(tmp_path / "official"), "--to", "keras",
+                           "--part", "discriminator", "--output_dir", str(tmp_path / "d.keras")).returncode == 0
+    assert type(keras.saving.load_model(str(tmp_path / "d.keras"))).__name__ == "ElectraEncoder"
+    result = convert_command("--from", "official", "--input", str(tmp_path / "official"), "--to", "keras",
+                             "--part", "generator", "--output_dir", str(tmp_path / "g.keras"), check=False)
+    assert result.returncode == 1 and "LM head" in result.stderr and not (tmp_path / "g.keras").exists()
