@@ -32,9 +32,10 @@ setuptools.setup(
         "tokenizers>=0.20",
         "mwxml>=0.3.8",
         "mwparserfromhell>=0.7",
+        "safetensors>=0.4",  # Hugging Face checkpoints: convert --from/--to hf, --init hf:DIR
     ],
     extras_require={
-        # Reading and writing Hugging Face checkpoints (`electra_tf.convert`).
+        # Kept as an alias: safetensors is a core requirement now.
         "interop": ["safetensors>=0.4"],
         # The suite checks conversions against transformers itself (PyTorch, CPU).
         "test": [

@@ -69,12 +69,43 @@ def guard(main, debug=lambda: False, program=None):
             if debug():
                 traceback.print_exc()
             fail(str(e), USAGE_EXIT, hint)
+        except ImportError as e:
+            if debug():
+                traceback.print_exc()
+            fail(missing_module(e))
         except errors() as e:
             if debug():
                 traceback.print_exc()
             fail(message(e))
 
     return wrapped
+
+
+# A module the code imports -> what the user installs for it (most share their name).
+INSTALL_NAMES = {"safetensors": "safetensors", "transformers": "transformers", "torch": "torch",
+                 "keras_hub": "keras-hub", "tensorflow_text": "tensorflow-text", "seqeval": "seqeval",
+                 "apache_beam": "apache-beam", "tensorflow_serving": "tensorflow-serving-api",
+                 "mwxml": "mwxml", "mwparserfromhell": "mwparserfromhell", "isal": "isal", "numba": "numba",
+                 "tokenizers": "tokenizers", "matplotlib": "matplotlib"}
+
+
+def missing_module(error):
+    """The one line for an `ImportError`: the module that is missing and what to install.
+
+    Example:
+        ```python
+        from electra_tf.cli import missing_module
+
+        missing_module(ModuleNotFoundError("No module named 'safetensors'", name="safetensors"))
+        # "No module named 'safetensors': install it with `pip install safetensors` (or `pip install -e .`)."
+        ```
+    """
+    name = (getattr(error, "name", None) or "").split(".")[0]
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    if not name:
+        return f"{text}: reinstall electra_tf with its requirements (`pip install -e .`)."
+    package = INSTALL_NAMES.get(name, name.replace("_", "-"))
+    return f"{text}: install it with `pip install {package}` (or `pip install -e .`)."
 
 
 def _parse_flags(known_only, table=None):

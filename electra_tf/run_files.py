@@ -422,7 +422,8 @@ def write_results(output_dir, results, finetune_config):
         json.dump(finetune_config, f, indent=2)
 
 
-# --- Fine-tuning's `--init` ---
+# --- Every command's `--init` ---
+INIT_KINDS = ("hf", "official", "bert", "keras_hub")  # `KIND:DIR` forms; the others are paths
 def load_init(init, vocab_file=None):
     """The encoder to fine-tune and its vocabulary, from any `--init` form.
 

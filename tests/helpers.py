@@ -23,7 +23,7 @@ def shared_data(*parts):
 
 def run_python(args, env=None, timeout=600, check=True, **kwargs):
     """Runs `python args...` from the repo root; returns the CompletedProcess (output captured)."""
-    full_env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2", **(env or {}))
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}
     result = subprocess.run(
         [sys.executable, *args], cwd=REPO, env=full_env, capture_output=True, text=True,
         timeout=timeout, **kwargs,

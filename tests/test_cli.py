@@ -12,7 +12,7 @@ import pytest
 from absl import flags
 
 from electra_tf import cli
-from helpers import REPO
+from helpers import REPO, run_python
 
 CLIS = ["electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export.__main__", "electra_tf.convert.__main__",
         "electra_tf.pipelines.build_pretraining_data", "electra_tf.pipelines.build_vocab",
@@ -179,3 +179,33 @@ def test_quiet_beam_workers_filters_a_child_process_and_restores_stderr(capfd):
     os.write(2, b"after the block\n")
     assert capfd.readouterr().err.splitlines() == ["INFO:absl:Wrote shard 0", "this process's own line",
                                                    "after the block"]
+
+
+def test_a_missing_package_is_one_line_naming_what_to_install(tmp_path):
+    """An ImportError anywhere (here safetensors, for `--to hf`) ends with one line naming the package."""
+    from helpers import REPO
+
+    fake = tmp_path / "site" / "safetensors"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'safetensors'\", name='safetensors')\n")
+    from electra_tf.models.encoder import ElectraEncoder
+
+    encoder = ElectraEncoder(vocab_size=50, num_layers=1, num_heads=2, hidden_dim=16, embedding_dim=16,
+                             intermediate_dim=32)
+    encoder.build()
+    encoder.save(str(tmp_path / "e.keras"))
+    result = run_python(["-m", "electra_tf.convert", "--from", "keras", "--input", str(tmp_path / "e.keras"),
+                         "--to", "hf", "--output_dir", str(tmp_path / "hf")], check=False,
+                        env={"PYTHONPATH": f"{tmp_path / 'site'}{os.pathsep}{REPO}"})
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        "error: No module named 'safetensors': install it with `pip install safetensors` (or `pip install -e .`).")
+    assert "Traceback" not in result.stderr
+
+
+def test_safetensors_is_a_core_requirement():
+    from helpers import REPO
+
+    setup = (REPO / "setup.py").read_text()
+    core = setup[setup.index("install_requires"):setup.index("extras_require")]
+    assert '"safetensors' in core

@@ -8,12 +8,15 @@ r"""Exports a trained model: `python -m electra_tf.export --kind encoder|preset|
     python -m electra_tf.export --kind serving --init runs/movie_polarity --output_dir /tmp/serving \
         --model_name movie_polarity --version 1
 
-`--init` for encoder/preset: a pre-training `model_dir`, an `ElectraEncoder`
-`.keras` file or an exported encoder (as `electra_tf.finetune --init`); for
+`--init` for encoder/preset: any `--init` form of `electra_tf.finetune`
+(`run_files.load_init`: a pre-training `model_dir`, a `.keras` file, an
+exported encoder, `hf:DIR`, `official:DIR`, `bert:DIR`, `keras_hub:DIR`; the
+discriminator of a pair); for
 serving: a `finetune --output_dir` (classifier.keras, token_classifier.keras or
 question_answerer.keras + vocab.txt + finetune_config.json; a span_qa run
 serves question + context -> answer, `electra_tf.export.qa_serving`).
-`--output` is the deprecated spelling of `--output_dir`. Installed as
+The output must be new or empty (a serving version folder: new); it never
+holds or lies in `--init`. `--output` is the deprecated spelling of `--output_dir`. Installed as
 `electra-export`.
 """
 
@@ -38,6 +41,21 @@ def define_flags(flag_values=None):
     cli.define("integer", "version", 1, "Serving: version folder.", fv)
 
 
+def guard(kind, init, output_dir, model_name="electra", version=1):
+    """Refuses the output before anything is loaded or written (`run_files.guard_output`)."""
+    import os
+
+    from electra_tf import run_files
+
+    if kind == "serving":  # the base folder holds versions; the new version folder must not exist
+        path, own = os.path.join(output_dir, model_name, str(version)), run_files.SAVED_MODEL
+    else:
+        path = output_dir
+        own = run_files.SAVED_MODEL if kind == "encoder" else run_files.KERAS_HUB_PRESET
+    spec_path = init.partition(":")[2] if init.partition(":")[0] in run_files.INIT_KINDS else init
+    run_files.guard_output(path, "output_dir", own, inputs=[p for p in spec_path.split(",") if p])
+
+
 def main(argv):
     from absl import logging
 
@@ -45,6 +63,7 @@ def main(argv):
     for name in ("kind", "init", "output_dir"):
         if not FLAGS[name].value:
             raise app.UsageError(f"--{name} is required.")
+    guard(FLAGS.kind, FLAGS.init, FLAGS.output_dir, FLAGS.model_name, FLAGS.version)
     if FLAGS.kind == "serving":
         from electra_tf.export.serving import export_serving, load_finetuned
 
