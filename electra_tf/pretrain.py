@@ -26,7 +26,8 @@ def define_flags(flag_values=None):
     fv = flags.FLAGS if flag_values is None else flag_values
     cli.define("string", "config", "small", f"Preset: {config_lib.preset_names()}.", fv)
     cli.define_model_dir(flag_values=fv)
-    cli.define("enum", "strategy", "cpu", "tf.distribute strategy.", fv, enum_values=distribute.STRATEGIES)
+    cli.define("enum", "strategy", "auto", "tf.distribute strategy; auto: tpu with --tpu, mirrored over several "
+               "GPUs, the one GPU, else the CPU (logged at start).", fv, enum_values=distribute.STRATEGIES)
     cli.define("string", "tpu", None, "TPU name or address for --strategy=tpu.", fv)
     cli.define("float", "worker_startup_timeout", distribute.STARTUP_TIMEOUT,
                "--strategy=multi_worker: seconds to wait for every worker of TF_CONFIG.", fv)

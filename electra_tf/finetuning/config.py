@@ -105,8 +105,8 @@ class FinetuneConfig:
         "(trains and scores the SQuAD 2.0 path on 1.1 data).")
     # --- Devices and precision ---
     strategy: typing.Optional[str] = _field(
-        None, "tf.distribute strategy; default: TensorFlow's own placement (the first GPU if any, else the CPU).",
-        STRATEGIES)
+        "auto", "tf.distribute strategy; auto: tpu with --tpu, mirrored over several GPUs, the one GPU, else the "
+        "CPU (logged at start).", STRATEGIES)
     tpu: typing.Optional[str] = _field(None, "TPU name or address for --strategy=tpu.")
     num_cpu_devices: int = _field(0, "Logical CPU devices for --strategy=mirrored without GPUs.")
     precision: str = _field("float32", "Keras dtype policy.", PRECISIONS)

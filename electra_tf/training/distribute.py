@@ -11,15 +11,49 @@ import time
 import tensorflow as tf
 from absl import logging
 
-STRATEGIES = ("cpu", "gpu", "mirrored", "multi_worker", "tpu")
+STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker", "tpu")
 STARTUP_TIMEOUT = 300  # seconds a multi-worker run waits for its peers before it gives up
 
 
-def create_strategy(name, tpu=None, num_cpu_devices=0, startup_timeout=STARTUP_TIMEOUT):
-    """Builds the strategy.
+def choose_strategy(gpus, tpu=None, num_cpu_devices=0):
+    """What `--strategy=auto` means on a machine: a pure function of its devices.
 
     Args:
-        name: str. "cpu" / "gpu" (one device), "mirrored" (all local GPUs, or
+        gpus: the visible GPUs (any sequence, e.g. their names).
+        tpu: str or None. `--tpu`.
+        num_cpu_devices: int. `--num_cpu_devices` (logical CPUs asked for).
+
+    Returns:
+        "tpu" when a `--tpu` is given; "mirrored" over every GPU when there
+        are several (or over the logical CPUs asked for, without a GPU); "gpu"
+        (that one device) when there is one; else "cpu".
+
+    Example:
+    >>> choose_strategy([]), choose_strategy(["/gpu:0"]), choose_strategy(["/gpu:0", "/gpu:1"])
+    ('cpu', 'gpu', 'mirrored')
+    >>> choose_strategy([], tpu="local")
+    'tpu'
+    """
+    if tpu is not None:
+        return "tpu"
+    if len(gpus) > 1 or (not gpus and num_cpu_devices > 1):
+        return "mirrored"
+    return "gpu" if gpus else "cpu"
+
+
+def describe(strategy):
+    """One line: the strategy's kind and the devices it trains on."""
+    devices = list(getattr(strategy.extended, "worker_devices", ()) or ())
+    return (f"{type(strategy).__name__} over {len(devices)} device(s): "
+            f"{', '.join(devices) or 'the default device'} ({strategy.num_replicas_in_sync} replica(s))")
+
+
+def create_strategy(name, tpu=None, num_cpu_devices=0, startup_timeout=STARTUP_TIMEOUT):
+    """Builds the strategy and logs it with its devices (one line).
+
+    Args:
+        name: str. "auto" (the default of every command: see
+            `choose_strategy`), "cpu" / "gpu" (one device), "mirrored" (all local GPUs, or
             `num_cpu_devices` logical CPUs), "multi_worker" (every worker of
             the TF_CONFIG cluster), "tpu" (TPUClusterResolver(tpu)).
         tpu: str. TPU name or address for "tpu" ("" or "local" on a TPU VM).
@@ -35,6 +69,15 @@ def create_strategy(name, tpu=None, num_cpu_devices=0, startup_timeout=STARTUP_T
     """
     if name not in STRATEGIES:
         raise ValueError(f"Unknown `--strategy={name}`. Choose one of {list(STRATEGIES)}.")
+    chosen = name
+    if name == "auto":
+        chosen = choose_strategy(tf.config.list_physical_devices("GPU"), tpu, num_cpu_devices)
+    strategy = _build(chosen, tpu, num_cpu_devices, startup_timeout)
+    logging.info("Strategy %s%s: %s", name, f" -> {chosen}" if chosen != name else "", describe(strategy))
+    return strategy
+
+
+def _build(name, tpu, num_cpu_devices, startup_timeout):
     if num_cpu_devices > 1:
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(

@@ -114,3 +114,42 @@ def test_multi_worker_two_processes_end_with_identical_weights(tmp_path, write_r
         np.testing.assert_array_equal(w0[key], w1[key])
     assert (tmp_path / "run" / "checkpoints" / "ckpt-6.index").exists()
     assert not list((tmp_path / "run" / "checkpoints").glob(".worker_*"))
+
+
+@pytest.mark.parametrize("gpus, tpu, cpus, expected", [
+    ([], None, 0, "cpu"),
+    (["/physical_device:GPU:0"], None, 0, "gpu"),
+    (["/physical_device:GPU:0", "/physical_device:GPU:1"], None, 0, "mirrored"),
+    ([], "my-tpu", 0, "tpu"),
+    (["/physical_device:GPU:0", "/physical_device:GPU:1"], "local", 0, "tpu"),  # --tpu wins
+    ([], None, 2, "mirrored"),  # --num_cpu_devices asked for logical CPUs
+    (["/physical_device:GPU:0"], None, 2, "gpu"),
+])
+def test_auto_picks_the_strategy_from_the_devices(gpus, tpu, cpus, expected):
+    from electra_tf.training.distribute import choose_strategy
+
+    assert choose_strategy(gpus, tpu, cpus) == expected
+
+
+def test_auto_is_the_default_and_the_run_logs_its_strategy_and_devices():
+    from absl import logging as absl_logging
+
+    from electra_tf.finetuning.config import FinetuneConfig
+    from electra_tf.training import distribute
+
+    assert FinetuneConfig.__dataclass_fields__["strategy"].default == "auto"
+    lines = []
+    handler = __import__("logging").Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())
+    absl_logging.get_absl_logger().addHandler(handler)
+    try:
+        absl_logging.set_verbosity(absl_logging.INFO)
+        strategy = distribute.create_strategy("auto")
+    finally:
+        absl_logging.get_absl_logger().removeHandler(handler)
+    import tensorflow as tf
+
+    expected = "gpu" if tf.config.list_physical_devices("GPU") else "cpu"
+    assert isinstance(strategy, tf.distribute.OneDeviceStrategy) or expected == "mirrored"
+    ours = [line for line in lines if line.startswith("Strategy auto")]
+    assert len(ours) == 1 and f"-> {expected}" in ours[0] and "1 device(s)" in ours[0], lines
