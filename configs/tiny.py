@@ -19,4 +19,5 @@ CONFIG = dict(
     train_steps=300,
     save_checkpoints_steps=100,
     log_steps=10,
+    data="demo",  # the embedded demo corpus (README quick start); every other preset needs --data
 )

@@ -59,7 +59,7 @@ class ElectraConfig:
     sep_id: int = 102
     mask_id: int = 103
     # --- Data ---
-    data: str = "demo"  # TFRecord glob(s), comma-separated; "demo" builds the embedded corpus
+    data: str = ""  # TFRecord glob(s), comma-separated; "demo" builds the embedded corpus (the tiny preset's default)
     vocab_file: str = ""
     seq_length: int = 128  # length of the records
     batch_size: int = 128  # global batch, summed over replicas

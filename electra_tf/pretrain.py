@@ -3,9 +3,11 @@ r"""Pre-trains ELECTRA: `python -m electra_tf.pretrain --config small --data 'gs
 Every `ElectraConfig` field is a flag (`--learning_rate 1e-4`), applied over the
 preset. Re-running the same command resumes from the latest checkpoint in
 `--model_dir` (step, weights and optimizer state) and stops at `--train_steps`.
-Without `--data` it trains on the embedded demo corpus (built on first use).
-`--init` starts from other weights (`official:CKPT`, `hf:DIR` or `bert:DIR`);
-`--init_from` is its deprecated spelling. Installed as `electra-pretrain`.
+`--data` is required; `--data demo` trains on the embedded demo corpus (built
+on first use), the default of `--config tiny` only. `--init` starts a new run
+from other weights: any `--init` form (`run_files.load_init`: another run,
+`hf:DIR`, `official:DIR`, `bert:DIR`, `keras_hub:DIR`, a `.keras` file, an
+encoder export); `--init_from` is its deprecated spelling. Installed as `electra-pretrain`.
 """
 
 import os

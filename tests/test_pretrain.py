@@ -166,3 +166,30 @@ def test_xla_bf16_accumulation_and_lamb_train(tmp_path, write_records, options):
         assert model.embeddings.token_embedding.embeddings.dtype == "float32"
     assert (tmp_path / "run" / "checkpoints" / "ckpt-4.index").exists()
     assert list((tmp_path / "run" / "logs" / "validation").glob("events*"))  # evaluated per checkpoint
+
+
+def one_error_line(result):
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert result.returncode == 1 and len(lines) == 1, result.stderr[-3000:]
+    return lines[0]
+
+
+def test_pretrain_without_data_is_refused_unless_tiny(tmp_path):
+    """`--config small` without `--data` trained 1M steps on the demo corpus; now one line naming the flag."""
+    result = run_python(["-m", "electra_tf.pretrain", "--config", "small", "--model_dir", str(tmp_path / "run")],
+                        check=False)
+    assert "`--data` is required" in one_error_line(result)
+    assert not (tmp_path / "run").exists()
+    assert get_config("tiny").data == "demo" and get_config("small").data == ""
+
+
+def test_a_vocab_file_contradicting_the_demo_data_is_refused_not_replaced(tmp_path, demo_data):
+    from helpers import write_vocab
+
+    other = write_vocab(tmp_path / "other_vocab.txt")
+    result = run_python(["-m", "electra_tf.pretrain", "--config", "tiny", "--model_dir", str(tmp_path / "run"),
+                         "--demo_dir", os.path.dirname(demo_data["vocab_file"]), "--vocab_file", other],
+                        check=False)
+    line = one_error_line(result)
+    assert f"`--vocab_file={other}` is not the vocabulary of `--data=demo`" in line
+    assert not (tmp_path / "run").exists()

@@ -25,7 +25,9 @@ from electra_tf.training.optimization import create_optimizer
 def resolve_data(config, demo_dir, model_dir=None, build_demo_data=None):
     """Fills in `data`, `vocab_file`, `vocab_size` and the special ids from the data.
 
-    Without `--vocab_file`, the vocabulary is the `vocab.txt` beside the
+    `--data` is required (`--config tiny` defaults it to "demo"). A `--vocab_file` that is not
+    the data's vocabulary (`stats.json`'s `vocab_sha256`, the demo's own) is refused, never
+    replaced. Without `--vocab_file`, the vocabulary is the `vocab.txt` beside the
     records, else the one of the run in `model_dir`; records without either are
     refused (their ids would mean nothing).
 
@@ -34,11 +36,19 @@ def resolve_data(config, demo_dir, model_dir=None, build_demo_data=None):
     import the data tools; `electra_tf.demo_data.resolve_data` passes it).
     """
     overrides = {}
+    if not config.data:
+        raise ValueError("`--data` is required: the pre-training records (TFRecord glob(s), comma-separated), or "
+                         "`--data demo` for the embedded demo corpus (the default of `--config tiny` only).")
     if config.data == "demo":
         if build_demo_data is None:
             raise ValueError("`--data=demo` needs the demo corpus builder: call "
                              "`electra_tf.demo_data.resolve_data` (or pass `build_demo_data`).")
         demo = build_demo_data(os.path.expanduser(demo_dir), seq_length=config.seq_length)
+        if config.vocab_file and (tokenizer_lib.vocab_digest(config.vocab_file)
+                                  != tokenizer_lib.vocab_digest(demo["vocab_file"])):
+            raise ValueError(
+                f"`--vocab_file={config.vocab_file}` is not the vocabulary of `--data=demo` ({demo['vocab_file']}): "
+                "the demo records hold its ids. Leave out --vocab_file, or pass the --data built with yours.")
         overrides.update(data=demo["data"], vocab_file=demo["vocab_file"])
     vocab_file = overrides.get("vocab_file", config.vocab_file) or find_vocabulary(config.data, model_dir)
     if vocab_file:
