@@ -4,7 +4,7 @@ leaves, by name, and the functions that read them back. No other module spells t
 A pre-training run (`electra_tf.pretrain --model_dir`):
 
     model_dir/config.json          the resolved `ElectraConfig`
-    model_dir/vocab.txt            the vocabulary the records were built with (+ tokenizer_config.json)
+    model_dir/vocab.txt            the vocabulary the records were built with (+ electra_tokenizer.json)
     model_dir/checkpoints/ckpt-N   model, optimizer and input position by name
                                    (`named_checkpoint`), every `save_checkpoints_steps`
     model_dir/logs/                TensorBoard
@@ -15,11 +15,11 @@ A fine-tuning run (`electra_tf.finetune --output_dir`):
     output_dir/results.json           per-trial dev metrics and their summary
     output_dir/classifier.keras       the best trial's `ElectraClassifier` (classification)
     output_dir/token_classifier.keras the best trial's `ElectraTokenClassifier` (tagging)
-    output_dir/vocab.txt              its vocabulary (+ tokenizer_config.json)
+    output_dir/vocab.txt              its vocabulary (+ electra_tokenizer.json)
     output_dir/finetune_config.json   task, kind, label names, pair or single / tag scheme, max_seq_length
 
 An export (`electra_tf.export`): a SavedModel (`saved_model.pb`, `variables/`,
-`assets/`: `vocab.txt`, `tokenizer_config.json`, `encoder_config.json` or
+`assets/`: `vocab.txt`, `electra_tokenizer.json`, `encoder_config.json` or
 `serving_config.json`, and `labels.txt` for serving), or a Keras-Hub preset.
 A Hugging Face model (`electra_tf.convert --to hf`): `config.json` + `model.safetensors`.
 A standalone encoder (`save_encoder`, e.g. an experiment's untrained baseline): `encoder.keras`

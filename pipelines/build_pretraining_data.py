@@ -414,7 +414,7 @@ def build_pretraining_data(
             `default_pipeline_args()` (DirectRunner, multi-processing). Use
             `["--direct_running_mode=in_memory"]` for small in-process builds.
         lower_case: bool or None. Tokenizer lower-casing; None (default):
-            the vocabulary's `tokenizer_config.json`, else uncased. A value
+            the vocabulary's `electra_tokenizer.json`, else uncased. A value
             that contradicts the saved settings is an error.
         batch_bytes: int. Text per tokenizer call: documents are batched up to
             about this many bytes (a longer document is one batch).
@@ -564,7 +564,7 @@ def define_flags():
     flags.DEFINE_integer("seed", 0, "Packing seed.")
     flags.DEFINE_bool("overwrite", False, "Replace a complete earlier build in --output_dir (only once the new "
                       "build has succeeded).")
-    flags.DEFINE_bool("lower_case", None, "Lower-case (default: the vocabulary's tokenizer_config.json, else true).")
+    flags.DEFINE_bool("lower_case", None, "Lower-case (default: the vocabulary's electra_tokenizer.json, else true).")
     flags.mark_flags_as_required(["input", "vocab_file", "output_dir"])
 
 

@@ -150,7 +150,7 @@ def define_flags():
     flags.DEFINE_integer("vocab_size", 30522, "Total vocabulary size, special tokens included.")
     cli.define_vocab_file("Path of the vocab.txt to write.")
     flags.DEFINE_bool("lower_case", True, "Uncased vocabulary (lower-case, strip accents); saved in "
-                      "tokenizer_config.json beside the vocab.txt.")
+                      "electra_tokenizer.json beside the vocab.txt.")
     flags.DEFINE_integer("num_unused", 100, "Number of [unusedK] slots.")
     flags.mark_flags_as_required(["input", "vocab_file"])
 

@@ -35,7 +35,7 @@ def test_cased_vocabulary_keeps_case_from_records_to_serving(tmp_path):
     result = run_python(["-m", "electra_tf.pipelines.build_vocab", "--input", str(corpus), "--vocab_size", "300",
                          "--output", str(vocab), "--nolower_case", "--num_unused", "0"])
     assert deprecations(result) == ["warning: --output is deprecated; use --vocab_file"]
-    assert json.loads((vocab.parent / "tokenizer_config.json").read_text())["lower_case"] is False
+    assert json.loads((vocab.parent / "electra_tokenizer.json").read_text())["lower_case"] is False
     reference = tokenizers.BertWordPieceTokenizer(str(vocab), lowercase=False, strip_accents=False)
     paris, lower = (reference.encode(w, add_special_tokens=False).ids for w in ("Paris", "paris"))
     assert paris != lower
@@ -58,7 +58,7 @@ def test_cased_vocabulary_keeps_case_from_records_to_serving(tmp_path):
                 "--data", str(data / "*.tfrecord*"), "--vocab_file", str(vocab), "--seq_length", "32",
                 "--batch_size", "4", "--train_steps", "2", "--verbose", "0", "--hidden_dim", "32",
                 "--num_heads", "2", "--intermediate_dim", "64", "--num_layers", "1"])
-    assert json.loads((run_dir / "tokenizer_config.json").read_text())["lower_case"] is False
+    assert json.loads((run_dir / "electra_tokenizer.json").read_text())["lower_case"] is False
 
     task = tmp_path / "task"
     task.mkdir()

@@ -163,7 +163,7 @@ def convert(source, input_path, target, output_dir, num_heads=None, generator_nu
     known (`run_files.guard_output`): nothing existing is ever replaced.
     """
     from electra_tf import run_files
-    from electra_tf.data.tokenizer import copy_vocab
+    from electra_tf.data.tokenizer import DEFAULT_SETTINGS, copy_vocab, read_settings, write_hugging_face_settings
 
     inputs = input_paths(source, input_path)
     own_kind = run_files.HUGGING_FACE if target == "hf" else None
@@ -185,6 +185,8 @@ def convert(source, input_path, target, output_dir, num_heads=None, generator_nu
     written = save(model, target, output_dir, part)
     for destination in vocab_files:
         copy_vocab(vocab, destination)
+        if target == "hf":  # transformers' AutoTokenizer reads the casing from its own file
+            write_hugging_face_settings(os.path.dirname(destination), read_settings(vocab) or DEFAULT_SETTINGS)
     print(f"{type(model).__name__} from {source} {input_path!r} -> {target}: {', '.join(written)}")
     return written
 

@@ -15,35 +15,115 @@ import tensorflow_text as tf_text
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 # Beside every `vocab.txt` a pipeline, a run or an export writes: how text is normalised before
-# WordPiece (`{"lower_case": bool, "strip_accents": bool}`). A vocabulary without it is uncased,
-# as every vocabulary before this file existed was.
-SETTINGS_FILE = "tokenizer_config.json"
+# WordPiece (`{"lower_case": bool, "strip_accents": bool}`), under a name Hugging Face does not
+# use. A vocabulary without settings is uncased, as every vocabulary before this file existed was.
+SETTINGS_FILE = "electra_tokenizer.json"
+# Read too: electra_tf 0.1 wrote its settings under this name, and Hugging Face writes its own
+# tokenizer settings (`do_lower_case`, `strip_accents`, `tokenize_chinese_chars`, ...) there.
+HF_SETTINGS_FILE = "tokenizer_config.json"
 VOCAB_FILE = "vocab.txt"  # the file name a vocabulary keeps in every run folder and export
 DEFAULT_SETTINGS = {"lower_case": True, "strip_accents": True}
 
 
 def read_settings(vocab_file):
-    """The tokenizer settings saved beside `vocab_file`, or None when there are none."""
-    path = os.path.join(os.path.dirname(os.fspath(vocab_file)), SETTINGS_FILE)
+    """The tokenizer settings saved beside `vocab_file`, or None when there are none.
+
+    Read from `electra_tokenizer.json` (the project's), else `tokenizer_config.json`:
+    electra_tf 0.1's settings or Hugging Face's own (`do_lower_case`; `strip_accents`
+    None follows it, as in transformers; `tokenize_chinese_chars` must be true, the only
+    way this tokenizer splits). Settings that contradict the vocabulary (cased, but no
+    piece has an upper-case letter, so every capitalised word would be `[UNK]`) are
+    refused, naming the file.
+
+    Example:
+        ```python
+        import json, os, pathlib
+        from electra_tf.data.tokenizer import read_settings
+
+        os.makedirs("hf_model", exist_ok=True)
+        pathlib.Path("hf_model/vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nParis\nparis\n")
+        pathlib.Path("hf_model/tokenizer_config.json").write_text(json.dumps({"do_lower_case": False}))
+        read_settings("hf_model/vocab.txt")  # {'lower_case': False, 'strip_accents': False}
+        ```
+    """
+    path = settings_path(vocab_file)
     if not tf.io.gfile.exists(path):
         return None
+    name = os.path.basename(path)
     with tf.io.gfile.GFile(path) as f:
         try:
             values = json.load(f)
-        except json.JSONDecodeError as e:
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise ValueError(f"{path} is not valid JSON: {e}") from None
-    unknown = sorted(set(values) - set(DEFAULT_SETTINGS))
-    if unknown or not all(isinstance(values.get(k, True), bool) for k in DEFAULT_SETTINGS):
-        raise ValueError(f"{path}: expected boolean {sorted(DEFAULT_SETTINGS)}; found {values}.")
-    return {"lower_case": values.get("lower_case", True),
-            "strip_accents": values.get("strip_accents", values.get("lower_case", True))}
+    if not isinstance(values, dict):
+        raise ValueError(f"{path}: expected a JSON object; found {values!r}.")
+    if name == HF_SETTINGS_FILE and not set(values) <= set(DEFAULT_SETTINGS):
+        settings = _hugging_face_settings(values, path)
+    else:
+        unknown = sorted(set(values) - set(DEFAULT_SETTINGS))
+        if unknown or not all(isinstance(values.get(k, True), bool) for k in DEFAULT_SETTINGS):
+            raise ValueError(f"{path}: expected boolean {sorted(DEFAULT_SETTINGS)}; found {values}.")
+        settings = {"lower_case": values.get("lower_case", True),
+                    "strip_accents": values.get("strip_accents", values.get("lower_case", True))}
+    if not settings["lower_case"]:
+        _check_cased_vocabulary(vocab_file, path)
+    return settings
+
+
+def _hugging_face_settings(values, path):
+    """`lower_case` and `strip_accents` from Hugging Face's `tokenizer_config.json` (BERT / ELECTRA tokenizers)."""
+    lower_case = values.get("do_lower_case", True)  # BertTokenizer's and ElectraTokenizer's default
+    strip_accents = values.get("strip_accents")
+    if not isinstance(lower_case, bool) or not isinstance(strip_accents, (bool, type(None))):
+        raise ValueError(f"{path}: expected boolean do_lower_case and strip_accents (or null); found "
+                         f"do_lower_case={lower_case!r}, strip_accents={strip_accents!r}.")
+    if values.get("tokenize_chinese_chars", True) is not True:
+        raise ValueError(f"{path}: tokenize_chinese_chars={values['tokenize_chinese_chars']!r}; electra_tf's "
+                         "tokenizer always splits CJK characters, so the ids would differ.")
+    return {"lower_case": lower_case, "strip_accents": lower_case if strip_accents is None else strip_accents}
+
+
+def _check_cased_vocabulary(vocab_file, source):
+    """Refuses cased settings over a vocabulary without one upper-case piece (special tokens aside)."""
+    if not tf.io.gfile.exists(vocab_file):
+        return  # `load_vocab` names a missing vocabulary
+    with tf.io.gfile.GFile(vocab_file, "rb") as f:
+        text = f.read().decode("utf-8", "replace")
+    pieces = (t for t in text.split("\n") if t and not (t.startswith("[") and t.endswith("]")))
+    if not any(piece != piece.lower() for piece in pieces):
+        raise ValueError(
+            f"{source}: lower_case false (a cased vocabulary), but {vocab_file} has no upper-case piece: "
+            "every capitalised word would become [UNK]. Set lower_case (do_lower_case) true, or use the cased "
+            "vocabulary."
+        )
+
+
+def settings_path(vocab_file):
+    """The settings file read for `vocab_file` (`SETTINGS_FILE`, else `HF_SETTINGS_FILE`), or where one is written."""
+    folder = os.path.dirname(os.fspath(vocab_file))
+    for name in (SETTINGS_FILE, HF_SETTINGS_FILE):
+        if tf.io.gfile.exists(os.path.join(folder, name)):
+            return os.path.join(folder, name)
+    return os.path.join(folder, SETTINGS_FILE)
 
 
 def write_settings(directory, settings):
-    """Writes `tokenizer_config.json` into `directory` (beside its `vocab.txt`)."""
+    """Writes `electra_tokenizer.json` into `directory` (beside its `vocab.txt`)."""
     tf.io.gfile.makedirs(directory)
     with tf.io.gfile.GFile(os.path.join(directory, SETTINGS_FILE), "w") as f:
         f.write(json.dumps(dict(settings), indent=2, sort_keys=True) + "\n")
+
+
+def write_hugging_face_settings(directory, settings):
+    """Writes Hugging Face's `tokenizer_config.json` for `settings` (a `--to hf` folder), so transformers'
+    `AutoTokenizer` normalises as the model was trained; an existing one is left alone."""
+    path = os.path.join(directory, HF_SETTINGS_FILE)
+    if tf.io.gfile.exists(path):
+        return
+    with tf.io.gfile.GFile(path, "w") as f:
+        f.write(json.dumps({"tokenizer_class": "ElectraTokenizer", "do_lower_case": settings["lower_case"],
+                            "strip_accents": settings["strip_accents"], "tokenize_chinese_chars": True},
+                           indent=2, sort_keys=True) + "\n")
 
 
 def vocab_digest(vocab_file):

@@ -5,7 +5,7 @@ names are `electra_tf.run_files`'):
 
     labels.txt             label i on line i (serving exports)
     vocab.txt              the WordPiece vocabulary
-    tokenizer_config.json  its normalisation (lower_case, strip_accents)
+    electra_tokenizer.json  its normalisation (lower_case, strip_accents)
     <config_name>          what the export is: `serving_config.json` or `encoder_config.json`
 """
 
@@ -50,7 +50,7 @@ def add_assets(module, prefix, vocab_file, config_name, config, label_names=None
     Args:
         module: `tf.Module`. The module to export.
         prefix: str. Prefix of the temporary folder.
-        vocab_file: str. The vocabulary; copied with its `tokenizer_config.json`.
+        vocab_file: str. The vocabulary; copied with its `electra_tokenizer.json`.
         config_name: str. File name of the config asset.
         config: dict. Its JSON content.
         label_names: list of str or None.
@@ -69,7 +69,7 @@ def add_assets(module, prefix, vocab_file, config_name, config, label_names=None
     if label_names is not None:
         module.labels_asset = tf.saved_model.Asset(labels_file)
     vocab_copy = os.path.join(folder, VOCAB_ASSET)
-    copy_vocab(vocab_file, vocab_copy)  # and its tokenizer_config.json, an asset too
+    copy_vocab(vocab_file, vocab_copy)  # and its electra_tokenizer.json, an asset too
     module.tokenizer_settings_asset = tf.saved_model.Asset(os.path.join(folder, SETTINGS_FILE))
     module.vocab_asset = tf.saved_model.Asset(vocab_copy)
     module.config_asset = tf.saved_model.Asset(config_file)

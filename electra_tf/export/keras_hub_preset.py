@@ -98,7 +98,7 @@ def export_preset(encoder, vocab_file, preset_dir, lowercase=None):
         vocab_file: str. Its WordPiece vocabulary.
         preset_dir: str. Output folder.
         lowercase: optional bool. Tokenizer lower-casing; default: the
-            `tokenizer_config.json` saved beside `vocab_file` (accent
+            `electra_tokenizer.json` saved beside `vocab_file` (accent
             stripping follows it too), else True.
 
     Returns:

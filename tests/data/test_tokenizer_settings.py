@@ -36,12 +36,12 @@ def test_a_vocabulary_without_settings_is_uncased_and_copies_carry_them(vocab, t
     write_settings(str(vocab.parent), {"lower_case": False, "strip_accents": False})
     (tmp_path / "run").mkdir()
     copy_vocab(str(vocab), str(tmp_path / "run" / "vocab.txt"))
-    assert json.loads((tmp_path / "run" / "tokenizer_config.json").read_text())["lower_case"] is False
+    assert json.loads((tmp_path / "run" / "electra_tokenizer.json").read_text())["lower_case"] is False
 
 
 def test_contradicting_the_saved_settings_is_an_error_naming_the_file(vocab):
     write_settings(str(vocab.parent), {"lower_case": False, "strip_accents": False})
-    with pytest.raises(ValueError, match=r"tokenizer_config.json: \{'lower_case': False"):
+    with pytest.raises(ValueError, match=r"electra_tokenizer.json: \{'lower_case': False"):
         WordPieceTokenizer(str(vocab), lower_case=True)
 
 
@@ -62,3 +62,42 @@ def test_pretraining_refuses_records_built_with_another_vocabulary_or_casing(voc
         resolve_data(config, "unused")
     write_settings(str(vocab.parent), {"lower_case": False, "strip_accents": False})
     assert resolve_data(config, "unused").vocab_size == len(TOKENS)
+
+
+def test_hugging_faces_own_tokenizer_config_is_read(tmp_path):
+    """A transformers-written folder: its `tokenizer_config.json` gives the casing (it was refused)."""
+    transformers = pytest.importorskip("transformers")
+    source = tmp_path / "source.txt"
+    source.write_text("".join(t + "\n" for t in TOKENS))
+    for do_lower_case in (False, True):
+        folder = tmp_path / f"hf_{do_lower_case}"
+        transformers.BertTokenizer(str(source), do_lower_case=do_lower_case).save_pretrained(str(folder))
+        (folder / "vocab.txt").write_text(source.read_text())  # released folders hold it (transformers 5 writes tokenizer.json)
+        assert json.loads((folder / "tokenizer_config.json").read_text())["do_lower_case"] is do_lower_case
+        vocab = str(folder / "vocab.txt")
+        assert read_settings(vocab) == {"lower_case": do_lower_case, "strip_accents": do_lower_case}
+        reference = transformers.BertTokenizer.from_pretrained(str(folder))
+        expected = [reference.convert_tokens_to_ids(reference.tokenize(t)) for t in TEXTS]
+        assert WordPieceTokenizer(vocab).tokenize(TEXTS).to_list() == expected
+
+
+def test_the_project_writes_its_settings_under_its_own_name_and_reads_the_old_one(vocab):
+    write_settings(str(vocab.parent), {"lower_case": False, "strip_accents": False})
+    assert sorted(p.name for p in vocab.parent.iterdir()) == ["electra_tokenizer.json", "vocab.txt"]
+    (vocab.parent / "electra_tokenizer.json").rename(vocab.parent / "tokenizer_config.json")  # electra_tf 0.1's
+    assert read_settings(str(vocab)) == {"lower_case": False, "strip_accents": False}
+
+
+@pytest.mark.parametrize("name, settings", [
+    ("electra_tokenizer.json", {"lower_case": False, "strip_accents": False}),
+    ("tokenizer_config.json", {"lower_case": False}),  # electra_tf 0.1
+    ("tokenizer_config.json", {"do_lower_case": False, "tokenizer_class": "BertTokenizer"}),  # Hugging Face's
+])
+def test_cased_settings_over_a_vocabulary_without_upper_case_are_refused_naming_the_file(tmp_path, name, settings):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("".join(t + "\n" for t in TOKENS if t == t.lower() or t.startswith("[")))
+    (tmp_path / name).write_text(json.dumps(settings))
+    with pytest.raises(ValueError, match=f"{name}: lower_case false .* has no upper-case piece"):
+        read_settings(str(vocab))
+    with pytest.raises(ValueError, match="has no upper-case piece"):
+        WordPieceTokenizer(str(vocab))
