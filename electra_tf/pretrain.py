@@ -34,7 +34,9 @@ def define_flags(flag_values=None):
     cli.define("float", "worker_startup_timeout", distribute.STARTUP_TIMEOUT,
                "--strategy=multi_worker: seconds to wait for every worker of TF_CONFIG.", fv)
     cli.define("integer", "num_cpu_devices", 0, "Logical CPU devices for --strategy=mirrored without GPUs.", fv)
-    cli.define_init("Start from other weights: official:CKPT, hf:DIR or bert:DIR.", flag_values=fv)
+    cli.define_init("Start a new run from other weights: another run's model_dir (continued pre-training, e.g. "
+                    "seq 128 then 512), a .keras file, an encoder export, hf:DIR[,DIR], official:DIR, bert:DIR "
+                    "or keras_hub:DIR.", flag_values=fv)
     cli.define("string", "demo_dir", os.path.join("~", ".cache", "electra_tf", "demo"),
                "Where the embedded demo corpus is built (--data=demo).", fv)
     cli.define("integer", "verbose", 1, "Keras progress: 1 bar, 2 one line per epoch, 0 silent.", fv)

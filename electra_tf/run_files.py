@@ -247,7 +247,7 @@ def load_keras_model(path, flag="init"):
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"`--{flag}={path}` does not exist.")
     try:
-        return keras.saving.load_model(path)
+        return keras.saving.load_model(path, compile=False)  # the weights; a fine-tuned model's optimizer is not needed
     except Exception as e:  # Keras reports a damaged zip as "File not found"
         raise ValueError(f"`--{flag}={path}` cannot be read ({type(e).__name__}: {str(e)[:200]}): a truncated "
                          "or damaged .keras file.") from None
@@ -424,39 +424,150 @@ def write_results(output_dir, results, finetune_config):
 
 # --- Every command's `--init` ---
 INIT_KINDS = ("hf", "official", "bert", "keras_hub")  # `KIND:DIR` forms; the others are paths
+INIT_FORMS = ("a pre-training model_dir, a .keras file, an exported encoder (assets/encoder_config.json), "
+              "hf:DIR[,DIR], official:DIR, bert:DIR or keras_hub:DIR")
+
+
+def load_init_model(init):
+    """The model any `--init` form holds, and the vocabulary found with it.
+
+    Forms: a pre-training run (its `discriminator.keras` or latest
+    checkpoint: the whole pretrainer when it has checkpoints), a `.keras`
+    file (encoder, pretrainer or fine-tuned model), a folder holding
+    `encoder.keras`, an `export --kind encoder` SavedModel, and `hf:DIR[,DIR]`
+    (Hugging Face `ElectraModel` / `ElectraForPreTraining` /
+    `ElectraForMaskedLM`; a pair gives a pretrainer), `official:DIR` (a TF1
+    checkpoint), `bert:DIR` (a Hugging Face BERT folder), `keras_hub:DIR` (a
+    keras-hub `ElectraBackbone` preset). A bare Hugging Face or keras-hub
+    folder is recognised too.
+
+    Returns:
+        `(model, vocab_file or None)`.
+    """
+    if not init:
+        raise ValueError(f"`--init` is required: {INIT_FORMS}.")
+    kind, sep, rest = init.partition(":")
+    if sep and kind in INIT_KINDS:
+        return _load_converted(kind, rest, init)
+    if sep and not tf.io.gfile.exists(init) and "/" not in kind and len(kind) > 1:
+        raise ValueError(f"Unknown `--init={init}`: the KIND:DIR forms are {[k + ':DIR' for k in INIT_KINDS]}.")
+    found = artefact_kind(init)
+    if found == HUGGING_FACE:
+        return _load_converted("hf", init, init)
+    if found == KERAS_HUB_PRESET:
+        return _load_converted("keras_hub", init, init)
+    if found == PRETRAINING_RUN and tf.io.gfile.exists(os.path.join(init, CONFIG_FILE)):
+        if kept_checkpoints(init):
+            pretrainer, _ = restore_pretrainer(init)
+            return pretrainer, os.path.join(init, VOCAB_FILE)
+        encoder, _ = load_discriminator(init)
+        return encoder, os.path.join(init, VOCAB_FILE)
+    if tf.io.gfile.exists(os.path.join(init, ASSETS_DIR, ENCODER_CONFIG_ASSET)):
+        return load_encoder(init)
+    if tf.io.gfile.isdir(init) and tf.io.gfile.exists(os.path.join(init, ENCODER_FILE)):
+        init = os.path.join(init, ENCODER_FILE)
+    if init.endswith(".keras") and tf.io.gfile.exists(init):
+        return load_keras_model(init), os.path.join(os.path.dirname(init), VOCAB_FILE)
+    raise FileNotFoundError(f"Cannot read `--init={init}`: expected {INIT_FORMS}.")
+
+
+def _load_converted(kind, path, init):
+    """`(model, vocab_file)` of a `KIND:DIR` `--init` (the converters of `electra_tf.convert`)."""
+    from electra_tf import convert
+
+    if not path:
+        raise ValueError(f"`--init={init}` names no folder: {kind}:DIR.")
+    if kind == "keras_hub":
+        from electra_tf.convert.keras_hub import preset_tokenizer_settings, read_keras_hub_preset
+
+        encoder = read_keras_hub_preset(path)
+        vocab, settings = preset_tokenizer_settings(path)
+        return encoder, (_vocabulary_with_settings(vocab, settings) if vocab else None)
+    if kind == "hf":
+        from electra_tf.convert.hugging_face import expand_directories
+
+        folders = expand_directories(path)
+        model = convert.build_from_hugging_face(folders)
+        candidates = [p for p in path.split(",") if p] + folders
+    elif kind == "official":
+        model = convert.build_from_official(path)
+        candidates = [path if tf.io.gfile.isdir(path) else os.path.dirname(path)]
+    else:
+        model = convert.build_from_bert(path)
+        candidates = [path]
+    vocabs = [os.path.join(folder, VOCAB_FILE) for folder in candidates]
+    return model, next((v for v in vocabs if tf.io.gfile.exists(v)), vocabs[0])
+
+
+def _vocabulary_with_settings(vocab_file, settings):
+    """`vocab_file`, or a copy of it beside `settings` when those are not what `read_settings` gives it."""
+    import tempfile
+
+    from electra_tf.data.tokenizer import DEFAULT_SETTINGS, read_settings, write_settings
+
+    if (read_settings(vocab_file) or DEFAULT_SETTINGS) == settings:
+        return vocab_file
+    folder = tempfile.mkdtemp(prefix="electra_tf_vocab_")
+    tf.io.gfile.copy(vocab_file, os.path.join(folder, VOCAB_FILE))
+    write_settings(folder, settings)
+    return os.path.join(folder, VOCAB_FILE)
+
+
+def encoder_of(model, init="the model"):
+    """The encoder to fine-tune or export from any model `load_init_model` gives.
+
+    A pretrainer (a pair) gives its discriminator; a fine-tuned model its encoder.
+    """
+    if isinstance(model, ElectraEncoder):
+        return model
+    if isinstance(model, ElectraPretrainer):
+        return model.discriminator
+    encoder = getattr(model, "encoder", None)
+    if isinstance(encoder, ElectraEncoder):
+        return encoder
+    raise TypeError(f"`--init={init}` holds a {type(model).__name__}, not an ELECTRA encoder, pretrainer or "
+                    "fine-tuned model.")
+
+
 def load_init(init, vocab_file=None):
-    """The encoder to fine-tune and its vocabulary, from any `--init` form.
+    """The encoder to fine-tune or export and its vocabulary, from any `--init` form.
 
     Args:
-        init: str. A pre-training `model_dir`, an `ElectraEncoder` `.keras`
-            file, or an `export --kind encoder` folder.
+        init: str. Any form of `load_init_model`: a pre-training `model_dir`,
+            a `.keras` file, an `export --kind encoder` folder, `hf:DIR`,
+            `official:DIR`, `bert:DIR`, `keras_hub:DIR`. A generator +
+            discriminator pair or a pretrainer gives its discriminator.
         vocab_file: str or None. Overrides the vocabulary found beside `init`.
 
     Returns:
         `(ElectraEncoder, vocab_file)`.
     """
-    if init is None:
-        raise ValueError("`--init` is required: a pre-training model_dir, a .keras encoder or an exported encoder.")
-    if tf.io.gfile.exists(os.path.join(init, CONFIG_FILE)):
-        encoder, _ = load_discriminator(init)
-        found_vocab = os.path.join(init, VOCAB_FILE)
-    elif tf.io.gfile.exists(os.path.join(init, ASSETS_DIR, ENCODER_CONFIG_ASSET)):
-        encoder, found_vocab = load_encoder(init)
-    elif init.endswith(".keras") and tf.io.gfile.exists(init):
-        try:
-            encoder = keras.saving.load_model(init)
-        except Exception as e:  # Keras reports a damaged zip as "File not found"
-            raise ValueError(f"`--init={init}` cannot be read ({type(e).__name__}: {str(e)[:200]}): a truncated "
-                             "or damaged .keras file.") from None
-        found_vocab = os.path.join(os.path.dirname(init), VOCAB_FILE)
-    else:
-        raise FileNotFoundError(
-            f"Cannot read `--init={init}`: expected a pre-training model_dir (with config.json), "
-            "an ElectraEncoder .keras file, or an exported encoder (with assets/encoder_config.json)."
-        )
-    if not isinstance(encoder, ElectraEncoder):
-        raise TypeError(f"`--init={init}` holds a {type(encoder).__name__}, not an ElectraEncoder.")
+    model, found_vocab = load_init_model(init)
+    encoder = encoder_of(model, init)
     vocab_file = vocab_file or found_vocab
-    if not tf.io.gfile.exists(vocab_file):
-        raise FileNotFoundError(f"No vocabulary for `--init={init}`: {vocab_file} is missing; pass --vocab_file.")
+    if not vocab_file or not tf.io.gfile.exists(vocab_file):
+        raise FileNotFoundError(f"No vocabulary for `--init={init}`: {vocab_file or 'none found'} is missing; "
+                                "pass --vocab_file.")
     return encoder, vocab_file
+
+
+def init_pretrainer(init, pretrainer):
+    """Initialises a new pre-training run's `pretrainer` from any `--init` form (continued pre-training).
+
+    `hf:`, `official:` and `bert:` go through `electra_tf.convert.init_from`; every other form
+    (another electra_tf run, e.g. phase 1 of the seq-128-then-512 recipe, a `.keras` file, an
+    encoder export, `keras_hub:DIR`) is read with `load_init_model` and its weights assigned by
+    their official names: all that match, the parts the source lacks (a lone encoder has no
+    generator) keep their initial values and are logged; a shape that differs is an error.
+    """
+    kind, sep, path = init.partition(":")
+    if sep and kind in ("hf", "official", "bert"):
+        from electra_tf.convert import init_from
+
+        return init_from(init, pretrainer)
+    from electra_tf.convert.weight_map import assign_weights, read_weights
+
+    model, _ = load_init_model(init)
+    if not isinstance(model, (ElectraEncoder, ElectraPretrainer)):
+        model = encoder_of(model, init)
+    return assign_weights(pretrainer, read_weights(model), f"`--init={init}`")

@@ -66,7 +66,7 @@ def read_settings(vocab_file):
         settings = {"lower_case": values.get("lower_case", True),
                     "strip_accents": values.get("strip_accents", values.get("lower_case", True))}
     if not settings["lower_case"]:
-        _check_cased_vocabulary(vocab_file, path)
+        check_cased_vocabulary(vocab_file, path)
     return settings
 
 
@@ -83,8 +83,8 @@ def _hugging_face_settings(values, path):
     return {"lower_case": lower_case, "strip_accents": lower_case if strip_accents is None else strip_accents}
 
 
-def _check_cased_vocabulary(vocab_file, source):
-    """Refuses cased settings over a vocabulary without one upper-case piece (special tokens aside)."""
+def check_cased_vocabulary(vocab_file, source):
+    """Refuses cased settings (read from `source`) over a vocabulary without one upper-case piece (special tokens aside)."""
     if not tf.io.gfile.exists(vocab_file):
         return  # `load_vocab` names a missing vocabulary
     with tf.io.gfile.GFile(vocab_file, "rb") as f:

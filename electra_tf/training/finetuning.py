@@ -171,6 +171,8 @@ def run_finetuning(spec, data_dir, init, output_dir, vocab_file=None, strategy=N
         dict with `task`, `metric`, `trials` (per-trial dev metrics) and
         `summary` (mean/median/std/min/max per metric).
     """
+    if isinstance(strategy, str):  # `finetune --strategy`: the config field's name, not a tf.distribute.Strategy
+        settings["strategy"], strategy = strategy, None
     config = FinetuneConfig(task=spec.name, data_dir=data_dir, init=init, output_dir=output_dir,
                             vocab_file=vocab_file).replace(**settings)
     check_arguments(init, output_dir)

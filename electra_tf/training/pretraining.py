@@ -116,7 +116,8 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1, extra_cal
         config: `ElectraConfig` with `data` resolved (see `resolve_data`).
         model_dir: str.
         strategy: `tf.distribute.Strategy` (default: the current one).
-        init_from: optional str. Weights to start a new run from (ignored on resume).
+        init_from: optional str. Weights to start a new run from (ignored on resume): any
+            `--init` form (`run_files.init_pretrainer`), another electra_tf run included.
         verbose: int. Keras progress-bar mode.
         extra_callbacks: Keras callbacks to run after the loop's own (probes, benchmarks).
 
@@ -169,9 +170,7 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1, extra_cal
         if latest:
             logging.info("Resumed from %s", latest)
         elif init_from:
-            from electra_tf.convert import init_from as load_weights
-
-            load_weights(init_from, pretrainer)
+            run_files.init_pretrainer(init_from, pretrainer)
             logging.info("Initialised from %s", init_from)
 
     if chief:

@@ -1,0 +1,109 @@
+"""keras-hub ELECTRA presets in: `ElectraBackbone.save_to_preset` folders as an `ElectraEncoder`.
+
+The inverse of `electra_tf.export.keras_hub_preset`: the backbone is rebuilt by
+keras-hub from the preset folder (`ElectraBackbone.from_preset(DIR)`, local,
+no download) and its weights are copied layer by layer into an
+`ElectraEncoder` with the backbone's dimensions and its tanh-approximate GELU
+(`activation="gelu_approximate"`), so the encoder's sequence output equals the
+backbone's. The backbone's `pooled_dense` has no counterpart (ELECTRA never
+trains it) and is left out. The tokenizer's vocabulary and casing come from
+the preset's `ElectraTokenizer` (`assets/tokenizer/vocabulary.txt`, its
+`lowercase` and `strip_accents`).
+"""
+
+import json
+import os
+
+from electra_tf.models.encoder import ElectraEncoder
+
+ACTIVATION = "gelu_approximate"  # keras-hub's ElectraBackbone hard-codes the tanh GELU
+TOKENIZER_CONFIG = "tokenizer.json"  # keras-hub's own file names in a preset folder
+VOCABULARY_ASSET = os.path.join("assets", "tokenizer", "vocabulary.txt")
+
+
+def check_preset(preset_dir):
+    """Refuses a folder that is not a keras-hub preset (keras-hub's `config.json` + `metadata.json`)."""
+    for name in ("config.json", "metadata.json"):
+        if not os.path.exists(os.path.join(preset_dir, name)):
+            raise FileNotFoundError(f"`keras_hub:{preset_dir}` is not a keras-hub preset folder (no {name}); "
+                                    "save one with `ElectraBackbone.save_to_preset(DIR)`.")
+    with open(os.path.join(preset_dir, "config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    if config.get("class_name") != "ElectraBackbone" and "Electra" not in str(config.get("registered_name", "")):
+        raise ValueError(f"`keras_hub:{preset_dir}` holds a {config.get('class_name')!r}, not an ElectraBackbone.")
+
+
+def read_keras_hub_preset(preset_dir):
+    """An `ElectraEncoder` with the weights of the keras-hub `ElectraBackbone` preset in `preset_dir`.
+
+    Args:
+        preset_dir: str. A folder written by `ElectraBackbone.save_to_preset`
+            (or downloaded by keras-hub).
+
+    Returns:
+        `ElectraEncoder`, built.
+
+    Example:
+        ```python
+        import keras_hub
+        from electra_tf.convert.keras_hub import read_keras_hub_preset
+
+        backbone = keras_hub.models.ElectraBackbone(vocab_size=100, num_layers=1, num_heads=2, hidden_dim=32,
+                                                    embedding_dim=16, intermediate_dim=64)
+        backbone.save_to_preset("electra_preset")
+        encoder = read_keras_hub_preset("electra_preset")
+        encoder.hidden_dim, encoder.activation  # (32, 'gelu_approximate')
+        ```
+    """
+    import keras_hub
+
+    check_preset(preset_dir)
+    backbone = keras_hub.models.ElectraBackbone.from_preset(preset_dir)
+    encoder = ElectraEncoder(
+        vocab_size=backbone.vocab_size,
+        num_layers=backbone.num_layers,
+        num_heads=backbone.num_heads,
+        hidden_dim=backbone.hidden_dim,
+        embedding_dim=backbone.embedding_dim,
+        intermediate_dim=backbone.intermediate_dim,
+        dropout=backbone.dropout,
+        max_sequence_length=backbone.max_sequence_length,
+        num_segments=backbone.num_segments,
+        activation=ACTIVATION,
+    )
+    encoder.build()
+    embeddings = encoder.embeddings
+    pairs = [
+        (backbone.token_embedding, embeddings.token_embedding),
+        (backbone.position_embedding, embeddings.position_embedding),
+        (backbone.segment_embedding, embeddings.segment_embedding),
+        (backbone.embeddings_layer_norm, embeddings.layer_norm),
+    ]
+    if encoder.embeddings_project is not None:
+        pairs.append((backbone.embeddings_projection, encoder.embeddings_project))
+    pairs += list(zip(backbone.transformer_layers, encoder.transformer_layers))
+    for source, target in pairs:
+        if [w.shape for w in source.weights] != [w.shape for w in target.weights]:
+            raise ValueError(f"keras-hub layer {source.name!r} of {preset_dir} does not match {target.name!r}: "
+                             f"{[tuple(w.shape) for w in source.weights]} vs {[tuple(w.shape) for w in target.weights]}")
+        for s, t in zip(source.weights, target.weights):
+            t.assign(s)
+    return encoder
+
+
+def preset_tokenizer_settings(preset_dir):
+    """`(vocabulary path, {"lower_case", "strip_accents"})` of the preset's `ElectraTokenizer`, or (None, None)."""
+    vocab = os.path.join(preset_dir, VOCABULARY_ASSET)
+    if not os.path.exists(vocab):
+        return None, None
+    config = {}
+    path = os.path.join(preset_dir, TOKENIZER_CONFIG)
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f).get("config", {})
+    lower_case = bool(config.get("lowercase", True))
+    if not lower_case:
+        from electra_tf.data.tokenizer import check_cased_vocabulary
+
+        check_cased_vocabulary(vocab, path)  # keras-hub's ElectraTokenizer defaults to lowercase=False
+    return vocab, {"lower_case": lower_case, "strip_accents": bool(config.get("strip_accents", lower_case))}
