@@ -114,16 +114,31 @@ def planned_outputs(model, target, path, part):
     return [folder], written_files(path)
 
 
-def save(model, target, path, part="both"):
+def save(model, target, path, part="both", label_names=None):
     """Writes `model` to `path` in format `target` (one of `TARGETS`); returns the paths written."""
     from electra_tf import convert
 
     if target == "hf":
-        return convert.export_hugging_face(model, path, part=part)
+        return convert.export_hugging_face(model, path, part=part, label_names=label_names)
     if target == "official":
         return [convert.export_official(model, path)]
     model.save(path)
     return [path]
+
+
+def label_names(source, input_path):
+    """The label names of a fine-tuned `.keras` input (its run's `finetune_config.json`), or None."""
+    import json
+
+    from electra_tf.run_files import FINETUNE_CONFIG_FILE
+
+    if source != "keras":
+        return None
+    path = os.path.join(os.path.dirname(input_path), FINETUNE_CONFIG_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f).get("label_names") or None
 
 
 def vocabulary_beside(source, input_path):
@@ -182,7 +197,7 @@ def convert(source, input_path, target, output_dir, num_heads=None, generator_nu
     vocab = vocabulary_beside(source, input_path)
     vocab_files = vocab_targets(vocab, folders)
     run_files.guard_output(output_dir, "output_dir", own_kind, inputs=inputs, writes=writes)
-    written = save(model, target, output_dir, part)
+    written = save(model, target, output_dir, part, label_names(source, input_path))
     for destination in vocab_files:
         copy_vocab(vocab, destination)
         if target == "hf":  # transformers' AutoTokenizer reads the casing from its own file
