@@ -11,6 +11,7 @@ stored twice. Defaults are the paper's ELECTRA-Small values
 import dataclasses
 import importlib
 import json
+import math
 import pkgutil
 import typing
 
@@ -163,11 +164,18 @@ RANGES = {
 
 
 def _check_range(name, value, low, high, closed):
+    """Raises the one-line range error naming `--name` for a value outside [low, high] (per `closed`), NaN or infinite.
+
+    NaN compares false with everything, so it is refused first, as are infinities (a float flag is a finite number).
+    """
+    non_finite = isinstance(value, float) and not math.isfinite(value)
     below = low is not None and (value < low if closed[0] else value <= low)
     above = high is not None and (value > high if closed[1] else value >= high)
-    if below or above:
-        if high is None:
-            wanted = f"{'>=' if closed[0] else '>'} {low}"
+    if non_finite or below or above:
+        if low is None and high is None:
+            wanted = "a finite number"
+        elif high is None:
+            wanted = f"{'a finite number ' if non_finite else ''}{'>=' if closed[0] else '>'} {low}"
         else:
             wanted = f"in {'[' if closed[0] else '('}{low}, {high}{']' if closed[1] else ')'}"
         raise ValueError(f"`--{name}` must be {wanted}. Received: `--{name}={value}`")

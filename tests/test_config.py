@@ -44,3 +44,25 @@ def test_overrides_coerce_strings_and_reject_unknown_keys():
 def test_config_round_trips_through_json():
     c = get_config("base++", seed=3)
     assert ElectraConfig(**json.loads(c.to_json())) == c
+
+
+@pytest.mark.parametrize("name, value, wanted", [
+    ("learning_rate", float("nan"), "a finite number > 0"),
+    ("learning_rate", float("inf"), "a finite number > 0"),
+    ("dropout", float("nan"), r"in \[0, 1\)"),
+    ("clip_norm", float("inf"), "a finite number >= 0"),
+    ("adam_beta1", float("-inf"), r"in \[0, 1\)"),
+])
+def test_nan_and_infinite_values_fail_the_range_check_naming_the_flag(name, value, wanted):
+    """NaN compares false with both bounds: it passed every range check (and trained on)."""
+    with pytest.raises(ValueError, match=rf"^`--{name}` must be {wanted}. Received: `--{name}={value}`$"):
+        get_config("tiny", **{name: value})
+
+
+@pytest.mark.parametrize("name, value", [("learning_rate", "nan"), ("warmup_proportion", "nan"),
+                                         ("dropout", "inf"), ("layerwise_lr_decay", "nan"), ("clip_norm", "inf")])
+def test_fine_tuning_refuses_nan_and_infinite_flags(name, value):
+    from electra_tf.finetuning.config import FinetuneConfig
+
+    with pytest.raises(ValueError, match=rf"^`--{name}` must be .*Received: `--{name}={value}`$"):
+        FinetuneConfig(**{name: float(value)})
