@@ -10,6 +10,7 @@ from other weights: any `--init` form (`run_files.load_init`: another run,
 encoder export); `--init_from` is its deprecated spelling. Installed as `electra-pretrain`.
 """
 
+import contextlib
 import os
 
 from absl import app, flags
@@ -46,13 +47,8 @@ def define_flags(flag_values=None):
 
 
 def main(argv):
-    from absl import logging
-
     from electra_tf import config as config_lib
-    from electra_tf import run_files
-    from electra_tf.demo_data import resolve_data
-    from electra_tf.training import distribute
-    from electra_tf.training.pretraining import train
+    from electra_tf.training import distribute, run_lock
 
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
@@ -62,6 +58,18 @@ def main(argv):
     config = config_lib.get_config(FLAGS.config, **overrides)
     strategy = distribute.create_strategy(FLAGS.strategy, FLAGS.tpu, FLAGS.num_cpu_devices,
                                           FLAGS.worker_startup_timeout)
+    # One writer per run: a second process on --model_dir is refused naming the holder (the chief holds it).
+    with (run_lock.hold(FLAGS.model_dir) if distribute.is_chief(strategy) else contextlib.nullcontext()):
+        _train(config, strategy, overrides)
+
+
+def _train(config, strategy, overrides):
+    from absl import logging
+
+    from electra_tf import run_files
+    from electra_tf.demo_data import resolve_data
+    from electra_tf.training.pretraining import train
+
     config = resolve_data(config, FLAGS.demo_dir, FLAGS.model_dir)
     # One line; every field is in model_dir/config.json (and here with --verbosity=1).
     logging.info("Config: preset %s%s; every field in %s", FLAGS.config,

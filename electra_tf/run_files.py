@@ -9,6 +9,7 @@ A pre-training run (`electra_tf.pretrain --model_dir`):
                                    (`named_checkpoint`), every `save_checkpoints_steps`
     model_dir/logs/                TensorBoard
     model_dir/discriminator.keras  the trained discriminator (`ElectraEncoder`)
+    model_dir/run.lock             while a process trains: its host and pid (`training/run_lock.py`)
 
 A fine-tuning run (`electra_tf.finetune --output_dir`):
 
@@ -55,6 +56,7 @@ CONFIG_FILE = "config.json"
 CHECKPOINT_DIR = "checkpoints"
 LOG_DIR = "logs"
 DISCRIMINATOR_FILE = "discriminator.keras"
+LOCK_FILE = "run.lock"  # while a process trains into the folder: its host and pid (training/run_lock.py)
 # --- A fine-tuning run ---
 CLASSIFIER_FILE = "classifier.keras"
 TOKEN_CLASSIFIER_FILE = "token_classifier.keras"

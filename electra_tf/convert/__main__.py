@@ -119,7 +119,11 @@ def save(model, target, path, part="both", label_names=None):
     from electra_tf import convert
 
     if target == "hf":
-        return convert.export_hugging_face(model, path, part=part, label_names=label_names)
+        from electra_tf.convert import hf_heads
+
+        if hf_heads.is_task_model(model):
+            return hf_heads.export_task_model(model, path, label_names=label_names)
+        return convert.export_hugging_face(model, path, part=part)
     if target == "official":
         return [convert.export_official(model, path)]
     model.save(path)

@@ -439,7 +439,7 @@ def hf_config(encoder, architecture):
     }
 
 
-def export_hugging_face(model, directory, part="both", label_names=None):
+def export_hugging_face(model, directory, part="both"):
     """Writes `model` as Hugging Face safetensors directories.
 
     Args:
@@ -450,8 +450,6 @@ def export_hugging_face(model, directory, part="both", label_names=None):
         directory: str. Created if needed.
         part: "both", "discriminator" or "generator": one part of a
             pretrainer goes into `directory` itself.
-        label_names: a fine-tuned model's labels (`id2label`); see `hf_heads`
-            (classifier, tagger and simple-head QA models).
 
     Returns:
         list of the directories written.
@@ -471,17 +469,13 @@ def export_hugging_face(model, directory, part="both", label_names=None):
         transformers.ElectraForPreTraining.from_pretrained("electra_hf/discriminator")
         ```
     """
-    from electra_tf.convert import hf_heads
-
-    if hf_heads.is_task_model(model):
-        return hf_heads.export_task_model(model, directory, label_names=label_names)
     weights = read_weights(model)
     if isinstance(model, ElectraEncoder):
         _write(directory, hf_config(model, "ElectraModel"), weights, "model")
         return [directory]
     if not isinstance(model, ElectraPretrainer):
         raise TypeError(
-            f"Expected an `ElectraPretrainer`, `ElectraEncoder` or fine-tuned model. Received: {type(model).__name__}"
+            f"Expected an `ElectraPretrainer` or `ElectraEncoder` (fine-tuned models: `hf_heads`). Received: {type(model).__name__}"
         )
     model_variables(model)  # validates the heads
     written = []
