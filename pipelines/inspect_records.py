@@ -5,7 +5,9 @@ r"""Decodes pre-training records back to text, for eyeballing a build.
 
 Prints, per example, the A and B segments as text (word pieces joined: a `##`
 piece continues the previous word), the number of real tokens and the
-segment lengths.
+segment lengths. Records built with another vocabulary (`stats.json`'s
+`vocab_sha256`) and ids outside the vocabulary (negative, or past its end) are
+refused, naming the file.
 """
 
 if __name__ == "__main__":  # a program: quiet TensorFlow's start-up before it is imported (electra_tf.cli)
@@ -14,13 +16,15 @@ if __name__ == "__main__":  # a program: quiet TensorFlow's start-up before it i
     _cli.quiet_console()
 
 
+import os
+
 from absl import app
 from absl import flags
 import tensorflow as tf
 
 from electra_tf import cli
 from electra_tf.data import tokenizer as tokenizer_lib
-from electra_tf.data.records import FEATURES
+from electra_tf.data.records import FEATURES, check_vocabulary
 
 
 def pieces_to_text(pieces):
@@ -77,6 +81,8 @@ def decode_examples(data, vocab_file, num=5):
     files = sorted(tf.io.gfile.glob(data))
     if not files:
         raise ValueError(f"No records match `data={data!r}`")
+    for directory in sorted({os.path.dirname(path) for path in files}):
+        check_vocabulary(directory, vocab_file)  # as pretrain does: stats.json's vocab_sha256
     names = FEATURES
     spec = {n: tf.io.VarLenFeature(tf.int64) for n in names}
     out = []
@@ -89,6 +95,10 @@ def decode_examples(data, vocab_file, num=5):
         example = {k: tf.sparse.to_dense(v).numpy() for k, v in tf.io.parse_single_example(record, spec).items()}
         n = int(example["input_mask"].sum())
         ids, segments = example["input_ids"][:n].tolist(), example["segment_ids"][:n].tolist()
+        outside = sorted({i for i in ids if not 0 <= i < len(vocab)})
+        if outside:
+            raise ValueError(f"{path}: record {len(out)} holds token id(s) {outside[:10]} outside the vocabulary "
+                             f"{vocab_file} (ids 0..{len(vocab) - 1}): records of another vocabulary, or damaged.")
         a = [vocab[i] for i, s in zip(ids, segments) if s == 0 and i not in special]
         b = [vocab[i] for i, s in zip(ids, segments) if s == 1 and i not in special]
         out.append(dict(a=pieces_to_text(a), b=pieces_to_text(b), num_tokens=n, len_a=len(a), len_b=len(b),

@@ -4,7 +4,6 @@ Flag-free, so scripts and benchmarks can call `train` next to other CLIs;
 `electra_tf.pretrain` is its command line.
 """
 
-import json
 import math
 import os
 
@@ -91,17 +90,10 @@ def check_data_vocabulary(patterns, vocab_file, settings):
     shards; records without one (other tools, older builds) are not checked.
     """
     for directory in sorted({os.path.dirname(path) for path in list_files(patterns)}):
-        stats_path = os.path.join(directory, records.STATS_FILE)
-        if not tf.io.gfile.exists(stats_path):
+        stats = records.check_vocabulary(directory, vocab_file)
+        if stats is None:
             continue
-        with tf.io.gfile.GFile(stats_path) as f:
-            stats = json.load(f)
-        if stats.get("vocab_sha256") not in (None, tokenizer_lib.vocab_digest(vocab_file)):
-            raise ValueError(
-                f"The records in {directory} were built with another vocabulary than `--vocab_file="
-                f"{vocab_file}` ({stats_path}: vocab_sha256 {stats['vocab_sha256'][:12]}...). Pass the "
-                "vocabulary they were built with."
-            )
+        stats_path = os.path.join(directory, records.STATS_FILE)
         if stats.get("tokenizer") not in (None, settings):
             raise ValueError(
                 f"The records in {directory} were tokenized with {stats['tokenizer']} ({stats_path}), "
