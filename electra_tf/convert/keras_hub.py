@@ -33,6 +33,23 @@ def check_preset(preset_dir):
         raise ValueError(f"`keras_hub:{preset_dir}` holds a {config.get('class_name')!r}, not an ElectraBackbone.")
 
 
+def layer_pairs(encoder, backbone):
+    """`(ElectraEncoder layer, ElectraBackbone layer)` pairs holding the same weights in the same order.
+
+    The one mapping between the two (`export_preset` copies one way, `read_keras_hub_preset` the other).
+    """
+    embeddings = encoder.embeddings
+    pairs = [
+        (embeddings.token_embedding, backbone.token_embedding),
+        (embeddings.position_embedding, backbone.position_embedding),
+        (embeddings.segment_embedding, backbone.segment_embedding),
+        (embeddings.layer_norm, backbone.embeddings_layer_norm),
+    ]
+    if encoder.embeddings_project is not None:
+        pairs.append((encoder.embeddings_project, backbone.embeddings_projection))
+    return pairs + list(zip(encoder.transformer_layers, backbone.transformer_layers))
+
+
 def read_keras_hub_preset(preset_dir):
     """An `ElectraEncoder` with the weights of the keras-hub `ElectraBackbone` preset in `preset_dir`.
 
@@ -72,17 +89,7 @@ def read_keras_hub_preset(preset_dir):
         activation=ACTIVATION,
     )
     encoder.build()
-    embeddings = encoder.embeddings
-    pairs = [
-        (backbone.token_embedding, embeddings.token_embedding),
-        (backbone.position_embedding, embeddings.position_embedding),
-        (backbone.segment_embedding, embeddings.segment_embedding),
-        (backbone.embeddings_layer_norm, embeddings.layer_norm),
-    ]
-    if encoder.embeddings_project is not None:
-        pairs.append((backbone.embeddings_projection, encoder.embeddings_project))
-    pairs += list(zip(backbone.transformer_layers, encoder.transformer_layers))
-    for source, target in pairs:
+    for target, source in layer_pairs(encoder, backbone):
         if [w.shape for w in source.weights] != [w.shape for w in target.weights]:
             raise ValueError(f"keras-hub layer {source.name!r} of {preset_dir} does not match {target.name!r}: "
                              f"{[tuple(w.shape) for w in source.weights]} vs {[tuple(w.shape) for w in target.weights]}")

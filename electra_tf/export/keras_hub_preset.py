@@ -23,6 +23,7 @@ import os
 import keras_hub
 from absl import logging
 
+from electra_tf.convert.keras_hub import layer_pairs
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.models.encoder import ElectraEncoder
 
@@ -68,17 +69,7 @@ def to_keras_hub_backbone(encoder):
         max_sequence_length=encoder.max_sequence_length,
         num_segments=encoder.num_segments,
     )
-    embeddings = encoder.embeddings
-    pairs = [
-        (embeddings.token_embedding, backbone.token_embedding),
-        (embeddings.position_embedding, backbone.position_embedding),
-        (embeddings.segment_embedding, backbone.segment_embedding),
-        (embeddings.layer_norm, backbone.embeddings_layer_norm),
-    ]
-    if encoder.embeddings_project is not None:
-        pairs.append((encoder.embeddings_project, backbone.embeddings_projection))
-    pairs += list(zip(encoder.transformer_layers, backbone.transformer_layers))
-    for source, target in pairs:
+    for source, target in layer_pairs(encoder, backbone):
         source_weights, target_weights = source.weights, target.weights
         if [w.shape for w in source_weights] != [w.shape for w in target_weights]:
             raise ValueError(

@@ -45,7 +45,7 @@ def test_choices_and_ranges_are_checked():
     with pytest.raises(ValueError, match="Unknown fine-tuning setting"):
         FinetuneConfig().replace(learning_rat=1e-3)
     assert FinetuneConfig().replace(epochs=5).epochs == 5
-    assert dataclasses.asdict(FinetuneConfig())["strategy"] is None  # TF's placement, as before --strategy
+    assert dataclasses.asdict(FinetuneConfig())["strategy"] == "auto"  # the device default of every command
 
 
 def test_task_kind_and_generic_tagging_columns():
