@@ -41,7 +41,7 @@ def read_settings(vocab_file):
         from electra_tf.data.tokenizer import read_settings
 
         os.makedirs("hf_model", exist_ok=True)
-        pathlib.Path("hf_model/vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nParis\nparis\n")
+        pathlib.Path("hf_model/vocab.txt").write_text("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "Paris"]))
         pathlib.Path("hf_model/tokenizer_config.json").write_text(json.dumps({"do_lower_case": False}))
         read_settings("hf_model/vocab.txt")  # {'lower_case': False, 'strip_accents': False}
         ```

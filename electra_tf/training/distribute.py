@@ -29,6 +29,7 @@ def choose_strategy(gpus, tpu=None, num_cpu_devices=0):
         (that one device) when there is one; else "cpu".
 
     Example:
+    >>> from electra_tf.training.distribute import choose_strategy
     >>> choose_strategy([]), choose_strategy(["/gpu:0"]), choose_strategy(["/gpu:0", "/gpu:1"])
     ('cpu', 'gpu', 'mirrored')
     >>> choose_strategy([], tpu="local")
