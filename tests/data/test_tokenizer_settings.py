@@ -79,6 +79,12 @@ def test_hugging_faces_own_tokenizer_config_is_read(tmp_path):
         reference = transformers.BertTokenizer.from_pretrained(str(folder))
         expected = [reference.convert_tokens_to_ids(reference.tokenize(t)) for t in TEXTS]
         assert WordPieceTokenizer(vocab).tokenize(TEXTS).to_list() == expected
+        # copied into a run (fine-tuning output, export assets): the casing goes along under the project's name
+        (tmp_path / f"run_{do_lower_case}").mkdir()
+        copy_vocab(vocab, str(tmp_path / f"run_{do_lower_case}" / "vocab.txt"))
+        copied = WordPieceTokenizer(str(tmp_path / f"run_{do_lower_case}" / "vocab.txt"))
+        assert copied.settings["lower_case"] is do_lower_case
+        assert copied.tokenize(TEXTS).to_list() == expected
 
 
 def test_the_project_writes_its_settings_under_its_own_name_and_reads_the_old_one(vocab):
