@@ -20,6 +20,8 @@ import typing
 import tensorflow as tf
 from absl import logging
 
+from electra_tf.data.utf8 import check_utf8_file, decode_utf8
+
 Column = typing.Union[int, str]  # an index, or a header name
 
 
@@ -169,8 +171,8 @@ def generic_task(
     if not regression and labels is None and data_dir is not None:
         labels_file = os.path.join(data_dir, "labels.txt")
         if tf.io.gfile.exists(labels_file):
-            with tf.io.gfile.GFile(labels_file) as f:
-                label_names = [line.strip() for line in f if line.strip()]
+            with tf.io.gfile.GFile(labels_file, "rb") as f:
+                label_names = [line.strip() for line in decode_utf8(f.read(), labels_file).split("\n") if line.strip()]
             labels = [str(i) for i in range(len(label_names))]
     spec = TaskSpec(
         name=name,
@@ -237,9 +239,11 @@ def read_examples(spec, data_dir, split="train", limit=None):
         elif spec.is_regression:
             try:
                 parsed = float(label)
+                if parsed != parsed or parsed in (float("inf"), float("-inf")):
+                    raise ValueError(label)
             except ValueError:
                 raise ValueError(
-                    f"{path}:{line_no}: label {label!r} is not a number (task "
+                    f"{path}:{line_no}: label {label!r} is not a finite number (task "
                     f"{spec.name!r} is a regression task)."
                 ) from None
         elif label in label_index:
@@ -270,9 +274,9 @@ def _rows(spec, data_dir, split, need_label):
         raise FileNotFoundError(f"Task {spec.name!r}: split {split!r} file not found: {path}")
     try:
         yield from _read_rows(spec, path, need_label)
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path} is not UTF-8 text (byte {e.start}: {e.reason}); task files are UTF-8 "
-                         "TSV/CSV.") from None
+    except UnicodeDecodeError:
+        check_utf8_file(path)  # raises the one-line error naming the line and the byte
+        raise
 
 
 def _read_rows(spec, path, need_label):

@@ -13,6 +13,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from electra_tf.data.utf8 import decode_utf8
+
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 # Beside every `vocab.txt` a pipeline, a run or an export writes: how text is normalised before
 # WordPiece (`{"lower_case": bool, "strip_accents": bool}`), under a name Hugging Face does not
@@ -158,11 +160,7 @@ def load_vocab(vocab_file):
         raise FileNotFoundError(f"Vocabulary file not found: `vocab_file={vocab_file}`")
     with tf.io.gfile.GFile(vocab_file, "rb") as f:  # one read: gfile's per-line reads cost 0.2 s here
         raw = f.read()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"Vocabulary {vocab_file} is not UTF-8 text (byte {e.start}: {e.reason}); a vocab.txt "
-                         "holds one token per line.") from None
+    text = decode_utf8(raw, vocab_file)
     tokens = [line.rstrip("\r") for line in text.split("\n")]
     while tokens and not tokens[-1]:
         tokens.pop()

@@ -12,7 +12,7 @@ span tags are converted to IOB2, the one scheme the rest of the package reads:
 
 Errors name the file and the 1-based line: a line whose column count differs
 from the file's first data line, an empty file, a tag that is not of the
-scheme, a label missing from the label set.
+scheme, a label missing from the label set, a byte that is not UTF-8.
 """
 
 import dataclasses
@@ -21,6 +21,8 @@ import os
 import numpy as np
 import tensorflow as tf
 from absl import logging
+
+from electra_tf.data.utf8 import decode_utf8
 
 SCHEMES = ("IOB1", "IOB2", "BIOES")
 _PREFIXES = {"IOB1": "BI", "IOB2": "BI", "BIOES": "BIES"}
@@ -85,7 +87,7 @@ def read_conll(path, token_column=0, label_column=-1, scheme="IOB2"):
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"CoNLL file not found: `path={path}`")
     with tf.io.gfile.GFile(path, "rb") as f:
-        text = f.read().decode("utf-8")
+        text = decode_utf8(f.read(), path)
     sentences, repaired = [], []  # repaired: lines of I- tags that start a span
     for rows in _sentence_rows(text, path):
         sentence, written = _sentence(rows, path, token_column, label_column, scheme)
@@ -239,7 +241,7 @@ def read_labels(path):
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"Labels file not found: `path={path}`")
     with tf.io.gfile.GFile(path, "rb") as f:
-        labels = [line.strip() for line in f.read().decode("utf-8").split("\n") if line.strip()]
+        labels = [line.strip() for line in decode_utf8(f.read(), path).split("\n") if line.strip()]
     if not labels:
         raise ValueError(f"{path}: no labels.")
     seen = set()

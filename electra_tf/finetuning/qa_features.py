@@ -51,11 +51,15 @@ Example:
 import collections
 import dataclasses
 import re
+import time
 
 import numpy as np
+from absl import logging
 
 ARRAYS = ("token_ids", "segment_ids", "padding_mask")
 NEAR = 32  # characters around `answer_start` searched when re-anchoring an answer
+LONG_CONTEXT = 100_000  # pieces: a context this long is logged with its window count
+PROGRESS_SECONDS = 10  # a progress line at most this often while building features
 
 
 @dataclasses.dataclass
@@ -82,8 +86,15 @@ class QAFeatures:
 
 
 def char_offsets(text, byte_starts, byte_ends):
-    """Byte offsets of pieces in UTF-8 `text` -> character offsets."""
-    lengths = np.fromiter((len(c.encode("utf-8")) for c in text), np.int64, len(text))
+    """Byte offsets of pieces in UTF-8 `text` -> character offsets.
+
+    Example:
+    >>> from electra_tf.finetuning.qa_features import char_offsets
+    >>> [c.tolist() for c in char_offsets("é a", [0, 3], [2, 4])]
+    [[0, 2], [1, 3]]
+    """
+    codes = np.frombuffer(text.encode("utf-32-le"), np.uint32)
+    lengths = 1 + (codes >= 0x80) + (codes >= 0x800) + (codes >= 0x10000)  # UTF-8 bytes per character
     char_of_byte = np.zeros(int(lengths.sum()) + 1, np.int64)
     char_of_byte[np.cumsum(lengths)] = 1
     char_of_byte = np.cumsum(char_of_byte)
@@ -151,15 +162,30 @@ def plan_windows(num_pieces, max_pieces, doc_stride):
         start += min(length, doc_stride)
 
 
-def max_context_window(windows, position):
-    """Index of the window where piece `position` has the most context (first on ties)."""
-    best, best_score = None, None
+def max_context_windows(windows, num_pieces):
+    """Index of the window where each of `num_pieces` pieces has the most context (first on ties).
+
+    BERT's `_check_is_max_context` scores a piece at `position` of a window
+    `(start, length)` as `min(position - start, start + length - 1 - position)
+    + 0.01 * length`. Each window updates only its own pieces, so the cost is
+    the windows' total length (linear in `num_pieces`), not pieces x windows.
+
+    Example:
+    >>> from electra_tf.finetuning.qa_features import max_context_windows, plan_windows
+    >>> windows = plan_windows(10, 6, 2)
+    >>> windows
+    [(0, 6), (2, 6), (4, 6)]
+    >>> max_context_windows(windows, 10).tolist()
+    [0, 0, 0, 0, 1, 1, 2, 2, 2, 2]
+    """
+    best = np.zeros(num_pieces, np.int64)
+    best_score = np.full(num_pieces, -np.inf)
     for k, (start, length) in enumerate(windows):
-        if not start <= position < start + length:
-            continue
-        score = min(position - start, start + length - 1 - position) + 0.01 * length
-        if best_score is None or score > best_score:
-            best, best_score = k, score
+        position = np.arange(length)
+        score = np.minimum(position, length - 1 - position) + 0.01 * length
+        better = score > best_score[start:start + length]
+        best_score[start:start + length][better] = score[better]
+        best[start:start + length][better] = k
     return best
 
 
@@ -188,7 +214,11 @@ def build_qa_features(tokenizer, examples, seq_length=384, doc_stride=128, max_q
     stats = collections.Counter()
     reasons = collections.Counter()
     rows, kept, plans = collections.defaultdict(list), [], {}
+    last_log = time.monotonic()
     for index, example in enumerate(examples):
+        if time.monotonic() - last_log > PROGRESS_SECONDS:
+            logging.info("QA features: %d / %d questions, %d windows.", index, len(examples), len(rows["token_ids"]))
+            last_log = time.monotonic()
         ids, starts, ends = context_pieces[example.context]
         spans = []
         for text, answer_start in example.answers:
@@ -220,7 +250,10 @@ def build_qa_features(tokenizer, examples, seq_length=384, doc_stride=128, max_q
         key = (example.context, max_pieces)
         if key not in plans:
             windows = plan_windows(len(ids), max_pieces, doc_stride)
-            plans[key] = windows, [max_context_window(windows, p) for p in range(len(ids))]
+            plans[key] = windows, max_context_windows(windows, len(ids))
+            if len(ids) >= LONG_CONTEXT:
+                logging.info("QA features: question %r has a context of %d pieces: %d windows.",
+                             example.qid, len(ids), len(windows))
         windows, best = plans[key]
         answer = None if example.is_impossible or not spans else spans[0]
         offset = len(query) + 2
@@ -238,7 +271,7 @@ def build_qa_features(tokenizer, examples, seq_length=384, doc_stride=128, max_q
             token_start[offset:offset + length] = starts[start:start + length]
             token_end[offset:offset + length] = ends[start:start + length]
             max_context = np.zeros(seq_length, bool)
-            max_context[offset:offset + length] = np.asarray(best[start:start + length]) == k
+            max_context[offset:offset + length] = best[start:start + length] == k
             start_position = end_position = 0
             if answer is not None and start <= answer[0] and answer[1] < start + length:
                 start_position, end_position = answer[0] - start + offset, answer[1] - start + offset

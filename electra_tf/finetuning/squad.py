@@ -7,7 +7,11 @@ Any file laid out as SQuAD is read:
                  "is_impossible": bool (2.0, optional)}]}]}]}
 
 A question with `is_impossible: true`, or with no answers at all, is
-unanswerable (SQuAD 2.0). An `answer_start` outside its context, or an answer
+unanswerable (SQuAD 2.0). A question without answers is refused in a file that
+is not SQuAD 2.0 (no `"version": "v2.0"` at the top level and no question with
+an `is_impossible` field): in a 1.1 file it is a data error, and it would
+silently turn the run into SQuAD 2.0. Question ids must be unique (they key the
+predictions and the score). An `answer_start` outside its context, or an answer
 that runs past the context's end, is an error naming the file and question id
 (the data is wrong, not just the tokenizer). An answer whose text is not at its
 offset but is found close by (whitespace shifts) is re-anchored later, in
@@ -31,6 +35,8 @@ import json
 import random
 
 import tensorflow as tf
+
+from electra_tf.data.utf8 import decode_utf8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,16 +86,16 @@ def read_squad(path, limit=None):
         raise FileNotFoundError(f"SQuAD file not found: {path}")
     with tf.io.gfile.GFile(path, "rb") as f:
         raw = f.read()
+    text = decode_utf8(raw, path)
     try:
-        root = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path} is not UTF-8 text (byte {e.start}: {e.reason}).") from None
+        root = json.loads(text)
     except json.JSONDecodeError as e:
         raise ValueError(f"{path} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}.") from None
     _expect(root, dict, path, "(top level)")
     if "data" not in root:
         raise ValueError(f"{path}: no `data` list at the top level (keys: {sorted(root)[:10]}); not SQuAD format.")
-    examples = []
+    declared_v2 = _is_v2(root)
+    examples, places, unanswered = [], {}, []
     for a, article in enumerate(_expect(root["data"], list, path, "data")):
         where = f"data[{a}]"
         _expect(article, dict, path, where)
@@ -120,10 +126,35 @@ def read_squad(path, limit=None):
                     answers.append((text, start))
                 if impossible:
                     answers = []  # 2.0 files may list plausible answers of an impossible question
+                if "is_impossible" in qa:
+                    declared_v2 = True
+                elif not answers:
+                    unanswered.append(f"{qid!r} ({qwhere})")
+                places.setdefault(qid, []).append(qwhere)
                 examples.append(QAExample(qid, question, context, tuple(answers), impossible or not answers,
                                           title))
                 if limit is not None and len(examples) >= limit:
-                    return examples
+                    return _checked(examples, places, unanswered, declared_v2, path)
+    return _checked(examples, places, unanswered, declared_v2, path)
+
+
+def _is_v2(root):
+    """Whether the file's top-level `version` says SQuAD 2.0 ("v2.0", "2.0", 2)."""
+    return str(root.get("version", "")).lower().lstrip("v").startswith("2")
+
+
+def _checked(examples, places, unanswered, declared_v2, path):
+    """`examples`, after refusing repeated question ids and unanswerable questions in a SQuAD 1.1 file."""
+    repeated = {qid: where for qid, where in places.items() if len(where) > 1}
+    if repeated:
+        shown = "; ".join(f"{qid!r} at {', '.join(where)}" for qid, where in list(repeated.items())[:5])
+        raise ValueError(f"{path}: {len(repeated)} question id(s) repeated (ids must be unique; they key the "
+                         f"predictions and the score): {shown}{' ...' if len(repeated) > 5 else ''}.")
+    if unanswered and not declared_v2:
+        raise ValueError(
+            f"{path}: question id {unanswered[0]} has no answers, but the file is SQuAD 1.1 (no `\"version\": "
+            f"\"v2.0\"`, no `is_impossible` field); {len(unanswered)} such question(s). For SQuAD 2.0, set "
+            f"`\"version\": \"v2.0\"` or mark them `\"is_impossible\": true`.")
     return examples
 
 

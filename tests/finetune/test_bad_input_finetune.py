@@ -48,7 +48,7 @@ def write_task(tmp_path, train):
 
 @pytest.mark.parametrize("train,message", [
     (b"label\tsentence\n1\tgood\tmovie\n0\tbad\n", r"train.tsv:2: 3 fields where the header has 2: a '\\t' inside a text"),
-    (b"sentence\tlabel\n\xff\xfe\x00\x01binary\t1\n", r"train.tsv is not UTF-8 text \(byte \d+"),
+    (b"sentence\tlabel\n\xff\xfe\x00\x01binary\t1\n", r"train.tsv:2: not UTF-8 \(byte 0xff at column 1\); save it as UTF-8."),
     (b"sentence\tlabel\n", r"train.tsv: no examples after the header line"),
 ])
 def test_bad_task_files_name_the_file(tmp_path, train, message):

@@ -128,7 +128,7 @@ def test_bad_regression_label_and_missing_file(tmp_path):
     write(tmp_path, "train.tsv", ["sentence1\tsentence2\tscore", "a\tb\tfive"])
     spec = tasks.load_task("sts-b")
     spec.text_a, spec.text_b = "sentence1", "sentence2"
-    with pytest.raises(ValueError, match=r"train.tsv:2: label 'five' is not a number"):
+    with pytest.raises(ValueError, match=r"train.tsv:2: label 'five' is not a finite number"):
         tasks.read_examples(spec, str(tmp_path), "train")
     with pytest.raises(FileNotFoundError, match="split 'dev' file not found"):
         tasks.read_examples(spec, str(tmp_path), "dev")

@@ -149,7 +149,7 @@ def test_build_vocab_on_an_empty_corpus_writes_nothing(tmp_path):
 def test_binary_vocabulary_names_the_file(tmp_path):
     path = tmp_path / "vocab.txt"
     path.write_bytes(b"[PAD]\n\xff\xfe\x00binary\n")
-    with pytest.raises(ValueError, match=r"Vocabulary .*vocab.txt is not UTF-8 text \(byte 6"):
+    with pytest.raises(ValueError, match=r"vocab.txt:2: not UTF-8 \(byte 0xff at column 1\)"):
         load_vocab(str(path))
 
 

