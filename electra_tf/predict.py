@@ -1,13 +1,13 @@
-r"""Predicts with a fine-tuned model: `python -m electra_tf.predict --init MODEL --input_file FILE`.
+r"""Predicts with a fine-tuned model: `python -m electra_tf.predict --init MODEL --input FILE`.
 
     # classification: a TSV with the task's columns (scored when it has labels)
-    python -m electra_tf.predict --init runs/movie_polarity --input_file data/movie_polarity/dev.tsv \
+    python -m electra_tf.predict --init runs/movie_polarity --input data/movie_polarity/dev.tsv \
         --output_file predictions.jsonl
     # tagging: CoNLL columns (scored against the tags), or raw text lines
-    python -m electra_tf.predict --init runs/conll2003 --input_file conll2003/dev.txt
+    python -m electra_tf.predict --init runs/conll2003 --input conll2003/dev.txt
     echo "Peter Blackburn lives in Brussels." | python -m electra_tf.predict --init runs/conll2003
     # question answering: SQuAD JSON (scored: EM / F1), or JSON Lines {"question": ..., "context": ...}
-    python -m electra_tf.predict --init /tmp/serving/squad --input_file squad/dev.json
+    python -m electra_tf.predict --init /tmp/serving/squad --input squad/dev.json
 
 `--init` is a fine-tuning output dir (`python -m electra_tf.finetune
 --output_dir`) or a TF Serving export (`python -m electra_tf.export --kind
@@ -17,7 +17,7 @@ a fine-tuning dir is served in this process by the module the export would
 save (`electra_tf.export.serving.serving_module`), an export is loaded with
 `tf.saved_model.load`, and both run its signature on the raw text.
 
-Input (`--input_file`, `-` or none with piped stdin for stdin; `--input_format`
+Input (`--input`, `-` or none with piped stdin for stdin; `--input_format`
 auto picks by extension, else by content):
 
     tsv / csv   classification: the text column(s) and an optional label column, by
@@ -48,6 +48,7 @@ progress line goes to stderr on long inputs when it is a terminal (or with
 `--progress`); stdout holds only the JSON Lines. Installed as `electra-predict`.
 """
 
+import os
 import sys
 
 from absl import app, flags
@@ -63,7 +64,7 @@ def define_flags(flag_values=None):
     """The flags (only when run as a program)."""
     fv = flags.FLAGS if flag_values is None else flag_values
     cli.define_init("A fine-tuning output dir or a TF Serving export (version or model folder).", flag_values=fv)
-    cli.define("string", "input_file", None, "Examples to predict; `-` or none (piped): stdin.", fv)
+    cli.define("string", "input", None, "Examples to predict; `-` or none (piped): stdin.", fv)
     cli.define("enum", "input_format", "auto", "Input format (auto: by extension, else by content).", fv,
                enum_values=list(FORMATS))
     cli.define("string", "output_file", None, "JSON Lines predictions (default: stdout).", fv)
@@ -90,10 +91,10 @@ def main(argv):
         raise app.UsageError("--init is required.")
     if FLAGS.batch_size < 1:
         raise app.UsageError(f"--batch_size must be positive. Received: {FLAGS.batch_size}")
-    path = FLAGS.input_file
+    path = FLAGS.input
     if path is None:
         if sys.stdin.isatty():
-            raise app.UsageError("--input_file is required (or pipe the examples into stdin).")
+            raise app.UsageError("--input is required (or pipe the examples into stdin).")
         path = "-"
     started = time.perf_counter()
     model = predictor.open_model(FLAGS.init)
@@ -102,12 +103,16 @@ def main(argv):
         text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column, label_column=FLAGS.label_column,
         header=FLAGS.header, token_column=FLAGS.token_column, tag_scheme=FLAGS.tag_scheme)
     examples = inputs.read_examples(path, FLAGS.input_format, model.kind, model.settings, options)
-    with writing.JsonLines(FLAGS.output_file) as out:
-        predictions = model.predict(examples, FLAGS.batch_size, out.write,
-                                    progress=FLAGS.progress or sys.stderr.isatty())
-        scores = scoring.score(model.kind, model.settings, examples, predictions)
-        if FLAGS.metrics_file and scores is not None:
-            writing.write_json(FLAGS.metrics_file, scores)
+    try:
+        with writing.JsonLines(FLAGS.output_file) as out:
+            predictions = model.predict(examples, FLAGS.batch_size, out.write,
+                                        progress=FLAGS.progress or sys.stderr.isatty())
+    except BrokenPipeError:  # `predict ... | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return
+    scores = scoring.score(model.kind, model.settings, examples, predictions)
+    if FLAGS.metrics_file and scores is not None:
+        writing.write_json(FLAGS.metrics_file, scores)
     seconds = time.perf_counter() - started
     if scores is not None:
         sys.stderr.write(scoring.summary(scores) + f" ({len(examples)} examples, {seconds:.1f} s)\n")
@@ -117,7 +122,6 @@ def run():
     """The `electra-predict` console script."""
     cli.quiet_console()
     define_flags()
-    flags.DEFINE_alias("input", "input_file")
     cli.run(main, aliases=ALIASES)
 
 

@@ -144,6 +144,12 @@ def served(models):
     return json.loads((root / "served.json").read_text())
 
 
+def stderr_lines(result):
+    """stderr less TensorFlow's C++ log lines (the tests run with TF_CPP_MIN_LOG_LEVEL=2)."""
+    return [line for line in result.stderr.splitlines()
+            if line.strip() and not re.match(r"[IWEF]\d{4} \d\d:\d\d:\d\d", line)]
+
+
 def predict(*args, stdin=None, check=True):
     result = run_python(["-m", "electra_tf.predict", *map(str, args)], input=stdin, check=check)
     lines = [json.loads(line) for line in result.stdout.splitlines()] if result.returncode == 0 else None
@@ -187,32 +193,32 @@ def assert_qa(lines, served):
         np.testing.assert_allclose(line["score"], row["score"], atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("source", ["finetuned", "exported"])
-def test_predict_equals_the_served_model_and_scores_the_gold_labels(models, served, source, tmp_path):
-    """Each kind, from a fine-tuning dir and from its export (the model folder: its highest version)."""
-    import seqeval.metrics
-
-    dirs, exports, inputs, _ = models
-    init = dirs if source == "finetuned" else {k: os.path.dirname(v) for k, v in exports.items()}
-
+def check_classification(init, inputs, served, tmp_path):
     metrics = tmp_path / "metrics.json"
-    result, lines = predict("--init", init["classification"], "--input_file", inputs["classification"],
-                            "--metrics_file", metrics, "--batch_size", 4)
-    assert_classification(lines, served["classification"])
+    result, lines = predict("--init", init, "--input", inputs, "--metrics_file", metrics, "--batch_size", 4)
+    assert_classification(lines, served)
     gold = [LABELS[int(r.split("\t")[1])] if r.split("\t")[1].isdigit() else r.split("\t")[1]
             for r in TSV.splitlines()[1:]]
-    accuracy = np.mean([label == g for label, g in zip(served["classification"]["label"], gold)])
+    accuracy = np.mean([label == g for label, g in zip(served["label"], gold)])
     assert json.loads(metrics.read_text()) == {"accuracy": pytest.approx(accuracy), "examples": len(gold)}
-    assert result.stderr.splitlines()[-1].startswith(f"accuracy {accuracy:.4f} (6 examples, ")
+    assert len(stderr_lines(result)) == 1  # the summary line alone (no progress: stderr is not a terminal)
+    assert stderr_lines(result)[-1].startswith(f"accuracy {accuracy:.4f} (6 examples, ")
 
-    result, lines = predict("--init", init["tagging"], "--input_file", inputs["tagging"],
-                            "--metrics_file", metrics, "--batch_size", 2)
+
+def check_tagging(init, served, tmp_path, **stdin_or_file):
+    """CoNLL input (a file, or stdin with `stdin=`): the served outputs, and seqeval's entity F1."""
+    import seqeval.metrics
+
+    metrics = tmp_path / "metrics.json"
+    source = ["--input", stdin_or_file["path"]] if "path" in stdin_or_file else []
+    _, lines = predict("--init", init, *source, "--metrics_file", metrics, "--batch_size", 2,
+                       stdin=stdin_or_file.get("stdin"))
     sentences = conll_sentences()
-    assert_tagging(lines, served["tagging"], [" ".join(w) for w, _ in sentences])
+    assert_tagging(lines, served, [" ".join(w) for w, _ in sentences])
     scores = json.loads(metrics.read_text())
     true = [t for _, t in sentences]
     predicted = []  # each CoNLL word's tag: the served word starting where it starts (`U.S.` -> `U` without
-    for (words, _), row in zip(sentences, rows_of(served["tagging"])):  # `serve_words`)
+    for (words, _), row in zip(sentences, rows_of(served)):  # `serve_words`)
         starts = np.cumsum([0] + [len(w) + 1 for w in words[:-1]]).tolist()
         predicted.append([row["tags"][row["word_start"].index(s)] for s in starts])
     assert scores["f1"] == pytest.approx(seqeval.metrics.f1_score(true, predicted))
@@ -221,13 +227,41 @@ def test_predict_equals_the_served_model_and_scores_the_gold_labels(models, serv
                                                               for t, p in zip(ts, ps)]))
     assert scores["sentences"] == 3
 
-    result, lines = predict("--init", init["span_qa"], "--input_file", inputs["span_qa"], "--metrics_file", metrics)
-    assert_qa(lines, served["span_qa"])
+
+def check_qa(init, inputs, served, tmp_path):
+    metrics = tmp_path / "metrics.json"
+    _, lines = predict("--init", init, "--input", inputs, "--metrics_file", metrics)
+    assert_qa(lines, served)
     golds = [g for _, _, _, g in squad_questions()]
     exact = 100 * np.mean([max(official_exact(line["answer"], g) for g in gs) for line, gs in zip(lines, golds)])
     f1 = 100 * np.mean([max(official_f1(line["answer"], g) for g in gs) for line, gs in zip(lines, golds)])
     scores = json.loads(metrics.read_text())
     assert (scores["exact"], scores["f1"], scores["total"]) == (pytest.approx(exact), pytest.approx(f1), 3)
+
+
+def test_classification_from_a_finetuning_dir_equals_the_served_model_and_is_scored(models, served, tmp_path):
+    dirs, _, inputs, _ = models
+    check_classification(dirs["classification"], inputs["classification"], served["classification"], tmp_path)
+
+
+def test_tagging_from_an_export_read_from_stdin_equals_the_served_model_and_is_scored(models, served, tmp_path):
+    """The model folder of the export (its highest version); CoNLL columns piped into stdin."""
+    _, exports, _, _ = models
+    check_tagging(os.path.dirname(exports["tagging"]), served["tagging"], tmp_path, stdin=CONLL)
+
+
+def test_qa_from_a_finetuning_dir_equals_the_served_model_and_is_scored(models, served, tmp_path):
+    dirs, _, inputs, _ = models
+    check_qa(dirs["span_qa"], inputs["span_qa"], served["span_qa"], tmp_path)
+
+
+@pytest.mark.large
+def test_every_kind_from_the_other_source(models, served, tmp_path):
+    """Classification and QA from the export's version folder, tagging from the fine-tuning dir."""
+    dirs, exports, inputs, _ = models
+    check_classification(exports["classification"], inputs["classification"], served["classification"], tmp_path)
+    check_tagging(dirs["tagging"], served["tagging"], tmp_path, path=inputs["tagging"])
+    check_qa(exports["span_qa"], inputs["span_qa"], served["span_qa"], tmp_path)
 
 
 def official_normalize(s):
@@ -249,37 +283,43 @@ def official_f1(prediction, gold):
     return 2 * precision * recall / (precision + recall)
 
 
-def test_stdin_jsonl_and_text_lines(models, served):
-    """Examples piped into stdin: JSON Lines (tagging by words and QA) and text lines (classification)."""
+@pytest.mark.large
+def test_stdin_jsonl_and_text_lines_and_an_output_file(models, served, tmp_path):
+    """Examples piped into stdin: text lines (classification, to --output_file), JSON Lines (tagging by words, QA)."""
     dirs, exports, _, _ = models
     texts = [line.split("\t")[0] for line in TSV.splitlines()[1:] if line.split("\t")[0]]
     keep = [i for i, line in enumerate(TSV.splitlines()[1:]) if line.split("\t")[0]]  # blank lines are skipped
-    _, lines = predict("--init", exports["classification"], stdin="\n".join(texts) + "\n")
+    out = tmp_path / "predictions.jsonl"
+    result, _ = predict("--init", exports["classification"], "--output_file", out, stdin="\n".join(texts) + "\n")
+    assert result.stdout == "" and not [p for p in os.listdir(tmp_path) if p.startswith(".partial")]
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert_classification(lines, {k: [v[i] for i in keep] for k, v in served["classification"].items()})
 
     sentences = conll_sentences()
     stdin = "".join(json.dumps({"words": w}) + "\n" for w, _ in sentences)
-    _, lines = predict("--init", dirs["tagging"], "--input_file", "-", stdin=stdin)
+    _, lines = predict("--init", dirs["tagging"], "--input", "-", stdin=stdin)
     assert_tagging(lines, served["tagging"], [" ".join(w) for w, _ in sentences])
 
     stdin = "".join(json.dumps({"id": q, "question": question, "context": c}) + "\n"
                     for q, question, c, _ in squad_questions())
-    result, lines = predict("--init", dirs["span_qa"], "--input_format", "jsonl", stdin=stdin)
+    result, lines = predict("--init", exports["span_qa"], "--input_format", "jsonl", stdin=stdin)
     assert_qa(lines, served["span_qa"])
-    assert result.stderr.strip() == ""  # no gold answers: no score line
+    assert stderr_lines(result) == []  # no gold answers: no score line
 
 
-def test_output_file_is_written_whole(models, tmp_path):
-    dirs, _, inputs, _ = models
+def test_an_output_file_is_written_whole_or_not_at_all(tmp_path):
+    from electra_tf.predicting.writing import JsonLines
+
     out = tmp_path / "predictions.jsonl"
     out.write_text("an earlier file\n")
-    result, _ = predict("--init", dirs["classification"], "--input_file", tmp_path / "missing.tsv",
-                        "--output_file", out, check=False)
-    assert result.returncode == 1 and out.read_text() == "an earlier file\n"
-    result, lines = predict("--init", dirs["classification"], "--input_file", inputs["classification"],
-                            "--output_file", out)
-    assert result.stdout == "" and len(out.read_text().splitlines()) == 6
-    assert not [p for p in os.listdir(tmp_path) if p.startswith(".partial")]
+    with pytest.raises(KeyboardInterrupt):
+        with JsonLines(str(out)) as lines:
+            lines.write({"label": "positive"})
+            raise KeyboardInterrupt
+    assert out.read_text() == "an earlier file\n" and os.listdir(tmp_path) == ["predictions.jsonl"]
+    with JsonLines(str(out)) as lines:
+        lines.write({"label": "négatif"})
+    assert out.read_text() == '{"label": "négatif"}\n' and os.listdir(tmp_path) == ["predictions.jsonl"]
 
 
 BAD_INPUTS = [
@@ -292,32 +332,46 @@ BAD_INPUTS = [
     ("classification", "labels.tsv", "sentence\tlabel\ngood\tneutral\n",
      r"labels\.tsv:2: label 'neutral' is none of the model's labels"),
     ("classification", "bad.jsonl", '{"text": "good"}\n{"text": "bad"\n', r"bad\.jsonl:2: not valid JSON"),
+    ("classification", "field.jsonl", '{"text": "good"}\n{"sentence": 3}\n', r'field\.jsonl:2: "sentence" must be a str'),
     ("tagging", "bad.conll", "Peter NNP B-PER\nlives VBZ\n", r"bad\.conll:2: 2 columns, but the first data line"),
+    ("tagging", "tags.conll", "Peter NNP X-PER\n", r"tags\.conll:1: 'X-PER' is not a IOB2 tag"),
     ("span_qa", "bad.json", '{"data": [{"paragraphs": [{"context": 3}]}]}',
      r"bad\.json: `data\[0\]\.paragraphs\[0\]\.context` must be a str"),
+    ("span_qa", "empty.jsonl", '{"question": " ", "context": "Paris."}\n', r"empty\.jsonl:1: empty question"),
+    ("span_qa", "lines.txt", "Where is Paris?\n", r"lines\.txt: a span_qa model reads squad, jsonl, not text"),
 ]
+SETTINGS = {"classification": {"label_names": LABELS}, "tagging": {"label_names": TAGS, "spans": True},
+            "span_qa": {}}
 
 
 @pytest.mark.parametrize("kind,name,content,message", BAD_INPUTS, ids=[b[1] for b in BAD_INPUTS])
-def test_bad_input_is_one_error_line(models, tmp_path, kind, name, content, message):
-    dirs, _, _, _ = models
+def test_bad_input_names_the_file_and_line(tmp_path, kind, name, content, message):
+    from electra_tf.predicting.inputs import read_examples
+
     path = tmp_path / name
     if content is not None:
         path.write_bytes(content if isinstance(content, bytes) else content.encode())
-    result, _ = predict("--init", dirs[kind], "--input_file", path, check=False)
-    assert result.returncode == 1, result.stderr[-2000:]
-    assert result.stdout == ""
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and re.match(r"error: " + message, lines[0]), result.stderr[-2000:]
+    with pytest.raises((ValueError, FileNotFoundError)) as error:
+        read_examples(str(path), "auto", kind, SETTINGS[kind])
+    assert re.search(message, str(error.value)), str(error.value)
+
+
+def test_bad_input_file_is_one_error_line_and_exit_1(models, tmp_path):
+    dirs, _, _, _ = models
+    path = tmp_path / "latin1.tsv"
+    path.write_bytes(b"sentence\tlabel\nfine\t1\ncaf\xe9\t0\n")
+    result, _ = predict("--init", dirs["classification"], "--input", path, check=False)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert stderr_lines(result) == [f"error: {path}:3: not UTF-8 text (byte 0xe9 at column 4)."]
 
 
 def test_a_folder_that_is_not_a_model_is_one_error_line(models, tmp_path):
     _, _, inputs, root = models
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "config.json").write_text("{}")
-    result, _ = predict("--init", tmp_path / "run", "--input_file", inputs["classification"], check=False)
-    assert result.returncode == 1
-    assert result.stderr.strip().splitlines() == [
+    result, _ = predict("--init", tmp_path / "run", "--input", inputs["classification"], check=False)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert stderr_lines(result) == [
         f"error: --init {tmp_path / 'run'} is neither a fine-tuning output dir (no classifier.keras, "
         "token_classifier.keras, question_answerer.keras) nor a TF Serving export (no saved_model.pb in it or in "
         "a numbered version folder): fine-tune with `python -m electra_tf.finetune` first."]

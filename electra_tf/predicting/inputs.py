@@ -101,7 +101,7 @@ def _read_text(path, name):
         if not os.path.exists(path):
             raise FileNotFoundError(f"Input file not found: {path}")
         if os.path.isdir(path):
-            raise IsADirectoryError(f"{path} is a folder; --input_file takes a file.")
+            raise IsADirectoryError(f"{path} is a folder; --input takes a file.")
         with open(path, "rb") as f:
             data = f.read()
     try:
@@ -125,8 +125,6 @@ def _detect(path, text, kind):
             return "squad"  # an object over several lines
     if kind == TAGGING and _looks_like_conll(text):
         return "conll"
-    if kind == SPAN_QA:
-        return "squad"
     return "text"
 
 
