@@ -201,11 +201,11 @@ def main(argv):
              f"random weights; batch {FLAGS.batch_size}. End to end: the command in a fresh process, start to exit "
              "(`--output_file`); steady state: `ServedPredictor.predict` in one process after a warm-up pass.", "",
              "| kind | input | `--init` | examples | end to end s | end to end examples/s | steady s | "
-             "steady examples/s |", "|---|---|---|---:|---:|---:|---:|---:|"]
+             "steady examples/s | start-up s (end to end - steady) |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         lines.append(f"| {row['kind']} | {what[row['kind']]} | {row['source']} | {row['examples']} | "
                      f"{row['end_to_end_s']} | {row['end_to_end_examples_per_s']} | {row['steady_s']} | "
-                     f"{row['steady_examples_per_s']} |")
+                     f"{row['steady_examples_per_s']} | {row['end_to_end_s'] - row['steady_s']:.1f} |")
     lines += ["", "The commands timed (per kind):", "", "```",
               "python -m electra_tf.predict --init <finetuning dir | serving/<kind>/1> --input <input> "
               f"--output_file predictions.jsonl --batch_size {FLAGS.batch_size}", "```", ""]

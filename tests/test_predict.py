@@ -365,13 +365,35 @@ def test_bad_input_file_is_one_error_line_and_exit_1(models, tmp_path):
     assert stderr_lines(result) == [f"error: {path}:3: not UTF-8 text (byte 0xe9 at column 4)."]
 
 
-def test_a_folder_that_is_not_a_model_is_one_error_line(models, tmp_path):
-    _, _, inputs, root = models
+def test_a_folder_that_is_not_a_model_is_a_clear_error(tmp_path):
+    from electra_tf.predicting.predictor import open_model
+
     (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "config.json").write_text("{}")
-    result, _ = predict("--init", tmp_path / "run", "--input", inputs["classification"], check=False)
-    assert (result.returncode, result.stdout) == (1, "")
-    assert stderr_lines(result) == [
-        f"error: --init {tmp_path / 'run'} is neither a fine-tuning output dir (no classifier.keras, "
+    (tmp_path / "run" / "config.json").write_text("{}")  # a pre-training run, say
+    with pytest.raises(FileNotFoundError) as error:
+        open_model(str(tmp_path / "run"))
+    assert str(error.value) == (
+        f"--init {tmp_path / 'run'} is neither a fine-tuning output dir (no classifier.keras, "
         "token_classifier.keras, question_answerer.keras) nor a TF Serving export (no saved_model.pb in it or in "
-        "a numbered version folder): fine-tune with `python -m electra_tf.finetune` first."]
+        "a numbered version folder): fine-tune with `python -m electra_tf.finetune` first.")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        open_model(str(tmp_path / "missing"))
+
+
+def test_an_export_folder_resolves_to_its_highest_complete_version(tmp_path):
+    """As TF Serving: numbered folders with a saved_model.pb; an interrupted export (partial-N, no .pb) is not one."""
+    from electra_tf.predicting.predictor import export_version
+
+    model = tmp_path / "base" / "movie"
+    for name, complete in (("1", True), ("3", True), ("12", False), ("partial-20", True)):
+        (model / name).mkdir(parents=True)
+        if complete:
+            (model / name / "saved_model.pb").write_bytes(b"")
+    assert export_version(str(model / "1")) == str(model / "1")
+    assert export_version(str(model)) == str(model / "3")
+    assert export_version(str(tmp_path / "base")) == str(model / "3")  # the base folder of one model
+    (tmp_path / "base" / "other" / "1").mkdir(parents=True)
+    (tmp_path / "base" / "other" / "1" / "saved_model.pb").write_bytes(b"")
+    with pytest.raises(ValueError, match="holds several served models \\(movie, other\\)"):
+        export_version(str(tmp_path / "base"))
+    assert export_version(str(tmp_path)) is None
