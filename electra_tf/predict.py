@@ -97,12 +97,13 @@ def main(argv):
             raise app.UsageError("--input is required (or pipe the examples into stdin).")
         path = "-"
     started = time.perf_counter()
-    model = predictor.open_model(FLAGS.init)
     writing.check_writable(FLAGS.output_file, FLAGS.metrics_file)
+    text = inputs.read_text(path)  # a missing or not-UTF-8 file fails before the model loads
+    model = predictor.open_model(FLAGS.init)
     options = inputs.ReadOptions(
         text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column, label_column=FLAGS.label_column,
         header=FLAGS.header, token_column=FLAGS.token_column, tag_scheme=FLAGS.tag_scheme)
-    examples = inputs.read_examples(path, FLAGS.input_format, model.kind, model.settings, options)
+    examples = inputs.read_examples(path, FLAGS.input_format, model.kind, model.settings, options, text=text)
     try:
         with writing.JsonLines(FLAGS.output_file) as out:
             predictions = model.predict(examples, FLAGS.batch_size, out.write,

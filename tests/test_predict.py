@@ -53,8 +53,8 @@ for name, (path, signature, inputs) in requests.items():
     signatures = tf.saved_model.load(path).signatures
     signature = signature if signature in signatures else "serving_default"
     values = signatures[signature](**{k: tf.constant(v) for k, v in inputs.items()})
-    out[name] = {k: (np.vectorize(bytes.decode, otypes=[str])(v.numpy()) if v.dtype == tf.string else v.numpy()).tolist()
-                 for k, v in values.items()}
+    decode = np.vectorize(bytes.decode, otypes=[str])
+    out[name] = {k: (decode(v.numpy()) if v.dtype == tf.string else v.numpy()).tolist() for k, v in values.items()}
 assert not any(m.startswith(("electra_tf", "keras_hub")) for m in sys.modules), "imported project code"
 json.dump(out, open(sys.argv[2], "w"))
 """
@@ -332,7 +332,8 @@ BAD_INPUTS = [
     ("classification", "labels.tsv", "sentence\tlabel\ngood\tneutral\n",
      r"labels\.tsv:2: label 'neutral' is none of the model's labels"),
     ("classification", "bad.jsonl", '{"text": "good"}\n{"text": "bad"\n', r"bad\.jsonl:2: not valid JSON"),
-    ("classification", "field.jsonl", '{"text": "good"}\n{"sentence": 3}\n', r'field\.jsonl:2: "sentence" must be a str'),
+    ("classification", "field.jsonl", '{"text": "good"}\n{"sentence": 3}\n',
+     r'field\.jsonl:2: "sentence" must be a str'),
     ("tagging", "bad.conll", "Peter NNP B-PER\nlives VBZ\n", r"bad\.conll:2: 2 columns, but the first data line"),
     ("tagging", "tags.conll", "Peter NNP X-PER\n", r"tags\.conll:1: 'X-PER' is not a IOB2 tag"),
     ("span_qa", "bad.json", '{"data": [{"paragraphs": [{"context": 3}]}]}',

@@ -64,7 +64,7 @@ class ReadOptions:
     tag_scheme: str = "IOB2"
 
 
-def read_examples(path, input_format, kind, settings, options=None):
+def read_examples(path, input_format, kind, settings, options=None, text=None):
     """Reads `path` (`-`: stdin) as `input_format` ("auto": by extension, else by content) for a `kind` model.
 
     Args:
@@ -73,13 +73,14 @@ def read_examples(path, input_format, kind, settings, options=None):
         kind: str. "classification", "tagging" or "span_qa".
         settings: dict. The model's serving config (`label_names`, `pair`, `regression`, `spans`).
         options: `ReadOptions` or None.
+        text: str or None. The input's text, when already read (`read_text`).
 
     Returns:
         list of `Example`, in input order.
     """
     options = options or ReadOptions()
     name = STDIN if path == "-" else path
-    text = _read_text(path, name)
+    text = read_text(path) if text is None else text
     if input_format == "auto":
         input_format = _detect(path, text, kind)
     if input_format not in FORMATS_OF_KIND[kind]:
@@ -93,8 +94,9 @@ def read_examples(path, input_format, kind, settings, options=None):
     return examples
 
 
-def _read_text(path, name):
-    """The whole input as str; not-UTF-8 bytes are an error naming the line."""
+def read_text(path):
+    """The whole input (`-`: stdin) as str; not-UTF-8 bytes are an error naming the line."""
+    name = STDIN if path == "-" else path
     if path == "-":
         data = sys.stdin.buffer.read()
     else:
