@@ -15,10 +15,10 @@ from electra_tf import cli
 from helpers import REPO, run_python
 
 CLIS = ["electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export.__main__", "electra_tf.convert.__main__",
-        "electra_tf.pipelines.build_pretraining_data", "electra_tf.pipelines.build_vocab",
+        "electra_tf.predict", "electra_tf.pipelines.build_pretraining_data", "electra_tf.pipelines.build_vocab",
         "electra_tf.pipelines.inspect_records"]
-CONSOLE_SCRIPTS = {"electra-pretrain", "electra-finetune", "electra-export", "electra-convert", "electra-build-data",
-                   "electra-build-vocab"}
+CONSOLE_SCRIPTS = {"electra-pretrain", "electra-finetune", "electra-export", "electra-convert", "electra-predict",
+                   "electra-build-data", "electra-build-vocab"}
 
 
 def console_scripts():
@@ -31,7 +31,7 @@ def test_importing_every_cli_in_one_process_defines_no_flag_and_loads_no_tensorf
     """No DuplicateFlagError; and TensorFlow loads only once a CLI runs (after `cli.quiet_console`)."""
     code = ("import sys\n"
             "import electra_tf.pretrain, electra_tf.finetune, electra_tf.export, electra_tf.export.__main__, "
-            "electra_tf.convert.__main__\n"
+            "electra_tf.convert.__main__, electra_tf.predict\n"
             "from absl import flags\n"
             "print(sorted(n for n in flags.FLAGS if n in ('model_dir', 'init', 'output_dir', 'seq_length')))\n"
             "print('tensorflow' in sys.modules)")
@@ -41,7 +41,7 @@ def test_importing_every_cli_in_one_process_defines_no_flag_and_loads_no_tensorf
     assert result.stdout.split() == ["[]", "False"]
 
 
-@pytest.mark.parametrize("module", CLIS[:4])
+@pytest.mark.parametrize("module", CLIS[:5])
 def test_each_cli_speaks_the_shared_vocabulary(module):
     program = importlib.import_module(module)
     registered = flags.FlagValues()
@@ -52,7 +52,7 @@ def test_each_cli_speaks_the_shared_vocabulary(module):
         assert new in registered and name not in registered, (module, name)
 
 
-@pytest.mark.parametrize("module", CLIS[4:])
+@pytest.mark.parametrize("module", CLIS[5:])
 def test_the_pipelines_accept_their_old_spellings(module):
     program = importlib.import_module(module)
     assert set(program.ALIASES.values()) <= {"vocab_file", "seq_length"}

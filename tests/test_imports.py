@@ -24,8 +24,9 @@ LAYERS = {
     "layers": ("electra_tf.layers",),
     "models": ("electra_tf.models",),
     "convert": ("electra_tf.convert",),
-    "training": ("electra_tf.run_files", "electra_tf.training", "electra_tf.finetuning", "electra_tf.export"),
-    "programs": ("electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export.__main__",
+    "training": ("electra_tf.run_files", "electra_tf.training", "electra_tf.finetuning", "electra_tf.export",
+                 "electra_tf.predicting"),
+    "programs": ("electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export.__main__", "electra_tf.predict",
                  "electra_tf.convert.__main__", "electra_tf.demo_data", "electra_tf.data_scripts"),
 }
 ROOT_LAYER = "core"  # the package's own `__init__` (exactly `electra_tf`)

@@ -65,17 +65,11 @@ def main(argv):
             raise app.UsageError(f"--{name} is required.")
     guard(FLAGS.kind, FLAGS.init, FLAGS.output_dir, FLAGS.model_name, FLAGS.version)
     if FLAGS.kind == "serving":
-        from electra_tf.export.serving import export_serving, load_finetuned
+        from electra_tf.export.serving import export_serving, load_finetuned, serving_settings
 
         classifier, vocab_file, config = load_finetuned(FLAGS.init)
-        path = export_serving(
-            classifier, FLAGS.vocab_file or vocab_file, FLAGS.output_dir, FLAGS.model_name, FLAGS.version,
-            label_names=config.get("label_names") or None,
-            seq_length=FLAGS.seq_length or config.get("max_seq_length", 128),
-            pair=config.get("pair", False), task=config.get("task", ""), stride=config.get("stride"),
-            qa_settings={k: config.get(k) for k in ("doc_stride", "max_query_length", "max_answer_length",
-                                                    "null_threshold")},
-        )
+        path = export_serving(classifier, FLAGS.vocab_file or vocab_file, FLAGS.output_dir, FLAGS.model_name,
+                              FLAGS.version, **serving_settings(config, FLAGS.seq_length))
     else:
         from electra_tf.run_files import load_init
 

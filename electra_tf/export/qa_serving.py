@@ -197,10 +197,16 @@ def export_qa_serving(model, vocab_file, base_dir, model_name="electra", version
         out["answer"].shape  # (1,): an untrained model's answer, a span of the context
         ```
     """
+    module = qa_serving_module(model, vocab_file, seq_length, doc_stride, max_query_length, max_answer_length,
+                               null_threshold, task)
+    return save_version(module, version_dir(base_dir, model_name, version))
+
+
+def qa_serving_module(model, vocab_file, seq_length=384, doc_stride=128, max_query_length=64, max_answer_length=30,
+                      null_threshold=None, task=""):
+    """The `QAServingModule` that `export_qa_serving` saves (same arguments), arguments checked."""
     if seq_length > model.encoder.max_sequence_length:
         raise ValueError(f"`seq_length={seq_length}` exceeds the encoder's "
                          f"`max_sequence_length={model.encoder.max_sequence_length}`.")
-    path = version_dir(base_dir, model_name, version)
-    module = QAServingModule(model, vocab_file, seq_length, doc_stride, max_query_length, max_answer_length,
-                             null_threshold, task)
-    return save_version(module, path)
+    return QAServingModule(model, vocab_file, seq_length, doc_stride, max_query_length, max_answer_length,
+                           null_threshold, task)

@@ -147,21 +147,76 @@ def export_serving(classifier, vocab_file, base_dir, model_name="electra", versi
         # (1, 2)
         ```
     """
+    module = _serving_module(classifier, vocab_file, label_names, seq_length, pair, task, stride, qa_settings)
+    return save_version(module, version_dir(base_dir, model_name, version))
+
+
+def serving_settings(config, seq_length=None):
+    """`export_serving`'s keyword arguments for a model whose `finetune_config.json` holds `config`.
+
+    Args:
+        config: dict. What `load_finetuned` returns beside the model.
+        seq_length: int or None. Default: the fine-tuning `max_seq_length` (else 128).
+    """
+    return dict(
+        label_names=config.get("label_names") or None, seq_length=seq_length or config.get("max_seq_length", 128),
+        pair=config.get("pair", False), task=config.get("task", ""), stride=config.get("stride"),
+        qa_settings={k: config.get(k) for k in ("doc_stride", "max_query_length", "max_answer_length",
+                                                "null_threshold")})
+
+
+def serving_module(model, vocab_file, config, seq_length=None):
+    """The `tf.Module` that `export_serving` saves for a fine-tuned model, built in this process.
+
+    Its `signatures()` are the exported SavedModel's signatures, as `tf.function`s:
+    calling them runs what TF Serving runs (`electra_tf.predict` does, on a
+    fine-tuning output dir).
+
+    Args:
+        model: `ElectraClassifier`, `ElectraTokenClassifier` or `ElectraQuestionAnswerer`.
+        vocab_file: str. Its vocabulary.
+        config: dict. Its `finetune_config.json` (`load_finetuned`).
+        seq_length: int or None. Default: the fine-tuning `max_seq_length`.
+
+    Example:
+        ```python
+        import pathlib
+
+        import tensorflow as tf
+
+        from electra_tf.export.serving import serving_module
+        from electra_tf.models.classifier import ElectraClassifier
+        from electra_tf.models.encoder import ElectraEncoder
+
+        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "fine", "film"]
+        pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
+        encoder = ElectraEncoder(vocab_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=32,
+                                 embedding_dim=16, intermediate_dim=64)
+        classifier = ElectraClassifier(encoder, num_labels=2)  # fine-tuned, in practice
+        classifier.build()
+        module = serving_module(classifier, "vocab.txt", {"label_names": ["neg", "pos"], "max_seq_length": 16})
+        module.signatures()["serving_default"](text=tf.constant(["a fine film"]))["label"].shape  # (1,)
+        ```
+    """
+    return _serving_module(model, vocab_file, **serving_settings(config, seq_length))
+
+
+def _serving_module(classifier, vocab_file, label_names=None, seq_length=128, pair=False, task="", stride=None,
+                    qa_settings=None):
+    """The serving `tf.Module` of a classifier, tagger or question answerer (`export_serving`'s arguments)."""
     from electra_tf.models.question_answerer import ElectraQuestionAnswerer
     from electra_tf.models.token_classifier import ElectraTokenClassifier
 
     if isinstance(classifier, ElectraQuestionAnswerer):
-        from electra_tf.export.qa_serving import export_qa_serving
+        from electra_tf.export.qa_serving import qa_serving_module
 
         qa = {k: v for k, v in (qa_settings or {}).items() if v is not None}
-        return export_qa_serving(classifier, vocab_file, base_dir, model_name, version, seq_length=seq_length,
-                                 task=task, **qa)
+        return qa_serving_module(classifier, vocab_file, seq_length=seq_length, task=task, **qa)
     if isinstance(classifier, ElectraTokenClassifier):
-        from electra_tf.export.tagging_serving import export_tagging_serving
+        from electra_tf.export.tagging_serving import tagging_serving_module
 
-        return export_tagging_serving(classifier, vocab_file, base_dir, model_name, version,
-                                      label_names=label_names, seq_length=seq_length, task=task,
-                                      stride=stride)
+        return tagging_serving_module(classifier, vocab_file, label_names=label_names, seq_length=seq_length,
+                                      task=task, stride=stride)
     if not isinstance(classifier, ElectraClassifier):
         raise TypeError(
             "A serving export needs a fine-tuned `ElectraClassifier` (encoder + task head). "
@@ -179,9 +234,7 @@ def export_serving(classifier, vocab_file, base_dir, model_name="electra", versi
     if seq_length > classifier.encoder.max_sequence_length:
         raise ValueError(f"`seq_length={seq_length}` exceeds the encoder's "
                          f"`max_sequence_length={classifier.encoder.max_sequence_length}`.")
-    path = version_dir(base_dir, model_name, version)
-    module = ServingModule(classifier, vocab_file, label_names, seq_length, pair, regression, task)
-    return save_version(module, path)
+    return ServingModule(classifier, vocab_file, label_names, seq_length, pair, regression, task)
 
 
 def load_finetuned(model_dir):

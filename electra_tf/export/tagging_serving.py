@@ -303,6 +303,12 @@ def export_tagging_serving(tagger, vocab_file, base_dir, model_name="electra", v
         loaded.signatures["serving_default"](text=tf.constant(["Peter lives in Paris."]))["entity_text"]
         ```
     """
+    module = tagging_serving_module(tagger, vocab_file, label_names, seq_length, spans, task, stride)
+    return save_version(module, version_dir(base_dir, model_name, version))
+
+
+def tagging_serving_module(tagger, vocab_file, label_names=None, seq_length=128, spans=None, task="", stride=None):
+    """The `TaggingServingModule` that `export_tagging_serving` saves (same arguments), arguments checked."""
     if label_names is None or len(label_names) != tagger.num_labels:
         raise ValueError(f"Need one label name per output unit ({tagger.num_labels}). "
                          f"Received: `label_names={label_names}`")
@@ -311,6 +317,4 @@ def export_tagging_serving(tagger, vocab_file, base_dir, model_name="electra", v
     if seq_length > tagger.encoder.max_sequence_length:
         raise ValueError(f"`seq_length={seq_length}` exceeds the encoder's "
                          f"`max_sequence_length={tagger.encoder.max_sequence_length}`.")
-    path = version_dir(base_dir, model_name, version)
-    module = TaggingServingModule(tagger, vocab_file, label_names, seq_length, spans, task, stride)
-    return save_version(module, path)
+    return TaggingServingModule(tagger, vocab_file, label_names, seq_length, spans, task, stride)

@@ -1,0 +1,130 @@
+r"""Predicts with a fine-tuned model: `python -m electra_tf.predict --init MODEL --input FILE`.
+
+    # classification: a TSV with the task's columns (scored when it has labels)
+    python -m electra_tf.predict --init runs/movie_polarity --input data/movie_polarity/dev.tsv \
+        --output_file predictions.jsonl
+    # tagging: CoNLL columns (scored against the tags), or raw text lines
+    python -m electra_tf.predict --init runs/conll2003 --input conll2003/dev.txt
+    echo "Peter Blackburn lives in Brussels." | python -m electra_tf.predict --init runs/conll2003
+    # question answering: SQuAD JSON (scored: EM / F1), or JSON Lines {"question": ..., "context": ...}
+    python -m electra_tf.predict --init /tmp/serving/squad --input squad/dev.json
+
+`--init` is a fine-tuning output dir (`python -m electra_tf.finetune
+--output_dir`) or a TF Serving export (`python -m electra_tf.export --kind
+serving`): a version folder, or the model folder above it (its highest
+complete version). Either way the predictions are the served SavedModel's:
+a fine-tuning dir is served in this process by the module the export would
+save (`electra_tf.export.serving.serving_module`), an export is loaded with
+`tf.saved_model.load`, and both run its signature on the raw text.
+
+Input (`--input`, `-` or none with piped stdin for stdin; `--input_format`
+auto picks by extension, else by content):
+
+    tsv / csv   classification: the text column(s) and an optional label column, by
+                header name (sentence, text, text_a, sentence1, question, ...;
+                `--text_a_column` / `--text_b_column` / `--label_column` choose)
+    conll       tagging: one word per line, whitespace-separated columns, a blank
+                line between sentences; tags in `--label_column` (-1) are scored
+    squad       question answering: SQuAD 1.1 / 2.0 JSON, answers scored
+    jsonl       {"text": ..., "text_b": ..., "label": ...} | {"words": [...], "tags": [...]}
+                | {"text": ...} (tagging) | {"id": ..., "question": ..., "context": ...,
+                "answers": [...]} (QA)
+    text        one example per line (pairs: text_a TAB text_b; tagging: raw text)
+
+Output (`--output_file` or stdout): JSON Lines, one object per example, in input order:
+
+    classification  {"label": "positive", "probabilities": {"negative": 0.1, "positive": 0.9}}
+                    (regression: {"score": 3.2})
+    tagging         {"text": ..., "words": [...], "tags": [...], "entities":
+                     [{"text": "Peter Blackburn", "type": "PER", "start": 0, "end": 15}]}
+    QA              {"id": ..., "answer": ..., "start": 12, "end": 18, "score": -0.7,
+                     "no_answer": false}
+
+Offsets are characters of the text (tagging: of the words joined by single
+spaces), end exclusive. When the input has gold labels (a label column,
+CoNLL tags, SQuAD answers) the predictions are scored (accuracy, entity F1,
+SQuAD EM / F1): one summary line on stderr and `--metrics_file` JSON. A
+progress line goes to stderr on long inputs when it is a terminal (or with
+`--progress`); stdout holds only the JSON Lines. Installed as `electra-predict`.
+"""
+
+import os
+import sys
+
+from absl import app, flags
+
+from electra_tf import cli
+
+FLAGS = flags.FLAGS
+ALIASES = {}
+FORMATS = ("auto", "tsv", "csv", "conll", "squad", "jsonl", "text")
+
+
+def define_flags(flag_values=None):
+    """The flags (only when run as a program)."""
+    fv = flags.FLAGS if flag_values is None else flag_values
+    cli.define_init("A fine-tuning output dir or a TF Serving export (version or model folder).", flag_values=fv)
+    cli.define("string", "input", None, "Examples to predict; `-` or none (piped): stdin.", fv)
+    cli.define("enum", "input_format", "auto", "Input format (auto: by extension, else by content).", fv,
+               enum_values=list(FORMATS))
+    cli.define("string", "output_file", None, "JSON Lines predictions (default: stdout).", fv)
+    cli.define("string", "metrics_file", None, "Scores against the input's gold labels, as JSON.", fv)
+    cli.define("integer", "batch_size", 32, "Examples per call of the serving signature.", fv)
+    cli.define("bool", "progress", False, "Progress on stderr even when it is not a terminal.", fv)
+    cli.define("string", "text_a_column", None, "TSV/CSV: column of the (first) text (header name or index).", fv)
+    cli.define("string", "text_b_column", None, "TSV/CSV: column of the second text (pair tasks).", fv)
+    cli.define("string", "label_column", None, "TSV/CSV: gold label column; CoNLL: tag column (default -1).", fv)
+    cli.define("bool", "header", True, "TSV/CSV: the first line names the columns.", fv)
+    cli.define("integer", "token_column", 0, "CoNLL: column of the word.", fv)
+    cli.define("enum", "tag_scheme", "IOB2", "CoNLL: scheme of the gold span tags.", fv,
+               enum_values=["IOB1", "IOB2", "BIOES"])
+
+
+def main(argv):
+    import time
+
+    from electra_tf.predicting import inputs, predictor, scoring, writing
+
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    if not FLAGS.init:
+        raise app.UsageError("--init is required.")
+    if FLAGS.batch_size < 1:
+        raise app.UsageError(f"--batch_size must be positive. Received: {FLAGS.batch_size}")
+    path = FLAGS.input
+    if path is None:
+        if sys.stdin.isatty():
+            raise app.UsageError("--input is required (or pipe the examples into stdin).")
+        path = "-"
+    started = time.perf_counter()
+    writing.check_writable(FLAGS.output_file, FLAGS.metrics_file)
+    text = inputs.read_text(path)  # a missing or not-UTF-8 file fails before the model loads
+    model = predictor.open_model(FLAGS.init)
+    options = inputs.ReadOptions(
+        text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column, label_column=FLAGS.label_column,
+        header=FLAGS.header, token_column=FLAGS.token_column, tag_scheme=FLAGS.tag_scheme)
+    examples = inputs.read_examples(path, FLAGS.input_format, model.kind, model.settings, options, text=text)
+    try:
+        with writing.JsonLines(FLAGS.output_file) as out:
+            predictions = model.predict(examples, FLAGS.batch_size, out.write,
+                                        progress=FLAGS.progress or sys.stderr.isatty())
+    except BrokenPipeError:  # `predict ... | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return
+    scores = scoring.score(model.kind, model.settings, examples, predictions)
+    if FLAGS.metrics_file and scores is not None:
+        writing.write_json(FLAGS.metrics_file, scores)
+    seconds = time.perf_counter() - started
+    if scores is not None:
+        sys.stderr.write(scoring.summary(scores) + f" ({len(examples)} examples, {seconds:.1f} s)\n")
+
+
+def run():
+    """The `electra-predict` console script."""
+    cli.quiet_console()
+    define_flags()
+    cli.run(main, aliases=ALIASES)
+
+
+if __name__ == "__main__":
+    run()
