@@ -92,6 +92,10 @@ def test_pages_are_all_listed_and_skips_match():
     skipped = {(page, _first_line(code)) for page in PAGES for _, _, code, _, skip in blocks(page) if skip}
     assert skipped == set(SKIPPED), skipped ^ set(SKIPPED)
     assert sum(len(blocks(page)) for page in PAGES) >= 20
+    for page in PAGES:  # every `<!-- test: ... -->` stands right above the block it replaces
+        text = (REPO / page).read_text(encoding="utf-8")
+        attached = len(re.findall(r"^<!--[ \t]*test:.*?-->\n```(?:bash|python)[ \t]*$", text, re.M))
+        assert attached == len(re.findall(r"^<!--[ \t]*test:", text, re.M)), page
 
 
 def test_readme_is_a_front_door():
