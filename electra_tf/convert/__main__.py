@@ -111,8 +111,8 @@ def main(argv):
         names = missing[0] if len(missing) == 1 else f"{', '.join(missing[:-1])} and {missing[-1]}"
         raise app.UsageError(f"{names} {'is' if len(missing) == 1 else 'are'} required.")
     logging.set_verbosity(logging.INFO)
-    return convert(FLAGS["from"].value, FLAGS.input, FLAGS.to, FLAGS.output_dir, FLAGS.num_heads,
-                   FLAGS.generator_num_heads)
+    # Not returned: absl's app.run exits with main's return value, and a list exits 1.
+    convert(FLAGS["from"].value, FLAGS.input, FLAGS.to, FLAGS.output_dir, FLAGS.num_heads, FLAGS.generator_num_heads)
 
 
 def run():
