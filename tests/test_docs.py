@@ -19,7 +19,7 @@ Python blocks that do not import electra_tf must not import it indirectly
 tensorflow-text). The gRPC example's `localhost:8500` is pointed at a test
 server (`grpc_server`): a PredictionService in this process on 127.0.0.1 that
 answers `Predict` from the exported SavedModel, in place of the model server
-binary. Run time: 1,000 s on 2 cores shared with other jobs (load average about 9;
+binary. Run time: 907 s on 2 cores shared with other jobs (load average 6 to 9;
 the demo data build 70 s, the blocks' processes the rest, each paying TensorFlow's start-up).
 """
 
