@@ -1,4 +1,4 @@
-"""Finds the code examples of docstrings and Markdown files, and runs them (see `test_docstring_examples`).
+"""Finds the code examples of docstrings, and runs them (see `test_docstring_examples`).
 
 Docstrings are read from the source with `ast`, not by importing: collecting
 costs no TensorFlow import, and modules that define absl flags at import time
@@ -129,22 +129,6 @@ def package_examples(packages=PACKAGES):
                 example = parse_text(name, path, text, line)
                 if example.blocks or example.shell or example.example_sections:
                     examples.append(example)
-    return examples
-
-
-def markdown_examples(path):
-    """The python blocks of a Markdown file, one `DocExample` each, named by the heading above it
-    (`README.md: From your own Keras script`; a second block under the same heading adds ` (2)`)."""
-    text = path.read_text(encoding="utf-8")
-    examples, heading, seen = [], path.name, {}
-    for match in re.finditer(r"^#+[ \t]+([^\n]*)$|^```[ \t]*python[ \t]*\n(.*?)^```[ \t]*$", text, re.M | re.S):
-        if match.group(1) is not None:
-            heading = match.group(1).strip()
-            continue
-        line = _lineno(text, match.start(2), 1)
-        seen[heading] = seen.get(heading, 0) + 1
-        name = f"{path.name}: {heading}" + (f" ({seen[heading]})" if seen[heading] > 1 else "")
-        examples.append(DocExample(name, path, [("python", match.group(2), line)]))
     return examples
 
 

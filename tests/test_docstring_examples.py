@@ -1,8 +1,8 @@
-"""Every docstring example of `electra_tf`, `configs` and `pipelines`, and README's python blocks, runs.
+"""Every docstring example of `electra_tf`, `configs` and `pipelines` runs.
 
-One test per docstring (id: the qualified name) or README block (id: its line
-and heading), each in a fresh namespace and an empty temporary directory; see
-`doc_examples` for how examples are written and found.
+One test per docstring (id: the qualified name), each in a fresh namespace and
+an empty temporary directory; see `doc_examples` for how examples are written
+and found. The blocks of README.md and docs/ run in `tests/test_docs.py`.
 """
 
 import os
@@ -16,11 +16,9 @@ import doc_examples
 pytestmark = pytest.mark.filterwarnings("error::UserWarning")
 
 EXAMPLES = doc_examples.package_examples()
-README = doc_examples.markdown_examples(doc_examples.REPO / "README.md")
 
 # Examples that train or export for longer than a few seconds; run with `-m large`.
 LARGE = {
-    "README.md: From your own Keras script",  # builds the demo data, then trains
     "electra_tf.pipelines.demo_corpus.build_demo_data",  # the demo corpus, its vocabulary and records (Beam)
     "electra_tf.pipelines.build_pretraining_data.build_pretraining_data",  # a Beam pipeline
 }
@@ -51,7 +49,6 @@ def _run(example):
 # they find there a copy of the session's build (`conftest.demo_data`, the same parameters), so
 # they run the cache-hit path; the build itself is tested once, in `pipelines/test_demo_corpus.py`.
 DEMO_FOLDERS = {
-    "README.md: From your own Keras script": "demo_data",
     "electra_tf.pipelines.demo_corpus.build_demo_data": "electra_demo",
 }
 
@@ -74,16 +71,11 @@ def test_docstring_example(example, fresh_dir):
     _run(example)
 
 
-@pytest.mark.parametrize("example", _params(README))
-def test_readme_example(example, fresh_dir):
-    _run(example)
-
-
 def test_examples_are_found():
     names = {e.name for e in EXAMPLES}
     assert len([e for e in EXAMPLES if e.runnable]) >= 60
-    assert "electra_tf.models.encoder.ElectraEncoder" in names and README
-    assert LARGE <= names | {e.name for e in README}, LARGE - names
+    assert "electra_tf.models.encoder.ElectraEncoder" in names
+    assert LARGE <= names, LARGE - names
     assert set(DEMO_FOLDERS) <= LARGE, set(DEMO_FOLDERS) - LARGE  # a renamed example would rebuild the demo data
 
 

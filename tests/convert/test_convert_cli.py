@@ -35,7 +35,8 @@ def test_official_to_hf_to_keras_to_official(tmp_path):
     assert (tmp_path / "hf" / "generator" / "model.safetensors").exists()
     assert (tmp_path / "hf" / "discriminator" / "vocab.txt").read_text() == "[PAD]\n"
     keras_path = str(tmp_path / "model.keras")
-    main(["--from", "hf", "--input", str(tmp_path / "hf"), "--to", "keras", "--output_dir", keras_path])
+    # absl's app.run exits with main's return value: a success must return None (exit 0), not the paths
+    assert main(["--from", "hf", "--input", str(tmp_path / "hf"), "--to", "keras", "--output_dir", keras_path]) is None
     assert read_weights(keras.saving.load_model(keras_path)).keys() == expected.keys()
     prefix = str(tmp_path / "back" / "model.ckpt-0")
     main(["--from", "keras", "--input", keras_path, "--to", "official", "--output_dir", prefix])

@@ -1,16 +1,18 @@
-"""The plain-Keras fine-tuning script in docs/serving.md runs as written (paths and sizes shrunk)."""
+"""The plain-Keras fine-tuning script in docs/finetuning.md runs as written (paths and sizes shrunk).
+
+A fast check beside `tests/test_docs.py` (large), which runs it in the guide's journey."""
 
 import os
 import re
 
-DOC = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "serving.md")
-PATHS_LINE = 'model_dir, data_dir, epochs = "electra_runs/small", "data/tasks/movie_polarity", 3'
+DOC = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "finetuning.md")
+PATHS_LINE = 'model_dir, data_dir, epochs = "runs/demo", "../shared/data/tasks/movie_polarity", 3'
 
 
 def docs_script():
     text = open(DOC, encoding="utf-8").read()
-    match = re.search(r"<!-- tested by tests/export/test_docs_script.py -->\n```python\n(.*?)```", text, re.S)
-    assert match, "the tested script block is missing from docs/serving.md"
+    match = re.search(r"^## Fine-tune with plain Keras\n.*?^```python\n(.*?)^```", text, re.S | re.M)
+    assert match, "the plain-Keras script is missing from docs/finetuning.md"
     return match.group(1)
 
 
@@ -25,7 +27,7 @@ def test_docs_finetuning_script_runs(artifacts, tmp_path):
     script = script.replace(PATHS_LINE, f"model_dir, data_dir, epochs = {artifacts.run_dir!r}, {str(data_dir)!r}, 1")
     script = script.replace("seq_length=128", "seq_length=16")
     namespace = {}
-    exec(compile(script, "docs/serving.md", "exec"), namespace)
+    exec(compile(script, "docs/finetuning.md", "exec"), namespace)
     history = namespace["classifier"].history.history
     assert len(history["loss"]) == 1 and 0.0 <= history["accuracy"][0] <= 1.0
     assert namespace["classifier"].optimizer.multipliers()  # layer-wise multipliers were in use
