@@ -13,6 +13,11 @@ Signature `serving_default`: `question`, `context` string `(batch,)` ->
     no_answer   bool    (batch,)   SQuAD 2.0 models: null score - span score > the threshold
     null_odds   float32 (batch,)   SQuAD 2.0 models: that difference
 
+Signature `predict_ids`: `token_ids`, `segment_ids`, `padding_mask` int32 `(windows, seq_len)`
+(`[CLS] question [SEP] context window [SEP]`) -> the model's beam: `start_top_log_probs`,
+`start_top_index` `(windows, start_n_top)`, `end_top_log_probs`, `end_top_index`
+`(windows, start_n_top, end_n_top)` (+ `answerable_logit` `(windows,)`).
+
 The same steps as training and `qa_metrics.postprocess`: the question keeps its
 first `max_query_length` pieces; the context is cut into windows of
 `seq_length - len(question) - 3` pieces, `doc_stride` apart; each window's beam
@@ -27,7 +32,8 @@ left for the context).
 
 import tensorflow as tf
 
-from electra_tf.export.assets import SERVING_CONFIG_ASSET, ServedModel, add_assets, save_version, version_dir
+from electra_tf.export.assets import (SERVING_CONFIG_ASSET, ServedModel, add_assets, check_ids, save_version,
+                                      version_dir)
 from electra_tf.export.tagging_serving import _char_offset
 
 NEG_INF = float("-inf")
@@ -65,6 +71,8 @@ class QAServingModule(ServedModel):
              "answerable": self.answerable, "null_threshold": self.null_threshold})
         self.serve = tf.function(self._serve, input_signature=[tf.TensorSpec([None], tf.string, name="question"),
                                                                tf.TensorSpec([None], tf.string, name="context")])
+        ids = [tf.TensorSpec([None, None], tf.int32, name=n) for n in ("token_ids", "segment_ids", "padding_mask")]
+        self.predict_ids = tf.function(self._predict_ids, input_signature=ids)
 
     def _serve(self, question, context):
         question = tf.ensure_shape(question, [None], name="question_must_be_a_vector")
@@ -172,8 +180,12 @@ class QAServingModule(ServedModel):
         inputs = tf.cond(num > 0, lambda: inputs, lambda: one_window)
         return {k: v[:num] for k, v in self._model.obj(inputs, training=False).items()}
 
+    def _predict_ids(self, token_ids, segment_ids, padding_mask):
+        return self._predict(check_ids({"token_ids": token_ids, "segment_ids": segment_ids,
+                                        "padding_mask": padding_mask}))
+
     def signatures(self):
-        return {"serving_default": self.serve}
+        return {"serving_default": self.serve, "predict_ids": self.predict_ids}
 
 
 def export_qa_serving(model, vocab_file, base_dir, model_name="electra", version=1, seq_length=384, doc_stride=128,

@@ -226,3 +226,14 @@ def test_export_cli_refuses_max_query_length_plus_3_not_below_seq_length(exporte
     assert lines[-1].startswith("error: `max_query_length=64` leaves no room"), lines[-3:]
     assert "`seq_length=64`" in lines[-1]
     assert not os.path.exists(tmp_path / "out")
+
+
+def test_predict_ids_equals_the_keras_model_on_qa_features_windows(exported):
+    model, path = exported
+    features, _ = keras_answers(model, examples()[:3])
+    inputs = {k: tf.constant(features.arrays[k], tf.int32) for k in ("token_ids", "segment_ids", "padding_mask")}
+    served = tf.saved_model.load(path).signatures["predict_ids"](**inputs)
+    expected = model(inputs, training=False)
+    assert set(served) == set(expected)
+    for k in expected:
+        np.testing.assert_allclose(served[k].numpy(), np.asarray(expected[k]), atol=1e-5, err_msg=k)
