@@ -148,8 +148,12 @@ class TaggingServingModule(ServedModel):
         totals = tf.reduce_sum(sentence_counts, axis=1)
         sentence_starts = tf.cumsum(totals, exclusive=True)  # in pieces.flat_values
         # Windows (as `plan_windows`): [start, end) pieces of a sentence; the window of each word.
-        window_sentence, window_start, window_end, word_window = _plan_windows(
-            first, totals, self.seq_length - 2, self.stride)
+        max_pieces = self.seq_length - 2
+        one_each = (tf.range(tf.size(totals, out_type=tf.int64)), tf.zeros_like(totals), totals, word_rows)
+        # When every text fits one window, each is its own window: `_plan_windows`' while loops are skipped.
+        window_sentence, window_start, window_end, word_window = tf.cond(
+            tf.reduce_all(totals <= max_pieces), lambda: one_each,
+            lambda: _plan_windows(first, totals, max_pieces, self.stride))
         global_start = tf.gather(sentence_starts, window_sentence) + window_start
         window_pieces = tf.gather(pieces.flat_values,
                                   tf.ragged.range(global_start, global_start + window_end - window_start))

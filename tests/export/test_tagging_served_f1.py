@@ -69,6 +69,8 @@ def test_served_tagger_scores_the_cli_entity_f1(tmp_path):
                  for type_, a, b in get_entities(list(sentence.tags))}
     as_text = span_f1(gold, served_entities(loaded.signatures["serving_default"], texts))
     as_words = span_f1(gold, served_entities(loaded.signatures["serve_words"], texts))
+    print(f"dev entity F1 over {DEV} sentences: CLI {cli_f1:.4f}, served raw text {as_text:.4f}, "
+          f"served pre-split words {as_words:.4f}")
     assert cli_f1 > 0.3, cli_f1  # it learned something: the comparison means something
     assert abs(as_words - cli_f1) < 1e-3, (as_words, cli_f1)  # pre-split words: exactly the CLI's reading
     assert abs(as_text - cli_f1) < 0.005, (as_text, cli_f1)  # raw text: within 0.5 points

@@ -390,3 +390,17 @@ def test_us_treasury_gives_one_entity_covering_us_when_the_model_tags_it():
     entities = [t.decode() for t in module.serve_text(tf.constant([text]))["entity_text"][0].numpy()]
     assert entities == ["The", "U.S.", "Treasury", "said", "on", "Friday", ",", "J.", "Smith", "of", "Acme", "Corp.",
                         "reported", "."]
+
+
+def test_texts_served_alone_equal_the_batch(exported):
+    """Short texts alone take the one-window path, the batch (with the long text) the windowed one: same outputs."""
+    _, path = exported
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    batch = serve(text=tf.constant(TEXTS))
+    for i, text in enumerate(TEXTS):
+        alone = serve(text=tf.constant([text]))
+        n, m = int(alone["num_words"][0]), int(alone["num_entities"][0])
+        assert (n, m) == (int(batch["num_words"][i]), int(batch["num_entities"][i]))
+        for key, count in (("words", n), ("tags", n), ("word_start", n), ("word_end", n), ("entity_text", m),
+                           ("entity_type", m), ("entity_start", m), ("entity_end", m)):
+            assert alone[key][0, :count].numpy().tolist() == batch[key][i, :count].numpy().tolist(), (i, key)
