@@ -180,6 +180,9 @@ def main(argv):
         for batch_size in map(int, FLAGS.batch_sizes):
             request = texts_for(kind, batch_size)
             ids, tokenize_alone = graph_ids(kind, tokenizer, request)
+            # Padded to the longest row, as `serving_default` pads its windows (features pad to seq_length).
+            longest = int(np.max(np.sum(np.asarray(ids["padding_mask"]), axis=1)))
+            ids = {k: tf.constant(np.asarray(v)[:, :longest]) for k, v in ids.items()}
             tf_request = {k: tf.constant(v) for k, v in request.items()}
             hf_ids = hf_encode(request)
             paths = {
