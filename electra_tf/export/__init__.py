@@ -4,5 +4,7 @@
   raw-text preprocessing signatures.
 - `keras_hub_preset`: pre-trained discriminator -> keras-hub `ElectraBackbone` /
   `ElectraTokenizer` preset.
-- `serving`: fine-tuned `ElectraClassifier` -> TF Serving `<base>/<name>/<version>/`.
+- `serving`: fine-tuned `ElectraClassifier` -> TF Serving `<base>/<name>/<version>/`
+  (`tagging_serving`, `qa_serving`: taggers and QA models).
+- `serving_ops`: which ops a stock TF Serving model server has, and the ops an export uses.
 """

@@ -13,6 +13,11 @@ Signature `serving_default`: `question`, `context` string `(batch,)` ->
     no_answer   bool    (batch,)   SQuAD 2.0 models: null score - span score > the threshold
     null_odds   float32 (batch,)   SQuAD 2.0 models: that difference
 
+Signature `predict_ids`: `token_ids`, `segment_ids`, `padding_mask` int32 `(windows, seq_len)`
+(`[CLS] question [SEP] context window [SEP]`) -> the model's beam: `start_top_log_probs`,
+`start_top_index` `(windows, start_n_top)`, `end_top_log_probs`, `end_top_index`
+`(windows, start_n_top, end_n_top)` (+ `answerable_logit` `(windows,)`).
+
 The same steps as training and `qa_metrics.postprocess`: the question keeps its
 first `max_query_length` pieces; the context is cut into windows of
 `seq_length - len(question) - 3` pieces, `doc_stride` apart; each window's beam
@@ -20,12 +25,15 @@ proposes spans, kept when both ends are context pieces, the start is
 predicted from this window (most context), `end >= start` and at most
 `max_answer_length` pieces; the best span over all windows is the answer. An
 empty (or all-whitespace) question or context, or a context with no word
-piece, is an `InvalidArgumentError` naming the input.
+piece, is an `InvalidArgumentError` naming the input; an empty batch gives
+empty outputs. The export refuses `max_query_length + 3 >= seq_length` (no room
+left for the context).
 """
 
 import tensorflow as tf
 
-from electra_tf.export.assets import SERVING_CONFIG_ASSET, ServedModel, add_assets, save_version, version_dir
+from electra_tf.export.assets import (SERVING_CONFIG_ASSET, ServedModel, add_assets, check_ids, save_version,
+                                      version_dir)
 from electra_tf.export.tagging_serving import _char_offset
 
 NEG_INF = float("-inf")
@@ -44,6 +52,13 @@ class QAServingModule(ServedModel):
 
     def __init__(self, model, vocab_file, seq_length=384, doc_stride=128, max_query_length=64,
                  max_answer_length=30, null_threshold=None, task="", name=None):
+        if not max_query_length + 3 < seq_length:
+            raise ValueError(f"`max_query_length={max_query_length}` leaves no room for the context in "
+                             f"`seq_length={seq_length}`: need max_query_length + 3 < seq_length ([CLS] and two "
+                             "[SEP]); lower --max_query_length or raise --seq_length.")
+        if max_query_length < 1 or doc_stride < 1 or max_answer_length < 1:
+            raise ValueError(f"Need `max_query_length`, `doc_stride` and `max_answer_length` >= 1. Received: "
+                             f"{max_query_length}, {doc_stride}, {max_answer_length}.")
         super().__init__(model, vocab_file, seq_length, name=name)
         self.doc_stride = doc_stride
         self.max_query_length, self.max_answer_length = max_query_length, max_answer_length
@@ -56,6 +71,8 @@ class QAServingModule(ServedModel):
              "answerable": self.answerable, "null_threshold": self.null_threshold})
         self.serve = tf.function(self._serve, input_signature=[tf.TensorSpec([None], tf.string, name="question"),
                                                                tf.TensorSpec([None], tf.string, name="context")])
+        ids = [tf.TensorSpec([None, None], tf.int32, name=n) for n in ("token_ids", "segment_ids", "padding_mask")]
+        self.predict_ids = tf.function(self._predict_ids, input_signature=ids)
 
     def _serve(self, question, context):
         question = tf.ensure_shape(question, [None], name="question_must_be_a_vector")
@@ -94,7 +111,7 @@ class QAServingModule(ServedModel):
         inputs = {"token_ids": ids.to_tensor(tok.pad_id),
                   "segment_ids": tf.cast(segments, tf.int32).to_tensor(0),
                   "padding_mask": tf.ones_like(ids).to_tensor(0)}
-        out = self._model.obj(inputs, training=False)
+        out = self._predict(inputs)
         start_index = tf.cast(out["start_top_index"], tf.int64)  # (W, k)
         end_index = tf.cast(out["end_top_index"], tf.int64)  # (W, k, k2)
         # positions -> context piece within the window
@@ -104,7 +121,7 @@ class QAServingModule(ServedModel):
         e_ok = tf.logical_and(e_piece >= 0, e_piece < w_length[:, None, None])
         # max context of each start piece over its example's windows (first window on ties)
         doc = w_start[:, None] + s_piece  # (W, k)
-        most = tf.reduce_max(num_windows)
+        most = tf.maximum(tf.reduce_max(num_windows), 1)  # an empty batch: reduce_max is the lowest int64
         other = tf.range(most)[None, None, :]  # (1, 1, M)
         o_start = other * tf.gather(step, example)[:, None, None]
         o_length = tf.minimum(tf.gather(n, example)[:, None, None] - o_start,
@@ -153,8 +170,22 @@ class QAServingModule(ServedModel):
                        end=tf.where(found, end, -1))
         return outputs
 
+    def _predict(self, inputs):
+        """The model's outputs for the windows `inputs`; an empty batch (no window) gives empty outputs."""
+        num = tf.shape(inputs["token_ids"])[0]
+        tok = self.tokenizer
+        one_window = {"token_ids": tf.constant([[tok.cls_id, tok.sep_id]], tf.int32),
+                      "segment_ids": tf.zeros([1, 2], tf.int32), "padding_mask": tf.ones([1, 2], tf.int32)}
+        # The model's gathers fail on a batch of 0: run it on one dummy window then and keep none of it.
+        inputs = tf.cond(num > 0, lambda: inputs, lambda: one_window)
+        return {k: v[:num] for k, v in self._model.obj(inputs, training=False).items()}
+
+    def _predict_ids(self, token_ids, segment_ids, padding_mask):
+        return self._predict(check_ids({"token_ids": token_ids, "segment_ids": segment_ids,
+                                        "padding_mask": padding_mask}))
+
     def signatures(self):
-        return {"serving_default": self.serve}
+        return {"serving_default": self.serve, "predict_ids": self.predict_ids}
 
 
 def export_qa_serving(model, vocab_file, base_dir, model_name="electra", version=1, seq_length=384, doc_stride=128,

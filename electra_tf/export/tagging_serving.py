@@ -17,14 +17,25 @@ Signature `serving_default`: `text` string `(batch,)` ->
     entity_end     int32  (batch, max_entities)
     num_entities   int32  (batch,)
 
+Signature `serve_words`: `text` string `(batch,)` whose whitespace-separated tokens
+are taken as the words, unchanged (pre-split input such as CoNLL's words
+joined by single spaces) -> the outputs of `serving_default`.
+
 Signature `predict_ids`: `token_ids`, `segment_ids`, `padding_mask` int32
 `(batch, seq_len)` -> `probabilities` float32 `(batch, seq_len, num_labels)`,
 `label_id` int32 and `label` string `(batch, seq_len)`: the tag of every
 piece (read a word's tag at its first piece, as in training).
 
-Words are split in the graph as BERT's basic tokenizer splits (whitespace
-separates; every punctuation, symbol or CJK character is a word of its own).
-Character offsets count Unicode code points, as Python's `str` indexing. Each
+`serving_default` cuts words as the CoNLL-2003 tokens the taggers are trained on
+are cut (PTB style), in the graph: whitespace separates; within a whitespace
+token, letters and digits form a word together with inner punctuation
+(`1.5`, `5:30`, `O'Neil`, `e-mail`, `Müller-Lüdenscheidt`); abbreviations of
+letters with periods (`U.S.`, `p.m.`) and initials (`J.` of `J. Smith`) keep
+their final period, as do `Corp. Inc. Mr. St. Oct.` and the like (`ABBREVIATIONS`);
+currencies `C$ US$`, dashes `--` and ellipses `...` are one word; the clitics `'s 'm 'd 'll 've 're` standing apart (CoNLL's
+`Germany 's`) are one word; any other punctuation or symbol character is a word
+of its own (`Friday,` -> `Friday` `,`; `(ÉCOLE)` -> `(` `ÉCOLE` `)`), and so is
+each CJK ideograph. A whitespace token is never joined to the next. Character offsets count Unicode code points, as Python's `str` indexing. Each
 word is tagged at its first WordPiece, as in training (`tagging_features`). A
 text longer than `seq_length - 2` pieces is split in the graph into the same
 overlapping windows as at training and prediction time
@@ -45,8 +56,25 @@ _SPACE = r"\t-\r\x{1C}-\x{1F}\x{85}\p{Z}"
 # BERT's `_is_chinese_char` blocks: each character is a word of its own.
 _CJK = (r"\x{4E00}-\x{9FFF}\x{3400}-\x{4DBF}\x{20000}-\x{2A6DF}\x{2A700}-\x{2B73F}\x{2B740}-\x{2B81F}"
         r"\x{2B820}-\x{2CEAF}\x{F900}-\x{FAFF}\x{2F800}-\x{2FA1F}")
-KEPT_DELIMITERS = rf"[\p{{P}}\p{{S}}{_CJK}]"  # words of one character
-WORD_DELIMITERS = rf"[{_SPACE}]+|{KEPT_DELIMITERS}"  # split on these, keep the kept ones
+_LETTERS = rf"[^{_SPACE}\p{{P}}\p{{S}}{_CJK}]"  # letters, digits, marks: what words are made of
+# Abbreviations CoNLL-2003 / PTB keep with their period (matched in any case).
+ABBREVIATIONS = ("Mr", "Mrs", "Ms", "Dr", "St", "Jr", "Sr", "Co", "Corp", "Inc", "Ltd", "Bros", "Gen", "Gov", "Sen",
+                 "Rep", "Jan", "Feb", "Aug", "Sep", "Sept", "Oct", "Nov", "Dec", "Fla", "Calif")
+# The words of a text, as CoNLL-2003 (PTB-style) tokens are cut, in order of preference (RE2 takes the
+# first alternative that matches where the next word starts):
+KEPT_DELIMITERS = "|".join([
+    rf"[{_CJK}]",  # a CJK ideograph (as BERT)
+    r"\pL\.(?:\pL\.)+",  # an abbreviation of letters with periods: U.S. p.m. U.N.
+    rf"(?i:{'|'.join(ABBREVIATIONS)})\.\B",  # Corp. Inc. Mr. Oct. St. (followed by no letter or digit)
+    r"\p{Lu}\.\B",  # an initial: the `J.` of `J. Smith` (not the `U.` of `U.S`)
+    r"'(?:s|S|m|M|d|D|ll|LL|ve|VE|re|RE)\b",  # a clitic as CoNLL writes it apart: 's 'm 'd 'll 've 're
+    r"\p{Lu}{1,2}\$",  # a currency: C$ A$ US$
+    rf"{_LETTERS}+(?:[\p{{P}}\p{{S}}]+{_LETTERS}+)*",  # letters and digits, inner punctuation kept: 1.5 O'Neil e-mail
+    r"--+|\.\.+",  # dashes, an ellipsis
+    r"[\p{P}\p{S}]",  # any other punctuation or symbol character: a word of its own
+])
+WORD_DELIMITERS = rf"[{_SPACE}]+|{KEPT_DELIMITERS}"  # split on these, keep the words
+WHITESPACE = rf"[{_SPACE}]+"  # `serve_words`: the whitespace-separated tokens are the words
 
 
 class TaggingServingModule(ServedModel):
@@ -79,7 +107,9 @@ class TaggingServingModule(ServedModel):
              "label_names": list(label_names)},
             label_names=label_names)
         self.label_names = tf.constant(list(label_names), tf.string)
-        self.serve_text = tf.function(self._serve_text, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        text = [tf.TensorSpec([None], tf.string, name="text")]
+        self.serve_text = tf.function(self._serve_text, input_signature=text)
+        self.serve_words = tf.function(self._serve_words, input_signature=text)
         ids = [tf.TensorSpec([None, None], tf.int32, name=n) for n in ("token_ids", "segment_ids", "padding_mask")]
         self.predict_ids = tf.function(self._predict_ids, input_signature=ids)
 
@@ -91,8 +121,17 @@ class TaggingServingModule(ServedModel):
                 "label": tf.gather(self.label_names, label_id)}
 
     def _serve_text(self, text):
+        """Words cut as CoNLL tokens are (`KEPT_DELIMITERS`), tagged."""
         text, _ = check_texts(text)
-        words, byte_starts, byte_ends = tf_text.regex_split_with_offsets(text, WORD_DELIMITERS, KEPT_DELIMITERS)
+        return self._tag(text, *split_words(text))
+
+    def _serve_words(self, text):
+        """Pre-split words (e.g. CoNLL's, joined by spaces): each whitespace-separated token is a word, as it is."""
+        text, _ = check_texts(text)
+        return self._tag(text, *split_words(text, pre_split=True))
+
+    def _tag(self, text, words, byte_starts, byte_ends):
+        """Tags of `words` (ragged, per text, with their byte offsets in `text`): the outputs of both signatures."""
         num_words = tf.cast(words.row_lengths(), tf.int32)
         word_rows = words.value_rowids()
         # Pieces of every word; a word with none gets one [UNK] (as `tokenize_words`).
@@ -109,8 +148,12 @@ class TaggingServingModule(ServedModel):
         totals = tf.reduce_sum(sentence_counts, axis=1)
         sentence_starts = tf.cumsum(totals, exclusive=True)  # in pieces.flat_values
         # Windows (as `plan_windows`): [start, end) pieces of a sentence; the window of each word.
-        window_sentence, window_start, window_end, word_window = _plan_windows(
-            first, totals, self.seq_length - 2, self.stride)
+        max_pieces = self.seq_length - 2
+        one_each = (tf.range(tf.size(totals, out_type=tf.int64)), tf.zeros_like(totals), totals, word_rows)
+        # When every text fits one window, each is its own window: `_plan_windows`' while loops are skipped.
+        window_sentence, window_start, window_end, word_window = tf.cond(
+            tf.reduce_all(totals <= max_pieces), lambda: one_each,
+            lambda: _plan_windows(first, totals, max_pieces, self.stride))
         global_start = tf.gather(sentence_starts, window_sentence) + window_start
         window_pieces = tf.gather(pieces.flat_values,
                                   tf.ragged.range(global_start, global_start + window_end - window_start))
@@ -142,7 +185,7 @@ class TaggingServingModule(ServedModel):
         return outputs
 
     def signatures(self):
-        return {"serving_default": self.serve_text, "predict_ids": self.predict_ids}
+        return {"serving_default": self.serve_text, "serve_words": self.serve_words, "predict_ids": self.predict_ids}
 
 
 def _plan_windows(first, totals, max_pieces, stride):
@@ -211,6 +254,36 @@ def _sentence_windows(starts, total, max_pieces, stride):
     used = used | ((tf.range(num_windows) == 0) & tf.logical_not(tf.reduce_any(used)))
     new_index = tf.cumsum(tf.cast(used, tf.int64)) - 1
     return tf.boolean_mask(begins, used), tf.boolean_mask(ends, used), tf.gather(new_index, best)
+
+
+def split_words(text, pre_split=False):
+    """The words of each text and their UTF-8 byte offsets, as `serving_default` (or `serve_words`) cuts them.
+
+    Args:
+        text: string tensor `(batch,)`.
+        pre_split: bool. Whitespace-separated tokens are the words, unchanged (`serve_words`); else
+            CoNLL-style words (`KEPT_DELIMITERS`, see the module docstring).
+
+    Returns:
+        `(words, starts, ends)`: ragged `(batch, None)` strings (as in `text`) and int64 byte offsets.
+
+    Example:
+        >>> from electra_tf.export.tagging_serving import split_words
+        >>> [w.decode() for w in split_words(["The U.S. Treasury said on Friday, 1.5%"])[0][0].numpy()]
+        ['The', 'U.S.', 'Treasury', 'said', 'on', 'Friday', ',', '1.5', '%']
+    """
+    # `regex_split_with_offsets` stops at a NUL byte (losing the rest of the text): split a copy where NUL is
+    # U+0001, another control character (same byte offsets), and read the words from `text`.
+    text = tf.convert_to_tensor(text, tf.string)
+    clean = tf.strings.regex_replace(text, "\x00", "\x01")
+    if pre_split:
+        _, starts, ends = tf_text.regex_split_with_offsets(clean, WHITESPACE)
+    else:
+        _, starts, ends = tf_text.regex_split_with_offsets(clean, WORD_DELIMITERS, KEPT_DELIMITERS)
+    rows = tf.gather(text, starts.value_rowids())
+    words = tf.strings.substr(rows, tf.cast(starts.flat_values, tf.int32),
+                              tf.cast(ends.flat_values - starts.flat_values, tf.int32))
+    return starts.with_flat_values(words), starts, ends
 
 
 def _char_offset(texts, byte_offsets):

@@ -176,3 +176,64 @@ def test_mismatched_batch_is_a_clear_error(serve):
 def test_empty_question_or_context_is_a_clear_error(serve, question, context, name):
     with pytest.raises(tf.errors.InvalidArgumentError, match=f"`{name}` must not be empty"):
         serve(question=tf.constant([question]), context=tf.constant([context]))
+
+
+def test_empty_batch_gives_empty_outputs(serve):
+    out = serve(question=tf.constant([], tf.string), context=tf.constant([], tf.string))
+    assert set(out) == {"answer", "start", "end", "score", "no_answer", "null_odds"}
+    assert all(v.shape == (0,) for v in out.values()), {k: v.shape for k, v in out.items()}
+
+
+def test_a_question_longer_than_the_window_keeps_its_first_pieces_as_training_does(exported, serve):
+    """70 pieces against `max_query_length=12` at 48 pieces a window: `qa_features` truncates, serving too."""
+    from electra_tf.finetuning.squad import QAExample
+
+    model, _ = exported
+    question = "why " * 69 + "where does anna live?"
+    context = TOY[0][1]
+    _, answers = keras_answers(model, [QAExample("long", question, context)])
+    out = serve(question=tf.constant([question, "why " * 12]), context=tf.constant([context, context]))
+    assert out["score"].numpy()[0] == pytest.approx(answers[0].score, abs=1e-3)
+    assert out["score"].numpy()[0] == out["score"].numpy()[1]  # only the first 12 pieces count
+
+
+def test_export_refuses_a_query_length_that_leaves_no_context():
+    from electra_tf.export.qa_serving import QAServingModule
+
+    encoder = ElectraEncoder(vocab_size=30522, num_layers=1, num_heads=2, hidden_dim=16, embedding_dim=16,
+                             intermediate_dim=32, max_sequence_length=64)
+    model = ElectraQuestionAnswerer(encoder)
+    with pytest.raises(ValueError, match=r"`max_query_length=61` .* `seq_length=64`: need max_query_length \+ 3"):
+        QAServingModule(model, VOCAB, seq_length=64, max_query_length=61)
+    QAServingModule(model, VOCAB, seq_length=64, max_query_length=60, doc_stride=16)  # one context piece: fine
+
+
+@pytest.mark.large  # a fresh process importing TensorFlow and Keras
+def test_export_cli_refuses_max_query_length_plus_3_not_below_seq_length(exported, tmp_path):
+    import shutil
+
+    from helpers import run_python
+    from electra_tf.run_files import FINETUNE_CONFIG_FILE
+
+    run = tmp_path / "run"
+    shutil.copytree(RUN["dir"], run)
+    config = json.loads((run / FINETUNE_CONFIG_FILE).read_text())
+    (run / FINETUNE_CONFIG_FILE).write_text(json.dumps(dict(config, max_query_length=64)))
+    result = run_python(["-m", "electra_tf.export", "--kind=serving", f"--init={run}", f"--output_dir={tmp_path}/out",
+                         "--seq_length=64"], check=False)
+    assert result.returncode == 1, result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].startswith("error: `max_query_length=64` leaves no room"), lines[-3:]
+    assert "`seq_length=64`" in lines[-1]
+    assert not os.path.exists(tmp_path / "out")
+
+
+def test_predict_ids_equals_the_keras_model_on_qa_features_windows(exported):
+    model, path = exported
+    features, _ = keras_answers(model, examples()[:3])
+    inputs = {k: tf.constant(features.arrays[k], tf.int32) for k in ("token_ids", "segment_ids", "padding_mask")}
+    served = tf.saved_model.load(path).signatures["predict_ids"](**inputs)
+    expected = model(inputs, training=False)
+    assert set(served) == set(expected)
+    for k in expected:
+        np.testing.assert_allclose(served[k].numpy(), np.asarray(expected[k]), atol=1e-5, err_msg=k)
