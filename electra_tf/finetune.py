@@ -26,18 +26,19 @@ official EM/F1 in the output_dir).
 
 Every flag is a field of `electra_tf.finetuning.config.FinetuneConfig`, which
 holds the defaults (`--seq_length` is its `max_seq_length`; `--max_seq_length` is the
-deprecated spelling). The recipe is the reference's (section 5), in
-`electra_tf.training.finetuning` (classification) and
-`electra_tf.finetuning.tagging` (tagging). `--batch_size` is the global batch
+deprecated spelling). The loop is `electra_tf.finetuning.trials.run_trials`:
+the reference recipe (section 5), dev scored every epoch (one line each,
+TensorBoard under `output_dir/logs`), the best epoch kept (`--keep`), a
+checkpoint every `--save_checkpoints_steps` (re-run the same command after a
+kill to resume; SIGTERM saves and exits 0). `--batch_size` is the global batch
 under any `--strategy`. Each trial restarts from `--init` with seed `seed + trial`;
-the dev metrics of every trial and their mean / median / std / min / max go to
-`output_dir/results.json`. The best trial's model is saved as
-`output_dir/classifier.keras` (tagging: `token_classifier.keras`) with
-`vocab.txt` and `finetune_config.json`, which `python -m electra_tf.export
---kind serving` reads. Installed as `electra-finetune`.
+the dev (and labelled test) metrics of every trial and their mean / median /
+std / min / max go to `output_dir/results.json`. The best trial's model is saved as
+`output_dir/classifier.keras` (tagging: `token_classifier.keras`, QA:
+`question_answerer.keras`) with `vocab.txt` and `finetune_config.json`, which
+`python -m electra_tf.export --kind serving` reads. Installed as `electra-finetune`.
 """
 
-import dataclasses
 import os
 
 from absl import app, flags
@@ -78,46 +79,34 @@ def _column(value):
 
 
 def main(argv):
-    from electra_tf.data import tasks as tasks_lib
     from electra_tf.finetuning import config as finetune_config
-    from electra_tf.finetuning.config import FinetuneConfig
-    from electra_tf.finetuning.qa import is_span_qa, run_qa
-    from electra_tf.finetuning.tagging import is_tagging, run_tagging
+    from electra_tf.finetuning.trials import run_trials
     from electra_tf.run_files import RESULTS_FILE
-    from electra_tf.training.finetuning import run_finetuning
 
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    config = FinetuneConfig(**{name: FLAGS[flag_name(name)].value for name in finetune_config.fields()})
+    config = finetune_config.FinetuneConfig(**{name: FLAGS[flag_name(name)].value
+                                               for name in finetune_config.fields()})
     for name in ("task", "data_dir", "init", "output_dir"):
         if not getattr(config, name):
             raise app.UsageError(f"--{name} is required.")
-    if is_tagging(config):
-        results = run_tagging(config)
-    elif is_span_qa(config):
-        results = run_qa(config)
-    else:
-        generic = {}
-        if not tasks_lib.is_glue_task(config.task):
-            generic = dict(
-                text_a_column=_column(config.text_a_column),
-                text_b_column=_column(config.text_b_column),
-                label_column=_column(config.label_column or "label"),
-                regression=config.regression,
-                file_format=config.file_format,
-            )
-        spec = tasks_lib.load_task(config.task, config.data_dir, **generic)
-        settings = {k: v for k, v in dataclasses.asdict(config).items()
-                    if k not in ("task", "data_dir", "init", "output_dir", "vocab_file")}
-        results = run_finetuning(spec, config.data_dir, config.init, config.output_dir, config.vocab_file,
-                                 **settings)
+    results = run_trials(config)
+    if results is None:  # preempted: the checkpoint is saved, exit 0
+        return
+    metric = results["metric"]
     for trial in results["trials"]:
-        print(f"trial {trial['trial']} seed {trial['seed']}: dev {results['metric']} = "
-              f"{trial['dev'][results['metric']]:.4f}")
-    s = results["summary"][f"dev_{results['metric']}"]
-    print(f"dev {results['metric']}: mean {s['mean']:.4f} median {s['median']:.4f} std {s['std']:.4f} "
-          f"min {s['min']:.4f} max {s['max']:.4f} ({len(results['trials'])} trials)")
+        print(f"trial {trial['trial']} seed {trial['seed']}: dev {metric} = {_number(trial['dev'].get(metric))}")
+    s = results["summary"][f"dev_{metric}"]
+    print(f"dev {metric}: mean {_number(s['mean'])} median {_number(s['median'])} std {_number(s['std'])} "
+          f"min {_number(s['min'])} max {_number(s['max'])} ({len(results['trials'])} trials)")
+    for name, s in results["summary"].items():
+        if name.startswith("test") and name.endswith(f"_{metric}"):
+            print(f"{name.replace('_' + metric, '')} {metric}: mean {_number(s['mean'])} (the kept model of each trial)")
     print(f"results: {os.path.join(config.output_dir, RESULTS_FILE)}")
+
+
+def _number(value):
+    return "n/a" if value is None else f"{value:.4f}"
 
 
 def run():

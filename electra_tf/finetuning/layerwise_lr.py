@@ -36,7 +36,7 @@ def layer_depth(variable_path, num_layers):
         int in `[0, num_layers + 2]`.
 
     Example:
-        >>> from electra_tf.training.layerwise_lr import layer_depth
+        >>> from electra_tf.finetuning.layerwise_lr import layer_depth
         >>> layer_depth("clf/encoder/transformer_layer_0/query/kernel", 12)
         1
     """
@@ -88,7 +88,7 @@ class LayerwiseAdamW(_SumThenClip, OptionalBiasCorrection, keras.optimizers.Adam
         ```python
         from electra_tf.models.classifier import ElectraClassifier
         from electra_tf.models.encoder import ElectraEncoder
-        from electra_tf.training.layerwise_lr import LayerwiseAdamW
+        from electra_tf.finetuning.layerwise_lr import LayerwiseAdamW
 
         encoder = ElectraEncoder(vocab_size=100, num_layers=2, num_heads=2, hidden_dim=32,
                                  embedding_dim=16, intermediate_dim=64)
