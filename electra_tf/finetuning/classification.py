@@ -76,7 +76,8 @@ class ClassificationKind(TaskKind):
         import os
 
         from electra_tf.finetuning.classification import ClassificationKind
-        
+        from electra_tf.finetuning.config import FinetuneConfig
+
         os.makedirs("polarity", exist_ok=True)
         for split in ("train", "dev"):
             with open(f"polarity/{split}.tsv", "w") as f:

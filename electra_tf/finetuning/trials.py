@@ -343,7 +343,8 @@ def _run_trial(task, config, trial, encoder, strategy):
                                      max_to_keep=MAX_CHECKPOINTS, strategy=strategy, before_save=[writer.flush])
     restored = run_files.restore_latest_good(state.restore, directory)
     if restored:
-        logging.info("Trial %d resumed from %s.", trial, restored)
+        print(f"trial {trial}: resumed at step {int(optimizer.iterations.numpy())} (epoch "
+              f"{int(progress.evaluated.numpy()) + 1}) from {restored}", flush=True)
     save.set_model(model)
     preemption = callbacks.SaveOnPreemption(save)
     best_outputs = None

@@ -3,10 +3,8 @@ with the best epoch kept and TensorBoard logs read back, the test split, GLUE su
 non-finite-loss stop, strict JSON, and a finished run re-run."""
 
 import glob
-import hashlib
 import json
 import os
-import pathlib
 
 import keras
 import numpy as np
@@ -17,17 +15,12 @@ from electra_tf import run_files
 from electra_tf.finetuning.config import FinetuneConfig
 from electra_tf.finetuning.trials import run_trials
 from helpers import make_run_dir, run_python, write_vocab
+from test_bad_input_finetune import checksums
 from test_finetune_strategies import write_toy_tasks
 from test_squad import write_toy_squad
 from test_tagging import independent_dev_tags, write_conll
 
 KINDS = ("classification", "tagging", "span_qa")
-
-
-def checksums(folder):
-    folder = pathlib.Path(folder)
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 @pytest.fixture(scope="module")
