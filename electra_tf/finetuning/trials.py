@@ -97,6 +97,11 @@ def run_trials(config, kind=None, strategy=None):
     """
     recipe.check_required(config)
     recipe.check_output_dir(config)
+    # One writer per output_dir: this call is what a run-directory lock wraps.
+    return _run_trials(config, kind, strategy)
+
+
+def _run_trials(config, kind, strategy):
     finished = _finished_results(config)
     if finished is not None:
         return finished

@@ -126,5 +126,6 @@ def test_killed_twice_and_terminated_once_ends_equal_to_an_uninterrupted_run(kin
     worst = max(float(np.abs(a - b).max()) for a, b in zip(found, expected))
     assert worst <= 1e-6, (worst, first, second)
     assert set(range(1, total + 1)) <= logged_steps(out), (first, second)  # no gap in TensorBoard
-    again = run_python(["-m", "electra_tf.finetune", *command(kind, setup, out, extra)])
-    assert "already finished; results in" in again.stdout
+    if kind == "classification" and not extra:  # a finished run re-run (also in test_trials, in-process)
+        again = run_python(["-m", "electra_tf.finetune", *command(kind, setup, out, extra)])
+        assert "already finished; results in" in again.stdout
