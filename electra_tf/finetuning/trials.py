@@ -126,7 +126,7 @@ def _run_trials(config, kind, strategy):
             result = saved
             logging.info("Trial %d finished earlier: dev %s = %s.", trial, task.metric, result["dev"][task.metric])
         else:
-            outcome = _run_trial(task, config, trial, encoder, strategy)
+            outcome = _run_trial(task, config, trial, encoder, strategy, output_dir)
             if outcome is None:
                 return None
             result, model, outputs = outcome
@@ -326,8 +326,13 @@ class StopAtEpochEnd(keras.callbacks.Callback):
         self.model.stop_training = True
 
 
-def _run_trial(task, config, trial, encoder, strategy):
-    """Trains (or resumes) one trial; `(result, model, outputs)`, or None when SIGTERM stopped it."""
+def _run_trial(task, config, trial, encoder, strategy, output_dir):
+    """Trains (or resumes) one trial; `(result, model, outputs)`, or None when SIGTERM stopped it.
+
+    Every worker restores from the chief's checkpoints (`config.output_dir`); a
+    non-chief writes its share of each collective save, and its logs, into its
+    own scratch `output_dir`, removed at the end.
+    """
     seed = config.seed + trial
     keras.utils.set_random_seed(seed)
     per_epoch = num_batches(task.num_train_rows, config.batch_size)
@@ -341,9 +346,9 @@ def _run_trial(task, config, trial, encoder, strategy):
         state = NamedCheckpoint(model, optimizer)
     progress = TrialProgress(model)
     state.checkpoint.progress = progress.trackables()
-    writer = tf.summary.create_file_writer(distribute.worker_dir(
-        run_files.trial_log_dir(config.output_dir, trial, config.num_trials), strategy))
-    save = callbacks.CheckpointEvery(state.checkpoint, os.path.join(directory, run_files.CHECKPOINT_DIR),
+    writer = tf.summary.create_file_writer(run_files.trial_log_dir(output_dir, trial, config.num_trials))
+    save = callbacks.CheckpointEvery(state.checkpoint,
+                                     os.path.join(run_files.trial_dir(output_dir, trial), run_files.CHECKPOINT_DIR),
                                      every=config.save_checkpoints_steps,
                                      max_to_keep=MAX_CHECKPOINTS, strategy=strategy, before_save=[writer.flush])
     restored = run_files.restore_latest_good(state.restore, directory)

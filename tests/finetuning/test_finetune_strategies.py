@@ -45,8 +45,7 @@ from helpers import make_run_dir
 from test_finetune_strategies import write_toy_tasks
 from electra_tf.finetuning import tasks
 from electra_tf.finetuning.config import FinetuneConfig
-from electra_tf.finetuning.trials import run_trials
-from electra_tf.finetuning.trials import run_finetuning
+from electra_tf.finetuning.trials import run_finetuning, run_trials
 
 tmp, vocab = sys.argv[1:]
 run_dir = make_run_dir(os.path.join(tmp, "run"), vocab, dropout=0.0, num_layers=2, hidden_dim=32,
@@ -86,8 +85,7 @@ def float32_after():
 def test_mixed_bfloat16_and_xla_fine_tune_on_cpu(kind, run_dir, tmp_path, float32_after):
     from electra_tf.finetuning import tasks
     from electra_tf.finetuning.config import FinetuneConfig
-    from electra_tf.finetuning.trials import run_trials
-    from electra_tf.finetuning.trials import run_finetuning
+    from electra_tf.finetuning.trials import run_finetuning, run_trials
 
     data = write_toy_tasks(tmp_path / "data", num_sentences=32)
     settings = dict(epochs=2, batch_size=8, learning_rate=2e-3, max_seq_length=16, verbose=0,
@@ -116,9 +114,8 @@ WORKER_SCRIPT = textwrap.dedent(
     import keras
     from electra_tf.finetuning import tasks
     from electra_tf.finetuning.config import FinetuneConfig
-    from electra_tf.finetuning.trials import run_trials
     from electra_tf.finetuning.recipe import create_strategy
-from electra_tf.finetuning.trials import run_finetuning
+    from electra_tf.finetuning.trials import run_finetuning, run_trials
 
     run_dir, data, out, strategy_name = sys.argv[1:]
     settings = dict(epochs=2, batch_size=8, learning_rate=2e-3, dropout=0.0, max_seq_length=16, verbose=0,
@@ -169,7 +166,7 @@ def test_multi_worker_two_processes_fine_tune_like_one_device(tmp_path):
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outputs = [p.communicate(timeout=900) for p in procs]
     for p, (out, err) in zip(procs, outputs):
-        assert p.returncode == 0, err[-5000:]
+        assert p.returncode == 0, "\n\n".join(e[-4000:] for _, e in outputs)
     chief, other, one = (json.loads(out.strip().splitlines()[-1]) for out, _ in outputs)
     assert (chief["replicas"], other["replicas"], one["replicas"]) == (2, 2, 1)
     for kind, model_file in (("tag", "token_classifier.keras"), ("cls", "classifier.keras")):
