@@ -319,6 +319,13 @@ class StepScalars(keras.callbacks.Callback):
                 tf.summary.scalar("train/learning_rate", float(self.model.optimizer.learning_rate))
 
 
+class SaveEvery(callbacks.CheckpointEvery):
+    """`CheckpointEvery` without its save at the end of `fit`: the loop saves once the epoch is scored."""
+
+    def on_train_end(self, logs=None):
+        pass
+
+
 class StopAtEpochEnd(keras.callbacks.Callback):
     """Ends `fit` after one epoch: the loop evaluates, checkpoints and starts the next."""
 
@@ -347,10 +354,10 @@ def _run_trial(task, config, trial, encoder, strategy, output_dir):
     progress = TrialProgress(model)
     state.checkpoint.progress = progress.trackables()
     writer = tf.summary.create_file_writer(run_files.trial_log_dir(output_dir, trial, config.num_trials))
-    save = callbacks.CheckpointEvery(state.checkpoint,
-                                     os.path.join(run_files.trial_dir(output_dir, trial), run_files.CHECKPOINT_DIR),
-                                     every=config.save_checkpoints_steps,
-                                     max_to_keep=MAX_CHECKPOINTS, strategy=strategy, before_save=[writer.flush])
+    save = SaveEvery(state.checkpoint,
+                     os.path.join(run_files.trial_dir(output_dir, trial), run_files.CHECKPOINT_DIR),
+                     every=config.save_checkpoints_steps, max_to_keep=MAX_CHECKPOINTS, strategy=strategy,
+                     before_save=[writer.flush])
     restored = run_files.restore_latest_good(state.restore, directory)
     if restored:
         print(f"trial {trial}: resumed at step {int(optimizer.iterations.numpy())} (epoch "
