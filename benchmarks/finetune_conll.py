@@ -83,11 +83,12 @@ def seqeval_f1(dev, predicted):
 
 
 def run_electra_tf(workdir, labels_expected):
-    """Converts the BERT, fine-tunes with `run_tagging`, predicts dev tags."""
+    """Converts the BERT, fine-tunes with `run_trials`, predicts dev tags."""
     import shutil
 
     from electra_tf.convert import build_from_bert
     from electra_tf.finetuning import tagging
+    from electra_tf.finetuning.trials import run_trials
     from electra_tf.finetuning.config import FinetuneConfig
     from electra_tf.finetuning.tagging_features import build_features, tokenize_words, word_predictions
     from electra_tf.data.tokenizer import WordPieceTokenizer
@@ -103,7 +104,7 @@ def run_electra_tf(workdir, labels_expected):
         max_seq_length=FLAGS.max_seq_length, train_limit=FLAGS.train_limit, dev_limit=FLAGS.dev_limit,
         seed=FLAGS.seed, verbose=0,
     )
-    results = tagging.run_tagging(config)
+    results = run_trials(config, "tagging")
     assert results["labels"] == labels_expected, (results["labels"], labels_expected)
     trial = results["trials"][0]
     # Dev tags again from the saved model, for seqeval.

@@ -10,7 +10,7 @@ r"""CoNLL-2003 NER from an encoder pre-trained by `electra_tf.pretrain`, against
 
 Two encoders of the same architecture and vocabulary are fine-tuned on CoNLL-2003
 (train = eng.train, dev = eng.testa) with the same recipe and seeds, by the same
-`electra_tf.finetuning.tagging.run_tagging` that `python -m electra_tf.finetune
+`electra_tf.finetuning.trials.run_trials` that `python -m electra_tf.finetune
 --task conll2003` runs:
 
 - `pretrained`: the run's discriminator (`--init MODEL_DIR`, i.e. `discriminator.keras`).
@@ -50,7 +50,7 @@ FLAGS = flags.FLAGS
 
 
 def finetune(init, output_dir):
-    from electra_tf.finetuning import tagging
+    from electra_tf.finetuning.trials import run_trials
     from electra_tf.finetuning.config import FinetuneConfig
 
     config = FinetuneConfig(
@@ -59,7 +59,7 @@ def finetune(init, output_dir):
         max_seq_length=FLAGS.max_seq_length, num_trials=FLAGS.num_trials, train_limit=FLAGS.train_limit,
         dev_limit=FLAGS.dev_limit, verbose=0)
     start = time.time()
-    results = tagging.run_tagging(config)
+    results = run_trials(config, "tagging")
     results["seconds"] = time.time() - start
     return config, results
 

@@ -126,7 +126,7 @@ def electra_tf_side(task, data, total_steps):
     import keras
     import tensorflow as tf
 
-    from electra_tf.data.tasks import Example
+    from electra_tf.finetuning.tasks import Example
     from electra_tf.data.tokenizer import WordPieceTokenizer
     from electra_tf.finetuning.config import FinetuneConfig
     from electra_tf.finetuning.tagging import MaskedSparseCrossEntropy, tagging_dataset
@@ -134,7 +134,8 @@ def electra_tf_side(task, data, total_steps):
     from electra_tf.models.classifier import ElectraClassifier
     from electra_tf.models.encoder import ElectraEncoder
     from electra_tf.models.token_classifier import ElectraTokenClassifier
-    from electra_tf.training.finetuning import create_optimizer, make_dataset
+    from electra_tf.finetuning.recipe import create_optimizer
+    from electra_tf.finetuning.classification import make_dataset
 
     keras.utils.set_random_seed(FLAGS.seed)
     tokenizer = WordPieceTokenizer(FLAGS.vocab_file)

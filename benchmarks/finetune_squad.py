@@ -88,7 +88,7 @@ def read_data():
 
 
 def limited_data_dir(workdir, train, dev):
-    """SQuAD files of exactly the questions used (run_qa reads a folder)."""
+    """SQuAD files of exactly the questions used (run_trials reads a folder)."""
     folder = os.path.join(workdir, "data")
     os.makedirs(folder, exist_ok=True)
     for name, examples in (("train", train), ("dev", dev)):
@@ -106,7 +106,7 @@ def limited_data_dir(workdir, train, dev):
 
 
 def run_electra_tf(workdir, train, dev, shifts):
-    """Converts the BERT, fine-tunes with `run_qa`, scores dev and new_wiki, times the served model."""
+    """Converts the BERT, fine-tunes with `run_trials`, scores dev and new_wiki, times the served model."""
     import shutil
 
     import keras
@@ -115,7 +115,9 @@ def run_electra_tf(workdir, train, dev, shifts):
     from electra_tf.convert import build_from_bert
     from electra_tf.data.tokenizer import WordPieceTokenizer
     from electra_tf.export.serving import export_serving
+    from electra_tf import run_files
     from electra_tf.finetuning import qa, squad
+    from electra_tf.finetuning.trials import run_trials
     from electra_tf.finetuning.config import FinetuneConfig
     from electra_tf.finetuning.qa_features import build_qa_features
 
@@ -131,14 +133,14 @@ def run_electra_tf(workdir, train, dev, shifts):
         max_answer_length=FLAGS.max_answer_length, n_best_size=N_BEST, qa_head=FLAGS.qa_head, seed=FLAGS.seed,
         verbose=0,
     )
-    results = qa.run_qa(config)
+    results = run_trials(config, "span_qa")
     trial = results["trials"][0]
     out = {"dev_exact": trial["dev"]["exact"], "dev_f1": trial["dev"]["f1"],
            "train_seconds": trial["train_seconds"], "train_examples": results["num_train_windows"] * FLAGS.epochs,
            "examples_per_second": trial["train_examples_per_second"],
            "predict_questions_per_second": trial["dev"]["predict_examples_per_second"],
            "final_loss": trial["train_loss"][-1], "features": results["features"]}
-    model = keras.saving.load_model(os.path.join(config.output_dir, qa.QUESTION_ANSWERER_FILE), compile=False)
+    model = keras.saving.load_model(os.path.join(config.output_dir, run_files.QUESTION_ANSWERER_FILE), compile=False)
     if shifts:
         tokenizer = WordPieceTokenizer(os.path.join(config.output_dir, "vocab.txt"))
         features = build_qa_features(tokenizer, shifts, FLAGS.max_seq_length, FLAGS.doc_stride,

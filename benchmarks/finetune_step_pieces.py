@@ -22,7 +22,7 @@ import time
 import numpy as np, tensorflow as tf, keras
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.classifier import ElectraClassifier
-from electra_tf.training.layerwise_lr import LayerwiseAdamW
+from electra_tf.finetuning.layerwise_lr import LayerwiseAdamW
 from electra_tf.training.optimization import WarmupLinearDecay
 
 import argparse
@@ -95,8 +95,8 @@ variants["keras train_function jit"] = keras_fit(True)
 
 # input pipeline: tokenize + pack texts (the classification make_dataset path)
 from electra_tf.data.tokenizer import WordPieceTokenizer
-from electra_tf.training.finetuning import make_dataset
-from electra_tf.data.tasks import Example
+from electra_tf.finetuning.classification import make_dataset
+from electra_tf.finetuning.tasks import Example
 vocab = args.vocab_file
 if os.path.exists(vocab):
     tok = WordPieceTokenizer(vocab)

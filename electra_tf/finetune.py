@@ -1,20 +1,20 @@
-r"""Fine-tunes a pre-trained ELECTRA discriminator: sentence(-pair) classification or tagging.
+r"""Fine-tunes a pre-trained ELECTRA discriminator: sentence(-pair) classification, tagging or extractive QA.
 
     python -m electra_tf.finetune --task movie_polarity \
-        --data_dir data/tasks/movie_polarity --init electra_runs/small \
+        --data_dir ../shared/data/tasks/movie_polarity --init runs/demo \
         --output_dir runs/movie_polarity --epochs 3 --batch_size 32 \
         --learning_rate 3e-4 --layerwise_lr_decay 0.8 --seq_length 128 --num_trials 5
     python -m electra_tf.finetune --task conll2003 --data_dir ~/.cache/electra_tf/benchmarks/conll2003 \
-        --init electra_runs/small --output_dir runs/conll2003
+        --init hf:electra-small-discriminator --output_dir runs/conll2003
     python -m electra_tf.finetune --task my_ner --task_kind tagging --token_column 0 --label_column -1 \
-        --data_dir my_ner --init electra_runs/small --output_dir runs/my_ner \
+        --data_dir my_ner --init runs/demo --output_dir runs/my_ner \
         --strategy mirrored --precision mixed_bfloat16
     python -m electra_tf.finetune --task squad --task_kind span_qa --data_dir ~/.cache/electra_tf/benchmarks/squad_v1.1 \
-        --init electra_runs/small --output_dir runs/squad --max_seq_length 384 --doc_stride 128 --epochs 2
+        --init runs/demo --output_dir runs/squad --seq_length 384 --doc_stride 128 --epochs 2
 
-`--init` is a pre-training `model_dir` (config.json + discriminator.keras or
-checkpoints), an `ElectraEncoder` `.keras` file (with `--vocab_file`), or a
-folder written by `python -m electra_tf.export --kind encoder`. `--task` is a
+`--init` is any form `electra_tf.run_files.load_init` reads: a pre-training
+`model_dir`, a `.keras` file, an exported encoder, `hf:DIR`, `official:DIR`,
+`bert:DIR` or `keras_hub:DIR` (the discriminator of a pair is taken). `--task` is a
 GLUE name (cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli), a CoNLL-2003
 name (conll2003 = NER, conll2003_chunk, conll2003_pos), or any name for a
 TSV/CSV read with `--text_a_column/--text_b_column/--label_column`, or (with
@@ -26,18 +26,19 @@ official EM/F1 in the output_dir).
 
 Every flag is a field of `electra_tf.finetuning.config.FinetuneConfig`, which
 holds the defaults (`--seq_length` is its `max_seq_length`; `--max_seq_length` is the
-deprecated spelling). The recipe is the reference's (section 5), in
-`electra_tf.training.finetuning` (classification) and
-`electra_tf.finetuning.tagging` (tagging). `--batch_size` is the global batch
+deprecated spelling). The loop is `electra_tf.finetuning.trials.run_trials`:
+the reference recipe (section 5), dev scored every epoch (one line each,
+TensorBoard under `output_dir/logs`), the best epoch kept (`--keep`), a
+checkpoint every `--save_checkpoints_steps` (re-run the same command after a
+kill to resume; SIGTERM saves and exits 0). `--batch_size` is the global batch
 under any `--strategy`. Each trial restarts from `--init` with seed `seed + trial`;
-the dev metrics of every trial and their mean / median / std / min / max go to
-`output_dir/results.json`. The best trial's model is saved as
-`output_dir/classifier.keras` (tagging: `token_classifier.keras`) with
-`vocab.txt` and `finetune_config.json`, which `python -m electra_tf.export
---kind serving` reads. Installed as `electra-finetune`.
+the dev (and labelled test) metrics of every trial and their mean / median /
+std / min / max go to `output_dir/results.json`. The best trial's model is saved as
+`output_dir/classifier.keras` (tagging: `token_classifier.keras`, QA:
+`question_answerer.keras`) with `vocab.txt` and `finetune_config.json`, which
+`python -m electra_tf.export --kind serving` reads. Installed as `electra-finetune`.
 """
 
-import dataclasses
 import os
 
 from absl import app, flags
@@ -78,46 +79,34 @@ def _column(value):
 
 
 def main(argv):
-    from electra_tf.data import tasks as tasks_lib
     from electra_tf.finetuning import config as finetune_config
-    from electra_tf.finetuning.config import FinetuneConfig
-    from electra_tf.finetuning.qa import is_span_qa, run_qa
-    from electra_tf.finetuning.tagging import is_tagging, run_tagging
+    from electra_tf.finetuning.trials import run_trials
     from electra_tf.run_files import RESULTS_FILE
-    from electra_tf.training.finetuning import run_finetuning
 
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    config = FinetuneConfig(**{name: FLAGS[flag_name(name)].value for name in finetune_config.fields()})
+    config = finetune_config.FinetuneConfig(**{name: FLAGS[flag_name(name)].value
+                                               for name in finetune_config.fields()})
     for name in ("task", "data_dir", "init", "output_dir"):
         if not getattr(config, name):
             raise app.UsageError(f"--{name} is required.")
-    if is_tagging(config):
-        results = run_tagging(config)
-    elif is_span_qa(config):
-        results = run_qa(config)
-    else:
-        generic = {}
-        if not tasks_lib.is_glue_task(config.task):
-            generic = dict(
-                text_a_column=_column(config.text_a_column),
-                text_b_column=_column(config.text_b_column),
-                label_column=_column(config.label_column or "label"),
-                regression=config.regression,
-                file_format=config.file_format,
-            )
-        spec = tasks_lib.load_task(config.task, config.data_dir, **generic)
-        settings = {k: v for k, v in dataclasses.asdict(config).items()
-                    if k not in ("task", "data_dir", "init", "output_dir", "vocab_file")}
-        results = run_finetuning(spec, config.data_dir, config.init, config.output_dir, config.vocab_file,
-                                 **settings)
+    results = run_trials(config)
+    if results is None:  # preempted: the checkpoint is saved, exit 0
+        return
+    metric = results["metric"]
     for trial in results["trials"]:
-        print(f"trial {trial['trial']} seed {trial['seed']}: dev {results['metric']} = "
-              f"{trial['dev'][results['metric']]:.4f}")
-    s = results["summary"][f"dev_{results['metric']}"]
-    print(f"dev {results['metric']}: mean {s['mean']:.4f} median {s['median']:.4f} std {s['std']:.4f} "
-          f"min {s['min']:.4f} max {s['max']:.4f} ({len(results['trials'])} trials)")
+        print(f"trial {trial['trial']} seed {trial['seed']}: dev {metric} = {_number(trial['dev'].get(metric))}")
+    s = results["summary"][f"dev_{metric}"]
+    print(f"dev {metric}: mean {_number(s['mean'])} median {_number(s['median'])} std {_number(s['std'])} "
+          f"min {_number(s['min'])} max {_number(s['max'])} ({len(results['trials'])} trials)")
+    for name, s in results["summary"].items():
+        if name.startswith("test") and name.endswith(f"_{metric}"):
+            print(f"{name.replace('_' + metric, '')} {metric}: mean {_number(s['mean'])} (the kept model of each trial)")
     print(f"results: {os.path.join(config.output_dir, RESULTS_FILE)}")
+
+
+def _number(value):
+    return "n/a" if value is None else f"{value:.4f}"
 
 
 def run():

@@ -18,6 +18,11 @@ A fine-tuning run (`electra_tf.finetune --output_dir`):
     output_dir/token_classifier.keras the best trial's `ElectraTokenClassifier` (tagging)
     output_dir/vocab.txt              its vocabulary (+ electra_tokenizer.json)
     output_dir/finetune_config.json   task, kind, label names, pair or single / tag scheme, max_seq_length
+    output_dir/question_answerer.keras, predictions.json, null_odds.json   (span_qa)
+    output_dir/<TASK>.tsv             GLUE test predictions to submit (`submission_file`), when test is unlabelled
+    output_dir/logs/[trial-N/]        TensorBoard: train loss and learning rate per step, dev metrics per epoch
+    output_dir/trials/                while unfinished: each trial's checkpoints (`trial_dir`) and results;
+                                      removed once results.json is written
 
 An export (`electra_tf.export`): a SavedModel (`saved_model.pb`, `variables/`,
 `assets/`: `vocab.txt`, `electra_tokenizer.json`, `encoder_config.json` or
@@ -65,6 +70,17 @@ RESULTS_FILE = "results.json"
 QUESTION_ANSWERER_FILE = "question_answerer.keras"  # span_qa fine-tuning
 PREDICTIONS_FILE = "predictions.json"  # span_qa: the official id -> answer text
 NULL_ODDS_FILE = "null_odds.json"  # span_qa on SQuAD 2.0: id -> null score minus best span score
+TRIALS_DIR = "trials"  # while a fine-tuning run is unfinished: trial-N/ckpt-*, trial-N/trial.json, settings.json
+TRIAL_DIR = "trial-{}"
+TRIAL_RESULT_FILE = "trial.json"  # a finished trial's results (read back when the run resumes)
+RUN_SETTINGS_FILE = "settings.json"  # the settings an unfinished run was started with
+# GLUE test predictions in the official submission layout (`index\tprediction`), per task and test split.
+GLUE_SUBMISSION_FILES = {
+    ("cola", "test"): "CoLA.tsv", ("sst-2", "test"): "SST-2.tsv", ("mrpc", "test"): "MRPC.tsv",
+    ("sts-b", "test"): "STS-B.tsv", ("qqp", "test"): "QQP.tsv", ("mnli", "test"): "MNLI-m.tsv",
+    ("mnli", "test_mismatched"): "MNLI-mm.tsv", ("qnli", "test"): "QNLI.tsv", ("rte", "test"): "RTE.tsv",
+    ("wnli", "test"): "WNLI.tsv", ("ax", "test"): "AX.tsv",
+}
 # --- An export (SavedModel), a Hugging Face model ---
 SAVED_MODEL_FILE = "saved_model.pb"
 ASSETS_DIR = "assets"
@@ -273,7 +289,7 @@ def artefact_kind(folder):
         return None
     if has(CHECKPOINT_DIR, DISCRIMINATOR_FILE):
         return PRETRAINING_RUN
-    if has(CLASSIFIER_FILE, FINETUNE_CONFIG_FILE, RESULTS_FILE):
+    if has(CLASSIFIER_FILE, FINETUNE_CONFIG_FILE, RESULTS_FILE, TRIALS_DIR):
         return FINETUNING_OUTPUT
     if has(SAVED_MODEL_FILE):
         return SAVED_MODEL
@@ -417,11 +433,45 @@ def untrained_encoder(config, seed):
 
 # --- A fine-tuning run's results ---
 def write_results(output_dir, results, finetune_config):
-    """Writes a fine-tuning run's `results.json` and `finetune_config.json` (what an export reads back)."""
-    with tf.io.gfile.GFile(os.path.join(output_dir, RESULTS_FILE), "w") as f:
-        json.dump(results, f, indent=2)
-    with tf.io.gfile.GFile(os.path.join(output_dir, FINETUNE_CONFIG_FILE), "w") as f:
-        json.dump(finetune_config, f, indent=2)
+    """Writes a fine-tuning run's `results.json` and `finetune_config.json` (what an export reads back).
+
+    Strict JSON: a NaN or infinity is an error (`ValueError`), never a bare `NaN` in the file.
+    """
+    write_json(os.path.join(output_dir, FINETUNE_CONFIG_FILE), finetune_config)
+    write_json(os.path.join(output_dir, RESULTS_FILE), results)  # last: its presence marks a finished run
+
+
+def write_json(path, value, indent=2):
+    """Writes `value` as strict JSON (no NaN) to `path` atomically: a reader never sees half a file."""
+    text = json.dumps(value, indent=indent, allow_nan=False)
+    tf.io.gfile.makedirs(os.path.dirname(path) or ".")
+    with tf.io.gfile.GFile(path + ".tmp", "w") as f:
+        f.write(text)
+    tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+
+
+def read_json(path):
+    """The JSON value in `path`, or None when there is no such file."""
+    if not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path) as f:
+        return json.load(f)
+
+
+def trial_dir(output_dir, trial):
+    """Where an unfinished fine-tuning run keeps trial `trial`'s checkpoints and results."""
+    return os.path.join(output_dir, TRIALS_DIR, TRIAL_DIR.format(trial))
+
+
+def trial_log_dir(output_dir, trial, num_trials):
+    """TensorBoard folder of a trial: `logs/`, or `logs/trial-N/` when the run has several trials."""
+    log_dir = os.path.join(output_dir, LOG_DIR)
+    return log_dir if num_trials == 1 else os.path.join(log_dir, TRIAL_DIR.format(trial))
+
+
+def submission_file(task, split):
+    """File name of a test split's predictions: GLUE's official name (`MNLI-m.tsv`), else `<task>.tsv`."""
+    return GLUE_SUBMISSION_FILES.get((task.lower(), split), f"{task}{split[len('test'):]}.tsv")
 
 
 # --- Every command's `--init` ---

@@ -1,9 +1,9 @@
 r"""Exports a trained model: `python -m electra_tf.export --kind encoder|preset|serving`.
 
     # pre-trained discriminator -> SavedModel (tf.saved_model.load alone)
-    python -m electra_tf.export --kind encoder --init electra_runs/small --output_dir /tmp/electra_encoder
+    python -m electra_tf.export --kind encoder --init runs/demo --output_dir /tmp/electra_encoder
     # pre-trained discriminator -> keras-hub preset (ElectraBackbone / ElectraTokenizer.from_preset)
-    python -m electra_tf.export --kind preset --init electra_runs/small --output_dir /tmp/electra_preset
+    python -m electra_tf.export --kind preset --init runs/demo --output_dir /tmp/electra_preset
     # fine-tuned classifier -> TF Serving <output_dir>/<model_name>/<version>/
     python -m electra_tf.export --kind serving --init runs/movie_polarity --output_dir /tmp/serving \
         --model_name movie_polarity --version 1

@@ -2,7 +2,7 @@
 
 Each field is a flag of `python -m electra_tf.finetune` (same name, its help
 from the field's metadata, an enum when the field has `choices`), and a
-keyword of `run_finetuning` / `run_tagging`. Defaults are the reference recipe
+setting of `electra_tf.finetuning.trials.run_trials`. Defaults are the reference recipe
 for ELECTRA-Small (`../shared/docs/electra-reference.md`, section 5).
 """
 
@@ -35,12 +35,16 @@ RANGES = {
     "dropout": (0, 1, (True, False)),
     "train_limit": (1, None, (True, True)),
     "dev_limit": (1, None, (True, True)),
+    "null_threshold": (None, None, (True, True)),  # any finite value
     "doc_stride": (1, None, (True, True)),
     "max_query_length": (1, None, (True, True)),
     "max_answer_length": (1, None, (True, True)),
     "n_best_size": (1, None, (True, True)),
     "start_n_top": (1, None, (True, True)),
     "end_n_top": (1, None, (True, True)),
+    "early_stopping_patience": (1, None, (True, True)),
+    "save_checkpoints_steps": (1, None, (True, True)),
+    "log_steps": (1, None, (True, True)),
 }
 
 
@@ -55,7 +59,9 @@ class FinetuneConfig:
         "otherwise.", TASK_KINDS)
     data_dir: typing.Optional[str] = _field(
         None, "Folder with train/dev(/test).tsv (+ labels.txt); tagging: train.txt/dev.txt or eng.train/eng.testa.")
-    init: typing.Optional[str] = _field(None, "Pre-training model_dir, encoder .keras file, or exported encoder.")
+    init: typing.Optional[str] = _field(
+        None, "The model to start from: a run dir, a .keras file, an exported encoder, hf:DIR, official:DIR, "
+        "bert:DIR or keras_hub:DIR (the discriminator of a pair is taken).")
     vocab_file: typing.Optional[str] = _field(None, "Vocabulary; default: the one beside --init.")
     output_dir: typing.Optional[str] = _field(None, "Results, the best model, its vocab and config.")
     # --- Recipe (reference section 5) ---
@@ -73,6 +79,17 @@ class FinetuneConfig:
     train_limit: typing.Optional[int] = _field(None, "Use only the first N training examples / sentences.")
     dev_limit: typing.Optional[int] = _field(None, "Use only the first N dev examples / sentences.")
     verbose: int = _field(2, "Keras progress: 0 silent, 1 bar, 2 a line per epoch.")
+    # --- Epochs, checkpoints, logs ---
+    keep: str = _field("best", "Weights kept from each trial: the best dev epoch's, or the last epoch's.",
+                       ("best", "last"))
+    early_stopping_patience: typing.Optional[int] = _field(
+        None, "Stop a trial after this many epochs without a better dev score; default: off.")
+    save_checkpoints_steps: int = _field(
+        500, "Updates between checkpoints (also after every epoch and on SIGTERM): a killed run re-run with "
+        "the same command resumes from the latest.")
+    log_steps: int = _field(50, "TensorBoard train loss and learning rate every N updates (output_dir/logs).")
+    deterministic: bool = _field(
+        False, "TF op determinism: a resumed run ends bit-equal to an uninterrupted one (slower on GPU).")
     # --- Generic classification files ---
     text_a_column: str = _field("sentence", "Generic tasks: first text column (name or index).")
     text_b_column: typing.Optional[str] = _field(None, "Generic tasks: second text column, for pairs.")
@@ -131,7 +148,8 @@ class FinetuneConfig:
         """The recipe part, as written to `results.json`."""
         names = ("epochs", "batch_size", "learning_rate", "layerwise_lr_decay", "warmup_proportion",
                  "weight_decay", "clip_norm", "dropout", "max_seq_length", "num_trials", "seed",
-                 "both_orders", "train_limit", "dev_limit", "stride", "strategy", "precision", "jit_compile")
+                 "both_orders", "train_limit", "dev_limit", "stride", "strategy", "precision", "jit_compile",
+                 "keep", "early_stopping_patience", "deterministic")
         return {name: getattr(self, name) for name in names}
 
 

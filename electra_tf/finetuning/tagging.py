@@ -1,31 +1,26 @@
-"""Fine-tuning an ELECTRA discriminator on a token classification task (NER, chunking, POS).
+"""Token classification fine-tuning (NER, chunking, POS): the task kind `run_trials` runs for CoNLL-column files.
 
-`run_tagging(config)` is what `python -m electra_tf.finetune --task conll2003`
-(or `--task_kind tagging` for any CoNLL-column files) runs: `num_trials` runs
-from the same `--init`, each scored on the dev split, results and the best
-trial's model written to `output_dir` (see `electra_tf.run_files`).
-
-The recipe is the classification one (reference section 5: layer-wise LR
-decay, AdamW epsilon 1e-6, clip 1.0, 10 % warmup then linear decay) with the
-official tagging head, `ElectraTokenClassifier`: a word's label on its first
-WordPiece (`tagging_features`), cross-entropy averaged over those pieces only
-(`MaskedSparseCrossEntropy`), and dev predictions read back at the same pieces
-(`word_predictions`) and scored per word: entity precision / recall / F1
-(CoNLL semantics, `tagging_metrics.entity_scores`) for span tags, token
-accuracy for all (the headline of POS).
+`TaggingKind(config)` reads a named CoNLL-2003 task (`--task conll2003`) or
+any CoNLL-column files (`--task_kind tagging`), trains the official tagging
+head, `ElectraTokenClassifier`: a word's label on its first WordPiece
+(`tagging_features`), cross-entropy averaged over those pieces only
+(`MaskedSparseCrossEntropy`), and reads predictions back at the same pieces
+(`word_predictions`), scored per word: entity precision / recall / F1 (CoNLL
+semantics, `tagging_metrics.entity_scores`) for span tags, token accuracy
+for all (the headline of POS). A test split (`eng.testb`, `test.txt`) is
+scored once at the end.
 """
 
 import os
-import time
 
 import keras
-import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from electra_tf.data.tokenizer import WordPieceTokenizer, copy_vocab
+from electra_tf import run_files
 from electra_tf.finetuning import conll
-from electra_tf.finetuning.config import FinetuneConfig
+from electra_tf.finetuning.batching import INPUTS, epoch_batches, predict_in_batches, trim
+from electra_tf.finetuning.kind import TaskKind
 from electra_tf.finetuning.tagging_features import (
     IGNORE_INDEX,
     build_features,
@@ -34,36 +29,13 @@ from electra_tf.finetuning.tagging_features import (
 )
 from electra_tf.finetuning.tagging_metrics import entity_scores, token_accuracy
 from electra_tf.models.token_classifier import ElectraTokenClassifier
-from electra_tf.training import distribute
-from electra_tf.run_files import (
-    TOKEN_CLASSIFIER_FILE,
-    VOCAB_FILE,
-    load_init,
-    write_results,
-)
-from electra_tf.training.finetuning import (
-    create_optimizer,
-    create_strategy,
-    jit_compile,
-    rebuild_encoder,
-    summarize,
-)
 
-INPUTS = ("token_ids", "segment_ids", "padding_mask")
-LENGTH_MULTIPLE = 16  # batches are cut to their longest row, rounded up to this (few XLA shapes)
 # Generic CoNLL-column files: the first of these names that exists in `--data_dir`.
 GENERIC_SPLITS = {
     "train": ("train.txt", "eng.train", "train.conll"),
     "dev": ("dev.txt", "valid.txt", "eng.testa", "dev.conll"),
     "test": ("test.txt", "eng.testb", "test.conll"),
 }
-
-
-def is_tagging(config):
-    """Whether `config` asks for token classification (`task_kind`, or a CoNLL task name)."""
-    if config.task_kind != "auto":
-        return config.task_kind == "tagging"
-    return (config.task or "").lower() in conll.TASKS
 
 
 def tagging_task(config):
@@ -137,46 +109,42 @@ class MaskedSparseCrossEntropy(keras.losses.Loss):
         return total / keras.ops.maximum(count, 1.0)
 
 
-def tagging_dataset(features, batch_size, shuffle_seed=None):
+def tagging_dataset(features, batch_size, shuffle_seed=None, epoch=0, skip=0):
     """`tf.data` of `(inputs dict, label_ids)` batches of `build_features` rows.
 
-    Each batch is cut to its longest row (rounded up to `LENGTH_MULTIPLE`):
+    Each batch is cut to its longest row (rounded up to `batching.LENGTH_MULTIPLE`):
     padding is masked, so this changes no result and saves most of the
     compute on CoNLL's short sentences.
 
     Args:
         features: dict from `build_features`.
         batch_size: int. Global batch.
-        shuffle_seed: int or None. Shuffle (each epoch) when given.
+        shuffle_seed: int or None. The order of epoch `epoch` for this seed; None keeps the rows' order.
+        epoch, skip: int. The epoch, and its batches left out (a resumed run).
     """
-    inputs = {name: features[name] for name in INPUTS}
-    ds = tf.data.Dataset.from_tensor_slices((inputs, features["label_ids"]))
-    if shuffle_seed is not None:
-        ds = ds.shuffle(len(features["label_ids"]), seed=shuffle_seed, reshuffle_each_iteration=True)
-
-    def trim(inputs, labels):
-        length = tf.reduce_max(tf.reduce_sum(inputs["padding_mask"], axis=1))
-        length = tf.minimum(-(-length // LENGTH_MULTIPLE) * LENGTH_MULTIPLE, tf.shape(labels)[1])
-        return {k: v[:, :length] for k, v in inputs.items()}, labels[:, :length]
-
-    return ds.batch(batch_size).map(trim, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+    arrays = ({name: features[name] for name in INPUTS}, features["label_ids"])
+    batches = epoch_batches(arrays, batch_size, shuffle_seed, epoch, skip)
+    return batches.map(trim, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
 
 
-def predict_piece_labels(model, features, batch_size=128):
+def piece_predictor(model):
+    """A compiled function: arg-max label id at every piece, padded back to the rows' full length."""
+
+    @tf.function(reduce_retracing=True)
+    def predict(inputs):
+        ids = tf.argmax(model(inputs, training=False), axis=-1, output_type=tf.int32)
+        return tf.pad(ids, [[0, 0], [0, model.encoder.max_sequence_length - tf.shape(ids)[1]]])
+
+    return predict
+
+
+def predict_piece_labels(model, features, batch_size=128, predict=None):
     """Arg-max label id at every piece of every `build_features` row, `(num_rows, max_seq_length)`."""
-    predict = tf.function(lambda inputs: tf.argmax(model(inputs, training=False), axis=-1, output_type=tf.int32),
-                          reduce_retracing=True)
-    num_rows, seq_length = features["token_ids"].shape
-    predictions = np.zeros((num_rows, seq_length), np.int32)
-    for start in range(0, num_rows, batch_size):
-        rows = slice(start, start + batch_size)
-        length = int(features["padding_mask"][rows].sum(1).max())
-        length = min(-(-length // LENGTH_MULTIPLE) * LENGTH_MULTIPLE, seq_length)
-        predictions[rows, :length] = predict({k: features[k][rows, :length] for k in INPUTS}).numpy()
-    return predictions
+    pieces = predict_in_batches(predict or piece_predictor(model), features, batch_size)
+    return pieces[:, :features["token_ids"].shape[1]]
 
 
-def evaluate(model, features, sentences, labels, span_tags, batch_size=128):
+def evaluate(model, features, sentences, labels, span_tags, batch_size=128, predict=None):
     """Dev metrics of `model`: token accuracy, and entity precision / recall / F1 for span tags.
 
     Args:
@@ -185,11 +153,12 @@ def evaluate(model, features, sentences, labels, span_tags, batch_size=128):
         sentences: list of `conll.Sentence` (true tags in IOB2, or as written).
         labels: list of str. Label names in id order.
         span_tags: bool. Whether the tags are IOB2 spans.
+        predict: optional `piece_predictor(model)` (compiled once, reused every epoch).
 
     Returns:
         `(metrics, per_type)`: dict of floats, and entity scores per type (None without spans).
     """
-    pieces = predict_piece_labels(model, features, batch_size)
+    pieces = predict_piece_labels(model, features, batch_size, predict)
     predicted_ids = word_predictions(pieces, features, [len(s.words) for s in sentences])
     predicted = [[labels[i] for i in ids] for ids in predicted_ids]
     true = [list(s.tags) for s in sentences]
@@ -228,98 +197,66 @@ def long_sentences(sentences, word_pieces, max_seq_length):
             f"windows (no word is dropped); the first at {where} ({len(pieces.ids)} pieces).")
 
 
-def run_tagging(config, strategy=None):
-    """Fine-tunes `config.num_trials` times on a tagging task and writes results; returns them.
+class TaggingKind(TaskKind):
+    """Token classification over CoNLL-column files (see the module docstring)."""
 
-    Args:
-        config: `FinetuneConfig` (`task`, `data_dir`, `init`, `output_dir` set).
-        strategy: `tf.distribute.Strategy` or None (one from `config`).
+    name = "tagging"
+    model_file = run_files.TOKEN_CLASSIFIER_FILE
 
-    Returns:
-        dict with `task`, `metric`, `labels`, `trials` (per-trial dev
-        metrics, per-type entity scores, training time and examples/s) and
-        `summary` (mean/median/std/min/max per metric).
-    """
-    for name in ("task", "data_dir", "init", "output_dir"):
-        if not getattr(config, name):
-            raise ValueError(f"`{name}` is required. Received: `{name}={getattr(config, name)!r}`")
-    task = tagging_task(config)
-    strategy = strategy or create_strategy(config)
-    output_dir = distribute.worker_dir(config.output_dir, strategy)  # multi_worker: the chief's is output_dir
-    tf.io.gfile.makedirs(output_dir)
-    train = task.read(config.data_dir, "train")[:config.train_limit]
-    dev = task.read(config.data_dir, "dev")[:config.dev_limit]
-    labels = task.labels(config.data_dir, train)
-    train_ids, dev_ids = conll.encode_labels(train, labels), conll.encode_labels(dev, labels)
-    logging.info("Task %s: %d train and %d dev sentences, %d labels %s.", task.name, len(train), len(dev),
-                 len(labels), labels)
+    def __init__(self, config):
+        super().__init__(config)
+        task = tagging_task(config)
+        self.task, self.metric = task, task.metric
+        self.sentences = {split: task.read(config.data_dir, split)[:limit]
+                          for split, limit in (("train", config.train_limit), ("dev", config.dev_limit))}
+        if "test" in task.splits and any(tf.io.gfile.exists(p) for p in _paths(task, config.data_dir, "test")):
+            self.sentences["test"] = task.read(config.data_dir, "test")
+            self.test_splits.append("test")
+        self.labels = task.labels(config.data_dir, self.sentences["train"])
+        self.label_ids = {split: conll.encode_labels(s, self.labels) for split, s in self.sentences.items()}
+        logging.info("Task %s: %s sentences, %d labels %s.", task.name,
+                     {k: len(v) for k, v in self.sentences.items()}, len(self.labels), self.labels)
+        self.features = {}
 
-    trials, best = [], None
-    for trial in range(config.num_trials):
-        trial_seed = config.seed + trial
-        keras.utils.set_random_seed(trial_seed)
-        encoder, found_vocab = load_init(config.init, config.vocab_file)
-        tokenizer = WordPieceTokenizer(found_vocab)
-        if trial == 0:
-            train_pieces = tokenize_words(tokenizer, [s.words for s in train])
-            dev_pieces = tokenize_words(tokenizer, [s.words for s in dev])
-            for sentences, pieces in ((train, train_pieces), (dev, dev_pieces)):
-                message = long_sentences(sentences, pieces, config.max_seq_length)
-                if message:
-                    logging.info(message)
-            train_features = build_features(tokenizer, train_pieces, train_ids, config.max_seq_length, config.stride)
-            dev_features = build_features(tokenizer, dev_pieces, dev_ids, config.max_seq_length, config.stride)
-        train_ds = tagging_dataset(train_features, config.batch_size, trial_seed)
-        steps = config.epochs * int(train_ds.cardinality())
-        with strategy.scope():
-            model = ElectraTokenClassifier(rebuild_encoder(encoder), len(labels), dropout=config.dropout)
-            model.compile(optimizer=create_optimizer(config, encoder.num_layers, steps),
-                          loss=MaskedSparseCrossEntropy(), jit_compile=jit_compile(config, strategy))
-        start = time.time()
-        history = model.fit(train_ds, epochs=config.epochs, verbose=config.verbose,
-                            shuffle=False)  # train_ds shuffles itself
-        train_seconds = time.time() - start
-        num_rows = len(train_features["label_ids"])
-        metrics, per_type = evaluate(model, dev_features, dev, labels, task.scheme is not None,
-                                     4 * config.batch_size)
-        result = {"trial": trial, "seed": trial_seed, "train_seconds": round(train_seconds, 2),
-                  "train_examples_per_second": round(config.epochs * num_rows / train_seconds, 2),
-                  "train_loss": [float(v) for v in history.history["loss"]],
-                  "dev": metrics, "dev_per_type": per_type}
-        headline = metrics[task.metric]
-        logging.info("Trial %d (seed %d): dev %s = %.4f (%s) in %.1f s.", trial, trial_seed, task.metric,
-                     headline, metrics, train_seconds)
-        trials.append(result)
-        if best is None or headline > best[0]:
-            best = (headline, trial)
-            model.save(os.path.join(output_dir, TOKEN_CLASSIFIER_FILE))
-            copy_vocab(found_vocab, os.path.join(output_dir, VOCAB_FILE))
+    def prepare(self, tokenizer):
+        c = self.config
+        for split, sentences in self.sentences.items():
+            pieces = tokenize_words(tokenizer, [s.words for s in sentences])
+            message = long_sentences(sentences, pieces, c.max_seq_length)
+            if message:
+                logging.info(message)
+            self.features[split] = build_features(tokenizer, pieces, self.label_ids[split], c.max_seq_length,
+                                                  c.stride)
+        self.num_train_rows = len(self.features["train"]["label_ids"])
 
-    summary = {f"dev_{name}": summarize([t["dev"][name] for t in trials]) for name in trials[0]["dev"]}
-    results = {
-        "task": task.name,
-        "kind": "tagging",
-        "init": config.init,
-        "metric": task.metric,
-        "labels": labels,
-        "num_train_sentences": len(train),
-        "num_train_windows": int(len(train_features["label_ids"])),
-        "num_dev_sentences": len(dev),
-        "best_trial": best[1],
-        "trials": trials,
-        "summary": summary,
-        "hparams": config.hparams(),
-    }
-    write_results(output_dir, results, {
-        "task": task.name,
-        "kind": "tagging",
-        "label_names": labels,
-        "scheme": "IOB2" if task.scheme else None,
-        "max_seq_length": config.max_seq_length,
-        "stride": config.stride,
-    })
-    if output_dir != config.output_dir:
-        tf.io.gfile.rmtree(output_dir)
-    logging.info("dev %s over %d trial(s): %s", task.metric, config.num_trials,
-                 {k: round(v, 4) for k, v in summary[f"dev_{task.metric}"].items()})
-    return results
+    def train_dataset(self, seed, epoch, skip):
+        return tagging_dataset(self.features["train"], self.config.batch_size, seed, epoch, skip)
+
+    def build_model(self, encoder):
+        model = ElectraTokenClassifier(encoder, len(self.labels), dropout=self.config.dropout)
+        return model, {"loss": MaskedSparseCrossEntropy()}
+
+    def evaluate(self, model, split):
+        return evaluate(model, self.features[split], self.sentences[split], self.labels, self.task.scheme is not None,
+                        4 * self.config.batch_size, self.predictor(model, piece_predictor))
+
+    def trial_extras(self, outputs):
+        return {"dev_per_type": outputs.get("dev")}
+
+    def results(self):
+        return {"labels": self.labels, "num_train_sentences": len(self.sentences["train"]),
+                "num_train_windows": int(self.num_train_rows), "num_dev_sentences": len(self.sentences["dev"])}
+
+    def finetune_config(self, best_trial):
+        return {
+            "task": self.task.name,
+            "kind": self.name,
+            "label_names": self.labels,
+            "scheme": "IOB2" if self.task.scheme else None,
+            "max_seq_length": self.config.max_seq_length,
+            "stride": self.config.stride,
+        }
+
+
+def _paths(task, data_dir, split):
+    return [os.path.join(data_dir, name) for name in task.splits[split]]

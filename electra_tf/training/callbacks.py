@@ -53,9 +53,10 @@ class CheckpointEvery(keras.callbacks.Callback):
         super().set_model(model)
         self.last_saved = self.step()
 
-    def save(self):
+    def save(self, force=False):
+        """Writes a checkpoint of the current step, unless one was just written (`force`: write it again)."""
         step = self.step()
-        if step == self.last_saved:
+        if step == self.last_saved and not force:
             return
         if not all_finite(self.model.variables):
             raise FloatingPointError(f"The model holds NaN or Inf at step {step}; no checkpoint written.")

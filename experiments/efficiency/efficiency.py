@@ -34,7 +34,7 @@ What it does, top to bottom (`main`):
    `--holdout` (default) the last record file is kept out of pre-training for
    the guard batch and the probe.
 7. Fine-tuning: every encoder x every task x every seed
-   (`electra_tf.training.finetuning.run_finetuning`, one trial per seed).
+   (`electra_tf.finetuning.trials.run_finetuning`, one trial per seed).
 8. Report: `results.json` (every run), `results.md` (objective x task table
    beside the paper's Table 5, curve table, context probe, command, date,
    versions), `efficiency.png` (average dev score vs pre-training FLOPs) and
@@ -78,10 +78,10 @@ import tensorflow as tf  # pylint: disable=wrong-import-position
 from electra_tf.config import OBJECTIVES, get_config  # pylint: disable=wrong-import-position
 from electra_tf.demo_data import resolve_data  # pylint: disable=wrong-import-position
 from electra_tf.training.pretraining import train  # pylint: disable=wrong-import-position
-from electra_tf.data.tasks import load_task  # pylint: disable=wrong-import-position
+from electra_tf.finetuning.tasks import load_task  # pylint: disable=wrong-import-position
 from electra_tf import run_files  # pylint: disable=wrong-import-position
 from electra_tf.training import flops  # pylint: disable=wrong-import-position
-from electra_tf.training.finetuning import run_finetuning  # pylint: disable=wrong-import-position
+from electra_tf.finetuning.trials import run_finetuning  # pylint: disable=wrong-import-position
 from electra_tf.run_files import load_init  # pylint: disable=wrong-import-position
 from electra_tf.data.pretraining_dataset import list_files, pretraining_dataset  # pylint: disable=wrong-import-position
 

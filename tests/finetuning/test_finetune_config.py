@@ -49,7 +49,11 @@ def test_choices_and_ranges_are_checked():
 
 
 def test_task_kind_and_generic_tagging_columns():
-    from electra_tf.finetuning.tagging import is_tagging, tagging_task
+    from electra_tf.finetuning.tagging import tagging_task
+    from electra_tf.finetuning.trials import kind_name
+
+    def is_tagging(config):
+        return kind_name(config) == "tagging"
 
     assert is_tagging(FinetuneConfig(task="conll2003")) and is_tagging(FinetuneConfig(task="CoNLL2003_pos"))
     assert not is_tagging(FinetuneConfig(task="sst-2"))

@@ -1,4 +1,4 @@
-"""Span-QA fine-tuning end to end: run_qa on toy SQuAD files (1.1, and 2.0 through swapped contexts),
+"""Span-QA fine-tuning end to end: run_trials on toy SQuAD files (1.1, and 2.0 through swapped contexts),
 the CLI with the simple head under mixed_bfloat16 + XLA, and 2 mirrored logical CPUs like one device."""
 
 import json
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from electra_tf.finetuning.config import FinetuneConfig
-from electra_tf.finetuning.qa import is_span_qa, run_qa
+from electra_tf.finetuning.trials import kind_name, run_trials
 from helpers import assert_trained_alike, run_python, train_on_one_and_two_cpus
 
 VOCAB = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "vocab", "bert_uncased_vocab.txt")
@@ -47,6 +47,14 @@ def write_toy_squad(directory, articles=(("train", 6), ("dev", 2)), questions=4,
 
 SETTINGS = dict(epochs=2, batch_size=8, learning_rate=2e-3, max_seq_length=48, doc_stride=16, max_query_length=12,
                 verbose=0, start_n_top=4, end_n_top=4)
+
+
+def is_span_qa(config):
+    return kind_name(config) == "span_qa"
+
+
+def run_qa(config, strategy=None):
+    return run_trials(config, "span_qa", strategy)
 
 
 def test_task_kind():
@@ -123,7 +131,7 @@ import keras
 from helpers import make_run_dir
 from test_squad import SETTINGS, write_toy_squad
 from electra_tf.finetuning.config import FinetuneConfig
-from electra_tf.finetuning.qa import run_qa
+from electra_tf.finetuning.trials import run_trials
 
 tmp, vocab = sys.argv[1:]
 run_dir = make_run_dir(os.path.join(tmp, "run"), vocab, dropout=0.0, num_layers=1, hidden_dim=32,
@@ -133,7 +141,7 @@ data = write_toy_squad(os.path.join(tmp, "data"), articles=(("train", 4), ("dev"
 def train(name, strategy):
     config = FinetuneConfig(task="squad", data_dir=data, init=run_dir, output_dir=os.path.join(tmp, name),
                             swap_contexts=True, clip_norm=0.05, **SETTINGS)
-    result = run_qa(config, strategy=strategy)
+    result = run_trials(config, "span_qa", strategy)
     weights = keras.saving.load_model(os.path.join(tmp, name, "question_answerer.keras")).get_weights()
     return {"loss": result["trials"][0]["train_loss"], "weights": weights}
 """

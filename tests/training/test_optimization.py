@@ -115,7 +115,7 @@ def test_adamw_matches_the_official_update_rule(bias_correction):
 
 
 def test_layerwise_adamw_without_bias_correction_scales_the_official_update():
-    from electra_tf.training.layerwise_lr import LayerwiseAdamW
+    from electra_tf.finetuning.layerwise_lr import LayerwiseAdamW
 
     model = small_model()
     start = [v.numpy() for v in model.trainable_variables]

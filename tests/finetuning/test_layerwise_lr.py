@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from electra_tf.models.classifier import ElectraClassifier
 from electra_tf.models.encoder import ElectraEncoder
-from electra_tf.training.layerwise_lr import LayerwiseAdamW, layer_depth
+from electra_tf.finetuning.layerwise_lr import LayerwiseAdamW, layer_depth
 
 NUM_LAYERS, DECAY, LR = 3, 0.8, 1e-3
 

@@ -154,7 +154,7 @@ def generic_task(
         ```python
         import os
 
-        from electra_tf.data.tasks import generic_task, read_examples
+        from electra_tf.finetuning.tasks import generic_task, read_examples
 
         os.makedirs("movie_polarity")
         with open("movie_polarity/train.tsv", "w") as f:
@@ -337,3 +337,21 @@ def _resolve(column, header, path, role, optional):
     raise ValueError(
         f"{path}:1: missing {role} column {column!r}; the header has {header}."
     )
+
+
+def read_index(spec, data_dir, split="test"):
+    """The ids of a split's rows for a submission file: its `index` column (GLUE test files), else 0, 1, ...
+
+    Rows are those `read_examples` returns, in order (blank lines skipped).
+    """
+    path = _path(spec, data_dir, split)
+    with tf.io.gfile.GFile(path, "r") as f:
+        if spec.delimiter == "\t":
+            rows = [r for r in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE) if r]
+        else:
+            rows = [r for r in csv.reader(f, delimiter=spec.delimiter) if r]
+    header = rows.pop(0) if spec.header and rows else None
+    if header is not None and "index" in header:
+        column = header.index("index")
+        return [r[column] for r in rows]
+    return [str(i) for i in range(len(rows))]

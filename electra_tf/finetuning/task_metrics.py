@@ -71,7 +71,7 @@ def task_metrics(labels, predictions, regression=False, num_labels=2):
         num_labels: int. Classes (classification only).
 
     Example:
-        >>> from electra_tf.training.task_metrics import task_metrics
+        >>> from electra_tf.finetuning.task_metrics import task_metrics
         >>> {k: round(v, 3) for k, v in task_metrics([0, 1, 1], [0, 1, 0]).items()}
         {'accuracy': 0.667, 'f1': 0.667, 'mcc': 0.5}
     """

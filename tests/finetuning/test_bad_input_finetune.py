@@ -8,8 +8,8 @@ import pathlib
 import pytest
 
 from helpers import make_run_dir, write_vocab
-from electra_tf.data import tasks as tasks_lib
-from electra_tf.training.finetuning import run_finetuning
+from electra_tf.finetuning import tasks as tasks_lib
+from electra_tf.finetuning.trials import run_finetuning
 
 
 def checksums(folder):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from electra_tf.training import task_metrics as m
+from electra_tf.finetuning import task_metrics as m
 
 
 def test_binary_metrics_by_hand():

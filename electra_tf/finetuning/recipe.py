@@ -1,0 +1,122 @@
+"""What every fine-tuning kind shares: the argument checks, the strategy, the encoder copy, the optimiser.
+
+The recipe is the reference's (section 5): AdamW without weight decay,
+epsilon 1e-6, clip 1.0, 10 % warmup then linear decay, layer-wise LR decay.
+"""
+
+import os
+import statistics
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from electra_tf import run_files
+from electra_tf.data.tokenizer import WordPieceTokenizer
+from electra_tf.finetuning.layerwise_lr import LayerwiseAdamW
+from electra_tf.models.encoder import ElectraEncoder
+from electra_tf.training import distribute
+from electra_tf.training.optimization import WarmupLinearDecay
+
+
+def check_required(config):
+    """`task`, `data_dir`, `init` and `output_dir` are set."""
+    for name in ("task", "data_dir", "init", "output_dir"):
+        if not getattr(config, name):
+            raise ValueError(f"`--{name}` is required. Received: `--{name}={getattr(config, name)!r}`")
+
+
+def check_output_dir(config):
+    """Refuses an `output_dir` that is `init` or holds another artefact, before anything is written.
+
+    The one place fine-tuning guards its output folder (every kind calls it).
+    """
+    init, output_dir = config.init, config.output_dir
+    if init and os.path.abspath(output_dir) == os.path.abspath(init):
+        raise ValueError(f"`--output_dir={output_dir}` is `--init`: the fine-tuned model would be written into "
+                         "the model it starts from. Choose another --output_dir.")
+    run_files.refuse_other_artefact(output_dir, "output_dir", run_files.FINETUNING_OUTPUT)
+
+
+def check_model(encoder, vocab_file, max_seq_length):
+    """The encoder's tables hold `max_seq_length` positions and every id of `vocab_file`."""
+    if max_seq_length > encoder.max_sequence_length:
+        raise ValueError(f"`--seq_length={max_seq_length}` exceeds the encoder's position table "
+                         f"(max_sequence_length={encoder.max_sequence_length}).")
+    vocab_size = WordPieceTokenizer(vocab_file).vocab_size
+    if vocab_size > encoder.vocab_size:
+        raise ValueError(f"The vocabulary {vocab_file} has {vocab_size} entries, more than the encoder's token "
+                         f"table ({encoder.vocab_size}): pass the --vocab_file the model was trained with.")
+
+
+def create_strategy(config):
+    """The config's dtype policy set globally, and its `tf.distribute` strategy.
+
+    A second run in one process may ask for the logical CPUs the first one
+    made (they cannot be made twice): those are reused.
+    """
+    keras.mixed_precision.set_global_policy(config.precision)  # also resets an earlier run's policy
+    if config.strategy is None:
+        return tf.distribute.get_strategy()
+    try:
+        return distribute.create_strategy(config.strategy, config.tpu, config.num_cpu_devices)
+    except RuntimeError:
+        if len(tf.config.list_logical_devices("CPU")) != config.num_cpu_devices:
+            raise
+        return distribute.create_strategy(config.strategy, config.tpu, 0)
+
+
+def jit_compile(config, strategy):
+    """`config.jit_compile`, except where XLA cannot run (mirrored over logical CPUs)."""
+    if config.jit_compile and distribute.uses_logical_cpus(strategy):
+        logging.warning("XLA is unavailable for MirroredStrategy over logical CPUs; training without it.")
+        return False
+    return config.jit_compile
+
+
+def rebuild_encoder(encoder):
+    """A copy of `encoder` made in the current strategy scope and global dtype policy."""
+    config = dict(encoder.get_config(), dtype=keras.mixed_precision.global_policy().name)
+    copy = ElectraEncoder.from_config(config)
+    copy.build()
+    copy.set_weights(encoder.get_weights())
+    return copy
+
+
+def create_optimizer(config, num_layers, total_steps):
+    """The reference's fine-tuning optimiser: layer-wise AdamW, epsilon 1e-6, warmup then linear decay."""
+    schedule = WarmupLinearDecay(config.learning_rate, int(config.warmup_proportion * total_steps), total_steps)
+    return LayerwiseAdamW(
+        schedule,
+        num_layers=num_layers,
+        layerwise_decay=config.layerwise_lr_decay,
+        weight_decay=config.weight_decay,
+        epsilon=1e-6,
+        global_clipnorm=config.clip_norm or None,
+    )
+
+
+def summarize(values):
+    """mean / median / std / min / max of per-trial values (None where a value is not finite).
+
+    Example:
+    >>> from electra_tf.finetuning.recipe import summarize
+    >>> summarize([1.0, 3.0])
+    {'mean': 2.0, 'median': 2.0, 'std': 1.0, 'min': 1.0, 'max': 3.0}
+    """
+    values = [v for v in values if v is not None]
+    if not values:
+        return {name: None for name in ("mean", "median", "std", "min", "max")}
+    return finite({
+        "mean": float(np.mean(values)),
+        "median": float(statistics.median(values)),
+        "std": float(np.std(values)),
+        "min": float(np.min(values)),
+        "max": float(np.max(values)),
+    })
+
+
+def finite(metrics):
+    """`metrics` with every NaN or infinite float replaced by None (JSON holds no NaN)."""
+    return {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in metrics.items()}

@@ -1,0 +1,487 @@
+"""The one fine-tuning loop: trials of any task kind, evaluated every epoch, resumable at any step.
+
+`run_trials(config, kind)` is what `python -m electra_tf.finetune` runs. A
+task kind (`classification.ClassificationKind`, `tagging.TaggingKind`,
+`qa.SpanQAKind`) plugs in with:
+
+    kind = Kind(config)                 reads the splits (errors name file and line)
+    kind.name, kind.metric, kind.model_file
+    kind.prepare(tokenizer)             features of every split
+    kind.num_train_rows                 rows (examples, windows) per epoch
+    kind.train_dataset(seed, epoch, skip)   epoch `epoch`'s batches, `skip` left out
+    kind.build_model(encoder)           (model, compile keyword arguments); under the strategy scope
+    kind.eval_splits, kind.test_splits  scored every epoch / once at the end (labelled only)
+    kind.evaluate(model, split)         (metrics dict with the headline, kind-specific outputs)
+    kind.trial_extras(outputs)          extra per-trial results (e.g. per-type entity scores)
+    kind.write_outputs(output_dir, model, outputs)   predictions.json, null_odds.json, submissions
+    kind.results(), kind.hparams()      extra keys of results.json and of its hparams
+    kind.finetune_config(best_trial)    finetune_config.json (what an export reads back)
+
+Each trial: seed `seed + trial`, the encoder of `--init` copied under the
+strategy scope, the reference optimiser (`recipe`), `fit` one epoch at a time
+over batches whose order is a function of (seed, epoch) only
+(`batching.epoch_batches`), dev scored at each epoch's end (one line per
+epoch, TensorBoard scalars under `output_dir/logs`), the best epoch's weights
+kept (`--keep best|last`), optional early stopping. The best trial's model,
+vocabulary and outputs go to `output_dir` with `results.json`.
+
+Resume: a trial's checkpoint (`output_dir/trials/trial-N`, `named_checkpoint`)
+holds model, optimizer, dropout RNG, the epochs scored, the best epoch's
+weights and metrics, and the running loss of the current epoch; the step
+gives the data position. It is written every `--save_checkpoints_steps`
+updates, after each epoch's evaluation and on SIGTERM (at the next step
+boundary, then the command exits 0). Re-running the same command continues
+from there and ends with the weights of an uninterrupted run
+(`--deterministic` for bit-equal kernels). A finished run re-run says so and
+changes nothing; the checkpoints are removed once `results.json` is written.
+"""
+
+import contextlib
+import dataclasses
+import os
+import signal
+import threading
+import time
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from electra_tf import run_files
+from electra_tf.data.tokenizer import WordPieceTokenizer, copy_vocab
+from electra_tf.finetuning import recipe
+from electra_tf.finetuning import tasks as tasks_lib
+from electra_tf.finetuning.batching import num_batches
+from electra_tf.finetuning.classification import ClassificationKind
+from electra_tf.finetuning.config import FinetuneConfig
+from electra_tf.finetuning.conll import TASKS as CONLL_TASKS
+from electra_tf.finetuning.qa import SpanQAKind
+from electra_tf.finetuning.tagging import TaggingKind
+from electra_tf.training import callbacks, distribute, run_lock
+from electra_tf.training.named_checkpoint import NamedCheckpoint
+
+KINDS = {"classification": ClassificationKind, "tagging": TaggingKind, "span_qa": SpanQAKind}
+# Settings that do not change what a run computes: a run may resume with other values.
+NOT_SETTINGS = ("output_dir", "verbose", "strategy", "tpu", "num_cpu_devices", "save_checkpoints_steps",
+                "log_steps")
+MAX_CHECKPOINTS = 2
+
+
+def kind_name(config):
+    """The task kind of `config`: `--task_kind`, or by task name (CoNLL names tag, `squad*` is span_qa)."""
+    if config.task_kind != "auto":
+        return config.task_kind
+    name = (config.task or "").lower()
+    if name in CONLL_TASKS:
+        return "tagging"
+    return "span_qa" if name.startswith("squad") else "classification"
+
+
+def settings(config):
+    """What a run computes from: every setting but those of `NOT_SETTINGS`."""
+    return {k: v for k, v in dataclasses.asdict(config).items() if k not in NOT_SETTINGS}
+
+
+def run_trials(config, kind=None, strategy=None):
+    """Fine-tunes `config.num_trials` times, or resumes; writes and returns the results (None if preempted).
+
+    Args:
+        config: `FinetuneConfig` (`task`, `data_dir`, `init`, `output_dir` set).
+        kind: "classification", "tagging", "span_qa", or None (`kind_name(config)`).
+        strategy: `tf.distribute.Strategy` or None (one from `config`).
+
+    Returns:
+        dict with `task`, `kind`, `metric`, `trials` (per-trial dev metrics
+        of the kept epoch, the epoch history, test metrics), `summary`
+        (mean/median/std/min/max per metric) and `hparams`; None when a
+        SIGTERM stopped the run (its checkpoint is saved: re-run to resume).
+    """
+    recipe.check_required(config)
+    recipe.check_output_dir(config)
+    strategy = strategy or recipe.create_strategy(config)
+    # One writer per output_dir: a second process is refused naming the holder (the chief holds it).
+    with (run_lock.hold(config.output_dir) if distribute.is_chief(strategy) else contextlib.nullcontext()):
+        return _run_trials(config, kind, strategy)
+
+
+def _run_trials(config, kind, strategy):
+    finished = _finished_results(config)
+    if finished is not None:
+        return finished
+    task = KINDS[kind or kind_name(config)](config)  # reads the splits: bad files fail before anything is written
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    encoder, vocab_file = run_files.load_init(config.init, config.vocab_file)
+    recipe.check_model(encoder, vocab_file, config.max_seq_length)
+    _check_unfinished(config)
+    task.prepare(WordPieceTokenizer(vocab_file))
+    output_dir = distribute.worker_dir(config.output_dir, strategy)  # multi_worker: the chief's is output_dir
+    state_dir = os.path.join(output_dir, run_files.TRIALS_DIR)
+    tf.io.gfile.makedirs(state_dir)
+    run_files.write_json(os.path.join(state_dir, run_files.RUN_SETTINGS_FILE), settings(config))
+
+    trials, best = [], None
+    for trial in range(config.num_trials):
+        saved = run_files.read_json(os.path.join(run_files.trial_dir(config.output_dir, trial),
+                                                 run_files.TRIAL_RESULT_FILE))
+        if saved is not None:
+            result = saved
+            logging.info("Trial %d finished earlier: dev %s = %s.", trial, task.metric, result["dev"][task.metric])
+        else:
+            outcome = _run_trial(task, config, trial, encoder, strategy, output_dir)
+            if outcome is None:
+                return None
+            result, model, outputs = outcome
+            if _better(result, best, task.metric):
+                _save_model(task, model, outputs, vocab_file, output_dir)
+            run_files.write_json(os.path.join(run_files.trial_dir(output_dir, trial), run_files.TRIAL_RESULT_FILE),
+                                 result)
+        trials.append(result)
+        if _better(result, best, task.metric):
+            best = result
+
+    results = _results(task, config, trials, best)
+    run_files.write_results(output_dir, results, task.finetune_config(best))
+    tf.io.gfile.rmtree(state_dir)
+    if output_dir != config.output_dir:
+        tf.io.gfile.rmtree(output_dir)
+    logging.info("dev %s over %d trial(s): %s", task.metric, config.num_trials,
+                 results["summary"].get(f"dev_{task.metric}"))
+    return results
+
+
+def run_finetuning(spec, data_dir, init, output_dir, vocab_file=None, strategy=None, **settings):
+    """Fine-tunes `num_trials` times on a classification task and writes results; returns the results dict.
+
+    The Python API of `run_trials` for classification: `spec` gives the
+    task's name and columns (a GLUE name reads its layout).
+
+    Args:
+        spec: `tasks.TaskSpec`.
+        data_dir: str. The task's folder.
+        init: str. See `run_files.load_init`.
+        output_dir: str. Written: `results.json`, `classifier.keras` (best
+            trial), `vocab.txt`, `finetune_config.json`.
+        vocab_file: str or None. Default: the one beside `init`.
+        strategy: `tf.distribute.Strategy` or None (one from `settings`).
+        **settings: fields of `FinetuneConfig` (`epochs=3`, `batch_size=32`, ...).
+    """
+    columns = {}
+    if not tasks_lib.is_glue_task(spec.name):
+        columns = dict(text_a_column=str(spec.text_a), label_column=str(spec.label), regression=spec.is_regression,
+                       text_b_column=None if spec.text_b is None else str(spec.text_b),
+                       file_format="csv" if spec.delimiter == "," else "tsv")
+    config = FinetuneConfig(task=spec.name, task_kind="classification", data_dir=data_dir, init=init,
+                            output_dir=output_dir, vocab_file=vocab_file, **columns).replace(**settings)
+    return run_trials(config, "classification", strategy)
+
+
+def _finished_results(config):
+    """The results of a finished run of the same settings in `output_dir` (None if unfinished); other settings: an error."""
+    path = os.path.join(config.output_dir, run_files.RESULTS_FILE)
+    results = run_files.read_json(path)
+    if results is None:
+        return None
+    _refuse_other_settings(results.get("settings") or {}, config, f"a finished fine-tuning run ({path})")
+    print(f"already finished; results in {path}", flush=True)
+    return results
+
+
+def _check_unfinished(config):
+    path = os.path.join(config.output_dir, run_files.TRIALS_DIR, run_files.RUN_SETTINGS_FILE)
+    saved = run_files.read_json(path)
+    if saved is not None:
+        _refuse_other_settings(saved, config, f"an unfinished fine-tuning run ({path})")
+
+
+def _refuse_other_settings(saved, config, what):
+    given = settings(config)
+    differ = [f"--{name}={given.get(name)!r} vs {saved.get(name)!r}" for name in sorted(set(given) | set(saved))
+              if given.get(name) != saved.get(name)]
+    if differ:
+        raise FileExistsError(
+            f"`--output_dir={config.output_dir}` holds {what} with other settings: {', '.join(differ)} "
+            "(given vs saved). Re-run with its settings to resume it, or choose another --output_dir."
+        )
+
+
+def _better(result, best, metric):
+    value = result["dev"].get(metric)
+    return best is None or (value is not None and (best["dev"].get(metric) is None or value > best["dev"][metric]))
+
+
+def _save_model(task, model, outputs, vocab_file, output_dir):
+    """The best trial's model (atomically), vocabulary and kind-specific outputs."""
+    path = os.path.join(output_dir, task.model_file)
+    model.save(path + ".tmp.keras")
+    tf.io.gfile.rename(path + ".tmp.keras", path, overwrite=True)
+    copy_vocab(vocab_file, os.path.join(output_dir, run_files.VOCAB_FILE))
+    task.write_outputs(output_dir, model, outputs)
+
+
+def _results(task, config, trials, best):
+    summary = {}
+    for split in task.eval_splits + task.test_splits:
+        for name, value in trials[0].get(split, {}).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and not name.endswith("total"):
+                summary[f"{split}_{name}"] = recipe.summarize([t[split].get(name) for t in trials])
+    return {
+        "task": config.task,
+        "kind": task.name,
+        "init": config.init,
+        "metric": task.metric,
+        **task.results(),
+        "keep": config.keep,
+        "best_trial": best["trial"],
+        "trials": trials,
+        "summary": summary,
+        "hparams": dict(config.hparams(), **task.hparams()),
+        "settings": settings(config),
+    }
+
+
+class TrialProgress:
+    """What a trial's checkpoint holds besides model and optimizer (all `tf.Variable`s, restored with them).
+
+    `evaluated`: epochs scored; `best_epoch` (-1: none yet) and `best_weights`;
+    `history`: JSON list, one record per scored epoch; `loss_sum` /
+    `loss_weight`: the current epoch's loss so far (examples-weighted);
+    `seconds`: training time.
+    """
+
+    def __init__(self, model):
+        with tf.device("/cpu:0"):
+            self.evaluated = tf.Variable(0, dtype=tf.int64, trainable=False)
+            self.best_epoch = tf.Variable(-1, dtype=tf.int64, trainable=False)
+            self.history = tf.Variable("[]", dtype=tf.string, trainable=False)
+            self.loss_sum = tf.Variable(0.0, dtype=tf.float64, trainable=False)
+            self.loss_weight = tf.Variable(0.0, dtype=tf.float64, trainable=False)
+            self.seconds = tf.Variable(0.0, dtype=tf.float64, trainable=False)
+            self.best_weights = [tf.Variable(w, trainable=False) for w in model.get_weights()]
+
+    def trackables(self):
+        return {"evaluated": self.evaluated, "best_epoch": self.best_epoch, "history": self.history,
+                "loss_sum": self.loss_sum, "loss_weight": self.loss_weight, "seconds": self.seconds,
+                "best_weights": self.best_weights}
+
+    def records(self):
+        import json
+
+        return json.loads(self.history.numpy().decode())
+
+    def add_record(self, record):
+        import json
+
+        self.history.assign(json.dumps(self.records() + [record], allow_nan=False))
+
+
+class EpochLoss(keras.callbacks.Callback):
+    """The current epoch's mean training loss across `fit` calls (a resumed epoch included).
+
+    Keras' `loss` log is the examples-weighted mean since this `fit` began;
+    with the epoch's earlier part (`TrialProgress.loss_sum / loss_weight`) it
+    gives the whole epoch's mean. `store` writes the running totals into the
+    progress variables (before each checkpoint).
+    """
+
+    def __init__(self, progress, num_rows, batch_size, skip):
+        super().__init__()
+        self.progress, self.num_rows, self.batch_size, self.skip = progress, num_rows, batch_size, skip
+        self.base = (float(progress.loss_sum.numpy()), float(progress.loss_weight.numpy()))
+        self.totals = self.base
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is None:
+            return
+        start = self.skip * self.batch_size
+        examples = min((self.skip + batch + 1) * self.batch_size, self.num_rows) - start
+        self.totals = (self.base[0] + float(loss) * examples, self.base[1] + examples)
+
+    def mean(self):
+        return self.totals[0] / self.totals[1] if self.totals[1] else float("nan")
+
+    def store(self):
+        self.progress.loss_sum.assign(self.totals[0])
+        self.progress.loss_weight.assign(self.totals[1])
+
+
+class StepScalars(keras.callbacks.Callback):
+    """TensorBoard scalars every `every` updates, keyed on the optimizer step: train loss, learning rate."""
+
+    def __init__(self, writer, every, epoch_loss):
+        super().__init__()
+        self.writer, self.every, self.epoch_loss = writer, every, epoch_loss
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if step % self.every == 0:
+            with self.writer.as_default(step=step):
+                tf.summary.scalar("train/loss", self.epoch_loss.mean())
+                tf.summary.scalar("train/learning_rate", float(self.model.optimizer.learning_rate))
+
+
+class SaveEvery(callbacks.CheckpointEvery):
+    """`CheckpointEvery` without its save at the end of `fit`: the loop saves once the epoch is scored."""
+
+    def on_train_end(self, logs=None):
+        pass
+
+
+class StopAtEpochEnd(keras.callbacks.Callback):
+    """Ends `fit` after one epoch: the loop evaluates, checkpoints and starts the next."""
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.model.stop_training = True
+
+
+def _run_trial(task, config, trial, encoder, strategy, output_dir):
+    """Trains (or resumes) one trial; `(result, model, outputs)`, or None when SIGTERM stopped it.
+
+    Every worker restores from the chief's checkpoints (`config.output_dir`); a
+    non-chief writes its share of each collective save, and its logs, into its
+    own scratch `output_dir`, removed at the end.
+    """
+    seed = config.seed + trial
+    keras.utils.set_random_seed(seed)
+    per_epoch = num_batches(task.num_train_rows, config.batch_size)
+    directory = run_files.trial_dir(config.output_dir, trial)
+    with strategy.scope():
+        model, compile_args = task.build_model(recipe.rebuild_encoder(encoder))
+        model.build()
+        optimizer = recipe.create_optimizer(config, encoder.num_layers, config.epochs * per_epoch)
+        model.compile(optimizer=optimizer, jit_compile=recipe.jit_compile(config, strategy), **compile_args)
+        optimizer.build(model.trainable_variables)
+        state = NamedCheckpoint(model, optimizer)
+    progress = TrialProgress(model)
+    state.checkpoint.progress = progress.trackables()
+    writer = tf.summary.create_file_writer(run_files.trial_log_dir(output_dir, trial, config.num_trials))
+    save = SaveEvery(state.checkpoint,
+                     os.path.join(run_files.trial_dir(output_dir, trial), run_files.CHECKPOINT_DIR),
+                     every=config.save_checkpoints_steps, max_to_keep=MAX_CHECKPOINTS, strategy=strategy,
+                     before_save=[writer.flush])
+    restored = run_files.restore_latest_good(state.restore, directory)
+    if restored:
+        print(f"trial {trial}: resumed at step {int(optimizer.iterations.numpy())} (epoch "
+              f"{int(progress.evaluated.numpy()) + 1}) from {restored}", flush=True)
+    save.set_model(model)
+    preemption = callbacks.SaveOnPreemption(save)
+    best_outputs = None
+    with _sigterm_requests(preemption):
+        while int(progress.evaluated.numpy()) < config.epochs and not _stopped_early(progress, config):
+            epoch = int(progress.evaluated.numpy())
+            done = int(optimizer.iterations.numpy()) - epoch * per_epoch
+            epoch_loss = EpochLoss(progress, task.num_train_rows, config.batch_size, done)
+            save.before_save = [writer.flush, epoch_loss.store]
+            if done < per_epoch:
+                start = time.time()
+                model.fit(task.train_dataset(seed, epoch, done), initial_epoch=epoch, epochs=config.epochs,
+                          steps_per_epoch=per_epoch - done, verbose=config.verbose, shuffle=False,
+                          callbacks=[epoch_loss, StepScalars(writer, config.log_steps, epoch_loss),
+                                     callbacks.StopOnNonFiniteLoss(),  # before `save`: a bad step is never saved
+                                     save, preemption, StopAtEpochEnd()])
+                progress.seconds.assign_add(time.time() - start)
+                if preemption.preempted_at is not None:
+                    return _preempted(preemption.preempted_at)
+            outputs = _end_epoch(task, config, trial, model, progress, epoch_loss, writer)
+            if outputs is not None:
+                best_outputs = outputs
+            save.save(force=True)
+            if preemption.requested:
+                return _preempted(save.step())
+    records = progress.records()
+    if config.keep == "best" and int(progress.best_epoch.numpy()) >= 0:
+        model.set_weights([w.numpy() for w in progress.best_weights])
+        kept = records[int(progress.best_epoch.numpy())]
+    else:
+        kept, best_outputs = records[-1], None
+    if best_outputs is None:  # resumed after the kept epoch (or keep=last): its outputs again
+        best_outputs = {split: task.evaluate(model, split)[1] for split in task.eval_splits}
+    result = {"trial": trial, "seed": seed, "train_seconds": round(float(progress.seconds.numpy()), 2),
+              "train_examples_per_second": round(len(records) * task.num_train_rows
+                                                 / max(float(progress.seconds.numpy()), 1e-9), 2),
+              "train_loss": [r["train_loss"] for r in records], "epochs": records, "kept_epoch": kept["epoch"]}
+    for split in task.eval_splits:
+        result[split] = kept[split]
+    result.update(task.trial_extras(best_outputs))
+    for split in task.test_splits:
+        result[split], best_outputs[split] = task.evaluate(model, split)
+        result[split] = recipe.finite(result[split])
+        print(f"trial {trial}: {split} {task.metric} {_number(result[split].get(task.metric))}", flush=True)
+    writer.close()
+    return result, model, best_outputs
+
+
+def _end_epoch(task, config, trial, model, progress, epoch_loss, writer):
+    """Scores the eval splits after an epoch, logs them, keeps the best weights; the outputs if it is the best."""
+    epoch = int(progress.evaluated.numpy())
+    scored = {split: task.evaluate(model, split) for split in task.eval_splits}
+    record = {"epoch": epoch + 1, "train_loss": recipe.finite({"loss": epoch_loss.mean()})["loss"],
+              **{split: recipe.finite(metrics) for split, (metrics, _) in scored.items()}}
+    records = progress.records()
+    headline = record["dev"].get(task.metric)
+    best_epoch = int(progress.best_epoch.numpy())
+    improved = headline is not None and (best_epoch < 0 or records[best_epoch]["dev"].get(task.metric) is None
+                                         or headline > records[best_epoch]["dev"][task.metric])
+    with writer.as_default(step=epoch + 1):
+        tf.summary.scalar("train/epoch_loss", epoch_loss.mean())
+        for split, metrics in record.items():
+            for name, value in (metrics.items() if isinstance(metrics, dict) else ()):
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and value is not None:
+                    tf.summary.scalar(f"{split}/{name}", value)
+    writer.flush()
+    progress.add_record(record)
+    progress.evaluated.assign(epoch + 1)
+    progress.loss_sum.assign(0.0)
+    progress.loss_weight.assign(0.0)
+    if improved:
+        progress.best_epoch.assign(epoch)
+        for variable, value in zip(progress.best_weights, model.get_weights()):
+            variable.assign(value)
+    prefix = f"trial {trial} " if config.num_trials > 1 else ""
+    print(f"{prefix}epoch {epoch + 1}/{config.epochs}: train loss {_number(record['train_loss'])}, "
+          f"dev {task.metric} {_number(headline)}" + (" (best)" if improved else ""), flush=True)
+    return {split: outputs for split, (_, outputs) in scored.items()} if improved else None
+
+
+def _stopped_early(progress, config):
+    patience = config.early_stopping_patience
+    if not patience or int(progress.best_epoch.numpy()) < 0:
+        return False
+    stale = int(progress.evaluated.numpy()) - 1 - int(progress.best_epoch.numpy())
+    if stale >= patience:
+        logging.info("Early stopping: no better dev score in %d epoch(s).", stale)
+        return True
+    return False
+
+
+def _preempted(step):
+    logging.warning("Preempted (SIGTERM): saved the checkpoint of step %d; re-run the same command to resume.",
+                    step)
+    print(f"preempted (SIGTERM): saved the checkpoint of step {step}; re-run the same command to resume.",
+          flush=True)
+    return None
+
+
+def _number(value):
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+class _sigterm_requests:  # noqa: N801  (a context manager, used as a `with` block)
+    """Inside: SIGTERM asks `preemption` to stop at the next step boundary (in `fit`) or after the evaluation."""
+
+    def __init__(self, preemption):
+        self.preemption, self.previous = preemption, None
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, self._request)
+        return self
+
+    def _request(self, signum, frame):
+        self.preemption.requested = True
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+
