@@ -127,7 +127,8 @@ def test_convert_to_hf_into_a_pretraining_run_is_refused(tiny_run):
     from electra_tf.convert import __main__ as convert_cli
 
     before = checksums(tiny_run["run"])
-    with pytest.raises(FileExistsError, match=r"`--output_dir=.*run` holds a pre-training run"):
+    # Refused before loading: the output is the run the input lives in (run_files.guard_output).
+    with pytest.raises(ValueError, match=r"`--output_dir=.*run` is or overlaps the input .*discriminator.keras"):
         cli.invoke(convert_cli, ["--from", "keras", "--input", os.path.join(tiny_run["run"], "discriminator.keras"),
                                  "--to", "hf", "--output_dir", tiny_run["run"]])
     assert checksums(tiny_run["run"]) == before

@@ -43,7 +43,7 @@ def finetune_fails(run_dir, data_dir, output_dir, *flags, init=None):
     """Runs the CLI on bad data; returns its one `error:` line after checking that nothing changed."""
     before = checksums(data_dir, init or run_dir, output_dir)
     result = run_python(["-m", "electra_tf.finetune", f"--data_dir={data_dir}", f"--init={init or run_dir}",
-                         f"--output_dir={output_dir}", "--epochs=1", "--batch_size=2", "--seq_length=32",
+                         f"--output_dir={output_dir}", "--epochs=1", "--batch_size=2", "--seq_length=32", "--max_query_length=8",
                          "--verbose=0", *flags], check=False, timeout=300)
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert result.returncode == 1, result.stderr[-3000:]
