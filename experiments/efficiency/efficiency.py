@@ -148,6 +148,9 @@ flags.DEFINE_list("pretrain_seeds", ["0"], "Pre-training seeds of every objectiv
                   "and scored at the full budget only.")
 flags.DEFINE_integer("electra_steps", None, "Override the budget: this many electra steps of compute.")
 flags.DEFINE_integer("train_limit", None, "Override the budget: fine-tuning examples per task.")
+flags.DEFINE_list("learning_rates", [], "Fine-tuning rates to choose from on dev, per full-budget encoder and task "
+                  "(e.g. 1e-4,3e-4,1e-3,2e-3); test is reported at the chosen rate. Default: the recipe's only.")
+flags.DEFINE_list("train_limits", [], "Training-set sizes of that selection (e.g. 2000,200). Default: the recipe's.")
 flags.DEFINE_integer("dev_limit", None, "Override the budget: dev examples per task.")
 flags.DEFINE_integer("epochs", None, "Override the budget: fine-tuning epochs.")
 flags.DEFINE_float("learning_rate", None, "Override the budget: peak pre-training learning rate.")
@@ -612,42 +615,71 @@ def random_encoder(config, output_dir, units, guard_batch, seed):
 
 # === 3. Fine-tuning ===
 
-def finetune(encoders, task_dirs, seeds, hparams, output_dir, units):
-    """Every encoder x task x seed; returns a list of run records."""
-    runs = []
+KEEP = "last"  # fixed epochs: dev chooses the learning rate only, never the epoch (`FinetuneConfig.keep`)
+
+
+def grid_points(learning_rates, train_limits, hparams):
+    """`[(train_limit, learning_rate)]` of the selection grid, without the recipe's own point (`hparams`)."""
+    base = (hparams["train_limit"], hparams["learning_rate"])
+    points = [(int(n), float(lr)) for n in (train_limits or [base[0]]) for lr in (learning_rates or [base[1]])]
+    return [p for p in dict.fromkeys(points) if p != base]
+
+
+def finetune(encoders, task_dirs, seeds, hparams, output_dir, units, points=()):
+    """Every encoder x task x seed at the recipe (`hparams`); full-budget encoders also at every grid point.
+
+    Returns `(runs, grid_runs)`: lists of run records, the recipe's and the
+    other grid points' (`points`, pairs of training examples and learning rate).
+    """
+    runs, grid_runs = [], []
     for name, info in encoders.items():
         guard_encoder(name, info)
+        final = info["fraction"] in (0.0, 1.0)
         for task_dir in task_dirs:
             task = os.path.basename(os.path.normpath(task_dir))
             spec = load_task(task, task_dir)
             for seed in range(seeds):
-                unit = f"finetune {name}/{task}/seed{seed}"
                 run_dir = os.path.join(output_dir, "finetune", name.replace("@", "_f"), task, f"seed{seed}")
-                result = read_json(os.path.join(run_dir, "results.json"))
-                if result:
-                    units.skip(unit)
-                else:
-                    start, cpu = time.time(), cpu_seconds()
-                    result = run_finetuning(spec, task_dir, info["path"], run_dir, num_trials=1, seed=seed,
-                                            verbose=0, **hparams)
-                    write_json(os.path.join(run_dir, "timing.json"),
-                               dict(seconds=time.time() - start, cpu_seconds=cpu_seconds() - cpu))
-                    # The classifier is not needed here and is the bulk of the disk use.
-                    for leftover in (run_files.CLASSIFIER_FILE, run_files.VOCAB_FILE):
-                        if os.path.exists(os.path.join(run_dir, leftover)):
-                            os.remove(os.path.join(run_dir, leftover))
-                    units.done(f"{unit}: dev {spec.metric} {result['trials'][0]['dev'][spec.metric]:.4f}",
-                               result["trials"][0]["train_seconds"])
-                trial = result["trials"][0]
-                timing = read_json(os.path.join(run_dir, "timing.json")) or {}
-                runs.append(dict(encoder=name, objective=info["objective"], fraction=info["fraction"],
-                                 pretrain_seed=info.get("pretrain_seed", 0),
-                                 flops=info["flops"], task=task, seed=seed, metric=result["metric"],
-                                 score=trial["dev"][result["metric"]], dev=trial["dev"],
-                                 train_seconds=trial["train_seconds"], seconds=timing.get("seconds"),
-                                 cpu_seconds=timing.get("cpu_seconds"),
-                                 majority_class_accuracy=result["majority_class_accuracy"]))
-    return runs
+                runs.append(finetune_run(name, info, spec, task_dir, seed, hparams, run_dir, units))
+                for train_limit, learning_rate in points if final else ():
+                    run_dir = os.path.join(output_dir, "finetune_grid", f"n{train_limit}_lr{learning_rate:g}",
+                                           name.replace("@", "_f"), task, f"seed{seed}")
+                    grid_runs.append(finetune_run(name, info, spec, task_dir, seed,
+                                                  dict(hparams, train_limit=train_limit, learning_rate=learning_rate),
+                                                  run_dir, units))
+    return runs, grid_runs
+
+
+def finetune_run(name, info, spec, task_dir, seed, hparams, run_dir, units):
+    """One fine-tuning run (or its finished result in `run_dir`): its record, dev and test scores."""
+    task = os.path.basename(os.path.normpath(task_dir))
+    unit = f"finetune {name}/{task}/seed{seed} (n {hparams['train_limit']}, lr {hparams['learning_rate']:g})"
+    result = read_json(os.path.join(run_dir, "results.json"))
+    if result:
+        units.skip(unit)
+    else:
+        start, cpu = time.time(), cpu_seconds()
+        result = run_finetuning(spec, task_dir, info["path"], run_dir, num_trials=1, seed=seed, verbose=0,
+                                keep=KEEP, **hparams)
+        write_json(os.path.join(run_dir, "timing.json"),
+                   dict(seconds=time.time() - start, cpu_seconds=cpu_seconds() - cpu))
+        # The classifier is not needed here and is the bulk of the disk use.
+        for leftover in (run_files.CLASSIFIER_FILE, run_files.VOCAB_FILE):
+            if os.path.exists(os.path.join(run_dir, leftover)):
+                os.remove(os.path.join(run_dir, leftover))
+        trial = result["trials"][0]
+        units.done(f"{unit}: dev {spec.metric} {trial['dev'][spec.metric]:.4f}, test "
+                   + (f"{trial['test'][spec.metric]:.4f}" if "test" in trial else "-"), trial["train_seconds"])
+    trial = result["trials"][0]
+    timing = read_json(os.path.join(run_dir, "timing.json")) or {}
+    metric = result["metric"]
+    return dict(encoder=name, objective=info["objective"], fraction=info["fraction"],
+                pretrain_seed=info.get("pretrain_seed", 0), flops=info["flops"], task=task, seed=seed, metric=metric,
+                learning_rate=hparams["learning_rate"], train_limit=hparams["train_limit"],
+                score=trial["dev"][metric], dev=trial["dev"],
+                test_score=trial["test"][metric] if "test" in trial else None, test=trial.get("test"),
+                train_seconds=trial["train_seconds"], seconds=timing.get("seconds"),
+                cpu_seconds=timing.get("cpu_seconds"), majority_class_accuracy=result["majority_class_accuracy"])
 
 
 def guard_encoder(name, info):
@@ -682,8 +714,77 @@ def summarize(runs, tasks, seeds):
     return summary
 
 
+def select_rates(runs, tasks, seeds, learning_rates):
+    """The learning rate chosen on dev per full-budget encoder, data size and task, and dev/test there.
+
+    For each encoder (fraction 1 or the baseline) and training-set size whose
+    runs cover every task x rate in `learning_rates` x fine-tuning seed, the
+    rate with the best mean dev score over seeds is chosen per task (ties: the
+    smaller rate); the test mean over the same seeds is read at that rate.
+    Returns `{train_limit: {encoder: {objective, pretrain_seed, tasks: {task:
+    {rate, dev, test, grid: {rate: {dev, test}}}}, dev, test}}}` (x100; `dev`
+    and `test` averaged over tasks); incomplete encoders are left out.
+    """
+    score = {}
+    for r in runs:
+        if r["fraction"] in (0.0, 1.0):
+            key = (r["train_limit"], r["encoder"], r["task"], float(r["learning_rate"]))
+            score.setdefault(key, {})[r["seed"]] = r
+    selection = {}
+    for train_limit in sorted({k[0] for k in score}, reverse=True):
+        for name in dict.fromkeys(k[1] for k in score if k[0] == train_limit):
+            cells = {(t, lr): score.get((train_limit, name, t, float(lr)), {}) for t in tasks for lr in learning_rates}
+            if any(sorted(c) != list(range(seeds)) or any(r.get("test_score") is None for r in c.values())
+                   for c in cells.values()):
+                continue
+            per_task = {}
+            for t in tasks:
+                grid = {float(lr): dict(dev=100 * float(np.mean([r["score"] for r in cells[t, lr].values()])),
+                                        test=100 * float(np.mean([r["test_score"] for r in cells[t, lr].values()])))
+                        for lr in sorted(learning_rates, key=float)}
+                rate = max(grid, key=lambda lr: (grid[lr]["dev"], -lr))
+                per_task[t] = dict(rate=rate, dev=grid[rate]["dev"], test=grid[rate]["test"], grid=grid)
+            some = next(iter(cells[tasks[0], learning_rates[0]].values()))
+            selection.setdefault(train_limit, {})[name] = dict(
+                objective=some["objective"], pretrain_seed=some.get("pretrain_seed", 0), tasks=per_task,
+                dev=float(np.mean([per_task[t]["dev"] for t in tasks])),
+                test=float(np.mean([per_task[t]["test"] for t in tasks])))
+    return selection
+
+
+def objective_rows(selection, recipe_rate):
+    """Per data size and objective: chosen rates, dev/test averages at them and at `recipe_rate`.
+
+    Averages are over tasks per encoder, then mean ± std over the objective's
+    pre-training seeds (`recipe` is None when `recipe_rate` is not in the grid).
+    """
+    def spread(values):
+        return dict(mean=float(np.mean(values)), std=float(np.std(values)))
+
+    rows = {}
+    for train_limit, encoders in selection.items():
+        by_objective = {}
+        for name, e in encoders.items():
+            by_objective.setdefault(e["objective"], []).append((e["pretrain_seed"], name, e))
+        for objective in sorted(by_objective, key=row_rank):
+            found = [e for _, _, e in sorted(by_objective[objective], key=lambda x: x[:2])]
+            tasks = list(found[0]["tasks"])
+            recipe = None
+            if all(float(recipe_rate) in e["tasks"][t]["grid"] for e in found for t in tasks):
+                recipe = {split: spread([np.mean([e["tasks"][t]["grid"][float(recipe_rate)][split] for t in tasks])
+                                         for e in found]) for split in ("dev", "test")}
+            rows.setdefault(train_limit, {})[objective] = dict(
+                encoders=[name for _, name, _ in sorted(by_objective[objective], key=lambda x: x[:2])],
+                rates={t: [e["tasks"][t]["rate"] for e in found] for t in tasks},
+                dev=spread([e["dev"] for e in found]), test=spread([e["test"] for e in found]), recipe=recipe)
+    return rows
+
+
 # Fields two invocations must share for their runs to sit in one table (`--merge`).
-MERGE_FIELDS = ("budget_name", "budget", "finetune", "seeds", "tasks", "baseline_seed", "guard_atol", "context_probe")
+MERGE_FIELDS = ("budget_name", "budget", "finetune", "finetune_keep", "seeds", "tasks", "baseline_seed", "guard_atol",
+                "context_probe")
+# A field older reports lack, and the value they ran with (fine-tuning kept the last epoch before `--keep`).
+MERGE_DEFAULTS = {"finetune_keep": "last"}
 
 
 class MergeMismatch(ValueError):
@@ -691,7 +792,7 @@ class MergeMismatch(ValueError):
 
 
 def comparable(report, field):
-    value = json.loads(json.dumps(report[field]))
+    value = json.loads(json.dumps(report.get(field, MERGE_DEFAULTS.get(field))))
     if field == "budget":  # the corpus glob may be spelled through another checkout's ../shared
         value["corpus"] = os.path.normpath(value["corpus"])
     return value
@@ -711,9 +812,23 @@ def read_merges(paths, expected):
 
 def check_mergeable(path, other, expected):
     for field in MERGE_FIELDS:
-        if field not in other or comparable(other, field) != comparable(expected, field):
-            raise MergeMismatch(f"--merge {path}: field '{field}' is {other.get(field)!r} there but "
+        if (field not in other and field not in MERGE_DEFAULTS) or comparable(other, field) != comparable(expected, field):
+            raise MergeMismatch(f"--merge {path}: field '{field}' is {comparable(other, field)!r} there but "
                                 f"{expected[field]!r} here; only runs with the same settings share a table.")
+
+
+def upgrade_report(report):
+    """Fills in place the fields a report written before the rate grid lacks, with the values it ran with."""
+    recipe = report["finetune"]
+    for r in report["runs"]:  # the recipe's point; no test score was kept
+        r.setdefault("train_limit", recipe["train_limit"])
+        r.setdefault("learning_rate", recipe["learning_rate"])
+        r.setdefault("test_score", None)
+    report.setdefault("grid_runs", [])
+    report.setdefault("learning_rates", [recipe["learning_rate"]])
+    report.setdefault("train_limits", [recipe["train_limit"]])
+    report.setdefault("finetune_keep", MERGE_DEFAULTS["finetune_keep"])
+    return report
 
 
 def merge_reports(report, merges):
@@ -728,30 +843,49 @@ def merge_reports(report, merges):
     def baseline(runs):
         return {(r["task"], r["seed"]): r["score"] for r in runs if r["objective"] == BASELINE}
 
+    def scores(runs, names):
+        return {(r["encoder"], r["task"], r["seed"]): r["score"] for r in runs if r["encoder"] in names}
+
+    upgrade_report(report)
     for path, other in merges:
         check_mergeable(path, other, report)
+        upgrade_report(other)
         new = [name for name in other["encoders"] if name not in report["encoders"]]
+        both = [name for name in other["encoders"] if name in report["encoders"] and name != BASELINE]
         here, there = baseline(report["runs"]), baseline(other["runs"])
+        again, before = scores(report["runs"], both), scores(other["runs"], both)
         report["merged"].append(dict(
             path=path, command=other["command"], date=other["date"], versions=other["versions"],
             seconds=other["seconds"], encoders=new,
-            baseline_max_abs_diff=max((abs(here[k] - there[k]) for k in here.keys() & there.keys()), default=None)))
+            baseline_max_abs_diff=max((abs(here[k] - there[k]) for k in here.keys() & there.keys()), default=None),
+            rerun=both, rerun_max_abs_diff=max((abs(again[k] - before[k]) for k in again.keys() & before.keys()),
+                                               default=None)))
         report["merged"] += other.get("merged", [])
         for name in new:
             report["encoders"][name] = other["encoders"][name]
         report["runs"] += [r for r in other["runs"] if r["encoder"] in new]
+        have = {run_key(r) for r in report["grid_runs"]}
+        report["grid_runs"] += [r for r in other.get("grid_runs", []) if run_key(r) not in have]
         for objective, p in other["pretraining"].items():
             mine = report["pretraining"].setdefault(objective, p)
             for name, run in p.get("runs", {}).items():
                 mine.setdefault("runs", {}).setdefault(name, run)
         for name, records in other["context"].items():
             report["context"].setdefault(name, records)
+        for field in ("learning_rates", "train_limits"):  # the grid: every rate and size of any invocation
+            report[field] = sorted(set(report[field]) | set(other.get(field, [])), reverse=field == "train_limits")
         report["objectives"] = list(dict.fromkeys(report["objectives"] + other["objectives"]))
         report["curve_objectives"] = list(dict.fromkeys(report["curve_objectives"] + other["curve_objectives"]))
     report["runs"].sort(key=lambda r: row_rank(r["objective"], r.get("pretrain_seed", 0)))  # stable
+    report["grid_runs"].sort(key=lambda r: row_rank(r["objective"], r.get("pretrain_seed", 0)))
     report["pretraining"] = in_row_order(report["pretraining"])
     report["context"] = in_row_order(report["context"])
     return report
+
+
+def run_key(r):
+    """A fine-tuning run's identity across invocations: encoder, task, seed, training examples, rate."""
+    return r["encoder"], r["task"], r["seed"], r["train_limit"], float(r["learning_rate"])
 
 
 def row_rank(objective, pretrain_seed=0):
@@ -795,6 +929,58 @@ def pretrain_seed_lines(summary):
     return ["", "Over pre-training seeds (`--pretrain_seeds`, full budget):", "", *lines] if lines else []
 
 
+def selection_markdown(report):
+    """The rate-selection section of results.md (empty without a complete grid for any encoder)."""
+    selection, tasks = report.get("selection"), report["tasks"]
+    if not selection:
+        return []
+    recipe_rate = report["finetune"]["learning_rate"]
+    rows = objective_rows(selection, recipe_rate)
+    rates = ", ".join(f"{lr:g}" for lr in report["learning_rates"])
+    lines = ["", f"## Fine-tuning rate chosen on dev per encoder, test reported (grid {{{rates}}})", "",
+             f"Per full-budget encoder, training-set size and task, the rate with the best dev accuracy (mean over "
+             f"{report['seeds']} fine-tuning seeds; {report['finetune']['epochs']} epochs, the "
+             f"{report.get('finetune_keep', 'last')} epoch kept) is chosen; test accuracy (the task's `test.tsv`, "
+             "never used for a choice) is read at that rate. Avg: over the tasks; ± : std over pre-training seeds. "
+             f"Recipe: every encoder at {recipe_rate:g}, as in the table above.", "",
+             "| encoder | examples | pre-training seeds | " + " | ".join(f"rate {t}" for t in tasks)
+             + f" | dev Avg | test Avg | dev Avg at {recipe_rate:g} | test Avg at {recipe_rate:g} |",
+             "|---|---:|---:|" + "---:|" * (len(tasks) + 4)]
+    def cell(value):
+        return f"{value['mean']:.1f} ± {value['std']:.1f}" if value else "-"
+    for train_limit, by_objective in rows.items():
+        for objective, row in by_objective.items():
+            lines.append(f"| {objective} | {train_limit} | {len(row['encoders'])} | "
+                         + " | ".join(", ".join(f"{lr:g}" for lr in row["rates"][t]) for t in tasks)
+                         + f" | {cell(row['dev'])} | {cell(row['test'])} | {cell((row['recipe'] or {}).get('dev'))}"
+                         f" | {cell((row['recipe'] or {}).get('test'))} |")
+    lines.append("")
+    for train_limit, by_objective in rows.items():
+        def order(split, key=None):
+            ranked = sorted(by_objective.items(), key=lambda item: -(item[1][key][split] if key else item[1][split])["mean"])
+            return " > ".join(f"{o} {(row[key][split] if key else row[split])['mean']:.1f}" for o, row in ranked)
+        line = f"- {train_limit} examples, by test Avg at the chosen rates: {order('test')}"
+        if all(row["recipe"] for row in by_objective.values()):
+            line += f"; at {recipe_rate:g} for all: {order('test', 'recipe')}"
+        lines.append(line + ".")
+    finals = [n for n, e in report["encoders"].items() if e["fraction"] in (0.0, 1.0)]
+    missing = sorted((n for n in finals if not any(n in encoders for encoders in selection.values())),
+                     key=lambda n: row_rank(objective_of(n), run_seed(n)))
+    if missing:
+        lines.append(f"- Not in this table (their grid is not complete in this report): {', '.join(missing)}.")
+    lines += ["", "The whole grid (dev / test, mean over fine-tuning seeds; the chosen rate in bold):", "",
+              "| encoder | examples | task | " + " | ".join(f"{lr:g}" for lr in report["learning_rates"]) + " |",
+              "|---|---:|---|" + "---:|" * len(report["learning_rates"])]
+    for train_limit, encoders in selection.items():
+        for name in sorted(encoders, key=lambda n: row_rank(encoders[n]["objective"], encoders[n]["pretrain_seed"])):
+            for t in tasks:
+                chosen = encoders[name]["tasks"][t]
+                cells = [f"{g['dev']:.1f} / {g['test']:.1f}" for g in chosen["grid"].values()]
+                cells = [f"**{c}**" if lr == chosen["rate"] else c for lr, c in zip(chosen["grid"], cells)]
+                lines.append(f"| {name} | {train_limit} | {t} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def write_markdown(path, report):
     summary, plan, tasks = report["summary"], in_row_order(report["pretraining"]), report["tasks"]
     b = report["budget"]
@@ -811,7 +997,10 @@ def write_markdown(path, report):
           f"electra_tf {m['versions']['electra_tf']} ({m['seconds']:.0f} s) by `{m['command']}`. "
           + (f"The seeded no-pre-training baseline, run in both, differs by at most "
              f"{100 * m['baseline_max_abs_diff']:.2f} points per task and seed." if m["baseline_max_abs_diff"]
-             is not None else "") + "\n" for m in report.get("merged", [])],
+             is not None else "")
+          + (f" Encoders run again here ({', '.join(m['rerun'])}): the newer runs are kept; at the recipe they differ "
+             f"from that file's by at most {100 * m['rerun_max_abs_diff']:.2f} points per task and seed."
+             if m.get("rerun_max_abs_diff") is not None else "") + "\n" for m in report.get("merged", [])],
         f"Encoder: `tiny` preset + {b['model']}, seq 128, batch {b['batch_size']}, lr {b['learning_rate']}; "
         f"budget = {b['electra_steps']} electra steps = {next(iter(plan.values()))['budget_flops']:.3g} "
         f"training FLOPs (matmul-only count, `electra_tf.training.flops`). Fine-tuning: {report['finetune']}, "
@@ -839,7 +1028,9 @@ def write_markdown(path, report):
     lines += pretrain_seed_lines(summary)
     lines += ["", "Paper reference (GLUE dev): Table 5, Base-sized: ELECTRA 85.0, All-Tokens MLM 84.3, "
               "Replace MLM 82.4, ELECTRA 15% 82.4, BERT 82.2; Table 1 at equal compute: ELECTRA-Small 79.9 vs "
-              "BERT-Small 75.1.", "", "## Score vs pre-training FLOPs (Figure 4 analog, `efficiency.png`)", "",
+              "BERT-Small 75.1."]
+    lines += selection_markdown(report)
+    lines += ["", "## Score vs pre-training FLOPs (Figure 4 analog, `efficiency.png`)", "",
               "| objective | fraction | step | PT FLOPs | Avg |", "|---|---:|---:|---:|---:|"]
     curve = sorted(summary.values(), key=lambda s: (s["objective"], s["fraction"]))
     for s in curve:
@@ -857,8 +1048,10 @@ def write_markdown(path, report):
         parts = [f"{p['breakdown'].get(k, 0.0) / 1e9:.3f}" for k in columns]
         lines.append(f"| {objective} | {p['steps']} | {p['flops_per_sequence'] / 1e9:.3f} | " + " | ".join(parts)
                      + f" | {p['seconds']:.0f} | {p['cpu_seconds'] or float('nan'):.0f} |")
-    total = lambda key: sum(r[key] or 0.0 for r in report["runs"])  # noqa: E731
-    lines += ["", f"Fine-tuning: {len(report['runs'])} runs, {total('seconds'):.0f} s wall / "
+    every_run = report["runs"] + report.get("grid_runs", [])
+    total = lambda key: sum(r.get(key) or 0.0 for r in every_run)  # noqa: E731
+    lines += ["", f"Fine-tuning: {len(every_run)} runs ({len(report['runs'])} at the recipe), "
+              f"{total('seconds'):.0f} s wall / "
               f"{total('cpu_seconds'):.0f} CPU s in all ({total('train_seconds'):.0f} s of `fit`). "
               f"Load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores.", ""]
     guarded = [e["guard"]["max_abs_diff"] for e in report["encoders"].values() if "guard" in e]
@@ -974,6 +1167,15 @@ def main(argv):
         raise app.UsageError(f"--pretrain_seeds takes integers >= 0, got {FLAGS.pretrain_seeds}.") from None
     if not pretrain_seeds or min(pretrain_seeds) < 0:
         raise app.UsageError(f"--pretrain_seeds takes integers >= 0, got {FLAGS.pretrain_seeds}.")
+    try:
+        learning_rates = sorted({float(lr) for lr in FLAGS.learning_rates or [finetune_hparams["learning_rate"]]})
+        train_limits = sorted({int(n) for n in FLAGS.train_limits or [finetune_hparams["train_limit"]]}, reverse=True)
+    except ValueError:
+        raise app.UsageError(f"--learning_rates takes numbers and --train_limits integers, got "
+                             f"{FLAGS.learning_rates} and {FLAGS.train_limits}.") from None
+    if min(learning_rates) <= 0 or min(train_limits) < 1 or not all(map(math.isfinite, learning_rates)):
+        raise app.UsageError(f"--learning_rates must be finite and > 0 and --train_limits >= 1, got "
+                             f"{FLAGS.learning_rates} and {FLAGS.train_limits}.")
     curve_fractions = parse_fractions(FLAGS.fractions or budget["fractions"])
     corpus = FLAGS.corpus or budget["corpus"]
     unknown = sorted(set(FLAGS.objectives + FLAGS.curve_objectives) - set(OBJECTIVES))
@@ -994,7 +1196,8 @@ def main(argv):
     task_names = [os.path.basename(os.path.normpath(t)) for t in FLAGS.tasks]
     try:
         merges = read_merges(FLAGS.merge, dict(budget_name=FLAGS.budget, budget=budget, finetune=finetune_hparams,
-                                               seeds=seeds, tasks=task_names, baseline_seed=FLAGS.baseline_seed,
+                                               finetune_keep=KEEP, seeds=seeds, tasks=task_names,
+                                               baseline_seed=FLAGS.baseline_seed,
                                                guard_atol=GUARD_ATOL, context_probe=context_probe))
     except MergeMismatch as e:
         raise app.UsageError(str(e)) from None
@@ -1033,7 +1236,8 @@ def main(argv):
                 p.update(seconds=record["seconds"], cpu_seconds=record.get("cpu_seconds"))
             names.append(name)
 
-    runs = finetune(encoders, FLAGS.tasks, seeds, finetune_hparams, output_dir, units)
+    runs, grid_runs = finetune(encoders, FLAGS.tasks, seeds, finetune_hparams, output_dir, units,
+                               grid_points(learning_rates, train_limits, finetune_hparams))
     context = {n: read_json(os.path.join(output_dir, "pretrain", n, CONTEXT_FILE)) for n in names}
     context = {n: records for n, records in context.items() if records}
 
@@ -1044,13 +1248,16 @@ def main(argv):
         versions=versions(), budget_name=FLAGS.budget, budget=budget, finetune=finetune_hparams, seeds=seeds,
         tasks=task_names, objectives=FLAGS.objectives, curve_objectives=FLAGS.curve_objectives,
         fractions=curve_fractions, paper_table5=PAPER_TABLE5, pretraining=plan, encoders=encoders,
-        runs=runs, seconds=time.time() - units.start, units_run=units.ran,
+        finetune_keep=KEEP, learning_rates=learning_rates, train_limits=train_limits,
+        runs=runs, grid_runs=grid_runs, seconds=time.time() - units.start, units_run=units.ran,
         units_skipped=units.skipped, data=dict(train=train_data, heldout=heldout, holdout=FLAGS.holdout),
         guard_atol=GUARD_ATOL, baseline_seed=FLAGS.baseline_seed, context=context,
         context_probe=context_probe,
     )
     merge_reports(report, merges)
     report["summary"] = summary = summarize(report["runs"], task_names, seeds)
+    report["selection"] = select_rates(report["runs"] + report["grid_runs"], task_names, seeds,
+                                       report["learning_rates"])
     write_json(os.path.join(output_dir, "results.json"), report)
     write_markdown(os.path.join(output_dir, "results.md"), report)
     plot(os.path.join(output_dir, "efficiency.png"), summary, report["curve_objectives"])

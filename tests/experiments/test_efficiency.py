@@ -120,9 +120,20 @@ def test_smoke_budget_end_to_end_then_resumes(tmp_path):
     assert not (tmp_path / "other").exists()
 
     # Another pre-training seed in another folder, merged: a different model, and its mean over seeds.
+    # With a rate grid at two sizes: the new encoders get the whole grid; the merged ones only the recipe.
     run_smoke(tmp_path / "seeds", "--objectives", "electra", "--pretrain_seeds", "1",
-              "--merge", str(tmp_path / "earlier.json"))
+              "--merge", str(tmp_path / "earlier.json"), "--learning_rates", "2e-3,1e-3", "--train_limits", "32,16")
     seeds = json.loads((tmp_path / "seeds" / "results.json").read_text())
+    assert seeds["learning_rates"] == [1e-3, 2e-3] and seeds["train_limits"] == [32, 16]
+    assert {(r["train_limit"], r["learning_rate"]) for r in seeds["grid_runs"]} == {(32, 1e-3), (16, 1e-3), (16, 2e-3)}
+    assert all(r["test_score"] is not None and r["encoder"] in ("random_init", "electra-s1") for r in seeds["grid_runs"])
+    chosen = recompute_selection(seeds)
+    assert set(chosen) == {(n, e) for n in (32, 16) for e in ("random_init", "electra-s1")}
+    assert {(int(n), e) for n, encoders in seeds["selection"].items() for e in encoders} == set(chosen)
+    for (n, name), c in chosen.items():
+        assert seeds["selection"][str(n)][name]["test"] == pytest.approx(c["test"])
+    seeds_md = (tmp_path / "seeds" / "results.md").read_text()
+    assert "grid {0.001, 0.002}" in seeds_md and "Not in this table" in seeds_md
     assert set(seeds["summary"]) == set(report["summary"]) | {"electra-s1"}
     assert seeds["summary"]["electra-s1"]["pretrain_seed"] == 1 and seeds["summary"]["electra-s1"]["fraction"] == 1
     first_config = run_files.read_config(str(tmp_path / "pretrain" / "electra"))
@@ -368,3 +379,147 @@ def test_merge_refuses_a_report_with_other_settings_naming_file_and_field():
     other = json.loads(COMMITTED.read_text())
     other["budget"]["corpus"] = other["budget"]["corpus"].replace("/data/", "/x/../data/")  # the same glob
     efficiency.check_mergeable("b/results.json", other, report)
+
+
+# --- Fine-tuning rate chosen on dev per encoder, test reported (issue 27) ---
+
+def grid_run(encoder, task, seed, lr, n, dev, test, objective=None, pretrain_seed=0):
+    return dict(encoder=encoder, objective=objective or encoder.split("-")[0], fraction=1.0,
+                pretrain_seed=pretrain_seed, flops=1.0, task=task, seed=seed, metric="accuracy", learning_rate=lr,
+                train_limit=n, score=dev, dev={"accuracy": dev}, test_score=test, test={"accuracy": test},
+                train_seconds=1.0, seconds=2.0, cpu_seconds=2.0, majority_class_accuracy=0.5)
+
+
+def synthetic_grid():
+    """Two tasks, rates {1e-3, 2e-3}, 2 seeds; the dev-best rate is not the test-best one on task a."""
+    scores = {  # (encoder, task, lr) -> [(dev, test) per seed]
+        ("electra", "a", 1e-3): [(0.60, 0.50), (0.70, 0.52)],  # dev mean 0.65: chosen; test 0.51
+        ("electra", "a", 2e-3): [(0.62, 0.90), (0.64, 0.92)],  # dev mean 0.63; the better test is never read
+        ("electra", "b", 1e-3): [(0.80, 0.70), (0.80, 0.72)],  # a dev tie: the smaller rate
+        ("electra", "b", 2e-3): [(0.70, 0.74), (0.90, 0.76)],
+        ("electra-s1", "a", 1e-3): [(0.50, 0.40), (0.50, 0.40)],
+        ("electra-s1", "a", 2e-3): [(0.60, 0.60), (0.60, 0.62)],
+        ("electra-s1", "b", 1e-3): [(0.90, 0.80), (0.90, 0.80)],
+        ("electra-s1", "b", 2e-3): [(0.10, 0.10), (0.10, 0.10)],
+    }
+    runs = [grid_run(e, t, seed, lr, 100, dev, test, objective="electra", pretrain_seed=int(e.endswith("s1")))
+            for (e, t, lr), pairs in scores.items() for seed, (dev, test) in enumerate(pairs)]
+    # mlm lacks one seed of one cell: left out of the selection, never half-scored.
+    runs += [grid_run("mlm", t, seed, lr, 100, 0.5, 0.5) for t in "ab" for lr in (1e-3, 2e-3) for seed in (0, 1)
+             if (t, lr, seed) != ("b", 2e-3, 1)]
+    return runs
+
+
+def test_rate_is_chosen_on_dev_and_test_read_at_it():
+    efficiency = load_efficiency()
+    selection = efficiency.select_rates(synthetic_grid(), ["a", "b"], 2, [1e-3, 2e-3])
+    assert list(selection) == [100] and set(selection[100]) == {"electra", "electra-s1"}  # mlm incomplete
+    e = selection[100]["electra"]
+    assert e["tasks"]["a"]["rate"] == 1e-3 and e["tasks"]["a"]["test"] == pytest.approx(51.0)
+    assert e["tasks"]["b"]["rate"] == 1e-3 and e["tasks"]["b"]["dev"] == pytest.approx(80.0)  # tie: smaller
+    assert e["test"] == pytest.approx((51.0 + 71.0) / 2) and e["dev"] == pytest.approx((65.0 + 80.0) / 2)
+    s1 = selection[100]["electra-s1"]
+    assert [s1["tasks"][t]["rate"] for t in "ab"] == [2e-3, 1e-3] and s1["test"] == pytest.approx((61.0 + 80.0) / 2)
+
+    rows = efficiency.objective_rows(selection, recipe_rate=2e-3)[100]
+    assert list(rows) == ["electra"] and rows["electra"]["rates"] == {"a": [1e-3, 2e-3], "b": [1e-3, 1e-3]}
+    import numpy as np
+    tests = [(51.0 + 71.0) / 2, (61.0 + 80.0) / 2]
+    assert rows["electra"]["test"] == {"mean": pytest.approx(np.mean(tests)), "std": pytest.approx(np.std(tests))}
+    recipe_tests = [(91.0 + 75.0) / 2, (61.0 + 10.0) / 2]  # everything at 2e-3
+    assert rows["electra"]["recipe"]["test"]["mean"] == pytest.approx(np.mean(recipe_tests))
+    assert efficiency.objective_rows(selection, recipe_rate=5e-3)[100]["electra"]["recipe"] is None
+
+
+def test_grid_points_leave_out_the_recipe_point():
+    efficiency = load_efficiency()
+    recipe = dict(learning_rate=2e-3, train_limit=2000)
+    points = efficiency.grid_points(["1e-4", "2e-3"], ["2000", "200"], recipe)
+    assert points == [(2000, 1e-4), (200, 1e-4), (200, 2e-3)]
+    assert efficiency.grid_points([], [], recipe) == []
+
+
+def test_merge_unions_the_grids_and_reads_a_report_from_before_the_grid(tmp_path):
+    """The committed report (no grid, no test scores) merged into one with a grid: both kept, nothing guessed."""
+    if not COMMITTED.exists():
+        pytest.skip(f"{COMMITTED} not committed")
+    efficiency = load_efficiency()
+    old = json.loads(COMMITTED.read_text())
+    new = part_of(json.loads(COMMITTED.read_text()), ["electra"])
+    new.pop("grid_runs", None)
+    recipe = new["finetune"]
+    for r in new["runs"]:  # this invocation ran electra again: its recipe runs moved by 0.01 at most
+        r.update(learning_rate=recipe["learning_rate"], train_limit=recipe["train_limit"], test_score=r["score"])
+        if r["encoder"] == "electra":
+            r["score"] += 0.01 * (r["seed"] == 1)
+    new["grid_runs"] = [dict(r, learning_rate=1e-4, score=r["score"] / 2, test_score=r["score"] / 2)
+                        for r in new["runs"] if r["encoder"] in ("electra", "random_init")]
+    new.update(learning_rates=[1e-4, recipe["learning_rate"]], train_limits=[recipe["train_limit"]],
+               finetune_keep="last")
+    merged = efficiency.merge_reports(new, [("old/results.json", old)])
+    assert len(merged["grid_runs"]) == len(new["grid_runs"]) and merged["learning_rates"] == [1e-4, 2e-3]
+    assert merged["merged"][0]["rerun"] == ["electra"]
+    assert merged["merged"][0]["rerun_max_abs_diff"] == pytest.approx(0.01)
+    assert all(r["test_score"] is None for r in merged["runs"] if r["encoder"] == "mlm")
+    selection = efficiency.select_rates(merged["runs"] + merged["grid_runs"], merged["tasks"], merged["seeds"],
+                                        merged["learning_rates"])
+    # Only encoders with both rates and test scores everywhere; the recipe rate wins (twice the score).
+    assert set(selection[recipe["train_limit"]]) == {"random_init", "electra"}
+    assert all(t["rate"] == 2e-3 for t in selection[2000]["electra"]["tasks"].values())
+    merged["summary"] = efficiency.summarize(merged["runs"], merged["tasks"], merged["seeds"])
+    merged["selection"] = selection
+    efficiency.write_markdown(tmp_path / "merged.md", merged)
+    text = (tmp_path / "merged.md").read_text()
+    assert "## Fine-tuning rate chosen on dev per encoder, test reported (grid {0.0001, 0.002})" in text
+    assert "differ from that file's by at most 1.00 points" in text
+    assert "Not in this table (their grid is not complete in this report): electra-s1, electra-s2, mlm, mlm-s1" in text
+
+
+def recompute_selection(report):
+    """An independent recomputation of the committed selection: plain loops over every fine-tuning run."""
+    import collections
+    import numpy as np
+
+    cells = collections.defaultdict(list)
+    for r in report["runs"] + report.get("grid_runs", []):
+        if r["fraction"] in (0.0, 1.0) and r.get("test_score") is not None:
+            cells[r["train_limit"], r["encoder"], r["task"], r["learning_rate"]].append((r["score"], r["test_score"]))
+    rows = {}
+    for (n, name, task, lr), pairs in cells.items():
+        rows.setdefault((n, name), {}).setdefault(task, []).append(
+            (np.mean([d for d, _ in pairs]), -lr, lr, np.mean([t for _, t in pairs]), len(pairs)))
+    chosen = {}
+    for (n, name), tasks in rows.items():
+        complete = set(tasks) == set(report["tasks"]) and all(
+            len(options) == len(report["learning_rates"]) and all(o[4] == report["seeds"] for o in options)
+            for options in tasks.values())
+        if complete:
+            best = {task: max(options) for task, options in tasks.items()}
+            chosen[n, name] = dict(rates={t: best[t][2] for t in best},
+                                   dev=100 * np.mean([best[t][0] for t in best]),
+                                   test=100 * np.mean([best[t][3] for t in best]))
+    return chosen
+
+
+def test_committed_selection_table_is_recomputed_from_its_runs():
+    if not COMMITTED.exists():
+        pytest.skip(f"{COMMITTED} not committed")
+    report = json.loads(COMMITTED.read_text())
+    if not report.get("selection"):
+        pytest.skip("the committed report has no rate grid yet")
+    import numpy as np
+
+    chosen = recompute_selection(report)
+    assert {(int(n), name) for n, encoders in report["selection"].items() for name in encoders} == set(chosen)
+    markdown = (COMMITTED.parent / "results.md").read_text()
+    by_objective = {}
+    for (n, name), c in chosen.items():
+        by_objective.setdefault((n, report["encoders"][name]["objective"]), []).append(
+            (report["encoders"][name].get("pretrain_seed", 0), c))
+    for (n, objective), found in by_objective.items():
+        found = [c for _, c in sorted(found, key=lambda x: x[0])]
+        rates = " | ".join(", ".join(f"{c['rates'][t]:g}" for c in found) for t in report["tasks"])
+        dev, test = [c["dev"] for c in found], [c["test"] for c in found]
+        row = (f"| {objective} | {n} | {len(found)} | {rates} | {np.mean(dev):.1f} ± {np.std(dev):.1f} | "
+               f"{np.mean(test):.1f} ± {np.std(test):.1f} |")
+        assert row in markdown, row
