@@ -793,8 +793,8 @@ class MergeMismatch(ValueError):
 
 def comparable(report, field):
     value = json.loads(json.dumps(report.get(field, MERGE_DEFAULTS.get(field))))
-    if field == "budget":  # the corpus glob may be spelled through another checkout's ../shared
-        value["corpus"] = os.path.normpath(value["corpus"])
+    if field == "budget":  # the corpus glob may be spelled through another checkout's (or a link's) ../shared
+        value["corpus"] = os.path.realpath(value["corpus"])
     return value
 
 
