@@ -473,6 +473,9 @@ def plan_pretraining(base_config, objectives, electra_steps):
 
 
 def log_plan(plan):
+    if not plan:  # `--objectives=`: the no-pre-training baseline only
+        logging.info("No pre-training run (--objectives is empty): the no-pre-training baseline only.")
+        return
     parts = [k for k in next(iter(plan.values()))["breakdown"] if k not in ("forward", "train")]
     logging.info("Equal-FLOPs plan (budget %.3g training FLOPs; forward GFLOP per sequence by part):",
                  next(iter(plan.values()))["budget_flops"])
@@ -1002,7 +1005,7 @@ def write_markdown(path, report):
              f"from that file's by at most {100 * m['rerun_max_abs_diff']:.2f} points per task and seed."
              if m.get("rerun_max_abs_diff") is not None else "") + "\n" for m in report.get("merged", [])],
         f"Encoder: `tiny` preset + {b['model']}, seq 128, batch {b['batch_size']}, lr {b['learning_rate']}; "
-        f"budget = {b['electra_steps']} electra steps = {next(iter(plan.values()))['budget_flops']:.3g} "
+        f"budget = {b['electra_steps']} electra steps = {plan[next(iter(plan))]['budget_flops'] if plan else float('nan'):.3g} "
         f"training FLOPs (matmul-only count, `electra_tf.training.flops`). Fine-tuning: {report['finetune']}, "
         f"{report['seeds']} seed(s). Scores are dev {', '.join(sorted({r['metric'] for r in report['runs']}))} "
         "x 100, mean over seeds; Spread = std over seeds of the task average.",
@@ -1040,7 +1043,7 @@ def write_markdown(path, report):
                 if s["objective"] in plan else 0
             lines.append(f"| {s['objective']} | {s['fraction']:g} | {step} | {s['flops']:.3g} | {s['average']:.1f} |")
     # Columns by name: a merged report's breakdowns may list the parts in another order.
-    columns = [k for k in plan[next(iter(plan))]["breakdown"] if k not in ("forward", "train")]
+    columns = [k for k in plan[next(iter(plan))]["breakdown"] if k not in ("forward", "train")] if plan else []
     lines += ["", "## Equal-FLOPs plan (forward GFLOP per sequence by part; training = 3 x forward)", "",
               "| objective | steps | train GFLOP/seq | " + " | ".join(columns) + " | wall s | CPU s |",
               "|---|---:|---:|" + "---:|" * (len(columns) + 2)]
