@@ -34,7 +34,13 @@ What it does, top to bottom (`main`):
    `--holdout` (default) the last record file is kept out of pre-training for
    the guard batch and the probe.
 7. Fine-tuning: every encoder x every task x every seed
-   (`electra_tf.finetuning.trials.run_finetuning`, one trial per seed).
+   (`electra_tf.finetuning.trials.run_finetuning`, one trial per seed) at the
+   budget's recipe; the last epoch is kept (`KEEP`: dev never picks an epoch).
+   With `--learning_rates` / `--train_limits`, the full-budget encoders and the
+   baseline are also fine-tuned at every (size, rate) of that grid, dev and the
+   task's labelled `test.tsv` scored each time; per encoder, size and task the
+   rate with the best mean dev score is chosen and test is read there
+   (`select_rates`; test never chooses anything).
 8. Report: `results.json` (every run), `results.md` (objective x task table
    beside the paper's Table 5, curve table, context probe, command, date,
    versions), `efficiency.png` (average dev score vs pre-training FLOPs) and
@@ -44,7 +50,11 @@ In pieces: `--objectives electra,mlm` in one `--output_dir`, then `--objectives
 electra_15,replace_mlm,all_tokens_mlm --merge FIRST_DIR/results.json` in another
 writes one report of both; the settings must match (`MERGE_FIELDS`, checked
 before any work), and the seeded no-pre-training baseline, run by both, shows
-how far the two invocations agree. More pre-training seeds the same way:
+how far the two invocations agree (an encoder run again in both: how far it
+moved). Grid runs merge run by run, so the rate grid can be run in parts too:
+`--objectives= --learning_rates 1e-4,3e-4,1e-3,2e-3 --train_limits 2000,200`
+(the baseline only), then `--objectives electra,mlm --pretrain_seeds 0` with
+the same grid flags and `--merge` of the first, and so on. More pre-training seeds the same way:
 `--objectives electra,mlm --pretrain_seeds 1,2 --merge FIRST_DIR/results.json`.
 
 Resumable: each finished unit (records, pre-training run, exported encoder,
@@ -935,7 +945,7 @@ def pretrain_seed_lines(summary):
 def selection_markdown(report):
     """The rate-selection section of results.md (empty without a complete grid for any encoder)."""
     selection, tasks = report.get("selection"), report["tasks"]
-    if not selection:
+    if not selection or len(report["learning_rates"]) < 2:  # one rate: nothing was chosen
         return []
     recipe_rate = report["finetune"]["learning_rate"]
     rows = objective_rows(selection, recipe_rate)
