@@ -133,7 +133,7 @@ class ClassificationKind(TaskKind):
             self.train = self.train + [tasks_lib.Example(e.text_b, e.text_a, e.label) for e in self.train]
         self.num_train_rows = len(self.train)
         self.tokenizer = self.packed_train = None
-        self.packed_eval = {}  # id(examples) -> pack_examples of an evaluated split
+        self.packed_eval = {}  # split name -> pack_examples of that split
 
     def prepare(self, tokenizer):
         self.tokenizer = tokenizer
@@ -150,27 +150,26 @@ class ClassificationKind(TaskKind):
             return model, {"loss": keras.losses.MeanSquaredError()}
         return model, {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
 
-    def predictions(self, model, examples):
-        """Predicted ids (scores for regression) of `examples`, in order."""
+    def predictions(self, model, split, examples):
+        """Predicted ids (scores for regression) of `examples`, the split named `split`, in order."""
         predict, c = self.predictor(model), self.config
-        key = id(examples)
-        if key not in self.packed_eval:  # packed once per split, scored every epoch
-            self.packed_eval[key] = pack_examples(examples, self.tokenizer, c.max_seq_length)
+        if split not in self.packed_eval:  # packed once per split, scored every epoch
+            self.packed_eval[split] = pack_examples(examples, self.tokenizer, c.max_seq_length)
         logits = np.concatenate([predict(inputs).numpy() for inputs, _ in make_dataset(
             examples, self.tokenizer, c.max_seq_length, 4 * c.batch_size, self.spec.is_regression,
-            packed=self.packed_eval[key])])
+            packed=self.packed_eval[split])])
         return logits[:, 0] if self.spec.is_regression else logits.argmax(-1)
 
     def evaluate(self, model, split):
         examples = self.examples[split]
-        predicted = self.predictions(model, examples)
+        predicted = self.predictions(model, split, examples)
         labels = np.array([e.label for e in examples])
         return task_metrics(labels, predicted, self.spec.is_regression, self.spec.num_labels), None
 
     def write_outputs(self, output_dir, model, outputs):
         """The unlabelled test splits' predictions, in the official GLUE submission layout."""
         for split, (examples, index) in self.unlabelled.items():
-            predicted = self.predictions(model, examples)
+            predicted = self.predictions(model, split, examples)
             values = ([f"{v:.3f}" for v in np.clip(predicted, 0, 5)] if self.spec.is_regression
                       else [self.spec.labels[i] for i in predicted])
             path = os.path.join(output_dir, run_files.submission_file(self.spec.name, split))
