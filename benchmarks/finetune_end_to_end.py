@@ -306,6 +306,25 @@ PROFILE_PHASES = [  # (label, a function of the profile; its cumulative time)
     ("evaluation: predict", "finetuning.py", "predict"),
     ("save classifier.keras", "saving_api.py", "save_model"),
 ]
+PROFILE_PHASES_KIND = {  # tagging / QA: their own data, tokenisation and evaluation functions
+    "tagging": [("imports (TensorFlow, Keras, ...)", "cli.py", "_import_quietly"),
+                ("load --init (.keras)", "run_files.py", "load_init"),
+                ("read the CoNLL files", "conll.py", "read"),
+                ("tokenize into windows (prepare)", "tagging.py", "prepare"),
+                ("fit, all", "trainer.py", "fit"),
+                ("fit: tracing the train step (the longest trace)", "polymorphic_function.py", "_initialize"),
+                ("evaluation (predict + entity F1)", "tagging.py", "evaluate"),
+                ("save token_classifier.keras", "saving_api.py", "save_model")],
+    "qa": [("imports (TensorFlow, Keras, ...)", "cli.py", "_import_quietly"),
+           ("load --init (.keras)", "run_files.py", "load_init"),
+           ("read the SQuAD files", "squad.py", "read_squad"),
+           ("tokenize into windows (prepare)", "qa.py", "prepare"),
+           ("fit, all", "trainer.py", "fit"),
+           ("fit: tracing the train step (the longest trace)", "polymorphic_function.py", "_initialize"),
+           ("evaluation (predict windows + post-process + F1)", "qa.py", "evaluate"),
+           ("evaluation: predict windows", "qa.py", "predict_windows"),
+           ("save question_answerer.keras", "saving_api.py", "save_model")],
+}
 
 
 def profile_run(init, scratch):
@@ -316,7 +335,7 @@ def profile_run(init, scratch):
                          output_dir)
     stats = pstats.Stats(stats_file).stats
     out = {}
-    for label, file_name, function in PROFILE_PHASES:
+    for label, file_name, function in PROFILE_PHASES_KIND.get(FLAGS.kind, PROFILE_PHASES):
         found = [v[3] for (path, _, name), v in stats.items() if path.endswith(file_name) and name == function]
         out[label] = round(max(found), 2) if found else None
     return dict(wall=round(wall, 2), cpu=round(cpu, 2), phases=out)
@@ -347,6 +366,7 @@ def main(argv):
             load.append(os.getloadavg()[0])
             print(side, n, {k: (round(v, 2) if isinstance(v, float) else v) for k, v in run.items()}, flush=True)
     profile = profile_run(init, scratch) if FLAGS.profile else None
+    load = load or [os.getloadavg()[0]]
     shutil.rmtree(scratch, ignore_errors=True)
     common.write_report(report_text(runs, profile, load), FLAGS.output)
 
@@ -377,6 +397,7 @@ def train_seconds(phases):
 def report_text(runs, profile, load):
     label = KINDS[FLAGS.kind][4][0]
     digits = 2 if FLAGS.kind == "qa" else 4
+    runs = {side: rs for side, rs in runs.items() if rs}  # --repeats 0: the profile alone
     med = {side: {k: statistics.median(r[k] for r in rs) for k in ("wall", "cpu", "metric")}
            for side, rs in runs.items()}
     lines = [f"# {TITLES[FLAGS.kind]}: `python -m electra_tf.finetune` vs HF transformers + torch", "",
