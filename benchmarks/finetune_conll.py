@@ -30,8 +30,22 @@ transformers' switches from one to the other.
 Dev entity F1 is computed by seqeval (default mode) for both sides, and by
 electra_tf's own `entity_scores` for electra_tf; throughput is training
 examples (windows / sentences) per second of the training loop alone.
+
+`benchmarks.finetune_end_to_end --kind tagging` runs the Hugging Face side of
+this script as its own process, timed end to end:
+
+    python -m benchmarks.finetune_conll --train_limit 1000 --dev_limit 500 --write_data_json data.json
+    python -m benchmarks.finetune_conll --sides hf --data_json data.json --hf_save_dir out \
+        --results_json out/results.json
+
+`--write_data_json` reads the sentences once with electra_tf's reader (which
+imports TensorFlow) and writes them as JSON; `--data_json` reads them back
+without TensorFlow; `--hf_save_dir` saves the fine-tuned model and tokenizer
+(`save_pretrained`); `--results_json` writes the HF side's results and phase
+seconds (imports, read, train, load + tokenize + evaluate, save) instead of the report.
 """
 
+import json
 import os
 import platform
 import sys
@@ -59,6 +73,10 @@ flags.DEFINE_integer("dev_limit", None, "Use the first N dev sentences.")
 flags.DEFINE_integer("seed", 0, "Seed of both sides.")
 flags.DEFINE_list("sides", ["electra_tf", "hf"], "Which sides to run.")
 flags.DEFINE_string("output", None, "Write the markdown report here.")
+flags.DEFINE_string("write_data_json", None, "Read train / dev / labels (limits applied), write them here, exit.")
+flags.DEFINE_string("data_json", None, "Read train / dev / labels from this --write_data_json file (no TensorFlow).")
+flags.DEFINE_string("hf_save_dir", None, "The HF side saves its model and tokenizer here (save_pretrained).")
+flags.DEFINE_string("results_json", None, "Write the results (and the HF side's phase seconds) here, no report.")
 FLAGS = flags.FLAGS
 MULTIPLE = 16
 
@@ -67,7 +85,28 @@ def bert_dir():
     return common.minilm_dir(FLAGS.bert_dir)
 
 
+class Sentence:
+    """A sentence read back from `--data_json`: `words` and `tags`, as `conll.Sentence`."""
+
+    def __init__(self, words, tags):
+        self.words, self.tags = tuple(words), tuple(tags)
+
+
+def write_data_json(path, train, dev, labels):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"labels": list(labels), **{split: [[list(s.words), list(s.tags)] for s in sentences]
+                                              for split, sentences in (("train", train), ("dev", dev))}}, f)
+
+
+def read_data_json(path):
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    return ([Sentence(*s) for s in data["train"]], [Sentence(*s) for s in data["dev"]], data["labels"])
+
+
 def read_data():
+    if FLAGS.data_json:
+        return read_data_json(FLAGS.data_json)
     from electra_tf.finetuning import conll
 
     task = conll.CONLL2003
@@ -129,8 +168,11 @@ def run_electra_tf(workdir, labels_expected):
     }
 
 
-def run_hf(train, dev, labels):
-    """`BertForTokenClassification` with the standard first-piece recipe, a plain PyTorch loop."""
+def run_hf(train, dev, labels, save_dir=None):
+    """`BertForTokenClassification` with the standard first-piece recipe, a plain PyTorch loop.
+
+    `save_dir`: where `save_pretrained` writes the model and tokenizer (none: not saved).
+    """
     import torch
     import transformers
 
@@ -205,6 +247,11 @@ def run_hf(train, dev, labels):
                     previous = w
                 predicted.append(tags)
     true = [list(s.tags) for s in dev]
+    if save_dir:
+        save_start = time.time()
+        model.save_pretrained(save_dir)
+        tokenizer.save_pretrained(save_dir)
+        save_seconds = time.time() - save_start
     return {
         "entity_f1_seqeval": seqeval_f1(dev, predicted),
         "token_accuracy": float(np.mean([t == p for ts, ps in zip(true, predicted) for t, p in zip(ts, ps)])),
@@ -212,6 +259,7 @@ def run_hf(train, dev, labels):
         "train_examples": len(train_rows) * FLAGS.epochs,
         "examples_per_second": round(len(train_rows) * FLAGS.epochs / train_seconds, 2),
         "final_loss": float(np.mean(losses)),
+        **({"save_seconds": round(save_seconds, 2)} if save_dir else {}),
     }
 
 
@@ -259,8 +307,42 @@ def report(results, train, dev, seconds):
     return "\n".join(lines) + "\n"
 
 
+def hf_results_json():
+    """The HF side alone, its phases timed: imports, read, run_hf (train; load + tokenize + evaluate; save)."""
+    phases, mark = {}, [time.time()]
+
+    def phase(name, seconds=None):
+        now = time.time()
+        phases[name] = round(now - mark[0] if seconds is None else seconds, 2)
+        mark[0] = now
+
+    import seqeval.metrics  # noqa: F401  (dev F1)
+    import torch  # noqa: F401
+    import transformers  # noqa: F401
+
+    phase("imports (torch, transformers, seqeval)")
+    train, dev, labels = read_data()
+    phase("read")
+    result = run_hf(train, dev, labels, FLAGS.hf_save_dir)
+    run_seconds = time.time() - mark[0]
+    phases["train"] = result["train_seconds"]
+    phases["load, tokenize, evaluate"] = round(run_seconds - result["train_seconds"] - result.get("save_seconds", 0), 2)
+    phases["save"] = result.get("save_seconds", 0.0)
+    result["phases"] = phases
+    with open(FLAGS.results_json, "w") as f:
+        json.dump(result, f, indent=1)
+
+
 def main(argv):
     del argv
+    if FLAGS.write_data_json:
+        write_data_json(FLAGS.write_data_json, *read_data())
+        return
+    if FLAGS.results_json:
+        if list(FLAGS.sides) != ["hf"]:
+            raise app.UsageError("--results_json runs the HF side alone: add --sides hf.")
+        hf_results_json()
+        return
     start = time.time()
     train, dev, labels = read_data()
     print(f"{len(train)} train / {len(dev)} dev sentences, labels {labels}", flush=True)
@@ -270,7 +352,7 @@ def main(argv):
             results["electra_tf"] = run_electra_tf(workdir, labels)
             print("electra_tf", results["electra_tf"], flush=True)
         if "hf" in FLAGS.sides:
-            results["hf BertForTokenClassification"] = run_hf(train, dev, labels)
+            results["hf BertForTokenClassification"] = run_hf(train, dev, labels, FLAGS.hf_save_dir)
             print("hf", results["hf BertForTokenClassification"], flush=True)
     text = report(results, train, dev, time.time() - start)
     common.write_report(text, FLAGS.output)

@@ -30,6 +30,20 @@ Speeds: training examples (windows) per second of the training loop; prediction
 questions per second of the Keras / PyTorch predict + post-processing; serving
 questions per second of our exported SavedModel's `serving_default` (raw text in,
 tokenization and windows in the graph), in batches of `--serve_batch`.
+
+`benchmarks.finetune_end_to_end --kind qa` runs the Hugging Face side of this
+script as its own process, timed end to end:
+
+    python -m benchmarks.finetune_squad --train_limit 300 --dev_limit 200 --shifts_file '' \
+        --write_data_json data.json
+    python -m benchmarks.finetune_squad --sides hf --data_json data.json --hf_save_dir out \
+        --results_json out/results.json --shifts_file ''
+
+`--write_data_json` reads the questions once with electra_tf's reader (which
+imports TensorFlow) and writes them as JSON; `--data_json` reads them back
+without TensorFlow; `--hf_save_dir` saves the fine-tuned model and tokenizer
+(`save_pretrained`); `--results_json` writes the HF side's results and phase
+seconds (imports, read, train, load + tokenize + predict + score, save) instead of the report.
 """
 
 import collections
@@ -69,6 +83,10 @@ flags.DEFINE_integer("serve_batch", 16, "Questions per serving request.")
 flags.DEFINE_integer("seed", 0, "Seed of both sides.")
 flags.DEFINE_list("sides", ["electra_tf", "hf"], "Which sides to run.")
 flags.DEFINE_string("output", None, "Write the markdown report here.")
+flags.DEFINE_string("write_data_json", None, "Read train / dev / new_wiki (limits applied), write them here, exit.")
+flags.DEFINE_string("data_json", None, "Read train / dev / new_wiki from this --write_data_json file (no TensorFlow).")
+flags.DEFINE_string("hf_save_dir", None, "The HF side saves its model and tokenizer here (save_pretrained).")
+flags.DEFINE_string("results_json", None, "Write the HF side's results and phase seconds here, no report.")
 FLAGS = flags.FLAGS
 N_BEST = 20
 MULTIPLE = 16
@@ -78,7 +96,34 @@ def bert_dir():
     return common.minilm_dir(FLAGS.bert_dir)
 
 
+class Example:
+    """A question read back from `--data_json`, with the fields of `squad.QAExample` that are used here."""
+
+    def __init__(self, qid, question, context, answers, title):
+        self.qid, self.question, self.context, self.title = qid, question, context, title
+        self.answers = tuple((text, start) for text, start in answers)
+
+
+def write_data_json(path, train, dev, shifts):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({split: [[e.qid, e.question, e.context, [list(a) for a in e.answers], e.title] for e in examples]
+                   for split, examples in (("train", train), ("dev", dev), ("shifts", shifts))}, f)
+
+
+def read_data_json(path):
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    return tuple([Example(*e) for e in data[split]] for split in ("train", "dev", "shifts"))
+
+
+def gold_answers(examples):
+    """`electra_tf.finetuning.squad.gold_answers` (qid -> gold texts), without that module's TensorFlow import."""
+    return {e.qid: [text for text, _ in e.answers] or [""] for e in examples}
+
+
 def read_data():
+    if FLAGS.data_json:
+        return read_data_json(FLAGS.data_json)
     from electra_tf.finetuning.squad import read_squad
 
     train = read_squad(os.path.join(FLAGS.data_dir, "train.json"), FLAGS.train_limit)
@@ -168,12 +213,14 @@ def run_electra_tf(workdir, train, dev, shifts):
     return out
 
 
-def run_hf(train, dev, shifts):
-    """`BertForQuestionAnswering` with the standard recipe (HF run_qa preprocessing), a plain PyTorch loop."""
+def run_hf(train, dev, shifts, save_dir=None):
+    """`BertForQuestionAnswering` with the standard recipe (HF run_qa preprocessing), a plain PyTorch loop.
+
+    `save_dir`: where `save_pretrained` writes the model and tokenizer (none: not saved).
+    """
     import torch
     import transformers
 
-    from electra_tf.finetuning import squad
     from electra_tf.finetuning.qa_metrics import squad_scores
 
     torch.manual_seed(FLAGS.seed)
@@ -266,15 +313,20 @@ def run_hf(train, dev, shifts):
             optimizer.zero_grad()
     train_seconds = time.time() - start
     predictions, per_second = predict(dev)
-    dev_scores = squad_scores(squad.gold_answers(dev), predictions)
+    dev_scores = squad_scores(gold_answers(dev), predictions)
     out = {"dev_exact": dev_scores["exact"], "dev_f1": dev_scores["f1"], "train_seconds": round(train_seconds, 2),
            "train_examples": len(train_rows) * FLAGS.epochs,
            "examples_per_second": round(len(train_rows) * FLAGS.epochs / train_seconds, 2),
            "predict_questions_per_second": per_second, "final_loss": float(np.mean(losses))}
     if shifts:
         shift_predictions, _ = predict(shifts)
-        scores = squad_scores(squad.gold_answers(shifts), shift_predictions)
+        scores = squad_scores(gold_answers(shifts), shift_predictions)
         out.update(shifts_exact=scores["exact"], shifts_f1=scores["f1"])
+    if save_dir:
+        save_start = time.time()
+        model.save_pretrained(save_dir)
+        tokenizer.save_pretrained(save_dir)
+        out["save_seconds"] = round(time.time() - save_start, 2)
     return out
 
 
@@ -322,8 +374,42 @@ def report(results, train, dev, shifts, seconds):
     return "\n".join(lines) + "\n"
 
 
+def hf_results_json():
+    """The HF side alone, its phases timed: imports, read, run_hf (train; load + tokenize + predict + score; save)."""
+    phases, mark = {}, [time.time()]
+
+    def phase(name):
+        now = time.time()
+        phases[name] = round(now - mark[0], 2)
+        mark[0] = now
+
+    import torch  # noqa: F401
+    import transformers  # noqa: F401
+
+    phase("imports (torch, transformers)")
+    train, dev, shifts = read_data()
+    phase("read")
+    result = run_hf(train, dev, shifts, FLAGS.hf_save_dir)
+    run_seconds = time.time() - mark[0]
+    phases["train"] = result["train_seconds"]
+    phases["load, tokenize, predict, score"] = round(
+        run_seconds - result["train_seconds"] - result.get("save_seconds", 0), 2)
+    phases["save"] = result.get("save_seconds", 0.0)
+    result["phases"] = phases
+    with open(FLAGS.results_json, "w") as f:
+        json.dump(result, f, indent=1)
+
+
 def main(argv):
     del argv
+    if FLAGS.write_data_json:
+        write_data_json(FLAGS.write_data_json, *read_data())
+        return
+    if FLAGS.results_json:
+        if list(FLAGS.sides) != ["hf"]:
+            raise app.UsageError("--results_json runs the HF side alone: add --sides hf.")
+        hf_results_json()
+        return
     start = time.time()
     train, dev, shifts = read_data()
     print(f"{len(train)} train / {len(dev)} dev / {len(shifts)} new_wiki questions", flush=True)
@@ -333,7 +419,7 @@ def main(argv):
             results["electra_tf"] = run_electra_tf(workdir, train, dev, shifts)
             print("electra_tf", {k: v for k, v in results["electra_tf"].items() if k != "features"}, flush=True)
         if "hf" in FLAGS.sides:
-            results["hf BertForQuestionAnswering"] = run_hf(train, dev, shifts)
+            results["hf BertForQuestionAnswering"] = run_hf(train, dev, shifts, FLAGS.hf_save_dir)
             print("hf", results["hf BertForQuestionAnswering"], flush=True)
     text = report(results, train, dev, shifts, time.time() - start)
     common.write_report(text, FLAGS.output)
