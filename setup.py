@@ -40,6 +40,7 @@ setuptools.setup(
         # The suite checks conversions against transformers itself (PyTorch, CPU).
         "test": [
             "pytest>=8",
+            "pytest-xdist>=3.5",  # pytest.ini runs the suite on every core (-n auto, at most 4)
             "safetensors>=0.4",
             "transformers>=5,<6",
             "torch==2.13.0",

@@ -1,5 +1,6 @@
-"""Shared fixtures: a demo corpus built once, small pre-training records."""
+"""Shared fixtures: a demo corpus built once, small pre-training records; the parallel workers."""
 
+import fcntl
 import os
 import pathlib
 
@@ -13,7 +14,19 @@ def demo_data(tmp_path_factory):
     """The embedded demo corpus built once per session: dict(data=glob, vocab_file=path)."""
     from electra_tf.pipelines.demo_corpus import build_demo_data
 
-    return build_demo_data(str(tmp_path_factory.mktemp("demo")), seq_length=128)
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return build_demo_data(str(tmp_path_factory.mktemp("demo")), seq_length=128)
+    # One build for all pytest-xdist workers: their base temp folders share this run's folder. The
+    # first worker builds under the lock; the others wait and hit build_demo_data's cache.
+    shared = tmp_path_factory.getbasetemp().parent
+    with open(shared / "demo.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return build_demo_data(str(shared / "demo"), seq_length=128)
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (pytest.ini): one worker per core, at most 4 (each holds TensorFlow, about 1-2 GB)."""
+    return max(1, min(len(os.sched_getaffinity(0)), 4))
 
 
 @pytest.fixture

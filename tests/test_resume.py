@@ -120,7 +120,8 @@ def test_same_command_twice_gives_the_same_model(tmp_path, data):
 
 
 @pytest.mark.large
-@pytest.mark.parametrize("strategy_args", [(), ("--strategy=mirrored", "--num_cpu_devices=2")],
+@pytest.mark.parametrize("strategy_args", [(), pytest.param(("--strategy=mirrored", "--num_cpu_devices=2"),
+                                                               marks=pytest.mark.release)],
                          ids=["one_device", "mirrored_2_cpus"])
 def test_sigkill_three_times_then_rerun_equals_an_uninterrupted_run(tmp_path, data, strategy_args):
     reference = tmp_path / "reference"

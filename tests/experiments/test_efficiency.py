@@ -64,7 +64,7 @@ def run_smoke(output_dir, *args):
     return result, time.time() - start
 
 
-@pytest.mark.large
+@pytest.mark.release  # about 7 minutes on 2 cores: every objective pre-trained and fine-tuned, twice merged
 def test_smoke_budget_end_to_end_then_resumes(tmp_path):
     if not TASK.exists():
         pytest.skip(f"{TASK} not available")

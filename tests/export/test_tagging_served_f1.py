@@ -35,7 +35,7 @@ def served_entities(serve, texts):
     return found
 
 
-@pytest.mark.large  # fine-tunes MiniLM on 1,000 sentences: a few minutes on 2 shared cores
+@pytest.mark.release  # fine-tunes MiniLM on 1,000 sentences: a few minutes on 2 shared cores
 def test_served_tagger_scores_the_cli_entity_f1(tmp_path):
     if not os.path.exists(os.path.join(CONLL, "dev.txt")):
         pytest.skip("CoNLL-2003 not fetched (fetch_finetune_benchmarks.sh)")

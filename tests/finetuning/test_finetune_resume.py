@@ -93,7 +93,9 @@ def logged_steps(output_dir, tag="train/loss"):
 
 @pytest.mark.large
 @pytest.mark.parametrize("kind,extra", [
-    ("classification", ()), ("tagging", ()), ("span_qa", ()),
+    pytest.param("classification", (), marks=pytest.mark.release),  # the mirrored case below covers it in CI
+    pytest.param("tagging", (), marks=pytest.mark.release),
+    pytest.param("span_qa", (), marks=pytest.mark.release),
     ("classification", ("--strategy=mirrored", "--num_cpu_devices=2")),
 ], ids=["classification", "tagging", "span_qa", "classification_mirrored_2_cpus"])
 def test_killed_twice_and_terminated_once_ends_equal_to_an_uninterrupted_run(kind, extra, setup, tmp_path):
