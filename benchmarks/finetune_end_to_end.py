@@ -299,11 +299,11 @@ def run_side(side, init, scratch, n, data_json=None):
 PROFILE_PHASES = [  # (label, a function of the profile; its cumulative time)
     ("imports (TensorFlow, Keras, ...)", "cli.py", "_import_quietly"),
     ("load --init (.keras)", "run_files.py", "load_init"),
-    ("copy the encoder into the strategy scope", "finetuning.py", "rebuild_encoder"),
-    ("input pipeline: make_dataset (train + dev)", "finetuning.py", "make_dataset"),
+    ("tokenize (prepare)", "classification.py", "prepare"),
+    ("input pipeline: make_dataset (train)", "classification.py", "make_dataset"),
     ("fit, all", "trainer.py", "fit"),
-    ("fit: tracing the train step", "polymorphic_function.py", "_initialize"),
-    ("evaluation: predict", "finetuning.py", "predict"),
+    ("fit: tracing the train step (the longest trace)", "polymorphic_function.py", "_initialize"),
+    ("evaluation (predict + accuracy)", "classification.py", "evaluate"),
     ("save classifier.keras", "saving_api.py", "save_model"),
 ]
 PROFILE_PHASES_KIND = {  # tagging / QA: their own data, tokenisation and evaluation functions

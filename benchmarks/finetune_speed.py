@@ -273,6 +273,9 @@ def hf_side(task, data, total_steps):
 
 def main(argv):
     del argv
+    from electra_tf import cli
+
+    cli.cpu_kernels()  # the commands' oneDNN default (TF_ENABLE_ONEDNN_OPTS=0 in the environment turns it off)
     import tensorflow as tf
 
     rng = np.random.RandomState(FLAGS.seed)
@@ -305,6 +308,7 @@ def main(argv):
     settings = {k: FLAGS[k].value for k in ("num_layers", "hidden_dim", "num_heads", "intermediate_dim", "seq_length",
                                             "batch_size", "steps", "rounds", "learning_rate", "layerwise_lr_decay",
                                             "jit_compile")}
+    settings["TF_ENABLE_ONEDNN_OPTS"] = os.environ["TF_ENABLE_ONEDNN_OPTS"]
     lines = ["# Fine-tuning speed: electra_tf vs Hugging Face transformers + torch", "",
              f"`python -m benchmarks.finetune_speed {' '.join(sys.argv[1:])}`", "",
              f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average "

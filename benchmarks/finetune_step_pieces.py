@@ -3,7 +3,8 @@ r"""The pieces of the sentence-classification fine-tuning step, timed side by si
     nice -n 19 python -m benchmarks.finetune_step_pieces --rounds 4
 
 Converted-MiniLM size (6 layers, H=384, 12 heads, FFN 1536, vocabulary 30522),
-randomly initialised; seq 64, batch 32, fp32. Variants, each its own
+randomly initialised; `--seq_length` 64, `--batch_size` 32, fp32, TensorFlow's CPU
+kernels as the commands choose them (`electra_tf.cli.cpu_kernels`). Variants, each its own
 `tf.function` on the same batch, run alternately `--rounds` times after one
 warm-up call: forward; forward + backward; the whole step with
 `LayerwiseAdamW` (clip 1.0, schedule: what `electra_tf.finetune` compiles),
@@ -12,26 +13,41 @@ before the update (it is `tf.IndexedSlices` otherwise), with XLA; Keras'
 own `train_function` (what `fit` calls per step) with and without XLA; and one
 batch of the classification input pipeline (`make_dataset`: tokenise + pack).
 Prints the median of each and its ratio to the `LayerwiseAdamW` step; on a
-loaded machine only the ratios mean anything.
+loaded machine only the ratios mean anything. `--trace DIR` first profiles that
+step and prints the time by op type:
+
+    python -m benchmarks.finetune_step_pieces --seq_length 256 --batch_size 16 \
+        --variants "step LayerwiseAdamW" --rounds 3 --trace /tmp/step_trace
 """
+import argparse
 import os
 import statistics
 import sys
 import time
 
-import numpy as np, tensorflow as tf, keras
-from electra_tf.models.encoder import ElectraEncoder
-from electra_tf.models.classifier import ElectraClassifier
-from electra_tf.finetuning.layerwise_lr import LayerwiseAdamW
-from electra_tf.training.optimization import WarmupLinearDecay
-
-import argparse
 parser = argparse.ArgumentParser()
 parser.add_argument("--rounds", type=int, default=4)
+parser.add_argument("--seq_length", type=int, default=64)
+parser.add_argument("--batch_size", type=int, default=32)
+parser.add_argument("--variants", default="all", help="Comma-separated variant names to time, or all.")
+parser.add_argument("--trace", default=None, help="Also profile `--trace_steps` LayerwiseAdamW steps into this "
+                                                  "directory and print the time by op type.")
+parser.add_argument("--trace_steps", type=int, default=2)
 parser.add_argument("--vocab_file", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                                          "shared", "data", "vocab", "bert_uncased_vocab.txt"))
 args = parser.parse_args()
-B, L, ROUNDS = 32, 64, args.rounds
+
+from electra_tf import cli  # noqa: E402
+
+cli.cpu_kernels()  # the commands' oneDNN default (TF_ENABLE_ONEDNN_OPTS=0 in the environment turns it off)
+import numpy as np, tensorflow as tf, keras  # noqa: E402
+from benchmarks import common  # noqa: E402
+from electra_tf.models.encoder import ElectraEncoder  # noqa: E402
+from electra_tf.models.classifier import ElectraClassifier  # noqa: E402
+from electra_tf.finetuning.layerwise_lr import LayerwiseAdamW  # noqa: E402
+from electra_tf.training.optimization import WarmupLinearDecay  # noqa: E402
+
+B, L, ROUNDS = args.batch_size, args.seq_length, args.rounds
 keras.utils.set_random_seed(0)
 rng = np.random.RandomState(0)
 x = {"token_ids": tf.constant(rng.randint(5, 30522, (B, L)), tf.int32),
@@ -106,6 +122,12 @@ if os.path.exists(vocab):
     dit = iter(ds)
     variants["input pipeline (1 batch)"] = lambda: next(dit)
 
+if args.trace:
+    common.print_op_times(*common.op_times(variants["step LayerwiseAdamW"], args.trace, args.trace_steps))
+if args.variants != "all":
+    variants = {name: fn for name, fn in variants.items() if name in args.variants.split(",")}
+    if "step LayerwiseAdamW" not in variants:
+        sys.exit("--variants must include `step LayerwiseAdamW` (the reference of the ratios)")
 for name, fn in variants.items():  # warm up / trace
     t = time.perf_counter(); fn(); print(f"warm {name}: {time.perf_counter() - t:.2f}s", flush=True)
 times = {name: [] for name in variants}

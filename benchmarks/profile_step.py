@@ -151,49 +151,11 @@ def main():
 
 
 def trace(fn, logdir, steps):
-    """Profiles `steps` calls of `fn` and sums every op's time by type and by coarse group.
-
-    Reads the raw XPlane (all op executions; TensorBoard's framework_op_stats
-    keeps only the top 500 op names).
-    """
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=import-outside-toplevel
-
-    fn().numpy()
-    tf.profiler.experimental.start(logdir)
-    for _ in range(steps):
-        fn().numpy()
-    tf.profiler.experimental.stop()
-    paths = [os.path.join(root, f) for root, _, files in os.walk(logdir) for f in files if f.endswith(".xplane.pb")]
-    space = xplane_pb2.XSpace()
-    with open(max(paths, key=os.path.getmtime), "rb") as f:
-        space.ParseFromString(f.read())
-    plane = next(p for p in space.planes if p.name.startswith("/host:CPU"))
-    names = {k: v.name for k, v in plane.event_metadata.items()}
-    ops, wall = {}, 0
-    for line in plane.lines:
-        for event in line.events:
-            name = names[event.metadata_id]
-            if line.name == "python" and name == fn.__name__:
-                wall += event.duration_ps
-            elif line.name.startswith("tf_Compute") and ":" in name and not name.startswith("ExecutorState"):
-                ops[name] = ops.get(name, 0) + event.duration_ps
-    total = sum(ops.values())
-    by_type, by_group = {}, {}
-    for full_name, t in ops.items():
-        name, op_type = full_name.rsplit(":", 1)
-        by_type[op_type] = by_type.get(op_type, 0) + t
-        group = _group(op_type, name)
-        by_group[group] = by_group.get(group, 0) + t
-    ms = 1e9 * steps  # picoseconds -> ms per step
-    print(f"\nTF profiler, {steps} train steps: {wall / ms:.0f} ms wall per step, {total / ms:.0f} ms of op time")
-    print("by group:")
-    for name, t in sorted(by_group.items(), key=lambda kv: -kv[1]):
-        print(f"  {name:58s} {t / ms:8.1f} ms/step {t / total:6.1%}")
-    print("top op types:")
-    for name, t in sorted(by_type.items(), key=lambda kv: -kv[1])[:15]:
-        print(f"  {name:58s} {t / ms:8.1f} ms/step {t / total:6.1%}")
+    """Profiles `steps` calls of `fn`, prints every op's time by type and by coarse group (`_group`)."""
+    wall, ops = common.op_times(fn, logdir, steps)
+    common.print_op_times(wall, ops, group=_group)
     with open(os.path.join(logdir, "op_times.json"), "w", encoding="utf-8") as f:
-        json.dump({k: v / ms for k, v in sorted(ops.items(), key=lambda kv: -kv[1])}, f, indent=0)
+        json.dump(dict(sorted(ops.items(), key=lambda kv: -kv[1])), f, indent=0)
     print(f"per-op ms/step written to {logdir}/op_times.json")
 
 

@@ -1,18 +1,18 @@
 """Console scripts of the data pipelines: `electra-build-data`, `electra-build-vocab`.
 
-Each quiets TensorFlow's start-up (`electra_tf.cli.quiet_console`) before the
+Each prepares TensorFlow's start (`electra_tf.cli.prepare_tensorflow`) before the
 pipeline module imports TensorFlow and Apache Beam. The same programs run as
 `python -m electra_tf.pipelines.build_pretraining_data` and
 `python -m electra_tf.pipelines.build_vocab`. A program-layer module: the
 pipelines import `electra_tf.cli`, so `cli` must not import them.
 """
 
-from electra_tf.cli import quiet_console
+from electra_tf.cli import prepare_tensorflow
 
 
 def build_data():
     """The `electra-build-data` console script: `python -m electra_tf.pipelines.build_pretraining_data`."""
-    quiet_console()
+    prepare_tensorflow()
     from electra_tf.pipelines import build_pretraining_data
 
     build_pretraining_data.run()
@@ -20,7 +20,7 @@ def build_data():
 
 def build_vocab():
     """The `electra-build-vocab` console script: `python -m electra_tf.pipelines.build_vocab`."""
-    quiet_console()
+    prepare_tensorflow()
     from electra_tf.pipelines import build_vocab as program
 
     program.run()

@@ -111,7 +111,7 @@ def _number(value):
 
 def run():
     """The `electra-finetune` console script."""
-    cli.quiet_console()
+    cli.prepare_tensorflow()
     define_flags()
     cli.run(main, aliases=ALIASES)
 

@@ -121,7 +121,7 @@ def main(argv):
 
 def run():
     """The `electra-predict` console script."""
-    cli.quiet_console()
+    cli.prepare_tensorflow()
     define_flags()
     cli.run(main, aliases=ALIASES)
 

@@ -81,7 +81,7 @@ def _train(config, strategy, overrides):
 
 def run():
     """The `electra-pretrain` console script."""
-    cli.quiet_console()
+    cli.prepare_tensorflow()
     define_flags()
     cli.run(main, aliases=ALIASES)
 

@@ -36,7 +36,7 @@ is the DirectRunner in multi-processing mode on all cores. `--vocab` and
 if __name__ == "__main__":  # a program: quiet TensorFlow's start-up before it is imported (electra_tf.cli)
     from electra_tf import cli as _cli
 
-    _cli.quiet_console()
+    _cli.prepare_tensorflow()
 
 
 import hashlib

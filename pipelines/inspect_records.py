@@ -13,7 +13,7 @@ refused, naming the file.
 if __name__ == "__main__":  # a program: quiet TensorFlow's start-up before it is imported (electra_tf.cli)
     from electra_tf import cli as _cli
 
-    _cli.quiet_console()
+    _cli.prepare_tensorflow()
 
 
 import os

@@ -28,7 +28,7 @@ def console_scripts():
 
 
 def test_importing_every_cli_in_one_process_defines_no_flag_and_loads_no_tensorflow():
-    """No DuplicateFlagError; and TensorFlow loads only once a CLI runs (after `cli.quiet_console`)."""
+    """No DuplicateFlagError; and TensorFlow loads only once a CLI runs (after `cli.prepare_tensorflow`)."""
     code = ("import sys\n"
             "import electra_tf.pretrain, electra_tf.finetune, electra_tf.export, electra_tf.export.__main__, "
             "electra_tf.convert.__main__, electra_tf.predict\n"
@@ -106,6 +106,20 @@ def test_quiet_console_leaves_a_users_log_level_alone(monkeypatch):
     cli.quiet_console()
     assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0"  # kept; the start-up lines are still filtered
     assert isinstance(cli.gpu_device_present(), bool)
+
+
+@pytest.mark.parametrize("users_setting,expected", [(None, "True"), ("0", "False")])
+def test_a_cli_start_turns_on_onednn_unless_the_user_chose(users_setting, expected):
+    """TensorFlow's own flag (not ours) reads back the oneDNN choice in a fresh process."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
+    if users_setting is not None:
+        env["TF_ENABLE_ONEDNN_OPTS"] = users_setting
+    code = ("from electra_tf import cli; cli.prepare_tensorflow(); "
+            "from tensorflow.python.util import _pywrap_util_port as port; print(port.IsMklEnabled())")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300,
+                            env=dict(env, PYTHONPATH=str(REPO)))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [expected]
 
 
 def test_a_cli_started_without_a_log_level_prints_only_its_own_lines():

@@ -226,7 +226,7 @@ def main(argv):
 
 def run():
     """The `electra-convert` console script."""
-    cli.quiet_console()
+    cli.prepare_tensorflow()
     define_flags()
     cli.run(main, aliases=ALIASES)
 

@@ -88,7 +88,7 @@ def main(argv):
 
 def run():
     """The `electra-export` console script."""
-    cli.quiet_console()
+    cli.prepare_tensorflow()
     define_flags()
     cli.run(main, aliases=ALIASES)
 
