@@ -268,15 +268,18 @@ def prepare_tensorflow():
 
 
 def cpu_kernels():
-    """Turns on TensorFlow's oneDNN CPU kernels unless the user set TF_ENABLE_ONEDNN_OPTS.
+    """Turns on TensorFlow's oneDNN CPU kernels on a machine without a GPU, unless the user set TF_ENABLE_ONEDNN_OPTS.
 
     TensorFlow turns them on by itself only on CPUs with AVX-512 (or newer) instructions. On a
     CPU with AVX2 only (a 2-core AMD EPYC), the fine-tuning step of a MiniLM-size encoder ran
-    1.7x faster with them and the pre-training step 1.6x (`benchmarks/results/onednn.md`). Set
-    TF_ENABLE_ONEDNN_OPTS=0 to keep TensorFlow's choice. Has no effect once TensorFlow is
-    imported; a script of your own sets the variable before its imports.
+    1.7x faster with them and the pre-training step 1.6x (`benchmarks/results/onednn.md`). Where
+    a GPU trains, the CPU only feeds it, so TensorFlow's choice is kept (and its oneDNN notices,
+    which the GPU log level shows, stay away). Set TF_ENABLE_ONEDNN_OPTS=0 to keep TensorFlow's
+    choice. Has no effect once TensorFlow is imported; a script of your own sets the variable
+    before its imports.
     """
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+    if not gpu_device_present():
+        os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
 
 # --- A quiet console ----------------------------------------------------------------------------

@@ -7,11 +7,9 @@ import pathlib
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# TensorFlow's Eigen CPU kernels, not the oneDNN ones the commands choose (`cli.cpu_kernels`): the
-# suite, tiny models built and traced many times, ran 30 % slower with oneDNN (1,096 s against 845 s,
-# two runs on the same idle 2-core machine). `TF_ENABLE_ONEDNN_OPTS=1 python -m pytest` runs it with
-# the commands' kernels (it passed so, 691 tests).
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+# TensorFlow's CPU kernels as the commands choose them (`cli.cpu_kernels`: oneDNN unless the variable
+# is set), also for the tests that run in this process.
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
 
 @pytest.fixture(scope="session")
