@@ -67,19 +67,30 @@ def layerwise():
                           global_clipnorm=1.0)
 
 variants = {}
+chosen = None if args.variants == "all" else set(args.variants.split(","))
+if chosen is not None and "step LayerwiseAdamW" not in chosen:
+    sys.exit("--variants must include `step LayerwiseAdamW` (the reference of the ratios)")
+
+
+def add(name, build):
+    """Builds variant `name` (`build()`: its callable) only when it is timed: each step variant builds a model."""
+    if chosen is None or name in chosen:
+        variants[name] = build()
+
+
 model = make_model()
 
 @tf.function
 def fwd():
     return loss_fn(y, model(x, training=True))
-variants["forward"] = fwd
+add("forward", lambda: fwd)
 
 @tf.function
 def fwd_bwd():
     with tf.GradientTape() as tape:
         loss = loss_fn(y, model(x, training=True))
     return tape.gradient(loss, model.trainable_variables)
-variants["forward+backward"] = lambda: fwd_bwd()[0]
+add("forward+backward", lambda: lambda: fwd_bwd()[0])
 
 def manual(optimizer, dense_embedding=False, jit=False):
     m = make_model()
@@ -94,10 +105,11 @@ def manual(optimizer, dense_embedding=False, jit=False):
         return loss
     return tf.function(step, jit_compile=jit)
 
-variants["step LayerwiseAdamW"] = manual(layerwise())
-variants["step keras AdamW"] = manual(keras.optimizers.AdamW(3e-5, weight_decay=0.0, epsilon=1e-6, global_clipnorm=1.0))
-variants["step LayerwiseAdamW dense-emb"] = manual(layerwise(), dense_embedding=True)
-variants["step LayerwiseAdamW jit"] = manual(layerwise(), jit=True)
+add("step LayerwiseAdamW", lambda: manual(layerwise()))
+add("step keras AdamW",
+    lambda: manual(keras.optimizers.AdamW(3e-5, weight_decay=0.0, epsilon=1e-6, global_clipnorm=1.0)))
+add("step LayerwiseAdamW dense-emb", lambda: manual(layerwise(), dense_embedding=True))
+add("step LayerwiseAdamW jit", lambda: manual(layerwise(), jit=True))
 
 def keras_fit(jit, spe=1):
     m = make_model()
@@ -106,15 +118,15 @@ def keras_fit(jit, spe=1):
     m.make_train_function()
     itr = iter(ds)
     return lambda: m.train_function(itr)
-variants["keras train_function"] = keras_fit(False)
-variants["keras train_function jit"] = keras_fit(True)
+add("keras train_function", lambda: keras_fit(False))
+add("keras train_function jit", lambda: keras_fit(True))
 
 # input pipeline: tokenize + pack texts (the classification make_dataset path)
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.finetuning.classification import make_dataset
 from electra_tf.finetuning.tasks import Example
 vocab = args.vocab_file
-if os.path.exists(vocab):
+if os.path.exists(vocab) and (chosen is None or "input pipeline (1 batch)" in chosen):
     tok = WordPieceTokenizer(vocab)
     words = [l.strip() for l in open(vocab)][2000:8000]
     ex = [Example(" ".join(rng.choice(words, 40)), None, int(rng.randint(2))) for _ in range(B * 50)]
@@ -124,10 +136,6 @@ if os.path.exists(vocab):
 
 if args.trace:
     common.print_op_times(*common.op_times(variants["step LayerwiseAdamW"], args.trace, args.trace_steps))
-if args.variants != "all":
-    variants = {name: fn for name, fn in variants.items() if name in args.variants.split(",")}
-    if "step LayerwiseAdamW" not in variants:
-        sys.exit("--variants must include `step LayerwiseAdamW` (the reference of the ratios)")
 for name, fn in variants.items():  # warm up / trace
     t = time.perf_counter(); fn(); print(f"warm {name}: {time.perf_counter() - t:.2f}s", flush=True)
 times = {name: [] for name in variants}
