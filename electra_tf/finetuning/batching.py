@@ -4,8 +4,9 @@ Every task kind keeps its training rows as arrays (token ids, texts, labels)
 and trains on `epoch_batches`: epoch `e` of trial seed `s` visits the rows in
 `epoch_order(n, s, e)`, whatever ran before, so a resumed run skips the
 batches it already trained on and continues with exactly the next one.
-Prediction runs one compiled function over batches cut to their longest row
-(`predict_in_batches`), padding being masked.
+Prediction runs one compiled function (`compiled_predictor`: one trace for
+every batch shape) over rows sorted by length, in batches cut to their longest
+row (`predict_in_batches`), padding being masked.
 """
 
 import numpy as np
@@ -33,7 +34,7 @@ def num_batches(num_rows, batch_size):
     return -(-num_rows // batch_size)
 
 
-def epoch_batches(arrays, batch_size, seed, epoch, skip=0):
+def epoch_batches(arrays, batch_size, seed, epoch, skip=0, cut=False):
     """`tf.data` of epoch `epoch`'s batches of `arrays` (a nest of equal-length arrays), the first `skip` left out.
 
     Args:
@@ -42,13 +43,24 @@ def epoch_batches(arrays, batch_size, seed, epoch, skip=0):
         seed: int or None. The trial's seed; None keeps the file order (evaluation).
         epoch: int. 0-based.
         skip: int. Batches of this epoch already trained on.
+        cut: bool. `arrays` is `(inputs, *labels)`: each batch is cut to its longest row (`trim`), in the
+            same map as the gather.
     """
     num_rows = len(tf.nest.flatten(arrays)[0])
     order = np.arange(num_rows) if seed is None else epoch_order(num_rows, seed, epoch)
     with tf.device("/cpu:0"):  # the input pipeline's copy, off any accelerator
         tensors = tf.nest.map_structure(tf.convert_to_tensor, arrays)
     rows = tf.data.Dataset.from_tensor_slices(order[skip * batch_size:].astype(np.int64)).batch(batch_size)
-    return rows.map(lambda index: tf.nest.map_structure(lambda t: tf.gather(t, index), tensors))
+
+    def gather(index):
+        batch = tf.nest.map_structure(lambda t: tf.gather(t, index), tensors)
+        return trim(*batch) if cut else batch
+
+    # No tf.data autotuning: nothing here needs tuning, and its model thread, which wakes up to a
+    # minute apart, held every epoch's end (`fit` returns once the iterator is gone) for 0-60 s.
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return rows.map(gather).with_options(options)
 
 
 def trim(inputs, *rest):
@@ -60,23 +72,36 @@ def trim(inputs, *rest):
     return (cut, *rest)
 
 
+def compiled_predictor(function):
+    """`function` (of an `INPUTS` dict) compiled once for int32 batches of any size and length (no retrace)."""
+    return tf.function(function, input_signature=[{name: tf.TensorSpec([None, None], tf.int32, name=name)
+                                                   for name in INPUTS}])
+
+
 def predict_in_batches(predict, arrays, batch_size):
-    """`predict(inputs)` over the rows of `arrays` in batches cut to their longest row; numpy nest of rows.
+    """`predict(inputs)` over the rows of `arrays`, by length, in batches cut to their longest row; numpy nest of rows.
+
+    Rows are visited shortest first, so a batch holds rows of about one length
+    and is cut to it (rounded up to `LENGTH_MULTIPLE`); the outputs come back in
+    the rows' order. Padding is masked, so the order and cut change no output.
 
     Args:
-        predict: a (compiled) function of an `INPUTS` dict, returning a tensor or a dict of tensors
-            whose shapes do not depend on the cut (pad per-piece outputs back inside `predict`).
+        predict: a (compiled, `compiled_predictor`) function of an `INPUTS` dict, returning a tensor or a
+            dict of tensors whose shapes do not depend on the cut (pad per-piece outputs back inside `predict`).
         arrays: dict with the `INPUTS` arrays `(num_rows, seq_length)`.
         batch_size: int.
     """
     chunks = []
     num_rows, seq_length = arrays["token_ids"].shape
+    lengths = np.asarray(arrays["padding_mask"]).sum(1)
+    order = np.argsort(lengths, kind="stable")
     for start in range(0, num_rows, batch_size):
-        rows = slice(start, start + batch_size)
-        length = int(arrays["padding_mask"][rows].sum(1).max())
-        length = min(-(-length // LENGTH_MULTIPLE) * LENGTH_MULTIPLE, seq_length)
-        out = predict({k: tf.constant(arrays[k][rows, :length]) for k in INPUTS})
+        rows = order[start:start + batch_size]
+        length = min(-(-int(lengths[rows].max()) // LENGTH_MULTIPLE) * LENGTH_MULTIPLE, seq_length)
+        out = predict({k: tf.constant(np.asarray(arrays[k])[rows, :length], tf.int32) for k in INPUTS})
         chunks.append(tf.nest.map_structure(lambda t: t.numpy(), out))
     if not chunks:
         return {}
-    return tf.nest.map_structure(lambda *parts: np.concatenate(parts), *chunks)
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(num_rows)
+    return tf.nest.map_structure(lambda *parts: np.concatenate(parts)[inverse], *chunks)

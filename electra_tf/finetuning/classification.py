@@ -18,7 +18,7 @@ from absl import logging
 
 from electra_tf import run_files
 from electra_tf.finetuning import tasks as tasks_lib
-from electra_tf.finetuning.batching import epoch_batches
+from electra_tf.finetuning.batching import epoch_batches, predict_in_batches
 from electra_tf.finetuning.kind import TaskKind
 from electra_tf.finetuning.task_metrics import task_metrics
 from electra_tf.models.classifier import ElectraClassifier
@@ -63,7 +63,11 @@ def pack_examples(examples, tokenizer, seq_length, chunk=4096):
 
 def make_dataset(examples, tokenizer, seq_length, batch_size, regression=False, shuffle_seed=None, epoch=0, skip=0,
                  packed=None):
-    """`tf.data` of `(inputs dict, label)` batches, tokenised once (`pack_examples`) before the first batch.
+    """`tf.data` of `(inputs dict, label)` training batches, tokenised once (`pack_examples`) before the first batch.
+
+    Each batch is cut to its longest row (rounded up to `batching.LENGTH_MULTIPLE`):
+    padding is masked, so this changes no result and saves the compute of
+    padding on short sentences.
 
     Args:
         examples: list of `tasks.Example`.
@@ -78,7 +82,8 @@ def make_dataset(examples, tokenizer, seq_length, batch_size, regression=False, 
     """
     if packed is None:
         packed = pack_examples(examples, tokenizer, seq_length)
-    return epoch_batches((packed, _labels(examples, regression)), batch_size, shuffle_seed, epoch, skip).prefetch(2)
+    batches = epoch_batches((packed, _labels(examples, regression)), batch_size, shuffle_seed, epoch, skip, cut=True)
+    return batches.prefetch(2)
 
 
 class ClassificationKind(TaskKind):
@@ -155,9 +160,7 @@ class ClassificationKind(TaskKind):
         predict, c = self.predictor(model), self.config
         if split not in self.packed_eval:  # packed once per split, scored every epoch
             self.packed_eval[split] = pack_examples(examples, self.tokenizer, c.max_seq_length)
-        logits = np.concatenate([predict(inputs).numpy() for inputs, _ in make_dataset(
-            examples, self.tokenizer, c.max_seq_length, 4 * c.batch_size, self.spec.is_regression,
-            packed=self.packed_eval[split])])
+        logits = predict_in_batches(predict, self.packed_eval[split], 4 * c.batch_size)
         return logits[:, 0] if self.spec.is_regression else logits.argmax(-1)
 
     def evaluate(self, model, split):

@@ -1,6 +1,6 @@
 """`TaskKind`: what `trials.run_trials` asks of a task kind, and the defaults the kinds share."""
 
-import tensorflow as tf
+from electra_tf.finetuning.batching import compiled_predictor
 
 
 class TaskKind:
@@ -24,8 +24,7 @@ class TaskKind:
     def predictor(self, model, make=None):
         """`make(model)` (default: `model(inputs, training=False)` compiled), made once per model: no retrace per epoch."""
         if self._predictor[0] is not model:
-            function = make(model) if make else tf.function(lambda inputs: model(inputs, training=False),
-                                                            reduce_retracing=True)
+            function = make(model) if make else compiled_predictor(lambda inputs: model(inputs, training=False))
             self._predictor = (model, function)
         return self._predictor[1]
 

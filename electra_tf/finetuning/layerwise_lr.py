@@ -134,7 +134,7 @@ class LayerwiseAdamW(_SumThenClip, OptionalBiasCorrection, keras.optimizers.Adam
 
     def update_step(self, gradient, variable, learning_rate):
         multiplier = self._lr_multipliers[self._get_variable_index(variable)]
-        return super().update_step(gradient, variable, learning_rate * multiplier)
+        return super().update_step(gradient, variable, learning_rate if multiplier == 1 else learning_rate * multiplier)
 
     def get_config(self):
         config = super().get_config()

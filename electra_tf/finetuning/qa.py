@@ -26,7 +26,7 @@ from absl import logging
 
 from electra_tf import run_files
 from electra_tf.finetuning import qa_metrics, squad
-from electra_tf.finetuning.batching import INPUTS, epoch_batches, predict_in_batches, trim
+from electra_tf.finetuning.batching import INPUTS, compiled_predictor, epoch_batches, predict_in_batches
 from electra_tf.finetuning.kind import TaskKind
 from electra_tf.finetuning.qa_features import build_qa_features
 from electra_tf.models.question_answerer import ElectraQuestionAnswerer
@@ -48,8 +48,8 @@ def qa_dataset(features, batch_size, answerable, shuffle_seed=None, epoch=0, ski
     labels = {"start_logits": a["start_positions"], "end_logits": a["end_positions"]}
     if answerable:
         labels["answerable_logit"] = a["is_impossible"].astype(np.float32)
-    batches = epoch_batches((inputs, labels), batch_size, shuffle_seed, epoch, skip)
-    return batches.map(trim, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+    batches = epoch_batches((inputs, labels), batch_size, shuffle_seed, epoch, skip, cut=True)
+    return batches.prefetch(2)
 
 
 def predict_windows(model, features, batch_size=32, predict=None):
@@ -57,7 +57,7 @@ def predict_windows(model, features, batch_size=32, predict=None):
 
     `predict`: optional compiled `model(inputs, training=False)` (made once, reused every epoch).
     """
-    predict = predict or tf.function(lambda inputs: model(inputs, training=False), reduce_retracing=True)
+    predict = predict or compiled_predictor(lambda inputs: model(inputs, training=False))
     return predict_in_batches(predict, features.arrays, batch_size)
 
 

@@ -19,7 +19,7 @@ from absl import logging
 
 from electra_tf import run_files
 from electra_tf.finetuning import conll
-from electra_tf.finetuning.batching import INPUTS, epoch_batches, predict_in_batches, trim
+from electra_tf.finetuning.batching import INPUTS, compiled_predictor, epoch_batches, predict_in_batches
 from electra_tf.finetuning.kind import TaskKind
 from electra_tf.finetuning.tagging_features import (
     IGNORE_INDEX,
@@ -123,19 +123,18 @@ def tagging_dataset(features, batch_size, shuffle_seed=None, epoch=0, skip=0):
         epoch, skip: int. The epoch, and its batches left out (a resumed run).
     """
     arrays = ({name: features[name] for name in INPUTS}, features["label_ids"])
-    batches = epoch_batches(arrays, batch_size, shuffle_seed, epoch, skip)
-    return batches.map(trim, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+    batches = epoch_batches(arrays, batch_size, shuffle_seed, epoch, skip, cut=True)
+    return batches.prefetch(2)
 
 
 def piece_predictor(model):
     """A compiled function: arg-max label id at every piece, padded back to the rows' full length."""
 
-    @tf.function(reduce_retracing=True)
     def predict(inputs):
         ids = tf.argmax(model(inputs, training=False), axis=-1, output_type=tf.int32)
         return tf.pad(ids, [[0, 0], [0, model.encoder.max_sequence_length - tf.shape(ids)[1]]])
 
-    return predict
+    return compiled_predictor(predict)
 
 
 def predict_piece_labels(model, features, batch_size=128, predict=None):

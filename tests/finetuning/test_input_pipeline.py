@@ -1,5 +1,5 @@
 """The classification input pipeline tokenises once (issue 24) and gives the batches of packing each batch
-in a `map`, epoch by epoch and from a resumed position."""
+in a `map`, each cut to its longest row, epoch by epoch and from a resumed position."""
 
 import numpy as np
 import pytest
@@ -21,7 +21,9 @@ def reference_batches(examples, tokenizer, seq_length, batch_size, shuffle_seed,
         texts_b = [e.text_b for e in rows] if rows[0].text_b is not None else None
         packed = tokenizer.pack(tf.constant([e.text_a for e in rows]),
                                 None if texts_b is None else tf.constant(texts_b), seq_length=seq_length)
-        out.append(({k: v.numpy() for k, v in packed.items()}, np.array([e.label for e in rows], np.int32)))
+        inputs = {k: v.numpy() for k, v in packed.items()}
+        cut = min(-(-int(inputs["padding_mask"].sum(1).max()) // 16) * 16, seq_length)  # longest row, up to 16s
+        out.append(({k: v[:, :cut] for k, v in inputs.items()}, np.array([e.label for e in rows], np.int32)))
     return out
 
 
@@ -42,11 +44,34 @@ def examples(pair, n=37, seed=0):
 def test_batches_equal_packing_each_batch(tokenizer, pair, shuffle_seed, epoch, skip):
     data = examples(pair)
     got = [tf.nest.map_structure(lambda t: t.numpy(), b)
-           for b in make_dataset(data, tokenizer, 24, 8, shuffle_seed=shuffle_seed, epoch=epoch, skip=skip)]
-    want = reference_batches(data, tokenizer, 24, 8, shuffle_seed, epoch, skip)
+           for b in make_dataset(data, tokenizer, 96, 8, shuffle_seed=shuffle_seed, epoch=epoch, skip=skip)]
+    want = reference_batches(data, tokenizer, 96, 8, shuffle_seed, epoch, skip)
+    assert any(inputs["token_ids"].shape[1] < 96 for inputs, _ in want)  # some batches are cut
     assert len(got) == len(want) == 5 - skip
     for (inputs, labels), (ref_inputs, ref_labels) in zip(got, want):
         np.testing.assert_array_equal(labels, ref_labels)
         assert sorted(inputs) == sorted(ref_inputs)
         for name in inputs:
             np.testing.assert_array_equal(inputs[name], ref_inputs[name])
+
+
+def test_prediction_visits_rows_by_length_and_returns_them_in_order_with_one_trace():
+    from electra_tf.finetuning.batching import compiled_predictor, predict_in_batches
+
+    rng = np.random.RandomState(4)
+    lengths = rng.randint(1, 61, 45)
+    mask = (np.arange(64)[None] < lengths[:, None]).astype("int32")
+    arrays = {"token_ids": rng.randint(1, 99, (45, 64)).astype("int32") * mask, "segment_ids": 0 * mask,
+              "padding_mask": mask}
+    seen = []
+
+    def row_sums(inputs):  # per-row outputs whose shape does not depend on the cut
+        return {"sum": tf.reduce_sum(inputs["token_ids"], 1), "width": tf.fill(tf.shape(inputs["token_ids"])[:1],
+                                                                             tf.shape(inputs["token_ids"])[1])}
+
+    predict = compiled_predictor(row_sums)
+    out = predict_in_batches(lambda inputs: seen.append(inputs["token_ids"].shape) or predict(inputs), arrays, 8)
+    np.testing.assert_array_equal(out["sum"], arrays["token_ids"].sum(1))  # the rows' own order
+    assert (out["width"] >= lengths).all() and (out["width"] < 64).any()  # cut, never below a row's length
+    assert [s[1] for s in seen] == sorted(s[1] for s in seen)  # shortest rows first
+    assert predict.experimental_get_tracing_count() == 1  # every batch size and length: one trace

@@ -145,3 +145,46 @@ def test_layerwise_adamw_without_bias_correction_scales_the_official_update():
     for f, e in zip(found, expected):
         np.testing.assert_allclose(f, e, rtol=1e-5, atol=1e-5)
     assert LayerwiseAdamW.from_config(optimizer.get_config()).bias_correction is False
+
+
+@pytest.mark.parametrize("weight_decay", [0.0, 0.01])
+def test_fused_adam_in_a_traced_step_equals_keras_adamw_with_a_sparse_gradient(weight_decay):
+    # `OptionalBiasCorrection` runs TensorFlow's `ResourceApplyAdam`; Keras' own AdamW (ten element-wise
+    # ops per variable) is the independent reference, in a `tf.function` as `fit` runs it, with the
+    # embedding's gradient an `IndexedSlices` and a schedule (learning rate a tensor per step).
+    import tensorflow as tf
+
+    from electra_tf.training.optimization import AdamW
+
+    def build():
+        keras.utils.set_random_seed(3)
+        inputs = keras.Input((7,), dtype="int32")
+        x = keras.layers.Embedding(50, 8, name="embeddings")(inputs)
+        outputs = keras.layers.Dense(2, name="head")(keras.layers.GlobalAveragePooling1D()(x))
+        return keras.Model(inputs, outputs)
+
+    ids = np.random.RandomState(0).randint(0, 50, (4, 6, 7)).astype("int32")
+    runs = []
+    for optimizer_class in (AdamW, keras.optimizers.AdamW):
+        model = build()
+        optimizer = optimizer_class(WarmupLinearDecay(0.05, 2, 10), weight_decay=weight_decay, epsilon=1e-6,
+                                    global_clipnorm=1.0)
+        optimizer.exclude_from_weight_decay(var_names=["bias"])
+        optimizer.build(model.trainable_variables)
+
+        @tf.function
+        def step(batch):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(model(batch) - 1.0))
+            grads = tape.gradient(loss, model.trainable_variables)
+            assert isinstance(grads[0], tf.IndexedSlices)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+        for batch in ids:
+            step(tf.constant(batch))
+        runs.append([v.numpy() for v in model.trainable_variables])
+    start = [v.numpy() for v in build().trainable_variables]
+    for fused, reference, initial in zip(*runs, start):
+        assert np.abs(reference - initial).max() > 1e-2  # it trained
+        # Rounding only: the kernel's fused multiply-adds round m and v once where Keras' ops round twice.
+        np.testing.assert_allclose(fused, reference, rtol=1e-5, atol=2e-6)
