@@ -94,7 +94,8 @@ tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfigur
 sys.path[:0] = ["tests", "tests/finetuning"]
 {body}
 out = {{}}
-for name, strategy in {{"one": tf.distribute.OneDeviceStrategy("/cpu:0"),
+from electra_tf.training.distribute import HostStrategy  # what `--strategy cpu` builds
+for name, strategy in {{"one": HostStrategy("/cpu:0"),
                        "two": tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])}}.items():
     out[name] = {{key: [np.asarray(v).tolist() for v in values] for key, values in train(name, strategy).items()}}
     out[name]["replicas"] = strategy.num_replicas_in_sync

@@ -85,7 +85,7 @@ def _build(name, tpu, num_cpu_devices, startup_timeout):
             cpu, [tf.config.LogicalDeviceConfiguration()] * num_cpu_devices
         )
     if name == "cpu":
-        return tf.distribute.OneDeviceStrategy("/cpu:0")
+        return HostStrategy("/cpu:0")
     if name == "gpu":
         if not tf.config.list_physical_devices("GPU"):
             raise ValueError("`--strategy=gpu` but TensorFlow sees no GPU.")
@@ -110,6 +110,35 @@ def _build(name, tpu, num_cpu_devices, startup_timeout):
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver)
+
+
+class HostStrategy(tf.distribute.OneDeviceStrategy):
+    """TF's one-device strategy on the host CPU, whose `experimental_distribute_dataset` keeps the dataset as it is.
+
+    Keras `fit` distributes its `tf.data.Dataset` with the strategy. TF's
+    one-device strategy reads it through a multi-device iterator: a second,
+    per-device generator dataset that prefetches to the device. That dataset
+    has TF's default options whatever the user set, so its iterator runs
+    tf.data's autotuning model thread, and deleting the iterator, which `fit`
+    does before it returns, waits for that thread to wake up: about 2 s per
+    `fit` (every epoch of fine-tuning; `benchmarks/results/fit_end.md`). On
+    the host the batches are already on the device, so the dataset is
+    iterated directly. Datasets built from a function (pre-training's) are
+    distributed as TF does.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> from electra_tf.training.distribute import HostStrategy
+    >>> strategy = HostStrategy("/cpu:0")
+    >>> dataset = tf.data.Dataset.range(4).batch(2)
+    >>> strategy.experimental_distribute_dataset(dataset) is dataset
+    True
+    """
+
+    def experimental_distribute_dataset(self, dataset, options=None):
+        if isinstance(dataset, tf.data.Dataset) and options is None:
+            return dataset
+        return super().experimental_distribute_dataset(dataset, options)
 
 
 class MultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirroredStrategy):

@@ -153,3 +153,43 @@ def test_auto_is_the_default_and_the_run_logs_its_strategy_and_devices():
     assert isinstance(strategy, tf.distribute.OneDeviceStrategy) or expected == "mirrored"
     ours = [line for line in lines if line.startswith("Strategy auto")]
     assert len(ours) == 1 and f"-> {expected}" in ours[0] and "1 device(s)" in ours[0], lines
+
+
+def test_host_strategy_fits_the_dataset_itself_and_trains_as_tf_one_device_strategy():
+    """`--strategy cpu` (and `auto` without accelerators): Keras iterates the dataset directly, same training."""
+    import keras
+    import tensorflow as tf
+
+    from electra_tf.finetuning.batching import epoch_batches
+    from electra_tf.training.distribute import HostStrategy, create_strategy
+
+    assert isinstance(create_strategy("cpu"), HostStrategy)
+    rng = np.random.RandomState(0)
+    mask = (np.arange(12)[None] < rng.randint(3, 13, (40, 1))).astype("int32")
+    arrays = ({"token_ids": rng.randint(1, 50, (40, 12)).astype("int32") * mask, "segment_ids": 0 * mask,
+               "padding_mask": mask}, rng.randint(0, 2, 40).astype("int32"))
+    host, reference = HostStrategy("/cpu:0"), tf.distribute.OneDeviceStrategy("/cpu:0")
+    dataset = epoch_batches(arrays, 8, 0, 0, cut=True)  # batches of varying length, as fine-tuning's
+    assert host.experimental_distribute_dataset(dataset) is dataset
+    assert not isinstance(reference.experimental_distribute_dataset(dataset), tf.data.Dataset)
+
+    def train(strategy):
+        keras.utils.set_random_seed(1)
+        with strategy.scope():
+            inputs = keras.Input((None,), dtype="int32", name="token_ids")
+            hidden = keras.layers.Embedding(50, 8)(inputs)
+            hidden = keras.layers.Dropout(0.3)(keras.layers.GlobalAveragePooling1D()(hidden))
+            model = keras.Model({"token_ids": inputs}, keras.layers.Dense(2)(hidden))
+            model.compile(optimizer=keras.optimizers.Adam(0.05),
+                          loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        losses = []
+        for epoch in range(2):  # one `fit` per epoch, as the fine-tuning loop
+            data = epoch_batches(arrays, 8, 0, epoch, cut=True).map(lambda x, y: ({"token_ids": x["token_ids"]}, y))
+            losses.append(model.fit(data, verbose=0, shuffle=False).history["loss"][0])
+        return losses, model.get_weights()
+
+    (host_losses, host_weights), (ref_losses, ref_weights) = train(host), train(reference)
+    np.testing.assert_allclose(host_losses, ref_losses, rtol=1e-6)
+    for a, b in zip(host_weights, ref_weights):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    assert host_losses[0] != host_losses[1]  # it trained
