@@ -120,11 +120,13 @@ class HostStrategy(tf.distribute.OneDeviceStrategy):
     per-device generator dataset that prefetches to the device. That dataset
     has TF's default options whatever the user set, so its iterator runs
     tf.data's autotuning model thread, and deleting the iterator, which `fit`
-    does before it returns, waits for that thread to wake up: about 2 s per
-    `fit` (every epoch of fine-tuning; `benchmarks/results/fit_end.md`). On
-    the host the batches are already on the device, so the dataset is
-    iterated directly. Datasets built from a function (pre-training's) are
-    distributed as TF does.
+    does before it returns, waits for that thread to wake up (4-5 s at the end
+    of some fine-tuning epochs, which call `fit` once each), and every step
+    is slower: a small encoder's 3-epoch fine-tuning command took 38.2 s
+    against 30.7 s here (`benchmarks/results/fit_end.md`). On the host the
+    batches are already on the device, so the dataset is iterated directly.
+    With `options`, and for `distribute_datasets_from_function`, TF's own
+    distribution runs.
 
     Example:
     >>> import tensorflow as tf
