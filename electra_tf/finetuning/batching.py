@@ -34,17 +34,15 @@ def num_batches(num_rows, batch_size):
     return -(-num_rows // batch_size)
 
 
-def epoch_batches(arrays, batch_size, seed, epoch, skip=0, cut=False):
-    """`tf.data` of epoch `epoch`'s batches of `arrays` (a nest of equal-length arrays), the first `skip` left out.
+def epoch_batches(arrays, batch_size, seed, epoch, skip=0):
+    """`tf.data` of epoch `epoch`'s batches of `arrays`, each cut to its longest row (`trim`), the first `skip` left out.
 
     Args:
-        arrays: nest (dict / tuple) of numpy arrays with the same first dimension.
+        arrays: `(inputs, *labels)`: an `INPUTS` dict and labels, numpy arrays with the same first dimension.
         batch_size: int. Global batch.
-        seed: int or None. The trial's seed; None keeps the file order (evaluation).
+        seed: int or None. The trial's seed; None keeps the rows' order.
         epoch: int. 0-based.
         skip: int. Batches of this epoch already trained on.
-        cut: bool. `arrays` is `(inputs, *labels)`: each batch is cut to its longest row (`trim`), in the
-            same map as the gather.
     """
     num_rows = len(tf.nest.flatten(arrays)[0])
     order = np.arange(num_rows) if seed is None else epoch_order(num_rows, seed, epoch)
@@ -52,21 +50,25 @@ def epoch_batches(arrays, batch_size, seed, epoch, skip=0, cut=False):
         tensors = tf.nest.map_structure(tf.convert_to_tensor, arrays)
     rows = tf.data.Dataset.from_tensor_slices(order[skip * batch_size:].astype(np.int64)).batch(batch_size)
 
-    def gather(index):
-        batch = tf.nest.map_structure(lambda t: tf.gather(t, index), tensors)
-        return trim(*batch) if cut else batch
+    def gather(index):  # and cut, in one map
+        return trim(*tf.nest.map_structure(lambda t: tf.gather(t, index), tensors))
 
     # No tf.data autotuning: nothing here needs tuning, and its model thread, which wakes up to a
     # minute apart, held every epoch's end (`fit` returns once the iterator is gone) for 0-60 s.
     options = tf.data.Options()
     options.autotune.enabled = False
-    return rows.map(gather).with_options(options)
+    return rows.map(gather).prefetch(2).with_options(options)
+
+
+def rounded_length(longest):
+    """`longest` (an int or an int tensor) rounded up to `LENGTH_MULTIPLE`: the length a batch is cut to."""
+    return -(-longest // LENGTH_MULTIPLE) * LENGTH_MULTIPLE
 
 
 def trim(inputs, *rest):
     """Cuts the `INPUTS` of a batch (and any `(batch, seq)` labels) to its longest row, rounded up."""
     length = tf.reduce_max(tf.reduce_sum(tf.cast(inputs["padding_mask"], tf.int32), axis=1))
-    length = tf.minimum(-(-length // LENGTH_MULTIPLE) * LENGTH_MULTIPLE, tf.shape(inputs["token_ids"])[1])
+    length = tf.minimum(rounded_length(length), tf.shape(inputs["token_ids"])[1])
     cut = {k: (v[:, :length] if k in INPUTS else v) for k, v in inputs.items()}
     rest = tuple(r[:, :length] if getattr(r, "shape", None) is not None and r.shape.rank == 2 else r for r in rest)
     return (cut, *rest)
@@ -97,7 +99,7 @@ def predict_in_batches(predict, arrays, batch_size):
     order = np.argsort(lengths, kind="stable")
     for start in range(0, num_rows, batch_size):
         rows = order[start:start + batch_size]
-        length = min(-(-int(lengths[rows].max()) // LENGTH_MULTIPLE) * LENGTH_MULTIPLE, seq_length)
+        length = min(rounded_length(int(lengths[rows].max())), seq_length)
         out = predict({k: tf.constant(np.asarray(arrays[k])[rows, :length], tf.int32) for k in INPUTS})
         chunks.append(tf.nest.map_structure(lambda t: t.numpy(), out))
     if not chunks:

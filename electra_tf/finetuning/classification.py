@@ -82,8 +82,7 @@ def make_dataset(examples, tokenizer, seq_length, batch_size, regression=False, 
     """
     if packed is None:
         packed = pack_examples(examples, tokenizer, seq_length)
-    batches = epoch_batches((packed, _labels(examples, regression)), batch_size, shuffle_seed, epoch, skip, cut=True)
-    return batches.prefetch(2)
+    return epoch_batches((packed, _labels(examples, regression)), batch_size, shuffle_seed, epoch, skip)
 
 
 class ClassificationKind(TaskKind):

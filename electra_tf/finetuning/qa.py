@@ -48,8 +48,7 @@ def qa_dataset(features, batch_size, answerable, shuffle_seed=None, epoch=0, ski
     labels = {"start_logits": a["start_positions"], "end_logits": a["end_positions"]}
     if answerable:
         labels["answerable_logit"] = a["is_impossible"].astype(np.float32)
-    batches = epoch_batches((inputs, labels), batch_size, shuffle_seed, epoch, skip, cut=True)
-    return batches.prefetch(2)
+    return epoch_batches((inputs, labels), batch_size, shuffle_seed, epoch, skip)
 
 
 def predict_windows(model, features, batch_size=32, predict=None):

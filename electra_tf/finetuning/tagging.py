@@ -123,8 +123,7 @@ def tagging_dataset(features, batch_size, shuffle_seed=None, epoch=0, skip=0):
         epoch, skip: int. The epoch, and its batches left out (a resumed run).
     """
     arrays = ({name: features[name] for name in INPUTS}, features["label_ids"])
-    batches = epoch_batches(arrays, batch_size, shuffle_seed, epoch, skip, cut=True)
-    return batches.prefetch(2)
+    return epoch_batches(arrays, batch_size, shuffle_seed, epoch, skip)
 
 
 def piece_predictor(model):

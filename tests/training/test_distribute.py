@@ -169,7 +169,7 @@ def test_host_strategy_fits_the_dataset_itself_and_trains_as_tf_one_device_strat
     arrays = ({"token_ids": rng.randint(1, 50, (40, 12)).astype("int32") * mask, "segment_ids": 0 * mask,
                "padding_mask": mask}, rng.randint(0, 2, 40).astype("int32"))
     host, reference = HostStrategy("/cpu:0"), tf.distribute.OneDeviceStrategy("/cpu:0")
-    dataset = epoch_batches(arrays, 8, 0, 0, cut=True)  # batches of varying length, as fine-tuning's
+    dataset = epoch_batches(arrays, 8, 0, 0)  # batches of varying length, as fine-tuning's
     assert host.experimental_distribute_dataset(dataset) is dataset
     assert not isinstance(reference.experimental_distribute_dataset(dataset), tf.data.Dataset)
 
@@ -184,7 +184,7 @@ def test_host_strategy_fits_the_dataset_itself_and_trains_as_tf_one_device_strat
                           loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         losses = []
         for epoch in range(2):  # one `fit` per epoch, as the fine-tuning loop
-            data = epoch_batches(arrays, 8, 0, epoch, cut=True).map(lambda x, y: ({"token_ids": x["token_ids"]}, y))
+            data = epoch_batches(arrays, 8, 0, epoch).map(lambda x, y: ({"token_ids": x["token_ids"]}, y))
             losses.append(model.fit(data, verbose=0, shuffle=False).history["loss"][0])
         return losses, model.get_weights()
 
