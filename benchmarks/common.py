@@ -85,6 +85,32 @@ def write_report(text, path=None):
             f.write(text)
 
 
+def hf_side_results(path, modules, read, run, rest):
+    """Runs a benchmark's HF side alone and writes its result, with the seconds of each phase, to `path`.
+
+    Phases: importing `modules` (torch, transformers, ...), `read()`, then `run(*read())`'s own
+    `train_seconds` and `save_seconds`, and the rest of `run` under the name `rest`.
+    """
+    import importlib
+
+    start = time.time()
+    for module in modules:
+        importlib.import_module(module)
+    phases = {f"imports ({', '.join(modules)})": round(time.time() - start, 2)}
+    start = time.time()
+    data = read()
+    phases["read"] = round(time.time() - start, 2)
+    start = time.time()
+    result = run(*data)
+    run_seconds = time.time() - start
+    phases["train"] = result["train_seconds"]
+    phases[rest] = round(run_seconds - result["train_seconds"] - result.get("save_seconds", 0), 2)
+    phases["save"] = result.get("save_seconds", 0.0)
+    result["phases"] = phases
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=1)
+
+
 def append_jsonl(path, record):
     """Appends `record` as one JSON line."""
     with open(path, "a", encoding="utf-8") as f:

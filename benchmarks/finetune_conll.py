@@ -309,28 +309,8 @@ def report(results, train, dev, seconds):
 
 def hf_results_json():
     """The HF side alone, its phases timed: imports, read, run_hf (train; load + tokenize + evaluate; save)."""
-    phases, mark = {}, [time.time()]
-
-    def phase(name, seconds=None):
-        now = time.time()
-        phases[name] = round(now - mark[0] if seconds is None else seconds, 2)
-        mark[0] = now
-
-    import seqeval.metrics  # noqa: F401  (dev F1)
-    import torch  # noqa: F401
-    import transformers  # noqa: F401
-
-    phase("imports (torch, transformers, seqeval)")
-    train, dev, labels = read_data()
-    phase("read")
-    result = run_hf(train, dev, labels, FLAGS.hf_save_dir)
-    run_seconds = time.time() - mark[0]
-    phases["train"] = result["train_seconds"]
-    phases["load, tokenize, evaluate"] = round(run_seconds - result["train_seconds"] - result.get("save_seconds", 0), 2)
-    phases["save"] = result.get("save_seconds", 0.0)
-    result["phases"] = phases
-    with open(FLAGS.results_json, "w") as f:
-        json.dump(result, f, indent=1)
+    common.hf_side_results(FLAGS.results_json, ["seqeval.metrics", "torch", "transformers"], read_data,
+                           lambda train, dev, labels: run_hf(train, dev, labels, FLAGS.hf_save_dir), "load, tokenize, evaluate")
 
 
 def main(argv):

@@ -376,28 +376,8 @@ def report(results, train, dev, shifts, seconds):
 
 def hf_results_json():
     """The HF side alone, its phases timed: imports, read, run_hf (train; load + tokenize + predict + score; save)."""
-    phases, mark = {}, [time.time()]
-
-    def phase(name):
-        now = time.time()
-        phases[name] = round(now - mark[0], 2)
-        mark[0] = now
-
-    import torch  # noqa: F401
-    import transformers  # noqa: F401
-
-    phase("imports (torch, transformers)")
-    train, dev, shifts = read_data()
-    phase("read")
-    result = run_hf(train, dev, shifts, FLAGS.hf_save_dir)
-    run_seconds = time.time() - mark[0]
-    phases["train"] = result["train_seconds"]
-    phases["load, tokenize, predict, score"] = round(
-        run_seconds - result["train_seconds"] - result.get("save_seconds", 0), 2)
-    phases["save"] = result.get("save_seconds", 0.0)
-    result["phases"] = phases
-    with open(FLAGS.results_json, "w") as f:
-        json.dump(result, f, indent=1)
+    common.hf_side_results(FLAGS.results_json, ["torch", "transformers"], read_data,
+                           lambda train, dev, shifts: run_hf(train, dev, shifts, FLAGS.hf_save_dir), "load, tokenize, predict, score")
 
 
 def main(argv):
