@@ -78,7 +78,12 @@ import time
 
 # Run from the repository root (`python -m experiments.efficiency.efficiency`): no sys.path edit.
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from electra_tf import cli  # pylint: disable=wrong-import-position
+
+# As every command: oneDNN's CPU kernels on a machine without a GPU (TensorFlow turns them on by
+# itself only on AVX-512 CPUs), and TensorFlow's start-up and checkpoint-save lines left out.
+cli.prepare_tensorflow()
 
 from absl import app, flags, logging  # pylint: disable=wrong-import-position
 import keras  # pylint: disable=wrong-import-position
