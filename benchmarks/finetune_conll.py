@@ -309,8 +309,11 @@ def report(results, train, dev, seconds):
 
 def hf_results_json():
     """The HF side alone, its phases timed: imports, read, run_hf (train; load + tokenize + evaluate; save)."""
-    common.hf_side_results(FLAGS.results_json, ["seqeval.metrics", "torch", "transformers"], read_data,
-                           lambda train, dev, labels: run_hf(train, dev, labels, FLAGS.hf_save_dir), "load, tokenize, evaluate")
+    def run(train, dev, labels):
+        return run_hf(train, dev, labels, FLAGS.hf_save_dir)
+
+    common.hf_side_results(FLAGS.results_json, ["seqeval.metrics", "torch", "transformers"], read_data, run,
+                           "load, tokenize, evaluate")
 
 
 def main(argv):

@@ -376,8 +376,11 @@ def report(results, train, dev, shifts, seconds):
 
 def hf_results_json():
     """The HF side alone, its phases timed: imports, read, run_hf (train; load + tokenize + predict + score; save)."""
-    common.hf_side_results(FLAGS.results_json, ["torch", "transformers"], read_data,
-                           lambda train, dev, shifts: run_hf(train, dev, shifts, FLAGS.hf_save_dir), "load, tokenize, predict, score")
+    def run(train, dev, shifts):
+        return run_hf(train, dev, shifts, FLAGS.hf_save_dir)
+
+    common.hf_side_results(FLAGS.results_json, ["torch", "transformers"], read_data, run,
+                           "load, tokenize, predict, score")
 
 
 def main(argv):
