@@ -141,7 +141,8 @@ def run_electra_tf(workdir, labels_expected):
         epochs=FLAGS.epochs, batch_size=FLAGS.batch_size, learning_rate=FLAGS.learning_rate,
         layerwise_lr_decay=FLAGS.layerwise_lr_decay, warmup_proportion=FLAGS.warmup_proportion,
         max_seq_length=FLAGS.max_seq_length, train_limit=FLAGS.train_limit, dev_limit=FLAGS.dev_limit,
-        seed=FLAGS.seed, verbose=0,
+        seed=FLAGS.seed, keep="last",  # as the HF side: the last epoch's weights, dev never chooses
+        verbose=0,
     )
     results = run_trials(config, "tagging")
     assert results["labels"] == labels_expected, (results["labels"], labels_expected)

