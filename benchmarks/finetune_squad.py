@@ -456,10 +456,10 @@ def check_runs_dir():
         common.write_json(path, recipe)
 
 
-def resumable_runs(train, dev, shifts):
-    """Every run of `run_plan` in its folder under `--runs_dir`: `{label: {seed: result}}`."""
+def resumable_runs(plan, train, dev, shifts):
+    """Every run of `plan` (`run_plan`) in its folder under `--runs_dir`: `{label: {seed: result}}`."""
     results = {}
-    for label, side, head, seed in run_plan():
+    for label, side, head, seed in plan:
         folder = os.path.join(FLAGS.runs_dir, f"{side}_{head}_seed{seed}")
         path = os.path.join(folder, "result.json")
         if os.path.exists(path):
@@ -557,14 +557,15 @@ def main(argv):
             raise app.UsageError("--results_json runs the HF side alone: add --sides hf.")
         hf_results_json()
         return
+    plan = run_plan() if FLAGS.runs_dir else None
+    if plan is not None:
+        check_runs_dir()  # a flag error or another recipe's folder ends the run before any work
     cli.prepare_tensorflow()  # as the commands: oneDNN's CPU kernels, TensorFlow's start-up lines left out
     start = time.time()
     train, dev, shifts = read_data()
     print(f"{len(train)} train / {len(dev)} dev / {len(shifts)} new_wiki questions", flush=True)
-    if FLAGS.runs_dir:
-        run_plan()  # its flag errors before any work
-        check_runs_dir()
-        results = resumable_runs(train, dev, shifts)
+    if plan is not None:
+        results = resumable_runs(plan, train, dev, shifts)
         common.write_report(seeds_report(results, train, dev, shifts, time.time() - start), FLAGS.output)
         return
     results = {}
