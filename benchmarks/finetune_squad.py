@@ -42,6 +42,12 @@ about 9,000; about an hour per run on 2 CPU cores):
         --qa_heads official,simple --max_seq_length 256 --epochs 2 \
         --output benchmarks/results/finetune_squad_converged.md
 
+The HF side alone imports no TensorFlow, so it can run on a GPU machine with PyTorch only:
+write the questions here (`--write_data_json squad.json`, the recipe's limits), run there
+`--runs_dir R --sides hf --seeds 0,1 --data_json squad.json --hf_device cuda` with the same recipe
+flags, and copy `R/hf_simple_seed*` into this `--runs_dir`: the command above reads them back,
+and the report names the device and library versions of those runs.
+
 `benchmarks.finetune_end_to_end --kind qa` runs the Hugging Face side of this
 script as its own process, timed end to end:
 
@@ -61,6 +67,7 @@ import collections
 import json
 import os
 import platform
+import resource
 import sys
 import tempfile
 import time
@@ -105,6 +112,8 @@ flags.DEFINE_string("write_data_json", None, "Read train / dev / new_wiki (limit
 flags.DEFINE_string("data_json", None, "Read train / dev / new_wiki from this --write_data_json file (no TensorFlow).")
 flags.DEFINE_string("hf_save_dir", None, "The HF side saves its model and tokenizer here (save_pretrained).")
 flags.DEFINE_string("results_json", None, "Write the HF side's results and phase seconds here, no report.")
+flags.DEFINE_string("hf_device", "cpu", "The HF side's PyTorch device (cpu, cuda). Its result records the device, "
+                    "and a report names it beside the HF side's train seconds.")
 FLAGS = flags.FLAGS
 N_BEST = 20
 MULTIPLE = 16
@@ -122,15 +131,28 @@ class Example:
         self.answers = tuple((text, start) for text, start in answers)
 
 
+DATA_LIMITS = ("train_limit", "dev_limit", "shifts_limit")  # the flags a --write_data_json file was read with
+
+
 def write_data_json(path, train, dev, shifts):
+    data = {split: [[e.qid, e.question, e.context, [list(a) for a in e.answers], e.title] for e in examples]
+            for split, examples in (("train", train), ("dev", dev), ("shifts", shifts))}
+    data["limits"] = {name: FLAGS[name].value for name in DATA_LIMITS}
     with open(path, "w", encoding="utf-8") as f:
-        json.dump({split: [[e.qid, e.question, e.context, [list(a) for a in e.answers], e.title] for e in examples]
-                   for split, examples in (("train", train), ("dev", dev), ("shifts", shifts))}, f)
+        json.dump(data, f)
 
 
 def read_data_json(path):
+    """The questions of a `--write_data_json` file; with `--runs_dir`, refused if read with other limits than the flags'.
+
+    Elsewhere the file's questions are used as they are (their limits were applied when written).
+    """
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
+    differ = [f"--{name}={FLAGS[name].value!r} (the file's: {value!r})" for name, value in
+              data.get("limits", {}).items() if FLAGS[name].value != value]
+    if differ and FLAGS.runs_dir:  # recipe.json records the flags, so they must describe the questions read
+        raise app.UsageError(f"--data_json {path} was written with other limits: {', '.join(differ)}.")
     return tuple([Example(*e) for e in data[split]] for split in ("train", "dev", "shifts"))
 
 
@@ -219,6 +241,8 @@ def run_electra_tf(workdir, train, dev, shifts, seed=None, head=None, init=None)
         verbose=0,
     )
     results = run_trials(config, "span_qa")
+    if results is None:  # preempted (SIGTERM): its checkpoint is saved, run_trials said so; no result is written
+        sys.exit(143)
     trial = results["trials"][0]
     out = {"dev_exact": trial["dev"]["exact"], "dev_f1": trial["dev"]["f1"],
            "train_seconds": trial["train_seconds"], "train_examples": results["num_train_windows"] * FLAGS.epochs,
@@ -269,8 +293,9 @@ def run_hf(train, dev, shifts, save_dir=None, seed=None):
     torch.manual_seed(seed)
     rng = np.random.RandomState(seed)
     torch.set_num_threads(os.cpu_count() or 1)
+    device = torch.device(FLAGS.hf_device)
     tokenizer = transformers.BertTokenizerFast.from_pretrained(bert_dir())
-    model = transformers.BertForQuestionAnswering.from_pretrained(bert_dir())
+    model = transformers.BertForQuestionAnswering.from_pretrained(bert_dir()).to(device)
 
     def encode(examples, training):
         questions = [tokenizer.convert_tokens_to_string(
@@ -304,7 +329,7 @@ def run_hf(train, dev, shifts, save_dir=None, seed=None):
             ids[j, :len(r[0])] = torch.tensor(r[0])
             types[j, :len(r[1])] = torch.tensor(r[1])
             mask[j, :len(r[0])] = 1
-        return ids, types, mask
+        return ids.to(device), types.to(device), mask.to(device)
 
     def predict(examples):
         rows = encode(examples, False)
@@ -316,7 +341,7 @@ def run_hf(train, dev, shifts, save_dir=None, seed=None):
                 chunk = rows[first:first + FLAGS.batch_size]
                 ids, types, mask = batch(chunk)
                 out = model(input_ids=ids, token_type_ids=types, attention_mask=mask)
-                starts, ends = out.start_logits.numpy(), out.end_logits.numpy()
+                starts, ends = out.start_logits.cpu().numpy(), out.end_logits.cpu().numpy()
                 for j, r in enumerate(chunk):
                     offsets = r[5]
                     for s in np.argsort(starts[j])[::-1][:N_BEST]:
@@ -346,8 +371,8 @@ def run_hf(train, dev, shifts, save_dir=None, seed=None):
             chunk = [train_rows[i] for i in order[step * FLAGS.batch_size:(step + 1) * FLAGS.batch_size]]
             ids, types, mask = batch(chunk)
             loss = model(input_ids=ids, token_type_ids=types, attention_mask=mask,
-                         start_positions=torch.tensor([r[2] for r in chunk]),
-                         end_positions=torch.tensor([r[3] for r in chunk])).loss
+                         start_positions=torch.tensor([r[2] for r in chunk], device=device),
+                         end_positions=torch.tensor([r[3] for r in chunk], device=device)).loss
             loss.backward()
             losses.append(loss.item())
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -360,7 +385,9 @@ def run_hf(train, dev, shifts, save_dir=None, seed=None):
     out = {"dev_exact": dev_scores["exact"], "dev_f1": dev_scores["f1"], "train_seconds": round(train_seconds, 2),
            "train_examples": len(train_rows) * FLAGS.epochs,
            "examples_per_second": round(len(train_rows) * FLAGS.epochs / train_seconds, 2),
-           "predict_questions_per_second": per_second, "final_loss": float(np.mean(losses))}
+           "predict_questions_per_second": per_second, "final_loss": float(np.mean(losses)),
+           "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+           "versions": {"torch": torch.__version__, "transformers": transformers.__version__}}
     if shifts:
         shift_predictions, _ = predict(shifts)
         scores = squad_scores(gold_answers(shifts), shift_predictions)
@@ -440,8 +467,8 @@ RECIPE_FLAGS = ("data_dir", "shifts_file", "train_limit", "dev_limit", "shifts_l
                 "max_query_length", "max_answer_length")
 
 
-def check_runs_dir():
-    """Writes `--runs_dir`/recipe.json, or refuses a folder whose runs used another recipe."""
+def check_runs_dir(write=False):
+    """Refuses a `--runs_dir` whose runs used another recipe; `write`: records the recipe (recipe.json) if new."""
     recipe = {name: FLAGS[name].value for name in RECIPE_FLAGS}
     path = os.path.join(FLAGS.runs_dir, "recipe.json")
     if os.path.exists(path):
@@ -452,8 +479,14 @@ def check_runs_dir():
         if differ:
             raise app.UsageError(f"--runs_dir {FLAGS.runs_dir} holds runs of another recipe: {', '.join(differ)}. "
                                  "Use its recipe to go on, or another --runs_dir.")
-    else:
+    elif write:
         common.write_json(path, recipe)
+
+
+def cpu_seconds():
+    """User + system CPU seconds of this process so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def resumable_runs(plan, train, dev, shifts):
@@ -468,13 +501,16 @@ def resumable_runs(plan, train, dev, shifts):
             print(f"{label}, seed {seed}: done before ({path})", flush=True)
         else:
             print(f"{label}, seed {seed}: running in {folder}", flush=True)
-            start = time.time()
+            start, cpu_start = time.time(), cpu_seconds()
             if side == "electra_tf":
                 init = converted_minilm(os.path.join(FLAGS.runs_dir, "init"))
                 result = run_electra_tf(folder, train, dev, shifts, seed=seed, head=head, init=init)
             else:
                 result = run_hf(train, dev, shifts, seed=seed)
             result["wall_seconds_last_invocation"] = round(time.time() - start, 1)
+            # this process's CPU share while it ran: a run that shared the machine shows it (speeds then don't hold)
+            result["cpu_share_last_invocation"] = round(
+                (cpu_seconds() - cpu_start) / (result["wall_seconds_last_invocation"] * (os.cpu_count() or 1)), 3)
             common.write_json(path + ".tmp", result)
             os.replace(path + ".tmp", path)  # a result file is always a finished run's
             print(f"{label}, seed {seed}:", {k: v for k, v in result.items() if k != "features"}, flush=True)
@@ -519,8 +555,12 @@ def seeds_report(results, train, dev, shifts, seconds):
         per_seed = ", ".join(f"{seed}: {r['dev_f1']:.2f} / " + (f"{r['shifts_f1']:.2f}" if "shifts_f1" in r else "-")
                              for seed, r in sorted(runs.items()))
         train_seconds = np.median([r["train_seconds"] for r in runs.values()])
+        devices = sorted({r.get("device", "cpu") for r in runs.values()} - {"cpu"})  # --hf_device
+        shares = [r["cpu_share_last_invocation"] for r in runs.values() if "cpu_share_last_invocation" in r]
+        on = f" ({', '.join(devices)})" if devices else (f" (CPU share {min(shares):.0%}-{max(shares):.0%})"
+                                                         if shares and min(shares) < 0.8 else "")
         lines.append(f"| {label} | {cell(runs, 'dev_exact')} | {cell(runs, 'dev_f1')} | {cell(runs, 'shifts_exact')} "
-                     f"| {cell(runs, 'shifts_f1')} | {train_seconds:.0f} | {per_seed} |")
+                     f"| {cell(runs, 'shifts_f1')} | {train_seconds:.0f}{on} | {per_seed} |")
     hf = means.get(f"{HF_SIDE}, simple head")
     differences = [f"- {label} minus HF, mean F1: "
                    + ", ".join(f"{split} {m[key] - hf[key]:+.2f}" for split, key in (("dev", "dev_f1"),
@@ -531,10 +571,17 @@ def seeds_report(results, train, dev, shifts, seconds):
         lines += ["", *differences]
     lines += [
         "",
-        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores. PyTorch "
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores (a run on a GPU names it "
+        "beside its train seconds, `--hf_device`; a run whose process had under 80 % of the CPU shows its share "
+        "there, and its seconds are no speed figure). PyTorch "
         f"{torch.__version__}, transformers {transformers.__version__}. This invocation {seconds / 60:.1f} min; "
         "runs done before it were read back from `--runs_dir`.",
     ]
+    elsewhere = sorted({f"{label}, seed {seed}: {r['device']}, PyTorch {r['versions']['torch']}, transformers "
+                        f"{r['versions']['transformers']}" for label, runs in results.items()
+                        for seed, r in runs.items() if r.get("device", "cpu") != "cpu" and "versions" in r})
+    if elsewhere:
+        lines += ["", "Runs on another machine: " + "; ".join(elsewhere) + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -560,11 +607,13 @@ def main(argv):
     plan = run_plan() if FLAGS.runs_dir else None
     if plan is not None:
         check_runs_dir()  # a flag error or another recipe's folder ends the run before any work
-    cli.prepare_tensorflow()  # as the commands: oneDNN's CPU kernels, TensorFlow's start-up lines left out
+    if "electra_tf" in FLAGS.sides:  # the HF side alone runs where TensorFlow is not installed (--hf_device cuda)
+        cli.prepare_tensorflow()  # as the commands: oneDNN's CPU kernels, TensorFlow's start-up lines left out
     start = time.time()
     train, dev, shifts = read_data()
     print(f"{len(train)} train / {len(dev)} dev / {len(shifts)} new_wiki questions", flush=True)
     if plan is not None:
+        check_runs_dir(write=True)  # once the questions were read as the flags say
         results = resumable_runs(plan, train, dev, shifts)
         common.write_report(seeds_report(results, train, dev, shifts, time.time() - start), FLAGS.output)
         return
