@@ -508,6 +508,7 @@ def resumable_runs(plan, train, dev, shifts):
             else:
                 result = run_hf(train, dev, shifts, seed=seed)
             result["wall_seconds_last_invocation"] = round(time.time() - start, 1)
+            result["command"] = "python -m benchmarks.finetune_squad " + " ".join(sys.argv[1:])
             # this process's CPU share while it ran: a run that shared the machine shows it (speeds then don't hold)
             result["cpu_share_last_invocation"] = round(
                 (cpu_seconds() - cpu_start) / (result["wall_seconds_last_invocation"] * (os.cpu_count() or 1)), 3)
@@ -577,11 +578,14 @@ def seeds_report(results, train, dev, shifts, seconds):
         f"{torch.__version__}, transformers {transformers.__version__}. This invocation {seconds / 60:.1f} min; "
         "runs done before it were read back from `--runs_dir`.",
     ]
-    elsewhere = sorted({f"{label}, seed {seed}: {r['device']}, PyTorch {r['versions']['torch']}, transformers "
-                        f"{r['versions']['transformers']}" for label, runs in results.items()
-                        for seed, r in runs.items() if r.get("device", "cpu") != "cpu" and "versions" in r})
+    this = "python -m benchmarks.finetune_squad " + " ".join(sys.argv[1:])
+    elsewhere = [f"- {label}, seed {seed}: `{r['command']}`" + (
+        f" on {r['device']}, PyTorch {r['versions']['torch']}, transformers {r['versions']['transformers']}"
+        if r.get("device", "cpu") != "cpu" else "") for label, runs in results.items()
+        for seed, r in sorted(runs.items()) if r.get("command", this) != this]
     if elsewhere:
-        lines += ["", "Runs on another machine: " + "; ".join(elsewhere) + "."]
+        lines += ["", "Runs made by another command (their folders copied into `--runs_dir`, or an earlier "
+                  "invocation with other flags that do not change the recipe):", *elsewhere]
     return "\n".join(lines) + "\n"
 
 
