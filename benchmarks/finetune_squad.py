@@ -238,6 +238,7 @@ def run_electra_tf(workdir, train, dev, shifts, seed=None, head=None, init=None)
         doc_stride=FLAGS.doc_stride, max_query_length=FLAGS.max_query_length,
         max_answer_length=FLAGS.max_answer_length, n_best_size=N_BEST, qa_head=head, seed=seed,
         keep="last",  # as the HF side: the last epoch's weights, dev never chooses
+        save_checkpoints_steps=100,  # a converged run's epoch is ~50 min on 2 cores: a kill loses at most ~9
         verbose=0,
     )
     results = run_trials(config, "span_qa")
