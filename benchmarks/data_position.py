@@ -21,9 +21,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from absl import app, flags  # noqa: E402
+from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
+from electra_tf import cli  # noqa: E402
 from electra_tf.data.pretraining_dataset import pretraining_dataset  # noqa: E402
 
 flags.DEFINE_integer("files", 1000, "Input files.")
@@ -126,4 +127,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run_script(main)

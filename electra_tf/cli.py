@@ -82,6 +82,23 @@ def guard(main, debug=lambda: False, program=None):
     return wrapped
 
 
+def run_script(main):
+    """`absl.app.run(main)` for the benchmark and experiment scripts: a usage error is one line.
+
+    absl prints the module's docstring before an `app.UsageError`'s message; here the message is
+    `error: ...` on one line and the exit status 2, as the commands' (`run`). Any other error
+    keeps its traceback: these scripts measure, and a failure there should show where. Nothing
+    here imports TensorFlow (the HF side of a benchmark runs where it is not installed).
+    """
+    def wrapped(argv):
+        try:
+            return main(argv)
+        except app.UsageError as e:
+            fail(str(e), USAGE_EXIT, " (see --help)")
+
+    app.run(wrapped)
+
+
 # A module the code imports -> what the user installs for it (most share their name).
 INSTALL_NAMES = {"safetensors": "safetensors", "transformers": "transformers", "torch": "torch",
                  "keras_hub": "keras-hub", "tensorflow_text": "tensorflow-text", "seqeval": "seqeval",

@@ -1,6 +1,8 @@
 """benchmarks/ and experiments/ run as modules from the repository root: no sys.path edits, no scripts among results."""
 
 import pathlib
+import subprocess
+import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SCRIPTS = sorted(p for folder in ("benchmarks", "experiments") for p in (REPO / folder).rglob("*.py"))
@@ -24,3 +26,21 @@ def test_every_script_documents_its_module_command():
             continue
         module = ".".join(path.relative_to(REPO).with_suffix("").parts)
         assert f"python -m {module} " in path.read_text(encoding="utf-8"), module
+
+
+def test_every_script_with_a_main_runs_behind_the_usage_boundary():
+    """`app.run(main)` would print the script's docstring before a usage error's one line."""
+    plain = [str(p.relative_to(REPO)) for p in SCRIPTS if "app.run(main)" in p.read_text(encoding="utf-8")]
+    assert plain == []
+
+
+def test_a_scripts_usage_error_is_one_line_and_exit_2(tmp_path):
+    # finetune_squad refuses an unknown head before it reads data or imports TensorFlow.
+    result = subprocess.run([sys.executable, "-m", "benchmarks.finetune_squad", "--runs_dir", str(tmp_path / "runs"),
+                             "--qa_heads", "official,bogus"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines == ["error: --qa_heads: unknown head(s) ['bogus']; choose from official, simple. (see --help)"], \
+        result.stderr
+    assert result.stdout == ""
+    assert not (tmp_path / "runs").exists()

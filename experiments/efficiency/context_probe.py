@@ -34,6 +34,7 @@ from absl import app, flags, logging  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+from electra_tf import cli  # noqa: E402
 from electra_tf.config import get_config  # noqa: E402
 from electra_tf.demo_data import resolve_data  # noqa: E402
 from electra_tf.training.pretraining import train  # noqa: E402
@@ -222,4 +223,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run_script(main)
