@@ -143,6 +143,7 @@ BUDGETS = {
 # Paper Table 5 (GLUE dev, Base-sized); "mlm" is BERT. Section 7 of docs/electra-reference.md.
 PAPER_TABLE5 = {"electra": 85.0, "all_tokens_mlm": 84.3, "replace_mlm": 82.4, "electra_15": 82.4, "mlm": 82.2}
 BASELINE = "random_init"  # the encoder with no pre-training
+PREEMPTED_EXIT = 143  # SIGTERM stopped a pre-training or fine-tuning run (its checkpoint is saved): 128 + 15
 GUARD_FILE = "guard.npz"  # beside each exported encoder: the guard batch and its live outputs
 CONTEXT_FILE = "context_probe.json"  # in a pre-training model_dir: one record per probe window
 
@@ -556,7 +557,7 @@ def pretrain(name, config, output_dir, curve_fractions, units, guard_batch, prob
         if reached < steps:  # preempted (SIGTERM): `train` saved and returned; never mark the run done
             logging.warning("Pre-training %s stopped at step %d of %d; re-run the same command to resume.",
                             name, reached, steps)
-            sys.exit(1)
+            sys.exit(PREEMPTED_EXIT)
         record = dict(objective=objective, pretrain_seed=pretrain_seed, config_seed=config.seed, steps=steps,
                       seconds=time.time() - start, cpu_seconds=cpu_seconds() - cpu)
         write_json(marker, record)
@@ -679,6 +680,9 @@ def finetune_run(name, info, spec, task_dir, seed, hparams, run_dir, units):
         start, cpu = time.time(), cpu_seconds()
         result = run_finetuning(spec, task_dir, info["path"], run_dir, num_trials=1, seed=seed, verbose=0,
                                 keep=KEEP, **hparams)
+        if result is None:  # preempted (SIGTERM): its checkpoint is saved; no result, so the unit stays to do
+            logging.warning("Fine-tuning %s stopped; re-run the same command to resume.", unit)
+            sys.exit(PREEMPTED_EXIT)
         write_json(os.path.join(run_dir, "timing.json"),
                    dict(seconds=time.time() - start, cpu_seconds=cpu_seconds() - cpu))
         # The classifier is not needed here and is the bulk of the disk use.

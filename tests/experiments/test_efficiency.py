@@ -523,3 +523,16 @@ def test_committed_selection_table_is_recomputed_from_its_runs():
         row = (f"| {objective} | {n} | {len(found)} | {rates} | {np.mean(dev):.1f} ± {np.std(dev):.1f} | "
                f"{np.mean(test):.1f} ± {np.std(test):.1f} |")
         assert row in markdown, row
+
+
+def test_a_preempted_finetuning_run_exits_143_and_leaves_its_unit_to_do(tmp_path, monkeypatch):
+    """SIGTERM makes `run_finetuning` save its checkpoint and return None: the harness stops, records nothing."""
+    efficiency = load_efficiency()
+    monkeypatch.setattr(efficiency, "run_finetuning", lambda *args, **kwargs: None)
+    info = dict(path=str(tmp_path / "encoder.keras"), objective="electra", fraction=1.0, flops=1.0)
+    run_dir = tmp_path / "run"
+    with pytest.raises(SystemExit) as stopped:
+        efficiency.finetune_run("electra", info, None, str(tmp_path / "task"), 0,
+                                dict(train_limit=200, learning_rate=1e-3), str(run_dir), efficiency.Units())
+    assert stopped.value.code == 143
+    assert not (run_dir / "results.json").exists() and not (run_dir / "timing.json").exists()
