@@ -243,7 +243,7 @@ def run_electra_tf(workdir, train, dev, shifts, seed=None, head=None, init=None)
     )
     results = run_trials(config, "span_qa")
     if results is None:  # preempted (SIGTERM): its checkpoint is saved, run_trials said so; no result is written
-        sys.exit(143)
+        sys.exit(cli.PREEMPTED_EXIT)
     trial = results["trials"][0]
     out = {"dev_exact": trial["dev"]["exact"], "dev_f1": trial["dev"]["f1"],
            "train_seconds": trial["train_seconds"], "train_examples": results["num_train_windows"] * FLAGS.epochs,

@@ -25,6 +25,7 @@ import glob
 import logging as std_logging
 import os
 import re
+import signal
 import sys
 import threading
 import traceback
@@ -33,6 +34,7 @@ from absl import app, flags
 
 USAGE_EXIT = 2
 ERROR_EXIT = 1
+PREEMPTED_EXIT = 128 + signal.SIGTERM  # SIGTERM stopped a run after saving its checkpoint: re-run to resume
 
 
 def errors():

@@ -143,7 +143,6 @@ BUDGETS = {
 # Paper Table 5 (GLUE dev, Base-sized); "mlm" is BERT. Section 7 of docs/electra-reference.md.
 PAPER_TABLE5 = {"electra": 85.0, "all_tokens_mlm": 84.3, "replace_mlm": 82.4, "electra_15": 82.4, "mlm": 82.2}
 BASELINE = "random_init"  # the encoder with no pre-training
-PREEMPTED_EXIT = 143  # SIGTERM stopped a pre-training or fine-tuning run (its checkpoint is saved): 128 + 15
 GUARD_FILE = "guard.npz"  # beside each exported encoder: the guard batch and its live outputs
 CONTEXT_FILE = "context_probe.json"  # in a pre-training model_dir: one record per probe window
 
@@ -557,7 +556,7 @@ def pretrain(name, config, output_dir, curve_fractions, units, guard_batch, prob
         if reached < steps:  # preempted (SIGTERM): `train` saved and returned; never mark the run done
             logging.warning("Pre-training %s stopped at step %d of %d; re-run the same command to resume.",
                             name, reached, steps)
-            sys.exit(PREEMPTED_EXIT)
+            sys.exit(cli.PREEMPTED_EXIT)
         record = dict(objective=objective, pretrain_seed=pretrain_seed, config_seed=config.seed, steps=steps,
                       seconds=time.time() - start, cpu_seconds=cpu_seconds() - cpu)
         write_json(marker, record)
@@ -682,7 +681,7 @@ def finetune_run(name, info, spec, task_dir, seed, hparams, run_dir, units):
                                 keep=KEEP, **hparams)
         if result is None:  # preempted (SIGTERM): its checkpoint is saved; no result, so the unit stays to do
             logging.warning("Fine-tuning %s stopped; re-run the same command to resume.", unit)
-            sys.exit(PREEMPTED_EXIT)
+            sys.exit(cli.PREEMPTED_EXIT)
         write_json(os.path.join(run_dir, "timing.json"),
                    dict(seconds=time.time() - start, cpu_seconds=cpu_seconds() - cpu))
         # The classifier is not needed here and is the bulk of the disk use.
