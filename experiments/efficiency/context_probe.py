@@ -81,10 +81,10 @@ def run(variant, seed, base, probe_batches, output_dir):
                           save_checkpoints_steps=steps, keep_checkpoint_max=1, **VARIANTS[variant])
     probe = efficiency.ContextProbe(probe_batches, FLAGS.probe_every, os.path.join(model_dir, efficiency.CONTEXT_FILE))
     keras.utils.set_random_seed(seed)  # the initialisation
-    start, cpu = time.time(), efficiency.cpu_seconds()
+    start, cpu = time.time(), time.process_time()
     train(config, model_dir, verbose=0, extra_callbacks=[probe, StopAfter(steps)])
     done = dict(variant=variant, seed=seed, records=probe.records, seconds=time.time() - start,
-                cpu_seconds=efficiency.cpu_seconds() - cpu, overrides=VARIANTS[variant])
+                cpu_seconds=time.process_time() - cpu, overrides=VARIANTS[variant])
     write_json(os.path.join(model_dir, "done.json"), done)
     last = probe.records[-1]
     logging.info("[done] %s seed %d: disc AUC %.3f, token AUC %.3f at step %d (%.0f s)", variant, seed,

@@ -69,7 +69,6 @@ import json
 import math
 import os
 import platform
-import resource
 import shlex
 import statistics
 import subprocess
@@ -195,12 +194,6 @@ def write_json(path, value):
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         json.dump(value, f, indent=2, sort_keys=True)
     os.replace(path + ".tmp", path)
-
-
-def cpu_seconds():
-    """CPU time of this process, all threads (less skewed by other jobs than wall time)."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def parse_fractions(text):
@@ -546,7 +539,7 @@ def pretrain(name, config, output_dir, curve_fractions, units, guard_batch, prob
     else:
         logging.info("Pre-training %s for %d steps (checkpoints every %d, seed %d) in %s", name, steps, every,
                      config.seed, model_dir)
-        start, cpu = time.time(), cpu_seconds()
+        start, cpu = time.time(), time.process_time()
         extra = [RecordLiveOutputs(at.values(), guard_batch, guard_dir)]
         if probe_every and probe_batches and OBJECTIVES[objective].detects_replacements:
             extra.append(ContextProbe(probe_batches, probe_every, os.path.join(model_dir, CONTEXT_FILE)))
@@ -558,7 +551,7 @@ def pretrain(name, config, output_dir, curve_fractions, units, guard_batch, prob
                             name, reached, steps)
             sys.exit(cli.PREEMPTED_EXIT)
         record = dict(objective=objective, pretrain_seed=pretrain_seed, config_seed=config.seed, steps=steps,
-                      seconds=time.time() - start, cpu_seconds=cpu_seconds() - cpu)
+                      seconds=time.time() - start, cpu_seconds=time.process_time() - cpu)
         write_json(marker, record)
         units.done(f"pretrain {name} ({steps} steps)", record["seconds"])
 
@@ -676,14 +669,14 @@ def finetune_run(name, info, spec, task_dir, seed, hparams, run_dir, units):
     if result:
         units.skip(unit)
     else:
-        start, cpu = time.time(), cpu_seconds()
+        start, cpu = time.time(), time.process_time()
         result = run_finetuning(spec, task_dir, info["path"], run_dir, num_trials=1, seed=seed, verbose=0,
                                 keep=KEEP, **hparams)
         if result is None:  # preempted (SIGTERM): its checkpoint is saved; no result, so the unit stays to do
             logging.warning("Fine-tuning %s stopped; re-run the same command to resume.", unit)
             sys.exit(cli.PREEMPTED_EXIT)
         write_json(os.path.join(run_dir, "timing.json"),
-                   dict(seconds=time.time() - start, cpu_seconds=cpu_seconds() - cpu))
+                   dict(seconds=time.time() - start, cpu_seconds=time.process_time() - cpu))
         # The classifier is not needed here and is the bulk of the disk use.
         for leftover in (run_files.CLASSIFIER_FILE, run_files.VOCAB_FILE):
             if os.path.exists(os.path.join(run_dir, leftover)):
