@@ -554,9 +554,9 @@ def seeds_report(results, train, dev, shifts, seconds):
         f"{FLAGS.doc_stride}, query {FLAGS.max_query_length}, answer {FLAGS.max_answer_length}, n-best {N_BEST}, "
         f"AdamW eps 1e-6, clip 1.0; seeds {', '.join(map(str, seeds))}. Mean over the seeds, (min-max) beside it.",
         "",
-        "| side, head | dev EM | dev F1 | new_wiki EM | new_wiki F1 | train s per run "
+        "| side, head | dev EM | dev F1 | new_wiki EM | new_wiki F1 | train s per run | wall s per run "
         "| per seed: dev F1 / new_wiki F1 |",
-        "|---|---|---|---|---|---:|---|",
+        "|---|---|---|---|---|---:|---:|---|",
     ]
 
     def cell(runs, key):
@@ -573,12 +573,15 @@ def seeds_report(results, train, dev, shifts, seconds):
         per_seed = ", ".join(f"{seed}: {r['dev_f1']:.2f} / " + (f"{r['shifts_f1']:.2f}" if "shifts_f1" in r else "-")
                              for seed, r in sorted(runs.items()))
         train_seconds = np.median([r["train_seconds"] for r in runs.values()])
+        # start of the run to its result.json: data, features, training, evaluation, export, serving check
+        walls = [r["wall_seconds_last_invocation"] for r in runs.values() if "wall_seconds_last_invocation" in r]
+        wall = f"{np.median(walls):.0f}" if walls else "-"
         devices = sorted({r.get("device", "cpu") for r in runs.values()} - {"cpu"})  # --hf_device
         shared = max([r.get("others_cpu_share_last_invocation") or 0.0 for r in runs.values()], default=0.0)
         on = f" ({', '.join(devices)})" if devices else (f" (others used up to {shared:.0%} of the CPU)"
                                                          if shared > 0.1 else "")
         lines.append(f"| {label} | {cell(runs, 'dev_exact')} | {cell(runs, 'dev_f1')} | {cell(runs, 'shifts_exact')} "
-                     f"| {cell(runs, 'shifts_f1')} | {train_seconds:.0f}{on} | {per_seed} |")
+                     f"| {cell(runs, 'shifts_f1')} | {train_seconds:.0f}{on} | {wall} | {per_seed} |")
     hf = means.get(f"{HF_SIDE}, simple head")
     differences = [f"- {label} minus HF, mean F1: "
                    + ", ".join(f"{split} {m[key] - hf[key]:+.2f}" for split, key in (("dev", "dev_f1"),
@@ -590,7 +593,8 @@ def seeds_report(results, train, dev, shifts, seconds):
     lines += [
         "",
         f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores (a run on a GPU names it "
-        "beside its train seconds, `--hf_device`; where other processes used over 10 % of the CPU during a "
+        "beside its train seconds, `--hf_device`; seconds are medians over the seeds, wall from a run's start to "
+        "its result.json; where other processes used over 10 % of the CPU during a "
         "run, the most they used is named there, and those seconds are no speed figure). PyTorch "
         f"{torch.__version__}, transformers {transformers.__version__}. This invocation {seconds / 60:.1f} min; "
         "runs done before it were read back from `--runs_dir`.",
