@@ -80,7 +80,7 @@ def _column(value):
 
 def main(argv):
     from electra_tf.finetuning import config as finetune_config
-    from electra_tf.finetuning.trials import run_trials
+    from electra_tf.finetuning import kinds
     from electra_tf.run_files import RESULTS_FILE
 
     if len(argv) > 1:
@@ -90,7 +90,7 @@ def main(argv):
     for name in ("task", "data_dir", "init", "output_dir"):
         if not getattr(config, name):
             raise app.UsageError(f"--{name} is required.")
-    results = run_trials(config)
+    results = kinds.finetune(config)
     if results is None:  # preempted: the checkpoint is saved, exit 0
         return
     metric = results["metric"]

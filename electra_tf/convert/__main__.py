@@ -13,9 +13,9 @@ written: `--to hf` writes `OUTPUT_DIR/discriminator` and `OUTPUT_DIR/generator`
 for both, `OUTPUT_DIR` itself for one part (`ElectraForPreTraining` /
 `ElectraForMaskedLM`) or an encoder (`ElectraModel`); `--to keras` and `--to
 official` take the discriminator (the encoder fine-tuning starts from) or both.
-A fine-tuned classifier, tagger or simple-head QA model goes `--to hf` as
-`ElectraForSequenceClassification` / `ElectraForTokenClassification` /
-`ElectraForQuestionAnswering`. `--to keras` writes a `.keras` file
+A fine-tuned model goes `--to hf` as its task kind's transformers class
+(`ElectraForSequenceClassification`, `ElectraForTokenClassification`,
+`ElectraForQuestionAnswering` (simple head), `ElectraForMultipleChoice`). `--to keras` writes a `.keras` file
 (`keras.saving.load_model` reads it back), `--to official` a checkpoint prefix:
 `--output_dir` names that file or prefix.
 
@@ -73,6 +73,7 @@ def load(source, path, num_heads=None, generator_num_heads=None):
         return convert.build_from_hugging_face(path)
     if source == "bert":
         return convert.build_from_bert(path)
+    from electra_tf.finetuning import kinds  # noqa: F401  (registers every task kind's model class)
     from electra_tf.run_files import load_keras_model
 
     return load_keras_model(path, "input")
@@ -114,15 +115,30 @@ def planned_outputs(model, target, path, part):
     return [folder], written_files(path)
 
 
-def save(model, target, path, part="both", label_names=None):
-    """Writes `model` to `path` in format `target` (one of `TARGETS`); returns the paths written."""
+def task_kind(model):
+    """The fine-tuning task kind of `model` (`finetuning.kinds`), or None for an encoder or a pretrainer."""
+    from electra_tf.finetuning import kinds
+
+    try:
+        return kinds.for_model(model)
+    except TypeError:
+        return None
+
+
+def save(model, target, path, part="both", settings=None):
+    """Writes `model` to `path` in format `target` (one of `TARGETS`); returns the paths written.
+
+    A fine-tuned model goes `--to hf` with the head its task kind gives (`TaskKind.hf_head`;
+    `settings`: its run's `finetune_config.json`, for the label names).
+    """
     from electra_tf import convert
 
     if target == "hf":
-        from electra_tf.convert import hf_heads
+        kind = task_kind(model)
+        if kind is not None:
+            from electra_tf.convert.hf_heads import export_task_model
 
-        if hf_heads.is_task_model(model):
-            return hf_heads.export_task_model(model, path, label_names=label_names)
+            return export_task_model(model, path, kind.hf_head(model, settings or {}))
         return convert.export_hugging_face(model, path, part=part)
     if target == "official":
         return [convert.export_official(model, path)]
@@ -130,19 +146,22 @@ def save(model, target, path, part="both", label_names=None):
     return [path]
 
 
-def label_names(source, input_path):
-    """The label names of a fine-tuned `.keras` input (its run's `finetune_config.json`), or None."""
+def finetune_settings(source, input_path):
+    """The `finetune_config.json` beside a fine-tuned `.keras` input (its label names), or an empty dict."""
     import json
 
     from electra_tf.run_files import FINETUNE_CONFIG_FILE
 
     if source != "keras":
-        return None
+        return {}
     path = os.path.join(os.path.dirname(input_path), FINETUNE_CONFIG_FILE)
     if not os.path.exists(path):
-        return None
+        return {}
     with open(path, encoding="utf-8") as f:
-        return json.load(f).get("label_names") or None
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path} is not valid JSON ({e}): truncated or damaged.") from None
 
 
 def vocabulary_beside(source, input_path):
@@ -201,7 +220,7 @@ def convert(source, input_path, target, output_dir, num_heads=None, generator_nu
     vocab = vocabulary_beside(source, input_path)
     vocab_files = vocab_targets(vocab, folders)
     run_files.guard_output(output_dir, "output_dir", own_kind, inputs=inputs, writes=writes)
-    written = save(model, target, output_dir, part, label_names(source, input_path))
+    written = save(model, target, output_dir, part, finetune_settings(source, input_path))
     for destination in vocab_files:
         copy_vocab(vocab, destination)
         if target == "hf":  # transformers' AutoTokenizer reads the casing from its own file

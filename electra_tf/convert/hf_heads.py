@@ -1,8 +1,11 @@
-"""Fine-tuned models to Hugging Face: classifier, tagger and simple-head QA as transformers' own classes.
+"""Fine-tuned models to Hugging Face: the encoder and a task head, as transformers' own classes.
 
-    ElectraClassifier                  -> ElectraForSequenceClassification (config.json with id2label)
-    ElectraTokenClassifier             -> ElectraForTokenClassification
-    ElectraQuestionAnswerer("simple")  -> ElectraForQuestionAnswering (start, end = qa_outputs)
+`export_task_model` writes the encoder and the head tensors a task kind gives
+(`TaskKind.hf_head`); the heads of the kinds that ship with electra_tf are here:
+
+    classifier_head          ElectraClassifier -> ElectraForSequenceClassification (config.json with id2label)
+    token_classifier_head    ElectraTokenClassifier -> ElectraForTokenClassification
+    question_answerer_head   ElectraQuestionAnswerer("simple") -> ElectraForQuestionAnswering (start, end)
 
 The logits equal the Keras model's (its QA logits before the -1000 mask outside
 the context, which transformers leaves to post-processing). Two heads cannot be
@@ -29,16 +32,6 @@ from electra_tf.convert import hf_names
 from electra_tf.convert.weight_map import read_weights
 
 SHIFT = 64.0
-ARCHITECTURES = {
-    "ElectraClassifier": "ElectraForSequenceClassification",
-    "ElectraTokenClassifier": "ElectraForTokenClassification",
-    "ElectraQuestionAnswerer": "ElectraForQuestionAnswering",
-}
-
-
-def is_task_model(model):
-    """Whether `model` is a fine-tuned model this module writes (or refuses with a reason)."""
-    return type(model).__name__ in ARCHITECTURES
 
 
 def _kernel(layer):
@@ -46,40 +39,64 @@ def _kernel(layer):
     return kernel, bias  # (in, out), (out,)
 
 
-def head_tensors(model):
-    """`(architecture, {hf name: array})` of the task head of `model` (torch layout: Linear weight is (out, in))."""
-    name = type(model).__name__
-    if name == "ElectraQuestionAnswerer":
-        if model.head != "simple":
-            raise ValueError("The official QA head cannot be written as ElectraForQuestionAnswering: its end logits "
-                             "are conditioned on the start (a dense layer over [h_start; h_end] and a beam), while "
-                             "transformers' head scores start and end independently. Fine-tune with "
-                             "--qa_head simple to export to Hugging Face.")
-        if model.answerable:
-            raise ValueError("The SQuAD 2.0 answerability classifier has no place in ElectraForQuestionAnswering "
-                             "(transformers scores no-answer at [CLS]); fine-tune without it to export to Hugging Face.")
-        kernel, bias = _kernel(model.span_dense)
-        return ARCHITECTURES[name], {"qa_outputs.weight": kernel.T, "qa_outputs.bias": bias}
+def _labels(num_labels, label_names):
+    names = list(label_names) if label_names else [f"LABEL_{i}" for i in range(num_labels)]
+    if len(names) != num_labels:
+        raise ValueError(f"{len(names)} label names for a head of {num_labels} outputs: {names}.")
+    return {"num_labels": num_labels, "id2label": {str(i): n for i, n in enumerate(names)},
+            "label2id": {n: i for i, n in enumerate(names)}}
+
+
+def classifier_head(model, label_names=None):
+    """`ElectraForSequenceClassification`'s head equal to an `ElectraClassifier`'s (the GELU shift above).
+
+    Returns:
+        `(architecture, {hf name: array}, config entries)` for `export_task_model`.
+    """
     kernel, bias = _kernel(model.head)
-    if name == "ElectraTokenClassifier":
-        return ARCHITECTURES[name], {"classifier.weight": kernel.T, "classifier.bias": bias}
     hidden = kernel.shape[0]
-    return ARCHITECTURES[name], {
+    tensors = {
         "classifier.dense.weight": np.eye(hidden, dtype=np.float32),
         "classifier.dense.bias": np.full((hidden,), SHIFT, np.float32),
         "classifier.out_proj.weight": kernel.T,
         "classifier.out_proj.bias": (bias - SHIFT * kernel.sum(axis=0)).astype(np.float32),
     }
+    config = dict(_labels(int(model.num_labels), label_names), classifier_dropout=float(model.dropout))
+    if model.num_labels == 1:
+        config["problem_type"] = "regression"
+    return "ElectraForSequenceClassification", tensors, config
 
 
-def export_task_model(model, directory, label_names=None):
+def token_classifier_head(model, label_names=None):
+    """`ElectraForTokenClassification`'s head: an `ElectraTokenClassifier`'s dense layer."""
+    kernel, bias = _kernel(model.head)
+    return ("ElectraForTokenClassification", {"classifier.weight": kernel.T, "classifier.bias": bias},
+            _labels(int(model.num_labels), label_names))
+
+
+def question_answerer_head(model):
+    """`ElectraForQuestionAnswering`'s head from a simple-head `ElectraQuestionAnswerer`; the others are refused."""
+    if model.head != "simple":
+        raise ValueError("The official QA head cannot be written as ElectraForQuestionAnswering: its end logits "
+                         "are conditioned on the start (a dense layer over [h_start; h_end] and a beam), while "
+                         "transformers' head scores start and end independently. Fine-tune with "
+                         "--qa_head simple to export to Hugging Face.")
+    if model.answerable:
+        raise ValueError("The SQuAD 2.0 answerability classifier has no place in ElectraForQuestionAnswering "
+                         "(transformers scores no-answer at [CLS]); fine-tune without it to export to Hugging Face.")
+    kernel, bias = _kernel(model.span_dense)
+    return ("ElectraForQuestionAnswering", {"qa_outputs.weight": kernel.T, "qa_outputs.bias": bias},
+            {"num_labels": 2})
+
+
+def export_task_model(model, directory, head):
     """Writes a fine-tuned `model` as a transformers `ElectraFor...` folder (`config.json` + `model.safetensors`).
 
     Args:
-        model: `ElectraClassifier`, `ElectraTokenClassifier` or a simple-head
-            `ElectraQuestionAnswerer`.
+        model: a fine-tuned model with an `encoder` (`ElectraEncoder`).
         directory: str. Created if needed.
-        label_names: optional list of str, label i's name (`id2label`); default `LABEL_i`.
+        head: `(architecture, {hf name: array}, config entries)` of its head (its task kind's
+            `hf_head`: `classifier_head`, `token_classifier_head`, ...).
 
     Returns:
         list with `directory`.
@@ -87,7 +104,7 @@ def export_task_model(model, directory, label_names=None):
     Example:
         ```python
         import transformers
-        from electra_tf.convert.hf_heads import export_task_model
+        from electra_tf.convert.hf_heads import classifier_head, export_task_model
         from electra_tf.models.classifier import ElectraClassifier
         from electra_tf.models.encoder import ElectraEncoder
 
@@ -95,7 +112,7 @@ def export_task_model(model, directory, label_names=None):
                                  embedding_dim=16, intermediate_dim=64)
         classifier = ElectraClassifier(encoder, num_labels=2)
         classifier.build()
-        export_task_model(classifier, "sst2_hf", label_names=["negative", "positive"])
+        export_task_model(classifier, "sst2_hf", classifier_head(classifier, ["negative", "positive"]))
         transformers.ElectraForSequenceClassification.from_pretrained("sst2_hf").config.id2label
         # {0: 'negative', 1: 'positive'}
         ```
@@ -104,7 +121,7 @@ def export_task_model(model, directory, label_names=None):
 
     from electra_tf.convert.hugging_face import hf_config
 
-    architecture, head = head_tensors(model)
+    architecture, tensors, entries = head
     encoder = model.encoder
     state = {}
     for name, value in read_weights(encoder).items():
@@ -112,20 +129,8 @@ def export_task_model(model, directory, label_names=None):
         if mapped is not None:
             hf_name, transpose = mapped
             state[hf_name] = np.ascontiguousarray(value.T if transpose else value)
-    state.update({k: np.ascontiguousarray(v) for k, v in head.items()})
-    num_labels = 2 if architecture == "ElectraForQuestionAnswering" else int(model.num_labels)
-    config = hf_config(encoder, architecture)
-    config["num_labels"] = num_labels
-    if architecture != "ElectraForQuestionAnswering":
-        names = list(label_names) if label_names else [f"LABEL_{i}" for i in range(num_labels)]
-        if len(names) != num_labels:
-            raise ValueError(f"{len(names)} label names for a head of {num_labels} outputs: {names}.")
-        config["id2label"] = {str(i): n for i, n in enumerate(names)}
-        config["label2id"] = {n: i for i, n in enumerate(names)}
-        if architecture == "ElectraForSequenceClassification":
-            config["classifier_dropout"] = float(model.dropout)
-            if num_labels == 1:
-                config["problem_type"] = "regression"
+    state.update({k: np.ascontiguousarray(v) for k, v in tensors.items()})
+    config = dict(hf_config(encoder, architecture), **entries)
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, hf_names.HF_CONFIG_FILE), "w", encoding="utf-8") as f:
         json.dump(config, f, indent=2, sort_keys=True)

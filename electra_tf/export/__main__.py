@@ -12,9 +12,11 @@ r"""Exports a trained model: `python -m electra_tf.export --kind encoder|preset|
 (`run_files.load_init`: a pre-training `model_dir`, a `.keras` file, an
 exported encoder, `hf:DIR`, `official:DIR`, `bert:DIR`, `keras_hub:DIR`; the
 discriminator of a pair); for
-serving: a `finetune --output_dir` (classifier.keras, token_classifier.keras or
-question_answerer.keras + vocab.txt + finetune_config.json; a span_qa run
-serves question + context -> answer, `electra_tf.export.qa_serving`).
+serving: a `finetune --output_dir` (its task kind's model file + vocab.txt +
+finetune_config.json), served by that kind's serving module (`finetuning.kinds`:
+a classifier serves text -> label, a tagger text -> words, tags and entities, a
+span_qa run question + context -> answer, a multiple-choice run context + choices
+-> the chosen index).
 The output must be new or empty (a serving version folder: new); it never
 holds or lies in `--init`. `--output` is the deprecated spelling of `--output_dir`. Installed as
 `electra-export`.
@@ -65,11 +67,11 @@ def main(argv):
             raise app.UsageError(f"--{name} is required.")
     guard(FLAGS.kind, FLAGS.init, FLAGS.output_dir, FLAGS.model_name, FLAGS.version)
     if FLAGS.kind == "serving":
-        from electra_tf.export.serving import export_serving, load_finetuned, serving_settings
+        from electra_tf.finetuning import kinds
 
-        classifier, vocab_file, config = load_finetuned(FLAGS.init)
-        path = export_serving(classifier, FLAGS.vocab_file or vocab_file, FLAGS.output_dir, FLAGS.model_name,
-                              FLAGS.version, **serving_settings(config, FLAGS.seq_length))
+        finetuned = kinds.load_finetuned(FLAGS.init)
+        path = kinds.export_serving(finetuned.model, FLAGS.vocab_file or finetuned.vocab_file, FLAGS.output_dir,
+                                    FLAGS.model_name, FLAGS.version, finetuned.settings, FLAGS.seq_length)
     else:
         from electra_tf.run_files import load_init
 

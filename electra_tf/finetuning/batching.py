@@ -66,17 +66,23 @@ def rounded_length(longest):
 
 
 def trim(inputs, *rest):
-    """Cuts the `INPUTS` of a batch (and any `(batch, seq)` labels) to its longest row, rounded up."""
-    length = tf.reduce_max(tf.reduce_sum(tf.cast(inputs["padding_mask"], tf.int32), axis=1))
-    length = tf.minimum(rounded_length(length), tf.shape(inputs["token_ids"])[1])
-    cut = {k: (v[:, :length] if k in INPUTS else v) for k, v in inputs.items()}
+    """Cuts the `INPUTS` of a batch (and any `(batch, seq)` labels) to its longest row, rounded up.
+
+    The `INPUTS` are `(batch, seq)` or, for multiple choice, `(batch, choices, seq)`: the last axis is cut.
+    """
+    length = tf.reduce_max(tf.reduce_sum(tf.cast(inputs["padding_mask"], tf.int32), axis=-1))
+    length = tf.minimum(rounded_length(length), tf.shape(inputs["token_ids"])[-1])
+    cut = {k: (v[..., :length] if k in INPUTS else v) for k, v in inputs.items()}
     rest = tuple(r[:, :length] if getattr(r, "shape", None) is not None and r.shape.rank == 2 else r for r in rest)
     return (cut, *rest)
 
 
-def compiled_predictor(function):
-    """`function` (of an `INPUTS` dict) compiled once for int32 batches of any size and length (no retrace)."""
-    return tf.function(function, input_signature=[{name: tf.TensorSpec([None, None], tf.int32, name=name)
+def compiled_predictor(function, rank=2):
+    """`function` (of an `INPUTS` dict) compiled once for int32 batches of any size and length (no retrace).
+
+    `rank`: 2 for `(batch, seq)` inputs, 3 for `(batch, choices, seq)` (multiple choice).
+    """
+    return tf.function(function, input_signature=[{name: tf.TensorSpec([None] * rank, tf.int32, name=name)
                                                    for name in INPUTS}])
 
 
@@ -90,17 +96,18 @@ def predict_in_batches(predict, arrays, batch_size):
     Args:
         predict: a (compiled, `compiled_predictor`) function of an `INPUTS` dict, returning a tensor or a
             dict of tensors whose shapes do not depend on the cut (pad per-piece outputs back inside `predict`).
-        arrays: dict with the `INPUTS` arrays `(num_rows, seq_length)`.
+        arrays: dict with the `INPUTS` arrays `(num_rows, seq_length)` (or `(num_rows, choices, seq_length)`).
         batch_size: int.
     """
     chunks = []
-    num_rows, seq_length = arrays["token_ids"].shape
-    lengths = np.asarray(arrays["padding_mask"]).sum(1)
+    num_rows, seq_length = arrays["token_ids"].shape[0], arrays["token_ids"].shape[-1]
+    mask = np.asarray(arrays["padding_mask"])
+    lengths = mask.sum(-1).reshape(num_rows, -1).max(-1)
     order = np.argsort(lengths, kind="stable")
     for start in range(0, num_rows, batch_size):
         rows = order[start:start + batch_size]
         length = min(rounded_length(int(lengths[rows].max())), seq_length)
-        out = predict({k: tf.constant(np.asarray(arrays[k])[rows, :length], tf.int32) for k in INPUTS})
+        out = predict({k: tf.constant(np.asarray(arrays[k])[rows, ..., :length], tf.int32) for k in INPUTS})
         chunks.append(tf.nest.map_structure(lambda t: t.numpy(), out))
     if not chunks:
         return {}

@@ -18,7 +18,9 @@ from absl import logging
 
 from electra_tf import run_files
 from electra_tf.finetuning import tasks as tasks_lib
+from electra_tf.finetuning import trials
 from electra_tf.finetuning.batching import epoch_batches, predict_in_batches
+from electra_tf.finetuning.config import FinetuneConfig
 from electra_tf.finetuning.kind import TaskKind
 from electra_tf.finetuning.task_metrics import task_metrics
 from electra_tf.models.classifier import ElectraClassifier
@@ -105,7 +107,9 @@ class ClassificationKind(TaskKind):
     """
 
     name = "classification"
-    model_file = run_files.CLASSIFIER_FILE
+    model_file = "classifier.keras"
+    model_class = ElectraClassifier
+    predict_formats = ("tsv", "csv", "jsonl", "text")
 
     def __init__(self, config):
         super().__init__(config)
@@ -197,6 +201,59 @@ class ClassificationKind(TaskKind):
             "label_names": self.spec.names,
             "regression": self.spec.is_regression,
             "pair": self.train[0].text_b is not None,
+            "metric": self.metric,
             "max_seq_length": self.config.max_seq_length,
         }
+
+    # --- After training ---
+
+    @classmethod
+    def claims(cls, task):
+        return tasks_lib.is_glue_task(task)
+
+    @classmethod
+    def missing_settings(cls, model):
+        return (f"the export assumes numbered labels (0..{model.num_labels - 1}), one text per request (no text_b) "
+                "and 128 tokens unless --seq_length is given. Export the folder `python -m electra_tf.finetune` "
+                "wrote to serve the task's own label names and pairs.")
+
+    @classmethod
+    def serving_module(cls, model, vocab_file, settings, seq_length=None):
+        from electra_tf.export.serving import classification_serving_module
+
+        return classification_serving_module(
+            model, vocab_file, settings.get("label_names") or None, seq_length or settings.get("max_seq_length", 128),
+            settings.get("pair", False), settings.get("task", ""), settings.get("metric"))
+
+    @classmethod
+    def hf_head(cls, model, settings):
+        from electra_tf.convert.hf_heads import classifier_head
+
+        return classifier_head(model, settings.get("label_names"))
+
+
+def run_finetuning(spec, data_dir, init, output_dir, vocab_file=None, strategy=None, **settings):
+    """Fine-tunes `num_trials` times on a classification task and writes results; returns the results dict.
+
+    The Python API of `trials.run_trials` for classification: `spec` gives the
+    task's name and columns (a GLUE name reads its layout).
+
+    Args:
+        spec: `tasks.TaskSpec`.
+        data_dir: str. The task's folder.
+        init: str. Any `--init` form.
+        output_dir: str. Written: `results.json`, `classifier.keras` (best
+            trial), `vocab.txt`, `finetune_config.json`.
+        vocab_file: str or None. Default: the one beside `init`.
+        strategy: `tf.distribute.Strategy` or None (one from `settings`).
+        **settings: fields of `FinetuneConfig` (`epochs=3`, `batch_size=32`, ...).
+    """
+    columns = {}
+    if not tasks_lib.is_glue_task(spec.name):
+        columns = dict(text_a_column=str(spec.text_a), label_column=str(spec.label), regression=spec.is_regression,
+                       text_b_column=None if spec.text_b is None else str(spec.text_b),
+                       file_format="csv" if spec.delimiter == "," else "tsv")
+    config = FinetuneConfig(task=spec.name, task_kind="classification", data_dir=data_dir, init=init,
+                            output_dir=output_dir, vocab_file=vocab_file, **columns).replace(**settings)
+    return trials.run_trials(config, ClassificationKind, strategy)
 

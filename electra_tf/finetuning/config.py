@@ -12,7 +12,7 @@ import typing
 from electra_tf.config import PRECISIONS, _check_range
 from electra_tf.training.distribute import STRATEGIES
 
-TASK_KINDS = ("auto", "classification", "tagging", "span_qa")
+TASK_KINDS = ("auto", "classification", "tagging", "span_qa", "multiple_choice")
 QA_HEADS = ("official", "simple")
 TAG_SCHEMES = ("IOB1", "IOB2", "BIOES", "none")
 

@@ -1,19 +1,56 @@
-"""`TaskKind`: what `trials.run_trials` asks of a task kind, and the defaults the kinds share."""
+"""`TaskKind`: one task family from its files to training, export, prediction and Hugging Face; the base class.
+
+A task kind is one plug-in: a subclass in its own module of `electra_tf/finetuning/`
+and one line of `kinds.KINDS`. Fine-tuning (`trials.run_trials`), `export --kind
+serving`, `predict` and `convert --to hf` ask it, and nothing else, what differs
+between families. What a kind provides:
+
+Class attributes (known without a run):
+
+    name              the `--task_kind` and the "kind" of `finetune_config.json` / `serving_config.json`
+    model_file        the fine-tuned model's file in a fine-tuning output dir
+    model_class       its Keras class
+    task_names        task names that `--task_kind auto` gives this kind
+    predict_formats   the `predict --input_format`s it reads
+
+Training (`Kind(config)` reads the splits; errors name file and line):
+
+    metric, eval_splits, test_splits, num_train_rows
+    prepare(tokenizer)                     features of every split (once, before the first trial)
+    train_dataset(seed, epoch, skip)       epoch `epoch`'s batches, `skip` left out
+    build_model(encoder)                   (model, compile keyword arguments), under the strategy scope
+    evaluate(model, split)                 (metrics dict with the headline `metric`, kind-specific outputs)
+    trial_extras(outputs), write_outputs(output_dir, model, outputs), results(), hparams()
+    finetune_config(best_trial)            `finetune_config.json`: what export, predict and convert read back
+
+After training (class methods; `settings` is the model's `finetune_config.json` or, for an
+export, its `serving_config.json`):
+
+    serving_module(model, vocab_file, settings, seq_length=None)   what `export --kind serving` saves
+    sniff_format(text)                                              a predict input format told by content
+    read_examples(name, text, input_format, settings, options)      predict's `predicting.inputs.Example`s
+    format_prediction(row, example, settings)                       one JSON Lines record of `predict`
+    score(settings, examples, outputs)                              metrics of labelled predict inputs
+    hf_head(model, settings)                                        `convert --to hf`: (architecture,
+                                                                    head tensors, config entries)
+"""
 
 from electra_tf.finetuning.batching import compiled_predictor
 
 
 class TaskKind:
-    """A fine-tuning task kind (classification, tagging, span_qa): see `trials` for the interface.
+    """A fine-tuning task kind: the interface above, and the defaults the kinds share.
 
-    Subclasses set `name`, `model_file`, `metric` and read their splits in
-    `__init__(config)`; this base holds the config, the split lists
-    (`eval_splits` scored every epoch, `test_splits` once at the end) and one
-    compiled prediction function per model (`predictor`).
+    This base holds the config, the split lists (`eval_splits` scored every
+    epoch, `test_splits` once at the end) and one compiled prediction function
+    per model (`predictor`).
     """
 
     name = None
     model_file = None
+    model_class = None
+    task_names = ()
+    predict_formats = ()
     metric = None
 
     def __init__(self, config):
@@ -38,6 +75,32 @@ class TaskKind:
     def write_outputs(self, output_dir, model, outputs):
         """Kind-specific files of the best trial (predictions, submissions)."""
 
+    def results(self):
+        """Kind-specific keys of `results.json`."""
+        return {}
+
     def hparams(self):
         """Kind-specific settings added to `results.json`'s hparams."""
         return {}
+
+    # --- After training ---
+
+    @classmethod
+    def claims(cls, task):
+        """Whether `--task_kind auto` gives the task named `task` (lower case) this kind."""
+        return task in cls.task_names
+
+    @classmethod
+    def missing_settings(cls, model):
+        """What an export assumes for `model` when its run left no `finetune_config.json` (a warning)."""
+        return "the export assumes 128 tokens per sequence unless --seq_length is given."
+
+    @classmethod
+    def sniff_format(cls, text):
+        """A predict input format recognised from `text` (e.g. CoNLL columns), or None."""
+        return None
+
+    @classmethod
+    def hf_head(cls, model, settings):
+        """`(transformers architecture, {name: array}, config entries)` of the head; raises when there is none."""
+        raise ValueError(f"A {cls.name} model has no Hugging Face counterpart.")

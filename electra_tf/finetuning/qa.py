@@ -105,7 +105,9 @@ class SpanQAKind(TaskKind):
     """Extractive QA over SQuAD-format files (see the module docstring)."""
 
     name = "span_qa"
-    model_file = run_files.QUESTION_ANSWERER_FILE
+    model_file = "question_answerer.keras"
+    model_class = ElectraQuestionAnswerer
+    predict_formats = ("squad", "jsonl")
     metric = "f1"
 
     def __init__(self, config):
@@ -179,3 +181,24 @@ class SpanQAKind(TaskKind):
             "answerable": self.answerable,
             "null_threshold": best_trial["dev"].get("null_threshold"),
         }
+
+    # --- After training ---
+
+    @classmethod
+    def claims(cls, task):
+        return task.startswith("squad")
+
+    @classmethod
+    def serving_module(cls, model, vocab_file, settings, seq_length=None):
+        from electra_tf.export.qa_serving import qa_serving_module
+
+        qa = {k: settings[k] for k in ("doc_stride", "max_query_length", "max_answer_length", "null_threshold")
+              if settings.get(k) is not None}
+        return qa_serving_module(model, vocab_file, seq_length=seq_length or settings.get("max_seq_length", 384),
+                                 task=settings.get("task", ""), **qa)
+
+    @classmethod
+    def hf_head(cls, model, settings):
+        from electra_tf.convert.hf_heads import question_answerer_head
+
+        return question_answerer_head(model)

@@ -17,7 +17,6 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from electra_tf import run_files
 from electra_tf.finetuning import conll
 from electra_tf.finetuning.batching import INPUTS, compiled_predictor, epoch_batches, predict_in_batches
 from electra_tf.finetuning.kind import TaskKind
@@ -199,7 +198,9 @@ class TaggingKind(TaskKind):
     """Token classification over CoNLL-column files (see the module docstring)."""
 
     name = "tagging"
-    model_file = run_files.TOKEN_CLASSIFIER_FILE
+    model_file = "token_classifier.keras"
+    model_class = ElectraTokenClassifier
+    predict_formats = ("conll", "jsonl", "text")
 
     def __init__(self, config):
         super().__init__(config)
@@ -254,6 +255,26 @@ class TaggingKind(TaskKind):
             "max_seq_length": self.config.max_seq_length,
             "stride": self.config.stride,
         }
+
+    # --- After training ---
+
+    @classmethod
+    def claims(cls, task):
+        return task in conll.TASKS
+
+    @classmethod
+    def serving_module(cls, model, vocab_file, settings, seq_length=None):
+        from electra_tf.export.tagging_serving import tagging_serving_module
+
+        return tagging_serving_module(model, vocab_file, settings.get("label_names") or None,
+                                      seq_length or settings.get("max_seq_length", 128), task=settings.get("task", ""),
+                                      stride=settings.get("stride"))
+
+    @classmethod
+    def hf_head(cls, model, settings):
+        from electra_tf.convert.hf_heads import token_classifier_head
+
+        return token_classifier_head(model, settings.get("label_names"))
 
 
 def _paths(task, data_dir, split):

@@ -1,21 +1,9 @@
 """The one fine-tuning loop: trials of any task kind, evaluated every epoch, resumable at any step.
 
-`run_trials(config, kind)` is what `python -m electra_tf.finetune` runs. A
-task kind (`classification.ClassificationKind`, `tagging.TaggingKind`,
-`qa.SpanQAKind`) plugs in with:
-
-    kind = Kind(config)                 reads the splits (errors name file and line)
-    kind.name, kind.metric, kind.model_file
-    kind.prepare(tokenizer)             features of every split
-    kind.num_train_rows                 rows (examples, windows) per epoch
-    kind.train_dataset(seed, epoch, skip)   epoch `epoch`'s batches, `skip` left out
-    kind.build_model(encoder)           (model, compile keyword arguments); under the strategy scope
-    kind.eval_splits, kind.test_splits  scored every epoch / once at the end (labelled only)
-    kind.evaluate(model, split)         (metrics dict with the headline, kind-specific outputs)
-    kind.trial_extras(outputs)          extra per-trial results (e.g. per-type entity scores)
-    kind.write_outputs(output_dir, model, outputs)   predictions.json, null_odds.json, submissions
-    kind.results(), kind.hparams()      extra keys of results.json and of its hparams
-    kind.finetune_config(best_trial)    finetune_config.json (what an export reads back)
+`run_trials(config, kind)` is what `python -m electra_tf.finetune` runs, with
+the task kind of `config` (`kinds.for_config`): a `kind.TaskKind` subclass,
+whose training members (reading the splits, features, model, batches,
+evaluation with its headline metric, outputs) are all this loop asks of a task.
 
 Each trial: seed `seed + trial`, the encoder of `--init` copied under the
 strategy scope, the reference optimiser (`recipe`), `fit` one epoch at a time
@@ -50,31 +38,14 @@ from absl import logging
 from electra_tf import run_files
 from electra_tf.data.tokenizer import WordPieceTokenizer, copy_vocab
 from electra_tf.finetuning import recipe
-from electra_tf.finetuning import tasks as tasks_lib
 from electra_tf.finetuning.batching import num_batches
-from electra_tf.finetuning.classification import ClassificationKind
-from electra_tf.finetuning.config import FinetuneConfig
-from electra_tf.finetuning.conll import TASKS as CONLL_TASKS
-from electra_tf.finetuning.qa import SpanQAKind
-from electra_tf.finetuning.tagging import TaggingKind
 from electra_tf.training import callbacks, distribute, run_lock
 from electra_tf.training.named_checkpoint import NamedCheckpoint
 
-KINDS = {"classification": ClassificationKind, "tagging": TaggingKind, "span_qa": SpanQAKind}
 # Settings that do not change what a run computes: a run may resume with other values.
 NOT_SETTINGS = ("output_dir", "verbose", "strategy", "tpu", "num_cpu_devices", "save_checkpoints_steps",
                 "log_steps")
 MAX_CHECKPOINTS = 2
-
-
-def kind_name(config):
-    """The task kind of `config`: `--task_kind`, or by task name (CoNLL names tag, `squad*` is span_qa)."""
-    if config.task_kind != "auto":
-        return config.task_kind
-    name = (config.task or "").lower()
-    if name in CONLL_TASKS:
-        return "tagging"
-    return "span_qa" if name.startswith("squad") else "classification"
 
 
 def settings(config):
@@ -82,12 +53,12 @@ def settings(config):
     return {k: v for k, v in dataclasses.asdict(config).items() if k not in NOT_SETTINGS}
 
 
-def run_trials(config, kind=None, strategy=None):
+def run_trials(config, kind, strategy=None):
     """Fine-tunes `config.num_trials` times, or resumes; writes and returns the results (None if preempted).
 
     Args:
         config: `FinetuneConfig` (`task`, `data_dir`, `init`, `output_dir` set).
-        kind: "classification", "tagging", "span_qa", or None (`kind_name(config)`).
+        kind: the `TaskKind` subclass of the task (`kinds.for_config(config)`).
         strategy: `tf.distribute.Strategy` or None (one from `config`).
 
     Returns:
@@ -108,7 +79,7 @@ def _run_trials(config, kind, strategy):
     finished = _finished_results(config)
     if finished is not None:
         return finished
-    task = KINDS[kind or kind_name(config)](config)  # reads the splits: bad files fail before anything is written
+    task = kind(config)  # reads the splits: bad files fail before anything is written
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     encoder, vocab_file = run_files.load_init(config.init, config.vocab_file)
@@ -148,32 +119,6 @@ def _run_trials(config, kind, strategy):
     logging.info("dev %s over %d trial(s): %s", task.metric, config.num_trials,
                  results["summary"].get(f"dev_{task.metric}"))
     return results
-
-
-def run_finetuning(spec, data_dir, init, output_dir, vocab_file=None, strategy=None, **settings):
-    """Fine-tunes `num_trials` times on a classification task and writes results; returns the results dict.
-
-    The Python API of `run_trials` for classification: `spec` gives the
-    task's name and columns (a GLUE name reads its layout).
-
-    Args:
-        spec: `tasks.TaskSpec`.
-        data_dir: str. The task's folder.
-        init: str. See `run_files.load_init`.
-        output_dir: str. Written: `results.json`, `classifier.keras` (best
-            trial), `vocab.txt`, `finetune_config.json`.
-        vocab_file: str or None. Default: the one beside `init`.
-        strategy: `tf.distribute.Strategy` or None (one from `settings`).
-        **settings: fields of `FinetuneConfig` (`epochs=3`, `batch_size=32`, ...).
-    """
-    columns = {}
-    if not tasks_lib.is_glue_task(spec.name):
-        columns = dict(text_a_column=str(spec.text_a), label_column=str(spec.label), regression=spec.is_regression,
-                       text_b_column=None if spec.text_b is None else str(spec.text_b),
-                       file_format="csv" if spec.delimiter == "," else "tsv")
-    config = FinetuneConfig(task=spec.name, task_kind="classification", data_dir=data_dir, init=init,
-                            output_dir=output_dir, vocab_file=vocab_file, **columns).replace(**settings)
-    return run_trials(config, "classification", strategy)
 
 
 def _finished_results(config):

@@ -80,10 +80,10 @@ def open_model(path):
             f"--init {path} is neither a fine-tuning output dir (no {', '.join(MODEL_FILES)}) nor a TF Serving "
             f"export (no {run_files.SAVED_MODEL_FILE} in it or in a numbered version folder): fine-tune with "
             "`python -m electra_tf.finetune` first.")
-    from electra_tf.export.serving import load_finetuned, serving_module
+    from electra_tf.finetuning import kinds
 
-    model, vocab_file, config = load_finetuned(path)
-    module = serving_module(model, vocab_file, config)
+    finetuned = kinds.load_finetuned(path)
+    module = kinds.serving_module(finetuned.model, finetuned.vocab_file, finetuned.settings)
     return ServedPredictor(module.signatures(), _asset_config(module, path), path, keep=module)
 
 

@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from helpers import run_python, write_records, write_vocab  # noqa: E402
 
 from electra_tf import run_files  # noqa: E402  (registers the model classes for load_model)
+from electra_tf.finetuning.classification import ClassificationKind  # noqa: E402
 
 TOLERANCE = 1e-4
 SIZES = ["--embedding_dim", "32", "--hidden_dim", "64", "--num_layers", "2", "--num_heads", "2",
@@ -38,7 +39,7 @@ def finetune(init, output_dir, task_dir):
                          "--output_dir", str(output_dir), "--epochs", "1", "--batch_size", "8", "--seq_length", "16",
                          "--learning_rate", "1e-9", "--verbose", "0"])
     assert result.returncode == 0
-    classifier = keras.saving.load_model(str(output_dir / run_files.CLASSIFIER_FILE), compile=False)
+    classifier = keras.saving.load_model(str(output_dir / ClassificationKind.model_file), compile=False)
     return classifier.encoder
 
 

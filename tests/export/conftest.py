@@ -36,7 +36,7 @@ def artifacts(tmp_path_factory):
 
     from electra_tf.export.encoder_saved_model import export_encoder
     from electra_tf.export.keras_hub_preset import export_preset
-    from electra_tf.export.serving import export_serving
+    from electra_tf.finetuning.kinds import export_serving
     from electra_tf.models.classifier import ElectraClassifier
     from electra_tf.run_files import load_discriminator
 
@@ -58,7 +58,8 @@ def artifacts(tmp_path_factory):
                    "max_seq_length": 32}, f)
 
     serving_base = root / "serving"
-    serving_path = export_serving(classifier, vocab, str(serving_base), "toy", 1, label_names, seq_length=32)
+    serving_path = export_serving(classifier, vocab, str(serving_base), "toy", 1, {"label_names": label_names},
+                                  seq_length=32)
     encoder_path = export_encoder(encoder, vocab, str(root / "encoder"), seq_length=32)
     preset_path = export_preset(encoder, vocab, str(root / "preset"))
     return types.SimpleNamespace(

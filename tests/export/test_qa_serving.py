@@ -45,7 +45,7 @@ def examples():
 def exported(tmp_path_factory):
     if not os.path.exists(VOCAB):
         pytest.skip("shared vocabulary missing")
-    from electra_tf.export.serving import export_serving, load_finetuned
+    from electra_tf.finetuning.kinds import export_serving, load_finetuned
     from electra_tf.run_files import FINETUNE_CONFIG_FILE
 
     keras.utils.set_random_seed(5)
@@ -60,12 +60,10 @@ def exported(tmp_path_factory):
     model.save(str(run / "question_answerer.keras"))
     (run / "vocab.txt").write_text(open(VOCAB).read())
     (run / FINETUNE_CONFIG_FILE).write_text(json.dumps(dict(SETTINGS, task="squad", kind="span_qa", answerable=True)))
-    loaded, vocab_file, config = load_finetuned(str(run))  # what `python -m electra_tf.export --kind serving` does
-    assert isinstance(loaded, ElectraQuestionAnswerer)
-    path = export_serving(loaded, vocab_file, str(tmp_path_factory.mktemp("serving")), "squad", 1,
-                          seq_length=config["max_seq_length"], task=config["task"],
-                          qa_settings={k: config.get(k) for k in ("doc_stride", "max_query_length",
-                                                                  "max_answer_length", "null_threshold")})
+    finetuned = load_finetuned(str(run))  # what `python -m electra_tf.export --kind serving` does
+    assert isinstance(finetuned.model, ElectraQuestionAnswerer) and finetuned.kind.name == "span_qa"
+    path = export_serving(finetuned.model, finetuned.vocab_file, str(tmp_path_factory.mktemp("serving")), "squad", 1,
+                          finetuned.settings)
     RUN["dir"] = str(run)  # for the CLI test
     return model, path
 

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.data.tokenizer import WordPieceTokenizer
-from electra_tf.export.serving import export_serving, load_finetuned
+from electra_tf.finetuning.kinds import export_serving, load_finetuned
 
 BIN = os.path.dirname(sys.executable)
 
@@ -97,7 +97,7 @@ def test_predict_ids_matches_keras_and_batch_is_dynamic(artifacts, texts):
 def test_pair_task_signature(artifacts, tmp_path):
     a, b = ["a good film", "", "x " * 100], ["not bad", "the plot", "y " * 100]
     path = export_serving(artifacts.classifier, artifacts.vocab, str(tmp_path), "pair", 3,
-                          artifacts.label_names, seq_length=24, pair=True)
+                          {"label_names": artifacts.label_names, "pair": True}, seq_length=24)
     signature = tf.saved_model.load(path).signatures["serving_default"]
     assert set(signature.structured_input_signature[1]) == {"text", "text_b"}
     out = signature(text=tf.constant(a), text_b=tf.constant(b))["probabilities"].numpy()
@@ -121,15 +121,15 @@ def test_bad_requests_raise_clear_errors_and_model_keeps_serving(artifacts, text
 
 
 def test_exporting_a_model_without_classifier_head_is_a_clear_error(artifacts, tmp_path):
-    with pytest.raises(FileNotFoundError, match="no classifier head"):
+    with pytest.raises(FileNotFoundError, match="looks like a pre-training run .config.json, no task head"):
         load_finetuned(artifacts.run_dir)
-    with pytest.raises(TypeError, match="needs a fine-tuned `ElectraClassifier`.*Received: ElectraEncoder"):
+    with pytest.raises(TypeError, match="A ElectraEncoder is not a fine-tuned model .ElectraClassifier, "):
         export_serving(artifacts.encoder, artifacts.vocab, str(tmp_path))
-    with pytest.raises(FileNotFoundError, match="No fine-tuned classifier in"):
+    with pytest.raises(FileNotFoundError, match="No fine-tuned model in .* .expected one of classifier.keras, "):
         load_finetuned(str(tmp_path))  # an empty folder
     bare = tmp_path / "encoder_only.keras"
     artifacts.encoder.save(bare)
-    with pytest.raises(TypeError, match="holds a ElectraEncoder, not an ElectraClassifier"):
+    with pytest.raises(TypeError, match="A ElectraEncoder is not a fine-tuned model"):
         load_finetuned(str(bare))
 
 
@@ -142,7 +142,7 @@ def test_cli_exports_finetuned_dir(artifacts, tmp_path):
     path = tmp_path / "toy" / "7"
     config = json.loads((path / "assets" / "serving_config.json").read_text())
     assert config["seq_length"] == 32 and config["label_names"] == artifacts.label_names
-    classifier, _, _ = load_finetuned(artifacts.finetuned)
+    classifier = load_finetuned(artifacts.finetuned).model
     out = tf.saved_model.load(str(path)).signatures["serving_default"](text=tf.constant(["a good film"]))
     np.testing.assert_allclose(out["probabilities"].numpy(),
                                keras_probabilities(classifier, artifacts.vocab, ["a good film"], 32),
@@ -174,17 +174,18 @@ def test_an_interrupted_export_leaves_no_version_and_the_next_one_completes(arti
 
     monkeypatch.setattr(tf.saved_model, "save", save_then_die)
     with pytest.raises(KeyboardInterrupt):
-        export_serving(artifacts.classifier, artifacts.vocab, str(tmp_path), "toy", 2, artifacts.label_names,
-                       seq_length=24)
+        export_serving(artifacts.classifier, artifacts.vocab, str(tmp_path), "toy", 2,
+                       {"label_names": artifacts.label_names}, seq_length=24)
     assert not [name for name in os.listdir(tmp_path / "toy") if name.isdigit()]  # what TF Serving would load
 
     monkeypatch.setattr(tf.saved_model, "save", real_save)
-    path = export_serving(artifacts.classifier, artifacts.vocab, str(tmp_path), "toy", 2, artifacts.label_names,
-                          seq_length=24)
+    path = export_serving(artifacts.classifier, artifacts.vocab, str(tmp_path), "toy", 2,
+                          {"label_names": artifacts.label_names}, seq_length=24)
     assert os.listdir(tmp_path / "toy") == ["2"]  # the interrupted attempt's folder replaced
     out = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(["a good film"]))
     np.testing.assert_allclose(out["probabilities"].numpy(),
                                keras_probabilities(artifacts.classifier, artifacts.vocab, ["a good film"], 24),
                                atol=1e-5, rtol=0)
     with pytest.raises(FileExistsError, match="versions are immutable"):
-        export_serving(artifacts.classifier, artifacts.vocab, str(tmp_path), "toy", 2, artifacts.label_names)
+        export_serving(artifacts.classifier, artifacts.vocab, str(tmp_path), "toy", 2,
+                       {"label_names": artifacts.label_names})

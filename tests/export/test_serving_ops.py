@@ -10,7 +10,7 @@ from electra_tf.export.serving_ops import MODEL_SERVER_OPS, TEXT_OPS_LIB_TARGETS
 @pytest.fixture(scope="module")
 def exports(artifacts, tmp_path_factory):
     """One export of each kind: classification and encoder (conftest), regression, tagging, QA."""
-    from electra_tf.export.serving import export_serving
+    from electra_tf.finetuning.kinds import export_serving
     from electra_tf.models.classifier import ElectraClassifier
     from electra_tf.models.question_answerer import ElectraQuestionAnswerer
     from electra_tf.models.token_classifier import ElectraTokenClassifier
@@ -25,9 +25,10 @@ def exports(artifacts, tmp_path_factory):
         "classification": artifacts.serving_path,
         "encoder": artifacts.encoder_path,
         "regression": export_serving(regressor, artifacts.vocab, base, "regression", 1, seq_length=32),
-        "tagging": export_serving(tagger, artifacts.vocab, base, "tagging", 1, ["O", "B-X", "I-X"], seq_length=32),
-        "qa": export_serving(answerer, artifacts.vocab, base, "qa", 1, seq_length=48,
-                             qa_settings={"max_query_length": 16, "doc_stride": 16}),
+        "tagging": export_serving(tagger, artifacts.vocab, base, "tagging", 1, {"label_names": ["O", "B-X", "I-X"]},
+                                  seq_length=32),
+        "qa": export_serving(answerer, artifacts.vocab, base, "qa", 1, {"max_query_length": 16, "doc_stride": 16},
+                             seq_length=48),
     }
 
 

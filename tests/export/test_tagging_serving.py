@@ -159,8 +159,9 @@ def keras_tags(tagger, tokenizer, sentences):
 def exported(tmp_path_factory):
     if not os.path.exists(VOCAB):
         pytest.skip("shared vocabulary missing")
-    from electra_tf.export.serving import export_serving, load_finetuned
-    from electra_tf.run_files import FINETUNE_CONFIG_FILE, TOKEN_CLASSIFIER_FILE
+    from electra_tf.finetuning.kinds import export_serving, load_finetuned
+    from electra_tf.finetuning.tagging import TaggingKind
+    from electra_tf.run_files import FINETUNE_CONFIG_FILE
 
     keras.utils.set_random_seed(3)
     encoder = ElectraEncoder(vocab_size=30522, num_layers=1, num_heads=2, hidden_dim=16, embedding_dim=16,
@@ -168,15 +169,14 @@ def exported(tmp_path_factory):
     tagger = ElectraTokenClassifier(encoder, num_labels=len(LABELS))
     tagger.build()
     run = tmp_path_factory.mktemp("finetuned")  # as a tagging `finetune` run leaves it
-    tagger.save(str(run / TOKEN_CLASSIFIER_FILE))
+    tagger.save(str(run / TaggingKind.model_file))
     (run / "vocab.txt").write_text(open(VOCAB).read())
     (run / FINETUNE_CONFIG_FILE).write_text(json.dumps({"task": "ner", "kind": "tagging", "label_names": LABELS,
                                                         "max_seq_length": SEQ_LENGTH, "stride": STRIDE}))
-    model, vocab_file, config = load_finetuned(str(run))  # what `python -m electra_tf.export --kind serving` does
-    assert isinstance(model, ElectraTokenClassifier)
-    path = export_serving(model, vocab_file, str(tmp_path_factory.mktemp("serving")), "ner", 1,
-                          label_names=config["label_names"], seq_length=config["max_seq_length"],
-                          task=config["task"], stride=config["stride"])
+    finetuned = load_finetuned(str(run))  # what `python -m electra_tf.export --kind serving` does
+    assert isinstance(finetuned.model, ElectraTokenClassifier) and finetuned.kind is TaggingKind
+    path = export_serving(finetuned.model, finetuned.vocab_file, str(tmp_path_factory.mktemp("serving")), "ner", 1,
+                          finetuned.settings)
     return tagger, path
 
 

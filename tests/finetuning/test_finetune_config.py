@@ -50,10 +50,10 @@ def test_choices_and_ranges_are_checked():
 
 def test_task_kind_and_generic_tagging_columns():
     from electra_tf.finetuning.tagging import tagging_task
-    from electra_tf.finetuning.trials import kind_name
+    from electra_tf.finetuning.kinds import for_config
 
     def is_tagging(config):
-        return kind_name(config) == "tagging"
+        return for_config(config).name == "tagging"
 
     assert is_tagging(FinetuneConfig(task="conll2003")) and is_tagging(FinetuneConfig(task="CoNLL2003_pos"))
     assert not is_tagging(FinetuneConfig(task="sst-2"))

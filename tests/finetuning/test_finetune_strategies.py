@@ -45,7 +45,8 @@ from helpers import make_run_dir
 from test_finetune_strategies import write_toy_tasks
 from electra_tf.finetuning import tasks
 from electra_tf.finetuning.config import FinetuneConfig
-from electra_tf.finetuning.trials import run_finetuning, run_trials
+from electra_tf.finetuning.classification import run_finetuning
+from electra_tf.finetuning.kinds import finetune as run_trials
 
 tmp, vocab = sys.argv[1:]
 run_dir = make_run_dir(os.path.join(tmp, "run"), vocab, dropout=0.0, num_layers=2, hidden_dim=32,
@@ -59,7 +60,7 @@ def train(name, strategy):
     result = run_finetuning(spec, data, run_dir, os.path.join(tmp, name, "cls"), strategy=strategy, **settings)
     config = FinetuneConfig(task="toy", task_kind="tagging", data_dir=data, init=run_dir,
                             output_dir=os.path.join(tmp, name, "tag"), **settings)
-    tagged = run_trials(config, "tagging", strategy)
+    tagged = run_trials(config, strategy)
     load = lambda *path: keras.saving.load_model(os.path.join(tmp, name, *path)).get_weights()
     return {"cls_loss": result["trials"][0]["train_loss"], "tag_loss": tagged["trials"][0]["train_loss"],
             "cls_weights": load("cls", "classifier.keras"), "tag_weights": load("tag", "token_classifier.keras")}
@@ -85,7 +86,8 @@ def float32_after():
 def test_mixed_bfloat16_and_xla_fine_tune_on_cpu(kind, run_dir, tmp_path, float32_after):
     from electra_tf.finetuning import tasks
     from electra_tf.finetuning.config import FinetuneConfig
-    from electra_tf.finetuning.trials import run_finetuning, run_trials
+    from electra_tf.finetuning.classification import run_finetuning
+from electra_tf.finetuning.kinds import finetune as run_trials
 
     data = write_toy_tasks(tmp_path / "data", num_sentences=32)
     settings = dict(epochs=2, batch_size=8, learning_rate=2e-3, max_seq_length=16, verbose=0,
@@ -98,7 +100,7 @@ def test_mixed_bfloat16_and_xla_fine_tune_on_cpu(kind, run_dir, tmp_path, float3
     else:
         config = FinetuneConfig(task="toy", task_kind="tagging", data_dir=data, init=run_dir,
                                 output_dir=str(tmp_path / "out"), **settings)
-        results = run_trials(config, "tagging")
+        results = run_trials(config)
         model = keras.saving.load_model(tmp_path / "out" / "token_classifier.keras")
     losses = results["trials"][0]["train_loss"]
     assert np.all(np.isfinite(losses)) and losses[1] < losses[0]
@@ -115,7 +117,8 @@ WORKER_SCRIPT = textwrap.dedent(
     from electra_tf.finetuning import tasks
     from electra_tf.finetuning.config import FinetuneConfig
     from electra_tf.finetuning.recipe import create_strategy
-    from electra_tf.finetuning.trials import run_finetuning, run_trials
+    from electra_tf.finetuning.classification import run_finetuning
+from electra_tf.finetuning.kinds import finetune as run_trials
 
     run_dir, data, out, strategy_name = sys.argv[1:]
     settings = dict(epochs=2, batch_size=8, learning_rate=2e-3, dropout=0.0, max_seq_length=16, verbose=0,
@@ -123,7 +126,7 @@ WORKER_SCRIPT = textwrap.dedent(
     config = FinetuneConfig(task="toy", task_kind="tagging", data_dir=data, init=run_dir,
                             output_dir=os.path.join(out, "tag"), strategy=strategy_name, **settings)
     strategy = create_strategy(config)
-    tagged = run_trials(config, "tagging", strategy)
+    tagged = run_trials(config, strategy)
     spec = tasks.load_task("toy", data, text_a_column="sentence", label_column="label")
     result = run_finetuning(spec, data, run_dir, os.path.join(out, "cls"), strategy=strategy, **settings)
     print(json.dumps({"tag_loss": tagged["trials"][0]["train_loss"], "cls_loss": result["trials"][0]["train_loss"],

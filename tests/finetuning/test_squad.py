@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from electra_tf.finetuning.config import FinetuneConfig
-from electra_tf.finetuning.trials import kind_name, run_trials
+from electra_tf.finetuning.kinds import finetune as run_trials, for_config
 from helpers import assert_trained_alike, run_python, train_on_one_and_two_cpus
 
 VOCAB = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "vocab", "bert_uncased_vocab.txt")
@@ -50,11 +50,11 @@ SETTINGS = dict(epochs=2, batch_size=8, learning_rate=2e-3, max_seq_length=48, d
 
 
 def is_span_qa(config):
-    return kind_name(config) == "span_qa"
+    return for_config(config).name == "span_qa"
 
 
 def run_qa(config, strategy=None):
-    return run_trials(config, "span_qa", strategy)
+    return run_trials(config, strategy)
 
 
 def test_task_kind():
@@ -131,7 +131,7 @@ import keras
 from helpers import make_run_dir
 from test_squad import SETTINGS, write_toy_squad
 from electra_tf.finetuning.config import FinetuneConfig
-from electra_tf.finetuning.trials import run_trials
+from electra_tf.finetuning.kinds import finetune as run_trials
 
 tmp, vocab = sys.argv[1:]
 run_dir = make_run_dir(os.path.join(tmp, "run"), vocab, dropout=0.0, num_layers=1, hidden_dim=32,
@@ -141,7 +141,7 @@ data = write_toy_squad(os.path.join(tmp, "data"), articles=(("train", 4), ("dev"
 def train(name, strategy):
     config = FinetuneConfig(task="squad", data_dir=data, init=run_dir, output_dir=os.path.join(tmp, name),
                             swap_contexts=True, clip_norm=0.05, **SETTINGS)
-    result = run_trials(config, "span_qa", strategy)
+    result = run_trials(config, strategy)
     weights = keras.saving.load_model(os.path.join(tmp, name, "question_answerer.keras")).get_weights()
     return {"loss": result["trials"][0]["train_loss"], "weights": weights}
 """

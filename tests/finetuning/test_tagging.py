@@ -13,7 +13,7 @@ from electra_tf.finetuning import tagging
 from electra_tf.finetuning.config import FinetuneConfig
 from electra_tf.finetuning.tagging import MaskedSparseCrossEntropy, tagging_dataset
 from electra_tf.finetuning.tagging_features import IGNORE_INDEX
-from electra_tf.finetuning.trials import run_trials
+from electra_tf.finetuning.kinds import finetune as run_trials
 from helpers import run_python
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # seqeval's zero-division warnings
@@ -110,7 +110,7 @@ def test_tagging_learns_and_scores_as_seqeval(run_dir, tmp_path):
     config = FinetuneConfig(task="toy_ner", task_kind="tagging", data_dir=data, init=run_dir,
                             output_dir=str(tmp_path / "out"), epochs=5, batch_size=16, learning_rate=3e-3,
                             max_seq_length=32, num_trials=2, verbose=0)
-    results = run_trials(config, "tagging")
+    results = run_trials(config)
     out = tmp_path / "out"
     assert {"results.json", "token_classifier.keras", "vocab.txt", "finetune_config.json"} <= set(os.listdir(out))
     assert results["labels"] == ["O", "B-LOC", "B-ORG", "B-PER", "I-LOC", "I-ORG", "I-PER"]
@@ -145,7 +145,7 @@ def test_pos_tags_are_scored_by_token_accuracy(run_dir, tmp_path):
     config = FinetuneConfig(task="toy_pos", task_kind="tagging", tag_scheme="none", label_column="1",
                             data_dir=data, init=run_dir, output_dir=str(tmp_path / "out"), epochs=1,
                             batch_size=16, max_seq_length=16, verbose=0)
-    results = run_trials(config, "tagging")
+    results = run_trials(config)
     assert results["metric"] == "token_accuracy" and set(results["trials"][0]["dev"]) == {"token_accuracy"}
     assert results["trials"][0]["dev_per_type"] is None
 

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from electra_tf import run_files
 from electra_tf.finetuning.config import FinetuneConfig
-from electra_tf.finetuning.trials import run_trials
+from electra_tf.finetuning.kinds import finetune as run_trials
 from helpers import make_run_dir, run_python, write_vocab
 from test_bad_input_finetune import checksums
 from test_finetune_strategies import write_toy_tasks

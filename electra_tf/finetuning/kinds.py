@@ -1,0 +1,166 @@
+"""The task kinds by name: the one registry fine-tuning, export, predict and convert consult.
+
+A new task family is a `TaskKind` subclass in its own module (see `kind.py`) and one line
+below. Everything else finds it here: `for_config` (which kind a fine-tuning run is),
+`finetune` (a fine-tuning run of that kind), `for_model` (which kind a loaded model is), `for_output_dir` (which kind a fine-tuning
+output holds), `load_finetuned` and `serving_module` (export and predict).
+
+Example:
+>>> from electra_tf.finetuning import kinds
+>>> sorted(kinds.KINDS)
+['classification', 'multiple_choice', 'span_qa', 'tagging']
+>>> from electra_tf.finetuning.config import FinetuneConfig
+>>> kinds.for_config(FinetuneConfig(task="conll2003")).name, kinds.for_config(FinetuneConfig(task="sst-2")).name
+('tagging', 'classification')
+"""
+
+import collections
+import json
+import os
+
+import tensorflow as tf
+from absl import logging
+
+from electra_tf import run_files
+from electra_tf.finetuning import trials
+from electra_tf.finetuning.classification import ClassificationKind
+from electra_tf.finetuning.multiple_choice import MultipleChoiceKind
+from electra_tf.finetuning.qa import SpanQAKind
+from electra_tf.finetuning.tagging import TaggingKind
+
+KINDS = {
+    "classification": ClassificationKind,
+    "tagging": TaggingKind,
+    "span_qa": SpanQAKind,
+    "multiple_choice": MultipleChoiceKind,
+}
+DEFAULT = "classification"  # what `--task_kind auto` gives a task name no kind claims
+
+Finetuned = collections.namedtuple("Finetuned", ["kind", "model", "vocab_file", "settings"])
+
+
+def get(name):
+    """The kind registered as `name`; an error listing the kinds otherwise."""
+    if name not in KINDS:
+        raise ValueError(f"Unknown task kind {name!r}. Known kinds: {sorted(KINDS)}.")
+    return KINDS[name]
+
+
+def for_config(config):
+    """The kind of a fine-tuning `config`: `--task_kind`, or (auto) the kind that claims the task's name."""
+    if config.task_kind not in (None, "auto"):
+        return get(config.task_kind)
+    name = (config.task or "").lower()
+    return next((kind for kind in KINDS.values() if kind.claims(name)), KINDS[DEFAULT])
+
+
+def finetune(config, strategy=None):
+    """`trials.run_trials` with the kind of `config`: what `python -m electra_tf.finetune` runs.
+
+    Returns the results dict (`results.json`), or None when a SIGTERM stopped the run.
+    """
+    return trials.run_trials(config, for_config(config), strategy)
+
+
+def for_model(model):
+    """The kind whose `model_class` `model` is; a `TypeError` naming what is accepted otherwise."""
+    for kind in KINDS.values():
+        if isinstance(model, kind.model_class):
+            return kind
+    names = ", ".join(kind.model_class.__name__ for kind in KINDS.values())
+    raise TypeError(f"A {type(model).__name__} is not a fine-tuned model ({names}): fine-tune it first with "
+                    "`python -m electra_tf.finetune`, or export a bare encoder with `--kind encoder`.")
+
+
+def model_files():
+    """The file name of each kind's fine-tuned model, by kind name."""
+    return {name: kind.model_file for name, kind in KINDS.items()}
+
+
+def for_output_dir(path):
+    """The kind of the fine-tuned model in the fine-tuning output `path` (by its model file), or None."""
+    return next((kind for kind in KINDS.values() if tf.io.gfile.exists(os.path.join(path, kind.model_file))), None)
+
+
+def load_finetuned(path):
+    """The model a `finetune` run left in `path` (a folder, or its model's `.keras` file), with its kind.
+
+    Returns:
+        `Finetuned(kind, model, vocab_file, settings)`: `settings` is the run's
+        `finetune_config.json` (empty, with a warning, when it is missing).
+
+    Raises:
+        FileNotFoundError naming what was expected when `path` holds no fine-tuned model.
+    """
+    if path.endswith(".keras"):
+        model_path, folder = path, os.path.dirname(path)
+    else:
+        folder, kind = path, for_output_dir(path)
+        if kind is None:
+            hint = ""
+            if tf.io.gfile.exists(os.path.join(path, run_files.CONFIG_FILE)):
+                hint = " It looks like a pre-training run (config.json, no task head):"
+            raise FileNotFoundError(
+                f"No fine-tuned model in {path} (expected one of {', '.join(model_files().values())}).{hint} "
+                "fine-tune it first with `python -m electra_tf.finetune`, or export the bare encoder with "
+                "`python -m electra_tf.export --kind encoder`.")
+        model_path = os.path.join(path, kind.model_file)
+    model = run_files.load_keras_model(model_path)
+    kind = for_model(model)
+    settings = {}
+    config_file = os.path.join(folder, run_files.FINETUNE_CONFIG_FILE)
+    if tf.io.gfile.exists(config_file):
+        with tf.io.gfile.GFile(config_file) as f:
+            try:
+                settings = json.load(f)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{config_file} is not valid JSON ({e}): truncated or damaged.") from None
+    else:
+        logging.warning("WARNING: no %s beside %s: %s", run_files.FINETUNE_CONFIG_FILE, model_path,
+                        kind.missing_settings(model))
+    return Finetuned(kind, model, os.path.join(folder, run_files.VOCAB_FILE), settings)
+
+
+def serving_module(model, vocab_file, settings, seq_length=None):
+    """The `tf.Module` that `export --kind serving` saves for a fine-tuned model, built in this process.
+
+    Its `signatures()` are the exported SavedModel's, as `tf.function`s: calling them runs what
+    TF Serving runs (`predict` does, on a fine-tuning output dir).
+
+    Args:
+        model: a fine-tuned model of any kind (`for_model`).
+        vocab_file: str. Its vocabulary.
+        settings: dict. Its `finetune_config.json` (`load_finetuned`).
+        seq_length: int or None. Default: the fine-tuning `max_seq_length`.
+    """
+    return for_model(model).serving_module(model, vocab_file, settings, seq_length)
+
+
+def export_serving(model, vocab_file, base_dir, model_name="electra", version=1, settings=None, seq_length=None):
+    """Writes a fine-tuned `model` as `<base_dir>/<model_name>/<version>/` for TF Serving; returns that folder.
+
+    Example:
+        ```python
+        import pathlib
+
+        import tensorflow as tf
+
+        from electra_tf.finetuning.kinds import export_serving
+        from electra_tf.models.classifier import ElectraClassifier
+        from electra_tf.models.encoder import ElectraEncoder
+
+        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "fine", "film"]
+        pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
+        encoder = ElectraEncoder(vocab_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=32,
+                                 embedding_dim=16, intermediate_dim=64)
+        classifier = ElectraClassifier(encoder, num_labels=2)  # fine-tuned, in practice
+        classifier.build()
+        path = export_serving(classifier, "vocab.txt", "serving", "movie", 1,
+                              {"label_names": ["negative", "positive"], "max_seq_length": 16})
+        tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(["a fine film"]))["label"]
+        ```
+    """
+    from electra_tf.export.assets import save_version, version_dir
+
+    module = serving_module(model, vocab_file, settings or {}, seq_length)
+    return save_version(module, version_dir(base_dir, model_name, version))
