@@ -46,11 +46,7 @@ def read_bert(directory):
         bert["weights"]["electra/embeddings/word_embeddings"].shape  # (100, 32)
         ```
     """
-    config, state = read_safetensors_dir(directory)
-    if config.get("model_type") != "bert":
-        raise ValueError(
-            f"{directory!r} is not a BERT checkpoint. Received: `model_type={config.get('model_type')!r}`"
-        )
+    config, state = read_safetensors_dir(directory, model_type="bert")  # the family first, then the weights
     if config.get("position_embedding_type", "absolute") != "absolute":
         raise ValueError(
             "Only absolute position embeddings convert. Received: "

@@ -47,7 +47,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from electra_tf import run_files
+from electra_tf import run_files, sources
 from electra_tf.data.tokenizer import WordPieceTokenizer, copy_vocab
 from electra_tf.finetuning import recipe
 from electra_tf.finetuning import tasks as tasks_lib
@@ -111,7 +111,7 @@ def _run_trials(config, kind, strategy):
     task = KINDS[kind or kind_name(config)](config)  # reads the splits: bad files fail before anything is written
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
-    encoder, vocab_file = run_files.load_init(config.init, config.vocab_file)
+    encoder, vocab_file = sources.load_init(config.init, config.vocab_file)
     recipe.check_model(encoder, vocab_file, config.max_seq_length)
     _check_unfinished(config)
     task.prepare(WordPieceTokenizer(vocab_file))
@@ -159,7 +159,7 @@ def run_finetuning(spec, data_dir, init, output_dir, vocab_file=None, strategy=N
     Args:
         spec: `tasks.TaskSpec`.
         data_dir: str. The task's folder.
-        init: str. See `run_files.load_init`.
+        init: str. Any `--init` form (`sources.load_init`).
         output_dir: str. Written: `results.json`, `classifier.keras` (best
             trial), `vocab.txt`, `finetune_config.json`.
         vocab_file: str or None. Default: the one beside `init`.

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from convert_helpers import torch_outputs, tiny_config
-from electra_tf.convert import build_from_bert, init_from
+from electra_tf.convert import build_from_bert
 from electra_tf.models.pretrainer import build_pretrainer
+from electra_tf.sources import init_pretrainer
 
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("torch")
@@ -43,7 +44,7 @@ def test_minilm_reproduces_transformers_hidden_states():
         None,
     )
     np.testing.assert_allclose(np.asarray(encoder(batch)), expected, atol=1e-4, rtol=0)
-    # The same through `init_from` into a pretrainer with BERT's sizes.
+    # The same through `init_pretrainer` into a pretrainer with BERT's sizes.
     config = tiny_config(
         vocab_size=30522,
         embedding_dim=384,
@@ -54,7 +55,7 @@ def test_minilm_reproduces_transformers_hidden_states():
         max_sequence_length=512,
     )
     pretrainer = build_pretrainer(config)
-    init_from(f"bert:{directory}", pretrainer)
+    init_pretrainer(f"bert:{directory}", pretrainer)
     np.testing.assert_allclose(
         np.asarray(pretrainer.discriminator(batch)), expected, atol=1e-4, rtol=0
     )
@@ -72,4 +73,4 @@ def test_bert_into_a_projected_encoder_is_an_error():
         max_sequence_length=512,
     )
     with pytest.raises(ValueError, match=r"embedding_dim 384 vs 128"):
-        init_from(f"bert:{directory}", build_pretrainer(config))
+        init_pretrainer(f"bert:{directory}", build_pretrainer(config))
