@@ -134,7 +134,15 @@ def save(model, target, path, part="both", label_names=None):
         return convert.export_hugging_face(model, path, part=part)
     if target == "official":
         return [convert.export_official(model, path)]
-    model.save(path)
+    folder, name = os.path.split(os.path.abspath(path))
+    partial = os.path.join(folder, f".{name[:-len('.keras')]}.partial.keras")  # Keras wants the suffix
+    os.makedirs(folder, exist_ok=True)
+    try:
+        model.save(partial)
+        os.replace(partial, path)  # a `.keras` file that exists is complete
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
     return [path]
 
 

@@ -120,14 +120,11 @@ def build_from_bert(directory):
     Example:
         ```python
         import transformers
-
-        # A tiny BERT checkpoint, as `save_pretrained` writes one (E = H: BERT has no projection).
-        transformers.BertModel(transformers.BertConfig(
-            vocab_size=100, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-            intermediate_size=64, max_position_embeddings=128)).save_pretrained("bert")
-
         from electra_tf.convert.bert import build_from_bert
 
+        config = transformers.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=1,
+                                         num_attention_heads=2, intermediate_size=64)
+        transformers.BertForMaskedLM(config).save_pretrained("bert")  # a `BertFor*`: its `bert.` body is read
         encoder = build_from_bert("bert")
         encoder.hidden_dim, encoder.num_layers  # (32, 1)
         ```

@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import pytest
 
-from convert_helpers import inputs, tiny_config, torch_outputs
+from convert_helpers import SIZE_FLAGS, inputs, tiny_config, torch_outputs, write_task
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from helpers import run_python, write_records, write_vocab  # noqa: E402
@@ -18,18 +18,6 @@ from helpers import run_python, write_records, write_vocab  # noqa: E402
 from electra_tf import run_files, sources  # noqa: E402  (registers the model classes for load_model)
 
 TOLERANCE = 1e-4
-SIZES = ["--embedding_dim", "32", "--hidden_dim", "64", "--num_layers", "2", "--num_heads", "2",
-         "--intermediate_dim", "128", "--max_sequence_length", "64", "--generator_hidden_fraction", "0.25"]
-
-
-def write_task(folder):
-    """A two-label classification task of `write_vocab` pieces (8 train, 4 dev rows)."""
-    os.makedirs(folder, exist_ok=True)
-    rows = "sentence\tlabel\n" + "".join(f"piece{i} piece{i + 1} piece{2 * i}\t{i % 2}\n" for i in range(8))
-    for split in ("train", "dev"):
-        with open(os.path.join(folder, f"{split}.tsv"), "w") as f:
-            f.write(rows)
-    return str(folder)
 
 
 def finetune(init, output_dir, task_dir):
@@ -81,7 +69,7 @@ def test_finetune_pretrain_and_export_take_a_transformers_pair(hf_folder, tmp_pa
 
     # pretrain --init hf:DIR (continued pre-training of both parts), then --init that run (phase 2, longer records)
     data = write_records(tmp_path / "data", num_files=1, num_examples=16, seq_length=16, vocab_size=config.vocab_size)
-    base = ["-m", "electra_tf.pretrain", "--config", "tiny", *SIZES, "--batch_size", "4", "--train_steps", "1",
+    base = ["-m", "electra_tf.pretrain", "--config", "tiny", *SIZE_FLAGS, "--batch_size", "4", "--train_steps", "1",
             "--learning_rate", "1e-9", "--verbose", "0", "--save_checkpoints_steps", "1"]
     result = run_python([*base, "--model_dir", str(tmp_path / "run1"), "--data", data, "--seq_length", "16",
                          "--init", f"hf:{root}"])
