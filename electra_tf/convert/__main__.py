@@ -250,7 +250,7 @@ def staged_folder(path):
     os.chmod(stage, 0o777 & ~umask)  # as `os.makedirs` would have made it, not mkdtemp's 0700
     try:
         yield stage
-        os.replace(stage, path)  # onto a new or empty folder (`guard_output` refused anything else)
+        os.replace(stage, os.path.join(parent, name))  # onto a new or empty folder (`guard_output` refused others)
     except BaseException as e:
         shutil.rmtree(stage, ignore_errors=True)
         if isinstance(e, OSError) or type(e).__module__.startswith("tensorflow"):  # a full disk, a lost mount

@@ -71,6 +71,12 @@ def resolve(spec, flag="init"):
     Raises:
         ValueError: an unknown `KIND:`, or a prefix with no path.
         FileNotFoundError: a path no form recognises (each form is listed).
+
+    Example:
+        >>> from electra_tf.sources import resolve
+        >>> source, path = resolve("bert:all-MiniLM-L6-v2")  # a prefixed form: nothing is read yet
+        >>> type(source).__name__, path
+        ('Bert', 'all-MiniLM-L6-v2')
     """
     if not spec:
         raise ValueError(f"`--{flag}` is required: {FORMS}.")
@@ -88,7 +94,13 @@ def resolve(spec, flag="init"):
 
 
 def init_inputs(init):
-    """The files or folders an `--init` names, without reading them: an output must not overlap them."""
+    """The files or folders an `--init` names, without reading them: an output must not overlap them.
+
+    Example:
+        >>> from electra_tf.sources import init_inputs
+        >>> init_inputs("hf:electra/discriminator,electra/generator")
+        ['electra/discriminator', 'electra/generator']
+    """
     _, source, path = _split(init or "")
     return source.inputs(path) if source is not None else [init] if init else []
 
@@ -99,17 +111,33 @@ def check_finite(model, what):
     Args:
         model: a Keras model (encoder, pretrainer, fine-tuned model).
         what: str. Names the source in the message (`--init=hf:DIR`).
+
+    Example:
+        ```python
+        import numpy as np
+        from electra_tf.models.encoder import ElectraEncoder
+        from electra_tf.sources import check_finite
+
+        encoder = ElectraEncoder(vocab_size=100, num_layers=1, num_heads=1, hidden_dim=32, embedding_dim=16,
+                                 intermediate_dim=64)
+        encoder.build()
+        encoder.embeddings.token_embedding.embeddings.assign(np.full((100, 16), np.nan, "float32"))
+        try:
+            check_finite(encoder, "`--init=m.keras`")
+        except ValueError as e:
+            print(e)  # `--init=m.keras`: electra/embeddings/word_embeddings holds 1600 non-finite value(s) ...
+        ```
     """
     names = _official_names(model)
     for variable in model.weights:
         value = keras.ops.convert_to_numpy(variable)
         finite = np.isfinite(value)
         if not finite.all():
-            nan = int(np.isnan(value).sum())
+            bad, nan = value.size - int(finite.sum()), int(np.isnan(value).sum())
             name = names.get(variable.path, variable.path)
-            raise ValueError(f"{what}: {name} holds {value.size - int(finite.sum())} non-finite value(s) "
-                             f"({nan} NaN, {value.size - int(finite.sum()) - nan} infinite) of {value.size}: the "
-                             "weights are damaged; nothing was used. Read them again from their source.")
+            raise ValueError(f"{what}: {name} holds {bad} non-finite value(s) ({nan} NaN, {bad - nan} infinite) "
+                             f"of {value.size}: the weights are damaged; nothing was used. Read them again from "
+                             "their source.")
 
 
 def _official_names(model):
@@ -129,6 +157,11 @@ def load_source(prefix, path, flag="input", **options):
 
     The same reading as `--init PREFIX:PATH`, weights checked finite; `options` go to
     the form (`official`: `num_heads`, `generator_num_heads`).
+
+    Args:
+        prefix: str. A key of `SOURCES` (`hf`, `official`, `bert`, `keras`, ...).
+        path: str. What follows the prefix.
+        flag: str. The flag that named `path`, for messages.
     """
     return _load(SOURCES[prefix], path, f"`--{flag}={path}`", flag, options)
 

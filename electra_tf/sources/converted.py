@@ -23,10 +23,10 @@ class GeneratorFolderError(ValueError):
         folder: str. The generator folder.
     """
 
-    def __init__(self, folder, flag="init", spec=None):
+    def __init__(self, folder, flag="init"):
         self.folder = folder
         super().__init__(
-            f"`--{flag}={spec or folder}`: {folder} is an ELECTRA generator (ElectraForMaskedLM in its config.json), "
+            f"`--{flag}`: {folder} is an ELECTRA generator (ElectraForMaskedLM in its config.json), "
             "not a discriminator, which fine-tuning, export and pre-training start from. Pass the discriminator "
             f"folder (ElectraForPreTraining, the `*-discriminator` of a release), or both as hf:DISC,GEN; to use "
             f"the generator itself, pass hf_generator:{folder}."
@@ -52,7 +52,7 @@ class HuggingFace(Source):
 
         roles = folder_roles(path)
         if [role for _, _, role in roles] == ["generator"]:
-            raise GeneratorFolderError(roles[0][0], flag, f"{self.prefix}:{path}")
+            raise GeneratorFolderError(roles[0][0], flag)
         return [directory for directory, _, _ in roles]
 
     def load(self, path, flag="init", **options):
