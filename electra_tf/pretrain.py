@@ -5,9 +5,8 @@ preset. Re-running the same command resumes from the latest checkpoint in
 `--model_dir` (step, weights and optimizer state) and stops at `--train_steps`.
 `--data` is required; `--data demo` trains on the embedded demo corpus (built
 on first use), the default of `--config tiny` only. `--init` starts a new run
-from other weights: any `--init` form (`run_files.load_init`: another run,
-`hf:DIR`, `official:DIR`, `bert:DIR`, `keras_hub:DIR`, a `.keras` file, an
-encoder export); `--init_from` is its deprecated spelling. Installed as `electra-pretrain`.
+from other weights: any `--init` form (`electra_tf.sources` lists them: another
+run, `hf:DIR`, `bert:DIR`, a `.keras` file, ...); `--init_from` is its deprecated spelling. Installed as `electra-pretrain`.
 """
 
 import contextlib

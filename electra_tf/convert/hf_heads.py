@@ -23,9 +23,6 @@ that holds for h > -58 (the final LayerNorm keeps [CLS] components within a few
 units), and the rounding of h + 64 costs under 4e-6 per component.
 """
 
-import json
-import os
-
 import numpy as np
 
 from electra_tf.convert import hf_names
@@ -117,9 +114,7 @@ def export_task_model(model, directory, head):
         # {0: 'negative', 1: 'positive'}
         ```
     """
-    from safetensors.numpy import save_file
-
-    from electra_tf.convert.hugging_face import hf_config
+    from electra_tf.convert.hugging_face import hf_config, write_folder
 
     architecture, tensors, entries = head
     encoder = model.encoder
@@ -130,9 +125,5 @@ def export_task_model(model, directory, head):
             hf_name, transpose = mapped
             state[hf_name] = np.ascontiguousarray(value.T if transpose else value)
     state.update({k: np.ascontiguousarray(v) for k, v in tensors.items()})
-    config = dict(hf_config(encoder, architecture), **entries)
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, hf_names.HF_CONFIG_FILE), "w", encoding="utf-8") as f:
-        json.dump(config, f, indent=2, sort_keys=True)
-    save_file(state, os.path.join(directory, hf_names.HF_WEIGHTS_FILE), metadata={"format": "pt"})
+    write_folder(directory, dict(hf_config(encoder, architecture), **entries), state)
     return [directory]

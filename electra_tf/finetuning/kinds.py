@@ -21,7 +21,7 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from electra_tf import run_files
+from electra_tf import run_files, sources
 from electra_tf.finetuning import trials
 from electra_tf.finetuning.classification import ClassificationKind
 from electra_tf.finetuning.multiple_choice import MultipleChoiceKind
@@ -90,7 +90,8 @@ def load_finetuned(path):
         `finetune_config.json` (empty, with a warning, when it is missing).
 
     Raises:
-        FileNotFoundError naming what was expected when `path` holds no fine-tuned model.
+        FileNotFoundError naming what was expected when `path` holds no fine-tuned model; ValueError
+        naming the first weight that is not finite.
     """
     if path.endswith(".keras"):
         model_path, folder = path, os.path.dirname(path)
@@ -105,8 +106,9 @@ def load_finetuned(path):
                 "fine-tune it first with `python -m electra_tf.finetune`, or export the bare encoder with "
                 "`python -m electra_tf.export --kind encoder`.")
         model_path = os.path.join(path, kind.model_file)
-    model = run_files.load_keras_model(model_path)
+    model = sources.load_keras_model(model_path)
     kind = for_model(model)
+    sources.check_finite(model, f"`--init={path}`")
     settings = {}
     config_file = os.path.join(folder, run_files.FINETUNE_CONFIG_FILE)
     if tf.io.gfile.exists(config_file):

@@ -35,7 +35,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from electra_tf import run_files
+from electra_tf import run_files, sources
 from electra_tf.data.tokenizer import WordPieceTokenizer, copy_vocab
 from electra_tf.finetuning import recipe
 from electra_tf.finetuning.batching import num_batches
@@ -82,7 +82,7 @@ def _run_trials(config, kind, strategy):
     task = kind(config)  # reads the splits: bad files fail before anything is written
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
-    encoder, vocab_file = run_files.load_init(config.init, config.vocab_file)
+    encoder, vocab_file = sources.load_init(config.init, config.vocab_file)
     recipe.check_model(encoder, vocab_file, config.max_seq_length)
     _check_unfinished(config)
     task.prepare(WordPieceTokenizer(vocab_file))
