@@ -87,7 +87,7 @@ def test_mixed_bfloat16_and_xla_fine_tune_on_cpu(kind, run_dir, tmp_path, float3
     from electra_tf.finetuning import tasks
     from electra_tf.finetuning.config import FinetuneConfig
     from electra_tf.finetuning.classification import run_finetuning
-from electra_tf.finetuning.kinds import finetune as run_trials
+    from electra_tf.finetuning.kinds import finetune as run_trials
 
     data = write_toy_tasks(tmp_path / "data", num_sentences=32)
     settings = dict(epochs=2, batch_size=8, learning_rate=2e-3, max_seq_length=16, verbose=0,
@@ -118,7 +118,7 @@ WORKER_SCRIPT = textwrap.dedent(
     from electra_tf.finetuning.config import FinetuneConfig
     from electra_tf.finetuning.recipe import create_strategy
     from electra_tf.finetuning.classification import run_finetuning
-from electra_tf.finetuning.kinds import finetune as run_trials
+    from electra_tf.finetuning.kinds import finetune as run_trials
 
     run_dir, data, out, strategy_name = sys.argv[1:]
     settings = dict(epochs=2, batch_size=8, learning_rate=2e-3, dropout=0.0, max_seq_length=16, verbose=0,
