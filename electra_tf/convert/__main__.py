@@ -196,6 +196,10 @@ def convert(source, input_path, target, output_dir, num_heads=None, generator_nu
 
         early = written_files(output_dir)
     run_files.guard_output(output_dir, "output_dir", own_kind, inputs=inputs, writes=early)
+    around = run_files.enclosing_artefact(os.path.dirname(os.path.abspath(output_dir)))
+    if around is not None:  # a new file or folder inside another artefact (a run, a fine-tuning output, an export)
+        raise FileExistsError(f"`--output_dir={output_dir}` lies inside {around[0]}, which holds {around[1]}; "
+                              "writing there would mix with its files. Choose another --output_dir.")
     model = select_part(load(source, input_path, num_heads, generator_num_heads), target, part)
     folders, writes = planned_outputs(model, target, output_dir, part)
     vocab = vocabulary_beside(source, input_path)

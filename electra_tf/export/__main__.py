@@ -54,6 +54,10 @@ def guard(kind, init, output_dir, model_name="electra", version=1):
         own = run_files.SAVED_MODEL if kind == "encoder" else run_files.KERAS_HUB_PRESET
     spec_path = init.partition(":")[2] if init.partition(":")[0] in run_files.INIT_KINDS else init
     run_files.guard_output(path, "output_dir", own, inputs=[p for p in spec_path.split(",") if p])
+    around = run_files.enclosing_artefact(os.path.dirname(os.path.abspath(path)))
+    if around is not None:  # a new folder inside another artefact (a run, a fine-tuning output, an export)
+        raise FileExistsError(f"`--output_dir={output_dir}` lies inside {around[0]}, which holds {around[1]}; "
+                              "an export there would mix with its files. Choose another --output_dir.")
 
 
 def main(argv):
