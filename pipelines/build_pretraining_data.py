@@ -277,13 +277,14 @@ def _owned(name):
     return name in (SUCCESS_FILE, STATS_FILE, _PARTIAL_STATS) or name.startswith((_TMP_PREFIX, SHARD_PREFIX))
 
 
-def check_output_dir(output_dir, input_paths):
-    """Refuses, before any work, an output folder the build would mix with other files or that holds an input.
+def check_output_dir(output_dir, input_paths, only_a_build=True):
+    """Refuses, before any work, an output folder that holds an input or (`only_a_build`) other files.
 
-    `output_dir` must not be an input file nor hold one the build would replace or remove,
-    and may hold only a build's files and a vocabulary (`vocab.txt`, its `electra_tokenizer.json`,
-    which `pretrain` looks for beside the records): a folder holding anything else (a run's
-    checkpoints, an export, a corpus) is another artefact's.
+    `output_dir` must not be an input file nor hold one the build would replace or remove.
+    With `only_a_build` (the command's check) it may hold only a build's files and a vocabulary
+    (`vocab.txt`, its `electra_tokenizer.json`, which `pretrain` looks for beside the records): a
+    folder holding anything else (a run's checkpoints, an export, a corpus) is another
+    artefact's. (The demo data keeps its corpus beside its records: the library allows it.)
     """
     local = "://" not in output_dir
     target = os.path.abspath(output_dir) if local else output_dir
@@ -295,6 +296,8 @@ def check_output_dir(output_dir, input_paths):
     if not tf.io.gfile.isdir(output_dir):
         if tf.io.gfile.exists(output_dir):
             raise FileExistsError(f"`--output_dir={output_dir}` is an existing file, not a folder.")
+        return
+    if not only_a_build:
         return
     vocabulary = (tokenizer_lib.VOCAB_FILE, tokenizer_lib.SETTINGS_FILE)
     other = sorted(n.rstrip("/") for n in tf.io.gfile.listdir(output_dir)
@@ -461,9 +464,9 @@ def build_pretraining_data(
     Raises:
         FileNotFoundError/ValueError for a bad vocabulary or inputs matching
         nothing (before the pipeline starts), FileExistsError for a complete
-        earlier build without `overwrite` or an `output_dir` holding other files
-        (`check_output_dir`), ValueError if the inputs hold no text or
-        `output_dir` is an input, `text_io.CorruptInputError` for a truncated input.
+        earlier build without `overwrite`, ValueError if the inputs hold no text or
+        `output_dir` is an input (`check_output_dir`; the command also refuses a folder
+        holding other files), `text_io.CorruptInputError` for a truncated input.
 
     Example:
         ```python
@@ -490,7 +493,7 @@ def build_pretraining_data(
     tokenizer = tokenizer_lib.WordPieceTokenizer(vocab_file, lower_case=lower_case)  # fails fast on a bad vocabulary
     vocab_size, settings = tokenizer.vocab_size, tokenizer.settings
     files = sources.expand_inputs(inputs)
-    check_output_dir(output_dir, [f.path for f in files])
+    check_output_dir(output_dir, [f.path for f in files], only_a_build=False)
     logging.info("Building from %d files (%d sources) into %s", len(files),
                  len({f.source for f in files}), output_dir)
     if not is_complete_build(output_dir):
@@ -608,6 +611,7 @@ def main(argv):
     from electra_tf.pipelines import build_pretraining_data as lib  # pylint: disable=import-self
 
     FLAGS = flags.FLAGS
+    lib.check_output_dir(FLAGS.output_dir, [f.path for f in sources.expand_inputs(FLAGS.input)])
     with cli.quiet_beam_workers():
         stats = lib.build_pretraining_data(
             FLAGS.input, FLAGS.vocab_file, FLAGS.output_dir, FLAGS.seq_length, FLAGS.num_shards,
