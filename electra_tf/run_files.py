@@ -220,6 +220,73 @@ def artefact_kind(folder):
     return None
 
 
+def enclosing_artefact(path):
+    """`(folder, kind)` of the nearest artefact that is or holds `path` (itself or a parent folder), or None.
+
+    A parent counts only with an artefact's results (a lone `config.json` makes
+    `path` itself a pre-training run, not every folder under it). A URL
+    (`gs://...`) is checked by itself only.
+
+    Example:
+        ```python
+        import os
+        from electra_tf.run_files import enclosing_artefact
+
+        os.makedirs("runs/ft/logs", exist_ok=True); open("runs/ft/results.json", "w").close()
+        enclosing_artefact("runs/ft/logs/notes.jsonl")  # ('.../runs/ft', 'a fine-tuning output')
+        enclosing_artefact("elsewhere/predictions.jsonl")  # None
+        ```
+    """
+    path = os.fspath(path)
+    if "://" in path:
+        kind = artefact_kind(path)
+        return None if kind is None else (path, kind)
+    folder = os.path.abspath(path)
+    while True:
+        kind = artefact_kind(folder)
+        weak = kind == PRETRAINING_RUN and not is_run(folder)  # config.json alone
+        if kind is not None and (folder == os.path.abspath(path) or not weak):
+            return folder, kind
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def refuse_foreign_output(folder, flag, own_kind, inputs=()):
+    """Refuses an output folder that a resumable command (pre-training, fine-tuning) would write into another's.
+
+    Refused, naming `--flag`, before anything is written: a folder that is,
+    holds or lies inside one of `inputs` (the paths an `--init` names,
+    `sources.init_inputs`; `--data_dir`);
+    one holding another kind of artefact than `own_kind`; and one lying inside
+    an artefact of any kind (another run's or export's folder). A folder of
+    `own_kind` itself is allowed (it resumes).
+    """
+    target = os.path.abspath(os.fspath(folder)) if "://" not in os.fspath(folder) else os.fspath(folder)
+    for item in inputs:
+        path = os.fspath(item or "")
+        if not path or "://" in path:
+            continue
+        source = os.path.abspath(path)
+        if _inside(target, source) or _inside(source, target):
+            raise ValueError(f"`--{flag}={folder}` is or overlaps the input {item}: writing there would mix "
+                             f"with (or replace) what is being read. Choose another --{flag}.")
+    found = enclosing_artefact(target)
+    if found is not None and (found[0] != target or found[1] != own_kind):
+        where = "holds" if found[0] == target else f"lies inside {found[0]}, which holds"
+        raise FileExistsError(f"`--{flag}={folder}` {where} {found[1]}; writing {own_kind} there would mix its "
+                              f"files with another artefact's. Choose another --{flag}.")
+
+
+def refuse_inside_artefact(path, flag):
+    """Refuses a new output `path` (file or folder) inside another artefact: a run, a fine-tuning output, an export."""
+    around = enclosing_artefact(os.path.dirname(os.path.abspath(path)))
+    if around is not None:
+        raise FileExistsError(f"`--{flag}={path}` lies inside {around[0]}, which holds {around[1]}; writing there "
+                              f"would mix with its files. Choose another --{flag}.")
+
+
 def refuse_other_artefact(folder, flag, own_kind):
     """Raises `FileExistsError` when `folder` holds an artefact of another kind than `own_kind`, before anything is written."""
     kind = artefact_kind(folder)

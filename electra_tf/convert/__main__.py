@@ -223,6 +223,7 @@ def convert(source, input_path, target, output_dir, num_heads=None, generator_nu
 
         early = written_files(output_dir)
     run_files.guard_output(output_dir, "output_dir", own_kind, inputs=inputs, writes=early)
+    run_files.refuse_inside_artefact(output_dir, "output_dir")
     model, vocab, part = load(source, input_path, num_heads, generator_num_heads, part)
     model = select_part(model, target, part)
     folders, writes = planned_outputs(model, target, output_dir, part)

@@ -52,6 +52,7 @@ def guard(kind, init, output_dir, model_name="electra", version=1):
         path = output_dir
         own = run_files.SAVED_MODEL if kind == "encoder" else run_files.KERAS_HUB_PRESET
     run_files.guard_output(path, "output_dir", own, inputs=sources.init_inputs(init))
+    run_files.refuse_inside_artefact(path, "output_dir")
 
 
 def main(argv):

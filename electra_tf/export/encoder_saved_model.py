@@ -67,7 +67,7 @@ class EncoderModule(tf.Module):
     @tf.function(input_signature=[_ids_spec("token_ids"), _ids_spec("segment_ids"), _ids_spec("padding_mask")])
     def encode(self, token_ids, segment_ids, padding_mask):
         inputs = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
-        inputs = check_ids(inputs)
+        inputs = check_ids(inputs, self._encoder.obj)
         sequence = self._encoder.obj(inputs, training=False)
         return {"sequence_output": sequence, "cls_output": sequence[:, 0, :]}
 

@@ -21,7 +21,7 @@ Each choice is packed with its context as training packs it
 
 import tensorflow as tf
 
-from electra_tf.export.assets import SERVING_CONFIG_ASSET, ServedModel, add_assets, check_ids
+from electra_tf.export.assets import SERVING_CONFIG_ASSET, ServedModel, add_assets
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 
@@ -100,7 +100,7 @@ class MultipleChoiceServingModule(ServedModel):
         inputs = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
         inputs = {k: tf.ensure_shape(v, [None, None, None], name=f"{k}_must_be_batch_by_choices_by_seq_len")
                   for k, v in inputs.items()}
-        flat = check_ids({k: tf.reshape(v, [-1, tf.shape(v)[-1]]) for k, v in inputs.items()})
+        flat = self.check_ids(*(tf.reshape(inputs[k], [-1, tf.shape(inputs[k])[-1]]) for k in INPUT_NAMES))
         return self._outputs({k: tf.reshape(v, tf.shape(inputs[k])) for k, v in flat.items()})
 
     def _preprocess(self, context, question, choices):

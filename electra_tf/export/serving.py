@@ -27,7 +27,7 @@ a valid input (`[CLS] [SEP]`).
 
 import tensorflow as tf
 
-from electra_tf.export.assets import SERVING_CONFIG_ASSET, ServedModel, add_assets, check_ids, check_texts
+from electra_tf.export.assets import SERVING_CONFIG_ASSET, ServedModel, add_assets, check_texts
 
 
 class ServingModule(ServedModel):
@@ -75,8 +75,7 @@ class ServingModule(ServedModel):
                 "label": tf.gather(self.label_names, label_id)}
 
     def _predict_ids(self, token_ids, segment_ids, padding_mask):
-        inputs = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
-        return self._outputs(check_ids(inputs))
+        return self._outputs(self.check_ids(token_ids, segment_ids, padding_mask))
 
     def _serve_text(self, text, text_b=None):
         text, text_b = check_texts(text, text_b)
