@@ -8,14 +8,17 @@ r"""Predicts with a fine-tuned model: `python -m electra_tf.predict --init MODEL
     echo "Peter Blackburn lives in Brussels." | python -m electra_tf.predict --init runs/conll2003
     # question answering: SQuAD JSON (scored: EM / F1), or JSON Lines {"question": ..., "context": ...}
     python -m electra_tf.predict --init /tmp/serving/squad --input squad/dev.json
+    # multiple choice: JSON Lines {"question": ..., "choices": [...], "answer": 0} or a SWAG CSV (scored)
+    python -m electra_tf.predict --init runs/wikihow --input wikihow/dev.jsonl
 
 `--init` is a fine-tuning output dir (`python -m electra_tf.finetune
 --output_dir`) or a TF Serving export (`python -m electra_tf.export --kind
 serving`): a version folder, or the model folder above it (its highest
 complete version). Either way the predictions are the served SavedModel's:
 a fine-tuning dir is served in this process by the module the export would
-save (`electra_tf.export.serving.serving_module`), an export is loaded with
-`tf.saved_model.load`, and both run its signature on the raw text.
+save (`finetuning.kinds.serving_module`), an export is loaded with
+`tf.saved_model.load`, and both run its signature on the raw text. The model's
+task kind reads the input, formats each prediction and scores them.
 
 Input (`--input`, `-` or none with piped stdin for stdin; `--input_format`
 auto picks by extension, else by content):
@@ -28,8 +31,11 @@ auto picks by extension, else by content):
     squad       question answering: SQuAD 1.1 / 2.0 JSON, answers scored
     jsonl       {"text": ..., "text_b": ..., "label": ...} | {"words": [...], "tags": [...]}
                 | {"text": ...} (tagging) | {"id": ..., "question": ..., "context": ...,
-                "answers": [...]} (QA)
+                "answers": [...]} (QA) | {"context": ..., "question": ..., "choices": [...],
+                "answer": 0} (multiple choice)
     text        one example per line (pairs: text_a TAB text_b; tagging: raw text)
+
+(multiple choice also reads SWAG's CSV: sent1, sent2, ending0..ending3, label.)
 
 Output (`--output_file` or stdout): JSON Lines, one object per example, in input order:
 
@@ -39,6 +45,7 @@ Output (`--output_file` or stdout): JSON Lines, one object per example, in input
                      [{"text": "Peter Blackburn", "type": "PER", "start": 0, "end": 15}]}
     QA              {"id": ..., "answer": ..., "start": 12, "end": 18, "score": -0.7,
                      "no_answer": false}
+    multiple choice {"line": 1, "choice": 2, "answer": "the chosen text", "probabilities": [0.1, 0.2, 0.7]}
     a blank line    {"line": 4, "skipped": "blank line"}
 
 Every record names its input: `line`, the 1-based line the example starts on
@@ -48,9 +55,10 @@ JSON Lines, TSV/CSV rows), a blank line gives a `skipped` record, so the output
 has one record per input line (less a header). Offsets are characters of the
 text (tagging: of the words joined by single spaces), end exclusive; a QA
 answer is whole words (`qa_features.word_offsets`). When the input has gold
-labels (a label column, CoNLL tags, SQuAD answers) the predictions are scored
-(accuracy, entity F1, SQuAD EM / F1): one summary line on stderr and
-`--metrics_file` JSON. A gold label or tag the model does not have is an error
+labels (a label column, CoNLL tags, SQuAD answers, a choice's index) the
+predictions are scored with the metrics fine-tuning reports, the task's own
+first (accuracy, or CoLA's MCC; entity F1; SQuAD EM / F1): one summary line on
+stderr and `--metrics_file` JSON. A gold label or tag the model does not have is an error
 naming the line. CoNLL tags are read in the file's own scheme (`--tag_scheme
 auto`: an `I-X` starting a span is IOB1, S-/E- tags BIOES, else IOB2; logged).
 A progress line goes to stderr on long inputs when it is a terminal (or with
@@ -72,16 +80,17 @@ from electra_tf import cli
 
 FLAGS = flags.FLAGS
 ALIASES = {}
-FORMATS = ("auto", "tsv", "csv", "conll", "squad", "jsonl", "text")
 
 
 def define_flags(flag_values=None):
     """The flags (only when run as a program)."""
+    from electra_tf.predicting.inputs import FORMATS
+
     fv = flags.FLAGS if flag_values is None else flag_values
     cli.define_init("A fine-tuning output dir or a TF Serving export (version or model folder).", flag_values=fv)
     cli.define("string", "input", None, "Examples to predict; `-` or none (piped): stdin.", fv)
-    cli.define("enum", "input_format", "auto", "Input format (auto: by extension, else by content).", fv,
-               enum_values=list(FORMATS))
+    cli.define("enum", "input_format", "auto", "Input format (auto: by extension, else by content; each task "
+               "kind reads some).", fv, enum_values=["auto", *FORMATS])
     cli.define("string", "output_file", None, "JSON Lines predictions (default: stdout).", fv)
     cli.define("string", "metrics_file", None, "Scores against the input's gold labels, as JSON.", fv)
     cli.define("integer", "batch_size", 32, "Examples per call of the serving signature.", fv)

@@ -9,7 +9,9 @@ gets its predictions in the official submission layout (`<TASK>.tsv`,
 `index\\tprediction`; MNLI-m.tsv and MNLI-mm.tsv).
 """
 
+import csv
 import os
+import re
 
 import keras
 import numpy as np
@@ -21,9 +23,17 @@ from electra_tf.finetuning import tasks as tasks_lib
 from electra_tf.finetuning import trials
 from electra_tf.finetuning.batching import epoch_batches, predict_in_batches
 from electra_tf.finetuning.config import FinetuneConfig
+from electra_tf.finetuning.examples import (BLANK, Example, Prediction, column_index, each_line, field, json_object,
+                                            numbered)
 from electra_tf.finetuning.kind import TaskKind
 from electra_tf.finetuning.task_metrics import task_metrics
 from electra_tf.models.classifier import ElectraClassifier
+
+
+# Header names of the first text, the second text and the label (GLUE's and the project's layouts), for predict.
+TEXT_A_NAMES = ("text_a", "text", "sentence", "sentence1", "question", "question1", "#1 String")
+TEXT_B_NAMES = ("text_b", "sentence2", "question2", "#2 String", "sentence")
+LABEL_NAMES = ("label", "gold_label", "score", "Quality", "is_duplicate")
 
 
 def _column(value):
@@ -230,6 +240,127 @@ class ClassificationKind(TaskKind):
         from electra_tf.convert.hf_heads import classifier_head
 
         return classifier_head(model, settings.get("label_names"))
+
+    @classmethod
+    def read_examples(cls, name, text, input_format, settings, options):
+        """TSV/CSV rows (text columns by header name or `--text_a_column`...), JSON Lines or text lines."""
+        if input_format in ("tsv", "csv"):
+            return _read_table(name, text, settings, options, input_format)
+        if input_format == "jsonl":
+            return each_line(name, text, lambda line, raw: _json_example(json_object(name, line, raw), settings, name,
+                                                                        line))
+        return each_line(name, text, lambda line, raw: _text_example(raw, settings, name, line))
+
+    @classmethod
+    def format_prediction(cls, row, example, settings):
+        if "score" in row:
+            return Prediction({"score": float(row["score"])})
+        return Prediction({"label": row["label"].decode(), "probabilities": dict(
+            zip(settings["label_names"], row["probabilities"].astype(float).tolist()))})
+
+    @classmethod
+    def score(cls, settings, examples, predictions):
+        """`task_metrics` of the labelled examples, headed by the task's own metric (e.g. CoLA's MCC)."""
+        gold = np.array([e.gold for e in examples])
+        outputs = [p.output for p in predictions]
+        if settings.get("regression"):
+            predicted = np.array([o["score"] for o in outputs], float)
+            scores = task_metrics(gold.astype(float), predicted, regression=True)
+            metric = settings.get("metric") or "spearman"
+        else:
+            names = settings["label_names"]
+            predicted = np.array([names.index(o["label"]) for o in outputs])
+            scores = task_metrics(gold, predicted, num_labels=len(names))
+            metric = settings.get("metric") or "accuracy"
+        return {"metric": metric, **scores, "examples": len(examples)}
+
+
+def _read_table(name, text, settings, options, input_format):
+    """The examples of a TSV (no quoting) or CSV file: one per row, a skipped one per blank line."""
+    if input_format == "tsv":
+        reader = csv.reader(text.splitlines(), delimiter="\t", quoting=csv.QUOTE_NONE)
+    else:
+        reader = csv.reader(text.splitlines(keepends=True))
+    rows = numbered(reader)
+    pair = settings.get("pair", False)
+    header = None
+    if options.header:
+        first = next(((line, row) for line, row in rows if row), None)  # blank lines before the header: none
+        if first is None:
+            return []
+        header = first[1]
+    width = len(header) if header else None
+
+    def column(flag, value, names, role, required):
+        if value is not None:
+            return column_index(name, header, value, flag)
+        found = [header.index(n) for n in names if header and n in header]
+        if found or not required:
+            return found[0] if found else None
+        seen = f"the header has {header}" if header else "no header (--noheader)"
+        raise ValueError(f"{name}:1: no {role} column: {seen}; expected one of {list(names)}, or name it with "
+                         f"--{flag}.")
+
+    text_a = column("text_a_column", options.text_a_column, TEXT_A_NAMES, "text", True)
+    text_b = None
+    if pair:
+        names = tuple(n for n in TEXT_B_NAMES if header and n in header and header.index(n) != text_a)
+        text_b = column("text_b_column", options.text_b_column, names or TEXT_B_NAMES, "second text", True)
+    label = column("label_column", options.label_column, LABEL_NAMES, "label", False)
+    examples = []
+    for line, row in rows:
+        if not row:
+            examples.append(Example(None, line=line, skipped=BLANK))
+            continue
+        if width is None:
+            width = len(row)
+        if len(row) != width:
+            raise ValueError(f"{name}:{line}: {len(row)} fields, but {'the header' if header else 'line 1'} has "
+                             f"{width}. Received: {row!r:.200}")
+        for index, flag in ((text_a, "text_a_column"), (text_b, "text_b_column"), (label, "label_column")):
+            if index is not None and not -width <= index < width:
+                raise ValueError(f"{name}:{line}: --{flag}={index} but the line has {width} fields.")
+        inputs = {"text": row[text_a]}
+        if pair:
+            inputs["text_b"] = row[text_b]
+        gold = None if label is None else _gold_label(row[label], settings, name, line)
+        examples.append(Example(inputs, gold, line))
+    return examples
+
+
+def _gold_label(value, settings, name, line):
+    """A gold label: a label name or index (classification), or a float (regression)."""
+    if settings.get("regression"):
+        try:
+            return float(value)
+        except ValueError:
+            raise ValueError(f"{name}:{line}: label {value!r} is not a number (a regression model).") from None
+    names = list(settings.get("label_names") or [])
+    if value in names:
+        return names.index(value)
+    if re.fullmatch(r"\d+", value.strip()) and int(value) < len(names):
+        return int(value)
+    raise ValueError(f"{name}:{line}: label {value!r} is none of the model's labels {names} (nor their index).")
+
+
+def _json_example(record, settings, name, line):
+    inputs = {"text": field(record, ("text", "text_a", "sentence"), name, line)}
+    if settings.get("pair"):
+        inputs["text_b"] = field(record, ("text_b",), name, line)
+    gold = record.get("label")
+    if gold is not None:
+        gold = _gold_label(str(gold), settings, name, line)
+    return Example(inputs, gold, line)
+
+
+def _text_example(raw, settings, name, line):
+    """One text line: the text, or `text_a<TAB>text_b` for a sentence-pair model."""
+    if not settings.get("pair"):
+        return Example({"text": raw}, None, line)
+    if "\t" not in raw:
+        raise ValueError(f"{name}:{line}: a sentence-pair model reads `text_a<TAB>text_b` lines; this line has no tab.")
+    text_a, text_b = raw.split("\t", 1)
+    return Example({"text": text_a, "text_b": text_b}, None, line)
 
 
 def run_finetuning(spec, data_dir, init, output_dir, vocab_file=None, strategy=None, **settings):

@@ -26,11 +26,14 @@ Training (`Kind(config)` reads the splits; errors name file and line):
 After training (class methods; `settings` is the model's `finetune_config.json` or, for an
 export, its `serving_config.json`):
 
+    claims(task)                                                    `--task_kind auto` gives it this task
+    missing_settings(model)                                         what an export assumes without settings
     serving_module(model, vocab_file, settings, seq_length=None)   what `export --kind serving` saves
     sniff_format(text)                                              a predict input format told by content
-    read_examples(name, text, input_format, settings, options)      predict's `predicting.inputs.Example`s
-    format_prediction(row, example, settings)                       one JSON Lines record of `predict`
-    score(settings, examples, outputs)                              metrics of labelled predict inputs
+    read_examples(name, text, input_format, settings, options)      predict's `examples.Example`s
+    format_prediction(row, example, settings)                       an `examples.Prediction` (one record)
+    score(settings, examples, predictions)                          metrics of labelled inputs, the
+                                                                    headline named under "metric"
     hf_head(model, settings)                                        `convert --to hf`: (architecture,
                                                                     head tensors, config entries)
 """

@@ -20,8 +20,9 @@ from absl import logging
 
 from electra_tf.export.multiple_choice_serving import MultipleChoiceServingModule
 from electra_tf.finetuning.batching import compiled_predictor, epoch_batches, predict_in_batches
+from electra_tf.finetuning.examples import Example, Prediction, each_line, json_object
 from electra_tf.finetuning.kind import TaskKind
-from electra_tf.finetuning.multiple_choice_data import SPLIT_FILES, read_questions, split_path
+from electra_tf.finetuning.multiple_choice_data import SPLIT_FILES, question_of_record, read_questions, split_path
 from electra_tf.finetuning.task_metrics import accuracy
 from electra_tf.models.multiple_choice import ElectraMultipleChoice
 
@@ -83,6 +84,7 @@ class MultipleChoiceKind(TaskKind):
     name = "multiple_choice"
     model_file = "multiple_choice.keras"
     model_class = ElectraMultipleChoice
+    predict_formats = ("jsonl", "csv")
     metric = "accuracy"
     task_names = ("swag",)
 
@@ -161,3 +163,29 @@ class MultipleChoiceKind(TaskKind):
                 {"num_labels": 1, "summary_type": "first", "summary_use_proj": False, "summary_activation": "linear",
                  "summary_last_dropout": float(model.dropout)})
 
+    @classmethod
+    def read_examples(cls, name, text, input_format, settings, options):
+        """JSON Lines (`{"context"/"question", "choices", "answer"}`) or a SWAG CSV; answers are scored."""
+        if input_format == "csv":
+            return [_example(q) for q in read_questions(name, text=text, file_format="csv")]
+        return each_line(name, text, lambda line, raw: _example(question_of_record(json_object(name, line, raw),
+                                                                                   name, line)))
+
+    @classmethod
+    def format_prediction(cls, row, example, settings):
+        n = len(example.inputs["choices"])
+        choice = int(row["choice"])
+        return Prediction({"choice": choice, "answer": example.inputs["choices"][choice],
+                           "probabilities": row["probabilities"][:n].astype(float).tolist()})
+
+    @classmethod
+    def score(cls, settings, examples, predictions):
+        return {"metric": "accuracy",
+                "accuracy": accuracy([e.gold for e in examples], [p.output["choice"] for p in predictions]),
+                "examples": len(examples)}
+
+
+def _example(question):
+    """The `Example` of a `Question`: what the served `serving_default` takes, its gold index."""
+    return Example({"context": question.context, "question": question.question, "choices": list(question.choices)},
+                   question.label, question.line)

@@ -71,21 +71,23 @@ def split_path(data_dir, split):
     return None
 
 
-def read_questions(path, name=None, text=None, limit=None):
-    """The `Question`s of a SWAG CSV (`.csv`) or JSON Lines file, in file order.
+def read_questions(path, name=None, text=None, limit=None, file_format=None):
+    """The `Question`s of a SWAG CSV or JSON Lines file, in file order.
 
     Args:
         path: str. The file.
         name: str or None. How errors name the file (default `path`; `<stdin>` for piped input).
         text: str or None. The file's text, when already read.
         limit: int or None. Stop after this many questions.
+        file_format: "csv", "jsonl" or None (by the extension: `.csv` is a SWAG CSV).
     """
     name = name or path
     if text is None:
         with tf.io.gfile.GFile(path, "rb") as f:
             text = decode_utf8(f.read(), name)
     text = text.lstrip("\ufeff")
-    reader = _read_csv if path.lower().endswith(".csv") else _read_jsonl
+    file_format = file_format or ("csv" if path.lower().endswith(".csv") else "jsonl")
+    reader = _read_csv if file_format == "csv" else _read_jsonl
     questions = []
     for question in reader(text, name):
         questions.append(question)

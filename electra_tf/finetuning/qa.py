@@ -27,6 +27,7 @@ from absl import logging
 from electra_tf import run_files
 from electra_tf.finetuning import qa_metrics, squad
 from electra_tf.finetuning.batching import INPUTS, compiled_predictor, epoch_batches, predict_in_batches
+from electra_tf.finetuning.examples import Example, Prediction, each_line, field, json_object, spooled
 from electra_tf.finetuning.kind import TaskKind
 from electra_tf.finetuning.qa_features import build_qa_features
 from electra_tf.models.question_answerer import ElectraQuestionAnswerer
@@ -202,3 +203,56 @@ class SpanQAKind(TaskKind):
         from electra_tf.convert.hf_heads import question_answerer_head
 
         return question_answerer_head(model)
+
+    @classmethod
+    def read_examples(cls, name, text, input_format, settings, options):
+        """SQuAD 1.1 / 2.0 JSON (answers scored), or JSON Lines `{"id", "question", "context", "answers"}`."""
+        if input_format == "squad":
+            return [_qa_example(e.question, e.context, [a for a, _ in e.answers], None, e.qid,
+                                f"{name}, question id {e.qid!r}") for e in spooled(name, text, squad.read_squad)]
+        return each_line(name, text, lambda line, raw: _json_example(json_object(name, line, raw), name, line))
+
+    @classmethod
+    def format_prediction(cls, row, example, settings):
+        output = {"id": example.id if example.id is not None else str(example.line),
+                  "answer": row["answer"].decode(), "start": int(row["start"]), "end": int(row["end"]),
+                  "score": float(row["score"]), "no_answer": bool(row.get("no_answer", row["start"] < 0))}
+        if "null_odds" in row:
+            output["null_odds"] = float(row["null_odds"])
+        return Prediction(output)
+
+    @classmethod
+    def score(cls, settings, examples, predictions):
+        """The official SQuAD exact match and F1 of the answers, against every gold answer of a question."""
+        golds = {str(i): e.gold for i, e in enumerate(examples)}
+        answers = {str(i): p.output["answer"] for i, p in enumerate(predictions)}
+        return {"metric": "f1", **qa_metrics.squad_scores(golds, answers)}
+
+
+def _json_example(record, name, line):
+    question = field(record, ("question",), name, line)
+    context = field(record, ("context",), name, line)
+    qid = record.get("id")
+    answers = record.get("answers")
+    if answers is not None:
+        answers = _answer_texts(answers, name, line)
+    return _qa_example(question, context, answers, line, None if qid is None else str(qid), f"{name}:{line}")
+
+
+def _answer_texts(answers, name, line):
+    """Gold answer texts: a list of strings or of {"text": ...}, or {"text": [...]} (Hugging Face datasets)."""
+    if isinstance(answers, dict):
+        answers = answers.get("text", [])
+    if not isinstance(answers, list):
+        raise ValueError(f"{name}:{line}: \"answers\" must be a list of texts.")
+    texts = [a.get("text") if isinstance(a, dict) else a for a in answers]
+    if not all(isinstance(t, str) for t in texts):
+        raise ValueError(f"{name}:{line}: \"answers\" must be texts (or objects with a \"text\").")
+    return texts
+
+
+def _qa_example(question, context, answers, line, qid, where):
+    for name, value in (("question", question), ("context", context)):
+        if not value.strip():
+            raise ValueError(f"{where}: empty {name}" + (f" (question id {qid!r})." if qid else "."))
+    return Example({"question": question, "context": context}, answers, line, id=qid)

@@ -11,14 +11,18 @@ for all (the headline of POS). A test split (`eng.testb`, `test.txt`) is
 scored once at the end.
 """
 
+import bisect
 import os
+import re
 
 import keras
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from electra_tf.finetuning import conll
 from electra_tf.finetuning.batching import INPUTS, compiled_predictor, epoch_batches, predict_in_batches
+from electra_tf.finetuning.examples import Example, Prediction, each_line, field, json_object, spooled
 from electra_tf.finetuning.kind import TaskKind
 from electra_tf.finetuning.tagging_features import (
     IGNORE_INDEX,
@@ -26,9 +30,11 @@ from electra_tf.finetuning.tagging_features import (
     tokenize_words,
     word_predictions,
 )
+from electra_tf.finetuning import tagging_metrics
 from electra_tf.finetuning.tagging_metrics import entity_scores, token_accuracy
 from electra_tf.models.token_classifier import ElectraTokenClassifier
 
+WORDS_SIGNATURE = "serve_words"  # the served signature that takes whitespace-separated words as they are
 # Generic CoNLL-column files: the first of these names that exists in `--data_dir`.
 GENERIC_SPLITS = {
     "train": ("train.txt", "eng.train", "train.conll"),
@@ -275,6 +281,133 @@ class TaggingKind(TaskKind):
         from electra_tf.convert.hf_heads import token_classifier_head
 
         return token_classifier_head(model, settings.get("label_names"))
+
+    @classmethod
+    def sniff_format(cls, text):
+        """CoNLL columns: every one of the first data lines ends in a tag (O, X-TYPE) or is `-DOCSTART-`."""
+        rows = [line.split() for line in text.splitlines()[:50] if line.strip()]
+        tag = re.compile(r"^(O|[BIES]-\S+)$")
+        if rows and all(row[0] == "-DOCSTART-" or (len(row) > 1 and tag.match(row[-1])) for row in rows):
+            return "conll"
+        return None
+
+    @classmethod
+    def read_examples(cls, name, text, input_format, settings, options):
+        """CoNLL columns (gold tags scored), JSON Lines (`{"words", "tags"}` or `{"text"}`) or raw text lines.
+
+        Words given as words (CoNLL, `"words"`) go to the `serve_words` signature, taken as they are;
+        raw text to `serving_default`, which cuts it into words as CoNLL's tokens are cut.
+        """
+        if input_format == "conll":
+            return _read_conll(name, text, settings, options)
+        if input_format == "jsonl":
+            return each_line(name, text, lambda line, raw: _json_example(json_object(name, line, raw), settings, name,
+                                                                        line))
+        return each_line(name, text, lambda line, raw: Example({"text": raw}, None, line))
+
+    @classmethod
+    def format_prediction(cls, row, example, settings):
+        n = int(row["num_words"])
+        output = {"text": example.inputs["text"], "words": _strings(row["words"][:n]), "tags": _strings(row["tags"][:n])}
+        if "num_entities" in row:
+            m = int(row["num_entities"])
+            output["entities"] = [
+                {"text": t, "type": y, "start": int(s), "end": int(e)}
+                for t, y, s, e in zip(_strings(row["entity_text"][:m]), _strings(row["entity_type"][:m]),
+                                      row["entity_start"][:m], row["entity_end"][:m])]
+        return Prediction(output, {"word_starts": row["word_start"][:n].tolist()})
+
+    @classmethod
+    def score(cls, settings, examples, predictions):
+        """Token accuracy and (span tags) entity precision / recall / F1 of the gold words, CoNLL semantics."""
+        true = [e.gold for e in examples]
+        predicted = [word_tags(e, p) for e, p in zip(examples, predictions)]
+        scores = {"token_accuracy": tagging_metrics.token_accuracy(true, predicted)}
+        if settings.get("spans"):
+            entities = tagging_metrics.entity_scores(true, predicted)
+            scores = {"f1": entities["f1"], "precision": entities["precision"], "recall": entities["recall"],
+                      **scores, **{k: entities[k] for k in ("num_true", "num_predicted", "num_correct", "per_type")}}
+        return {"metric": "f1" if settings.get("spans") else "token_accuracy", **scores, "sentences": len(examples)}
+
+
+def word_tags(example, prediction):
+    """The predicted tag of each input word: that of the first served word starting inside it.
+
+    With the `serve_words` signature the served words are the input words; with
+    `serving_default` a word such as `U.S.` may be served as several (`U`, `.`,
+    `S`, `.`): it takes the first one's tag (as training labels a word's first
+    piece). A word with no served word (only control characters) is `O`.
+    """
+    starts, position = [], 0
+    for word in example.words:
+        starts.append(position)
+        position += len(word) + 1
+    served = prediction.extra["word_starts"]
+    tags = prediction.output["tags"]
+    out = []
+    for start, word in zip(starts, example.words):
+        i = bisect.bisect_left(served, start)
+        out.append(tags[i] if i < len(served) and served[i] < start + len(word) else "O")
+    return out
+
+
+def _strings(values):
+    return [v.decode() for v in np.asarray(values).tolist()]
+
+
+def _read_conll(name, text, settings, options):
+    first = next((line.split() for line in text.splitlines() if line.split() and line.split()[0] != "-DOCSTART-"),
+                 None)
+    if first is None:
+        return []
+    labelled = len(first) > 1
+    label_column = -1 if options.label_column is None else int(options.label_column)
+    scheme = options.tag_scheme if settings.get("spans") else None
+    sentences = spooled(name, text, lambda p: conll.read_conll(p, options.token_column,
+                                                               label_column if labelled else options.token_column,
+                                                               scheme if labelled else None))
+    examples = []
+    for sentence in sentences:
+        gold = _known_tags(sentence.tags, sentence.lines, settings, name) if labelled else None
+        words = list(sentence.words)
+        examples.append(Example({"text": " ".join(words)}, gold, sentence.lines[0], signature=WORDS_SIGNATURE,
+                                words=words))
+    return examples
+
+
+def _json_example(record, settings, name, line):
+    if "words" not in record:
+        return Example({"text": field(record, ("text",), name, line)}, None, line)
+    words = field(record, ("words",), name, line, kind=list)
+    for word in words:
+        if not isinstance(word, str) or not word or any(c.isspace() for c in word):
+            raise ValueError(f"{name}:{line}: every word must be a non-empty string without whitespace. "
+                             f"Received: {word!r}")
+    tags = field(record, ("tags",), name, line, required=False, kind=list)
+    if tags is not None:
+        if len(tags) != len(words) or not all(isinstance(t, str) for t in tags):
+            raise ValueError(f"{name}:{line}: \"tags\" must be {len(words)} strings, one per word.")
+        if settings.get("spans"):
+            for tag in tags:
+                if not re.fullmatch(r"O|[BI]-\S+", tag):
+                    raise ValueError(f"{name}:{line}: {tag!r} is not an IOB2 tag (O, B-TYPE or I-TYPE).")
+        tags = _known_tags(tags, [line] * len(tags), settings, name)
+    return Example({"text": " ".join(words)}, tags, line, signature=WORDS_SIGNATURE, words=list(words))
+
+
+def _known_tags(tags, lines, settings, name):
+    """Gold tags the model has (as a classification label must be one of its labels), else an error naming the
+    line: of a span model, each entity type; else each tag."""
+    known = settings.get("label_names") or []
+    spans = settings.get("spans")
+    types = sorted({tag[2:] for tag in known if tag != "O"}) if spans else known
+    for tag, line in zip(tags, lines):
+        if (tag[2:] if spans and tag != "O" else tag) not in (types if spans and tag != "O" else known):
+            what = f"entity type {tag[2:]!r}" if spans else f"tag {tag!r}"
+            raise ValueError(f"{name}:{line}: gold {what} is none of the model's {'types' if spans else 'tags'} "
+                             f"{types}: the model cannot predict it, so it cannot be scored (predict without the "
+                             "gold tags, or with a model trained on them).")
+    return list(tags)
 
 
 def _paths(task, data_dir, split):

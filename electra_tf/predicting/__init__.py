@@ -1,7 +1,7 @@
-"""Predicting with a fine-tuned model (`python -m electra_tf.predict`).
+"""Predicting with a fine-tuned model (`python -m electra_tf.predict`); the model's task kind reads, formats, scores.
 
-- `inputs`: TSV/CSV, CoNLL, SQuAD JSON, JSON Lines, text lines -> examples (and gold labels).
+- `inputs`: the input read whole, its format told (extension, content), read by the kind.
 - `predictor`: a fine-tuning dir or a serving export -> its serving signatures, run in batches.
-- `scoring`: predictions against gold labels (accuracy, entity F1, SQuAD EM / F1).
-- `writing`: JSON Lines to stdout or a file written whole.
+- `scoring`: predictions against gold labels, by the kind (the metrics fine-tuning reports).
+- `writing`: JSON Lines to stdout or a file written whole; the output guards; SIGTERM.
 """

@@ -2,37 +2,24 @@
 
 One code path for both kinds of `--init`: a TF Serving export is loaded with
 `tf.saved_model.load` and its `signatures` called; a fine-tuning output dir is
-turned into the `tf.Module` the export would save
-(`electra_tf.export.serving.serving_module`) and its `signatures()` called.
-Either way the outputs are the served SavedModel's, formatted as one JSON
-object per example (`Prediction.output`), led by the example's input `line`
+turned into the `tf.Module` the export would save (`finetuning.kinds.serving_module`)
+and its `signatures()` called. Either way the outputs are the served SavedModel's,
+formatted by the model's task kind as one JSON object per example
+(`TaskKind.format_prediction`), led by the example's input `line`
 (none for SQuAD JSON, whose records carry the question `id`); a skipped line
 (blank) gives `{"line": n, "skipped": "blank line"}` without a signature call.
 """
 
-import dataclasses
 import json
 import os
 import sys
 import time
-import typing
 
-import numpy as np
 import tensorflow as tf
 
 from electra_tf import run_files
-from electra_tf.predicting.inputs import CLASSIFICATION, SPAN_QA, TAGGING
-
-WORDS_SIGNATURE = "serve_words"  # tagging: whitespace-separated words, taken as they are
-MODEL_FILES = (run_files.CLASSIFIER_FILE, run_files.TOKEN_CLASSIFIER_FILE, run_files.QUESTION_ANSWERER_FILE)
-
-
-@dataclasses.dataclass
-class Prediction:
-    """`output`: the JSON object written for one example; `word_starts`: tagging, each word's first character."""
-
-    output: dict
-    word_starts: typing.Optional[list] = None
+from electra_tf.finetuning import kinds
+from electra_tf.finetuning.examples import Prediction
 
 
 def export_version(path):
@@ -77,13 +64,11 @@ def open_model(path):
 
         loaded = tf.saved_model.load(version)
         return ServedPredictor(dict(loaded.signatures), _asset_config(loaded, version), version, keep=loaded)
-    if os.path.isdir(path) and not any(os.path.exists(os.path.join(path, f)) for f in MODEL_FILES):
+    if os.path.isdir(path) and kinds.for_output_dir(path) is None:
         raise FileNotFoundError(
-            f"--init {path} is neither a fine-tuning output dir (no {', '.join(MODEL_FILES)}) nor a TF Serving "
-            f"export (no {run_files.SAVED_MODEL_FILE} in it or in a numbered version folder): fine-tune with "
-            "`python -m electra_tf.finetune` first.")
-    from electra_tf.finetuning import kinds
-
+            f"--init {path} is neither a fine-tuning output dir (no {', '.join(kinds.model_files().values())}) nor "
+            f"a TF Serving export (no {run_files.SAVED_MODEL_FILE} in it or in a numbered version folder): fine-tune "
+            "with `python -m electra_tf.finetune` first.")
     finetuned = kinds.load_finetuned(path)
     module = kinds.serving_module(finetuned.model, finetuned.vocab_file, finetuned.settings)
     return ServedPredictor(module.signatures(), _asset_config(module, path), path, keep=module)
@@ -97,7 +82,7 @@ def _asset_config(module, where):
                          "asset): export it with `python -m electra_tf.export --kind serving`.")
     with open(asset.asset_path.numpy().decode()) as f:
         config = json.load(f)
-    config.setdefault("kind", CLASSIFICATION)
+    config.setdefault("kind", "classification")  # exports of electra_tf 0.1 name no kind: they are classifiers
     return config
 
 
@@ -114,15 +99,16 @@ class ServedPredictor:
     def __init__(self, signatures, settings, path, keep=None):
         self.signatures = signatures
         self.settings = settings
-        self.kind = settings["kind"]
+        if settings["kind"] not in kinds.KINDS:
+            raise ValueError(f"{path}: a served model of unknown kind {settings['kind']!r} (known: "
+                             f"{sorted(kinds.KINDS)}).")
+        self.kind = kinds.get(settings["kind"])
         self.path = path
         self._keep = keep
-        if self.kind not in (CLASSIFICATION, TAGGING, SPAN_QA):
-            raise ValueError(f"{path}: a served model of unknown kind {self.kind!r}.")
 
     def signature_of(self, example):
-        return WORDS_SIGNATURE if example.words is not None and WORDS_SIGNATURE in self.signatures \
-            else "serving_default"
+        """The example's signature, or `serving_default` where the model has not that one (an older export)."""
+        return example.signature if example.signature in self.signatures else "serving_default"
 
     def predict(self, examples, batch_size=32, write=None, progress=False):
         """`Prediction`s of `examples`, `batch_size` per signature call; `write(output)` as each batch ends."""
@@ -148,45 +134,24 @@ class ServedPredictor:
                 continue
             groups.setdefault(self.signature_of(example), []).append(i)
         for name, indices in groups.items():
-            args = {key: tf.constant([examples[i].inputs[key] for i in indices])
+            args = {key: _strings_tensor([examples[i].inputs[key] for i in indices])
                     for key in examples[indices[0]].inputs}
             values = {k: v.numpy() for k, v in self.signatures[name](**args).items()}
             for row, i in enumerate(indices):
-                prediction = self.format({k: v[row] for k, v in values.items()}, examples[i])
+                prediction = self.kind.format_prediction({k: v[row] for k, v in values.items()}, examples[i],
+                                                         self.settings)
                 if examples[i].line is not None:
                     prediction.output = {"line": examples[i].line, **prediction.output}
                 out[i] = prediction
         return out
 
-    def format(self, row, example):
-        """The JSON object of one example from its row of the signature's outputs (its `line` aside)."""
-        if self.kind == CLASSIFICATION:
-            if "score" in row:
-                return Prediction({"score": float(row["score"])})
-            names = self.settings["label_names"]
-            return Prediction({"label": row["label"].decode(),
-                               "probabilities": dict(zip(names, row["probabilities"].astype(float).tolist()))})
-        if self.kind == TAGGING:
-            n = int(row["num_words"])
-            output = {"text": example.inputs["text"], "words": _strings(row["words"][:n]),
-                      "tags": _strings(row["tags"][:n])}
-            if "num_entities" in row:
-                m = int(row["num_entities"])
-                output["entities"] = [
-                    {"text": t, "type": y, "start": int(s), "end": int(e)}
-                    for t, y, s, e in zip(_strings(row["entity_text"][:m]), _strings(row["entity_type"][:m]),
-                                          row["entity_start"][:m], row["entity_end"][:m])]
-            return Prediction(output, word_starts=row["word_start"][:n].tolist())
-        output = {"id": example.id if example.id is not None else str(example.line),
-                  "answer": row["answer"].decode(), "start": int(row["start"]), "end": int(row["end"]),
-                  "score": float(row["score"]), "no_answer": bool(row.get("no_answer", row["start"] < 0))}
-        if "null_odds" in row:
-            output["null_odds"] = float(row["null_odds"])
-        return Prediction(output)
 
-
-def _strings(values):
-    return [v.decode() for v in np.asarray(values).tolist()]
+def _strings_tensor(values):
+    """A string tensor of a batch's values: strings `(batch,)`, or lists of strings padded with "" `(batch, n)`."""
+    if values and isinstance(values[0], (list, tuple)):
+        width = max(len(v) for v in values)
+        values = [list(v) + [""] * (width - len(v)) for v in values]
+    return tf.constant(values, tf.string)
 
 
 class Progress:

@@ -1,0 +1,131 @@
+"""What a task kind's `predict` reader returns (`Example`) and its formatter (`Prediction`), how it is asked to
+read (`ReadOptions`), and the line, JSON and column helpers the readers share.
+
+Lines: every example of a line-based input (TSV/CSV, CoNLL, JSON Lines, text)
+knows the 1-based line it starts on (CoNLL: its first word's); SQuAD JSON
+examples have none (their question `id` names them). Where one line is one
+example (TSV/CSV, JSON Lines, text), a blank line is an `Example` too, with
+`skipped="blank line"` and no inputs, so the output keeps one record per line
+(`each_line`). Errors name the file (`<stdin>` for stdin) and the line.
+
+Example:
+>>> from electra_tf.finetuning.examples import Example, each_line
+>>> [(e.inputs, e.line, e.skipped) for e in each_line("x.txt", "a\\n\\nb", lambda line, raw: Example({"text": raw}, line=line))]
+[({'text': 'a'}, 1, None), (None, 2, 'blank line'), ({'text': 'b'}, 3, None)]
+"""
+
+import dataclasses
+import json
+import re
+import tempfile
+import typing
+
+STDIN = "<stdin>"
+BLANK = "blank line"
+SERVING_DEFAULT = "serving_default"
+
+
+@dataclasses.dataclass
+class Example:
+    """One example to predict: what goes to the serving signature, its gold label, where it is.
+
+    Args:
+        inputs: dict signature argument -> string (or a list of strings, padded with "" across a batch),
+            None for a skipped line.
+        gold: the gold label in the kind's own form (None: unlabelled).
+        line: int or None. The 1-based line it starts on (None: not line-based, e.g. SQuAD JSON).
+        signature: str. The serving signature that reads it.
+        id: str or None. The example's own id (QA question id), written with its prediction.
+        words: list of str or None. Tagging input given as words, scored word by word.
+        skipped: str or None. Why a line is no example ("blank line").
+    """
+
+    inputs: typing.Optional[dict]
+    gold: typing.Any = None
+    line: typing.Optional[int] = 0
+    signature: str = SERVING_DEFAULT
+    id: typing.Optional[str] = None
+    words: typing.Optional[list] = None
+    skipped: typing.Optional[str] = None
+
+
+@dataclasses.dataclass
+class Prediction:
+    """A kind's prediction for one example: `output`, its JSON Lines record (the example's `line` is added
+    before it), and `extra`, what scoring needs beside it (tagging: the start of each served word)."""
+
+    output: dict
+    extra: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class ReadOptions:
+    """How to read columns (the `predict` flags): TSV/CSV column names or indices, CoNLL columns."""
+
+    text_a_column: typing.Optional[str] = None
+    text_b_column: typing.Optional[str] = None
+    label_column: typing.Optional[str] = None
+    header: bool = True
+    token_column: int = 0
+    tag_scheme: str = "auto"
+
+
+def each_line(name, text, parse):
+    """`parse(line, raw)` of every non-blank line of `text`, a skipped `Example` for each blank one."""
+    return [Example(None, line=line, skipped=BLANK) if not raw.strip() else parse(line, raw)
+            for line, raw in enumerate(text.splitlines(), start=1)]
+
+
+def json_object(name, line, raw):
+    """The JSON object on one line; an error naming the file and line otherwise."""
+    try:
+        record = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{name}:{line}: not valid JSON ({e.msg} at column {e.colno}).") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{name}:{line}: expected a JSON object, found {type(record).__name__}.")
+    return record
+
+
+def field(record, keys, name, line, required=True, kind=str):
+    """The value of the first of `keys` in a JSON `record`, checked to be a `kind`; None if absent and optional."""
+    for key in keys:
+        if key in record:
+            value = record[key]
+            if not isinstance(value, kind):
+                raise ValueError(f"{name}:{line}: \"{key}\" must be a {kind.__name__}, found "
+                                 f"{type(value).__name__}.")
+            return value
+    if required:
+        raise ValueError(f"{name}:{line}: no \"{keys[0]}\" field (keys: {sorted(record)}).")
+    return None
+
+
+def numbered(reader):
+    """`(first line, row)` of each row of a `csv.reader` (a quoted field may span lines; a blank line: `[]`)."""
+    previous = 0
+    for row in reader:
+        yield previous + 1, row
+        previous = reader.line_num
+
+
+def column_index(name, header, value, flag):
+    """A column given by header name or index (`--flag`)."""
+    if re.fullmatch(r"-?\d+", str(value)):
+        return int(value)
+    if header is None or value not in header:
+        raise ValueError(f"{name}:1: --{flag}={value!r} names no column; the header has {header}.")
+    return header.index(value)
+
+
+def spooled(name, text, read):
+    """`read(path)` on the input: a real file, or stdin's text in a temporary one (errors name `<stdin>`)."""
+    if name != STDIN:
+        return read(name)
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        try:
+            return read(f.name)
+        except ValueError as e:
+            raise ValueError(str(e).replace(f.name, STDIN)) from None
