@@ -16,11 +16,12 @@ A pre-training run (`electra_tf.pretrain --model_dir`):
 A fine-tuning run (`electra_tf.finetune --output_dir`):
 
     output_dir/results.json           per-trial dev metrics and their summary
-    output_dir/classifier.keras       the best trial's `ElectraClassifier` (classification)
-    output_dir/token_classifier.keras the best trial's `ElectraTokenClassifier` (tagging)
+    output_dir/<model file>           the best trial's model: its task kind names the file
+                                      (`TaskKind.model_file`: classifier.keras, token_classifier.keras,
+                                      question_answerer.keras, multiple_choice.keras)
     output_dir/vocab.txt              its vocabulary (+ electra_tokenizer.json)
     output_dir/finetune_config.json   task, kind, label names, pair or single / tag scheme, max_seq_length
-    output_dir/question_answerer.keras, predictions.json, null_odds.json   (span_qa)
+    output_dir/predictions.json, null_odds.json   (span_qa)
     output_dir/<TASK>.tsv             GLUE test predictions to submit (`submission_file`), when test is unlabelled
     output_dir/logs/[trial-N/]        TensorBoard: train loss and learning rate per step, dev metrics per epoch
     output_dir/trials/                while unfinished: each trial's checkpoints (`trial_dir`) and results;
@@ -37,7 +38,7 @@ What a folder holds (`artefact_kind`), so a command never writes its files into
 another kind of artefact:
 
     a pre-training run         config.json with checkpoints/ or discriminator.keras
-    a fine-tuning output       classifier.keras, finetune_config.json or results.json
+    a fine-tuning output       finetune_config.json, results.json or trials/
     an exported SavedModel     saved_model.pb (export --kind encoder|serving)
     a Hugging Face model       config.json + model.safetensors (convert --to hf)
 """
@@ -52,7 +53,6 @@ from absl import logging
 from electra_tf.config import ElectraConfig
 from electra_tf.convert.hf_names import HF_CONFIG_FILE, HF_WEIGHTS_FILE, HF_WEIGHTS_INDEX_FILE  # noqa: F401  (convert owns the HF format)
 from electra_tf.data.tokenizer import SETTINGS_FILE, VOCAB_FILE  # noqa: F401  (the tokenizer owns its file names)
-from electra_tf.models import classifier, question_answerer, token_classifier  # noqa: F401  (registered for loading)
 from electra_tf.training.named_checkpoint import CheckpointMismatchError
 
 # --- A pre-training run ---
@@ -62,11 +62,8 @@ LOG_DIR = "logs"
 DISCRIMINATOR_FILE = "discriminator.keras"
 LOCK_FILE = "run.lock"  # while a process trains into the folder: its host and pid (training/run_lock.py)
 # --- A fine-tuning run ---
-CLASSIFIER_FILE = "classifier.keras"
-TOKEN_CLASSIFIER_FILE = "token_classifier.keras"
 FINETUNE_CONFIG_FILE = "finetune_config.json"
 RESULTS_FILE = "results.json"
-QUESTION_ANSWERER_FILE = "question_answerer.keras"  # span_qa fine-tuning
 PREDICTIONS_FILE = "predictions.json"  # span_qa: the official id -> answer text
 NULL_ODDS_FILE = "null_odds.json"  # span_qa on SQuAD 2.0: id -> null score minus best span score
 TRIALS_DIR = "trials"  # while a fine-tuning run is unfinished: trial-N/ckpt-*, trial-N/trial.json, settings.json
@@ -207,7 +204,7 @@ def artefact_kind(folder):
         return None
     if has(CHECKPOINT_DIR, DISCRIMINATOR_FILE):
         return PRETRAINING_RUN
-    if has(CLASSIFIER_FILE, FINETUNE_CONFIG_FILE, RESULTS_FILE, TRIALS_DIR):
+    if has(FINETUNE_CONFIG_FILE, RESULTS_FILE, TRIALS_DIR):
         return FINETUNING_OUTPUT
     if has(SAVED_MODEL_FILE):
         return SAVED_MODEL

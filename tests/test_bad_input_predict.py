@@ -19,6 +19,9 @@ import pytest
 
 from helpers import REPO, run_python, shared_data
 
+from electra_tf.finetuning.classification import ClassificationKind
+from electra_tf.finetuning.tagging import TaggingKind
+
 LABELS = ["negative", "positive"]
 TAGS = ["O", "B-LOC", "B-PER", "I-LOC", "I-PER"]  # no MISC, no ORG
 # CoNLL-2003 as released: IOB1 (I- everywhere, B- only between two spans of one type).
@@ -57,10 +60,10 @@ def runs(tmp_path_factory):
     vocab = shared_data("vocab", "bert_uncased_vocab.txt").read_text()
     root = tmp_path_factory.mktemp("predict_bad")
     for i, (name, build, file_name, config) in enumerate((
-            ("ft", lambda e: ElectraClassifier(e, num_labels=2), run_files.CLASSIFIER_FILE,
+            ("ft", lambda e: ElectraClassifier(e, num_labels=2), ClassificationKind.model_file,
              {"task": "toy", "kind": "classification", "label_names": LABELS, "regression": False, "pair": False,
               "max_seq_length": 16}),
-            ("tagger", lambda e: ElectraTokenClassifier(e, num_labels=len(TAGS)), run_files.TOKEN_CLASSIFIER_FILE,
+            ("tagger", lambda e: ElectraTokenClassifier(e, num_labels=len(TAGS)), TaggingKind.model_file,
              {"task": "ner", "kind": "tagging", "label_names": TAGS, "scheme": "IOB2", "max_seq_length": 16}))):
         keras.utils.set_random_seed(20 + i)
         encoder = ElectraEncoder(vocab_size=30522, num_layers=1, num_heads=2, hidden_dim=16, embedding_dim=16,
@@ -186,18 +189,18 @@ def test_reading_a_gold_tag_the_model_lacks_is_an_error_as_an_unknown_label_is(t
     path.write_text("EU NNP B-ORG\nrejects VBZ O\n")
     with pytest.raises(ValueError, match=r"dev\.conll:1: gold entity type 'ORG' is none of the model's types "
                                          r"\['LOC', 'PER'\]"):
-        read_examples(str(path), "auto", "tagging", {"label_names": TAGS, "spans": True})
+        read_examples(str(path), "auto", TaggingKind, {"label_names": TAGS, "spans": True})
     path = tmp_path / "dev.jsonl"
     path.write_text('{"words": ["EU", "rejects"], "tags": ["B-MISC", "O"]}\n')
     with pytest.raises(ValueError, match=r"dev\.jsonl:1: gold entity type 'MISC' is none of the model's types"):
-        read_examples(str(path), "auto", "tagging", {"label_names": TAGS, "spans": True})
+        read_examples(str(path), "auto", TaggingKind, {"label_names": TAGS, "spans": True})
     path.write_text('{"words": ["EU", "rejects"], "tags": ["NNP", "VBD"]}\n')  # POS: tags as they are
     with pytest.raises(ValueError, match=r"dev\.jsonl:1: gold tag 'VBD' is none of the model's tags \['NNP'"):
-        read_examples(str(path), "auto", "tagging", {"label_names": ["NNP", "VBZ"], "spans": False})
+        read_examples(str(path), "auto", TaggingKind, {"label_names": ["NNP", "VBZ"], "spans": False})
     path = tmp_path / "dev.tsv"
     path.write_text("sentence\tlabel\ngood\tneutral\n")
     with pytest.raises(ValueError, match=r"dev\.tsv:2: label 'neutral' is none of the model's labels"):
-        read_examples(str(path), "auto", "classification", {"label_names": LABELS})
+        read_examples(str(path), "auto", ClassificationKind, {"label_names": LABELS})
 
 
 @pytest.mark.large

@@ -15,6 +15,11 @@ import pytest
 
 from helpers import run_python, shared_data
 
+from electra_tf.finetuning import kinds
+from electra_tf.finetuning.classification import ClassificationKind
+from electra_tf.finetuning.qa import SpanQAKind
+from electra_tf.finetuning.tagging import TaggingKind
+
 LABELS = ["negative", "positive"]
 TAGS = ["O", "B-LOC", "B-PER", "I-LOC", "I-PER"]
 TSV = ("sentence\tlabel\n"
@@ -82,7 +87,6 @@ def squad_questions():
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     """Three tiny fine-tuning output dirs (as `finetune` leaves them), their exports, the input files."""
-    from electra_tf.export.serving import export_serving, load_finetuned, serving_settings
     from electra_tf.models.classifier import ElectraClassifier
     from electra_tf.models.encoder import ElectraEncoder
     from electra_tf.models.question_answerer import ElectraQuestionAnswerer
@@ -92,14 +96,14 @@ def models(tmp_path_factory):
     vocab = str(shared_data("vocab", "bert_uncased_vocab.txt"))
     root = tmp_path_factory.mktemp("predict")
     configs = {
-        "classification": (lambda e: ElectraClassifier(e, num_labels=2), run_files.CLASSIFIER_FILE,
+        "classification": (lambda e: ElectraClassifier(e, num_labels=2), ClassificationKind.model_file,
                            {"task": "toy", "kind": "classification", "label_names": LABELS, "regression": False,
                             "pair": False, "max_seq_length": 16}),
-        "tagging": (lambda e: ElectraTokenClassifier(e, num_labels=len(TAGS)), run_files.TOKEN_CLASSIFIER_FILE,
+        "tagging": (lambda e: ElectraTokenClassifier(e, num_labels=len(TAGS)), TaggingKind.model_file,
                     {"task": "ner", "kind": "tagging", "label_names": TAGS, "scheme": "IOB2", "max_seq_length": 8,
                      "stride": 3}),  # 6 pieces a window: the long sentence is windowed
         "span_qa": (lambda e: ElectraQuestionAnswerer(e, start_n_top=3, end_n_top=3, joint_hidden_dim=16),
-                    run_files.QUESTION_ANSWERER_FILE,
+                    SpanQAKind.model_file,
                     {"task": "squad", "kind": "span_qa", "max_seq_length": 32, "doc_stride": 8,
                      "max_query_length": 8, "max_answer_length": 10, "answerable": False, "null_threshold": None}),
     }
@@ -116,9 +120,9 @@ def models(tmp_path_factory):
         (run / run_files.VOCAB_FILE).write_text(open(vocab).read())
         (run / run_files.FINETUNE_CONFIG_FILE).write_text(json.dumps(config))
         dirs[kind] = str(run)
-        loaded, vocab_file, loaded_config = load_finetuned(str(run))  # what `export --kind serving` does
-        exports[kind] = export_serving(loaded, vocab_file, str(root / "serving"), kind, 1,
-                                       **serving_settings(loaded_config))
+        finetuned = kinds.load_finetuned(str(run))  # what `export --kind serving` does
+        exports[kind] = kinds.export_serving(finetuned.model, finetuned.vocab_file, str(root / "serving"), kind, 1,
+                                             finetuned.settings)
     inputs = {"classification": root / "dev.tsv", "tagging": root / "dev.txt", "span_qa": root / "dev.json"}
     inputs["classification"].write_text(TSV)
     inputs["tagging"].write_text(CONLL)
@@ -200,9 +204,17 @@ def check_classification(init, inputs, served, tmp_path):
     gold = [LABELS[int(r.split("\t")[1])] if r.split("\t")[1].isdigit() else r.split("\t")[1]
             for r in TSV.splitlines()[1:]]
     accuracy = np.mean([label == g for label, g in zip(served["label"], gold)])
-    assert json.loads(metrics.read_text()) == {"accuracy": pytest.approx(accuracy), "examples": len(gold)}
+    t = np.array([LABELS.index(g) for g in gold]) == 1  # binary F1 and MCC of label 1, from their definitions
+    p = np.array([LABELS.index(label) for label in served["label"]]) == 1
+    tp, fp, fn, tn = np.sum(t & p), np.sum(~t & p), np.sum(t & ~p), np.sum(~t & ~p)
+    f1 = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+    denominator = np.sqrt(float((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)))
+    mcc = (tp * tn - fp * fn) / denominator if denominator else 0.0
+    assert json.loads(metrics.read_text()) == {"metric": "accuracy", "accuracy": pytest.approx(accuracy),
+                                               "f1": pytest.approx(f1), "mcc": pytest.approx(mcc),
+                                               "examples": len(gold)}
     assert len(stderr_lines(result)) == 1  # the summary line alone (no progress: stderr is not a terminal)
-    assert stderr_lines(result)[-1].startswith(f"accuracy {accuracy:.4f} (6 examples, ")
+    assert stderr_lines(result)[-1].startswith(f"accuracy {accuracy:.4f} (f1 {f1:.4f}, mcc {mcc:.4f}) (6 examples, ")
 
 
 def check_tagging(init, served, tmp_path, **stdin_or_file):
@@ -353,7 +365,7 @@ def test_bad_input_names_the_file_and_line(tmp_path, kind, name, content, messag
     if content is not None:
         path.write_bytes(content if isinstance(content, bytes) else content.encode())
     with pytest.raises((ValueError, FileNotFoundError)) as error:
-        read_examples(str(path), "auto", kind, SETTINGS[kind])
+        read_examples(str(path), "auto", kinds.get(kind), SETTINGS[kind])
     assert re.search(message, str(error.value)), str(error.value)
 
 
@@ -375,8 +387,9 @@ def test_a_folder_that_is_not_a_model_is_a_clear_error(tmp_path):
         open_model(str(tmp_path / "run"))
     assert str(error.value) == (
         f"--init {tmp_path / 'run'} is neither a fine-tuning output dir (no classifier.keras, "
-        "token_classifier.keras, question_answerer.keras) nor a TF Serving export (no saved_model.pb in it or in "
-        "a numbered version folder): fine-tune with `python -m electra_tf.finetune` first.")
+        "token_classifier.keras, question_answerer.keras, multiple_choice.keras) nor a TF Serving export (no "
+        "saved_model.pb in it or in a numbered version folder): fine-tune with `python -m electra_tf.finetune` "
+        "first.")
     with pytest.raises(FileNotFoundError, match="does not exist"):
         open_model(str(tmp_path / "missing"))
 

@@ -73,8 +73,6 @@ def load(source, path, num_heads=None, generator_num_heads=None, part="both"):
     """
     from electra_tf import sources
 
-    if source == "keras":
-        import electra_tf.finetuning.kinds  # noqa: F401  (registers every task kind's model class)
     options = {"num_heads": num_heads, "generator_num_heads": generator_num_heads} if source == "official" else {}
     try:
         model, vocab = sources.load_source(source, path, **options)

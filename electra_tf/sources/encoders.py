@@ -5,14 +5,15 @@ experiment's untrained baseline from `untrained_encoder`); `load_encoder` rebuil
 encoder of an `export --kind encoder` SavedModel.
 """
 
+import importlib
 import json
 import os
+import pkgutil
 
 import keras
 import tensorflow as tf
 
-from electra_tf import run_files
-from electra_tf.models import classifier, question_answerer, token_classifier  # noqa: F401  (registered for loading)
+from electra_tf import models, run_files
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.pretrainer import build_pretrainer
 from electra_tf.sources.base import Source
@@ -26,11 +27,18 @@ def load_keras_model(path, flag="init"):
     """
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"`--{flag}={path}` does not exist.")
+    register_models()
     try:
         return keras.saving.load_model(path, compile=False)  # the weights; a fine-tuned model's optimizer is not needed
     except Exception as e:  # Keras reports a damaged zip as "File not found"
         raise ValueError(f"`--{flag}={path}` cannot be read ({type(e).__name__}: {str(e)[:200]}): a truncated "
                          "or damaged .keras file.") from None
+
+
+def register_models():
+    """Imports every module of `electra_tf.models`: each model class registers itself for `load_model`."""
+    for module in pkgutil.iter_modules(models.__path__):
+        importlib.import_module(f"{models.__name__}.{module.name}")
 
 
 def load_encoder(export_dir):
