@@ -1,9 +1,12 @@
 """Helpers shared by the test modules (import as `from helpers import ...`)."""
 
+import collections
 import hashlib
 import os
 import pathlib
+import re
 import shutil
+import string
 import subprocess
 import sys
 import textwrap
@@ -147,3 +150,25 @@ def error_line(result):
     lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert result.returncode == 1 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
     return lines[0]
+
+
+# --- The official SQuAD v1.1 evaluation script's answer comparison (an independent reference) ---
+
+
+def official_normalize(s):
+    """The official SQuAD v1.1 `normalize_answer`."""
+    s = "".join(ch for ch in s.lower() if ch not in set(string.punctuation))
+    return " ".join(re.sub(r"\b(a|an|the)\b", " ", s).split())
+
+
+def official_exact(prediction, gold):
+    return float(official_normalize(prediction) == official_normalize(gold))
+
+
+def official_f1(prediction, gold):
+    p, g = official_normalize(prediction).split(), official_normalize(gold).split()
+    common = sum((collections.Counter(p) & collections.Counter(g)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(p), common / len(g)
+    return 2 * precision * recall / (precision + recall)

@@ -3,17 +3,15 @@ served SavedModel's outputs (loaded in a fresh process that imports only tensorf
 stdin; gold labels scored against independent computations (seqeval, the official SQuAD formulas); bad
 input files end with one `error:` line and exit 1."""
 
-import collections
 import json
 import os
 import re
-import string
 
 import keras
 import numpy as np
 import pytest
 
-from helpers import run_python, shared_data
+from helpers import official_exact, official_f1, run_python, shared_data
 
 from electra_tf.finetuning import kinds
 from electra_tf.finetuning.classification import ClassificationKind
@@ -274,25 +272,6 @@ def test_every_kind_from_the_other_source(models, served, tmp_path):
     check_classification(exports["classification"], inputs["classification"], served["classification"], tmp_path)
     check_tagging(dirs["tagging"], served["tagging"], tmp_path, path=inputs["tagging"])
     check_qa(exports["span_qa"], inputs["span_qa"], served["span_qa"], tmp_path)
-
-
-def official_normalize(s):
-    """The official SQuAD v1.1 `normalize_answer`."""
-    s = "".join(ch for ch in s.lower() if ch not in set(string.punctuation))
-    return " ".join(re.sub(r"\b(a|an|the)\b", " ", s).split())
-
-
-def official_exact(prediction, gold):
-    return float(official_normalize(prediction) == official_normalize(gold))
-
-
-def official_f1(prediction, gold):
-    p, g = official_normalize(prediction).split(), official_normalize(gold).split()
-    common = sum((collections.Counter(p) & collections.Counter(g)).values())
-    if common == 0:
-        return 0.0
-    precision, recall = common / len(p), common / len(g)
-    return 2 * precision * recall / (precision + recall)
 
 
 @pytest.mark.large
