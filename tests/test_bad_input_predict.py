@@ -233,8 +233,8 @@ def test_an_iob1_file_is_read_as_iob1_and_scored_as_seqeval_scores_it(runs, tmp_
     gold = [[line.split()[-1] for line in block.splitlines()] for block in IOB1.split("\n\n")[1:]]
     predicted = [r["tags"] for r in records]  # CoNLL words are served as they are: one tag per word
     scores = json.loads(metrics.read_text())
-    assert scores["f1"] == pytest.approx(seqeval.metrics.f1_score(gold, predicted))
-    assert scores["precision"] == pytest.approx(seqeval.metrics.precision_score(gold, predicted))
+    assert scores["entity_f1"] == pytest.approx(seqeval.metrics.f1_score(gold, predicted))
+    assert scores["entity_precision"] == pytest.approx(seqeval.metrics.precision_score(gold, predicted))
     assert scores["num_true"] == len(seqeval.metrics.sequence_labeling.get_entities(gold)) == 6  # Berlin: B-
     as_iob2 = predict("--init", runs / "tagger", "--input", path, "--tag_scheme", "IOB2", "--metrics_file",
                       tmp_path / "iob2.json", check=True)

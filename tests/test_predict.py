@@ -231,8 +231,9 @@ def check_tagging(init, served, tmp_path, **stdin_or_file):
     for (words, _), row in zip(sentences, rows_of(served)):  # `serve_words`)
         starts = np.cumsum([0] + [len(w) + 1 for w in words[:-1]]).tolist()
         predicted.append([row["tags"][row["word_start"].index(s)] for s in starts])
-    assert scores["f1"] == pytest.approx(seqeval.metrics.f1_score(true, predicted))
-    assert scores["recall"] == pytest.approx(seqeval.metrics.recall_score(true, predicted))
+    assert scores["metric"] == "entity_f1"
+    assert scores["entity_f1"] == pytest.approx(seqeval.metrics.f1_score(true, predicted))
+    assert scores["entity_recall"] == pytest.approx(seqeval.metrics.recall_score(true, predicted))
     assert scores["token_accuracy"] == pytest.approx(np.mean([t == p for ts, ps in zip(true, predicted)
                                                               for t, p in zip(ts, ps)]))
     assert scores["sentences"] == 3

@@ -323,11 +323,13 @@ class TaggingKind(TaskKind):
         true = [e.gold for e in examples]
         predicted = [word_tags(e, p) for e, p in zip(examples, predictions)]
         scores = {"token_accuracy": tagging_metrics.token_accuracy(true, predicted)}
-        if settings.get("spans"):
+        if settings.get("spans"):  # the names fine-tuning reports
             entities = tagging_metrics.entity_scores(true, predicted)
-            scores = {"f1": entities["f1"], "precision": entities["precision"], "recall": entities["recall"],
-                      **scores, **{k: entities[k] for k in ("num_true", "num_predicted", "num_correct", "per_type")}}
-        return {"metric": "f1" if settings.get("spans") else "token_accuracy", **scores, "sentences": len(examples)}
+            scores = {"entity_f1": entities["f1"], "entity_precision": entities["precision"],
+                      "entity_recall": entities["recall"], **scores,
+                      **{k: entities[k] for k in ("num_true", "num_predicted", "num_correct", "per_type")}}
+        return {"metric": "entity_f1" if settings.get("spans") else "token_accuracy", **scores,
+                "sentences": len(examples)}
 
 
 def word_tags(example, prediction):
