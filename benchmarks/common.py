@@ -89,8 +89,20 @@ def median(times):
     return statistics.median(times)
 
 
+def commit():
+    """The checkout's commit (short), marked when it has uncommitted changes; `unknown` outside git."""
+    import subprocess
+
+    try:
+        run = [subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+               for args in (["rev-parse", "--short", "HEAD"], ["status", "--porcelain", "--untracked-files=no"])]
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return run[0] + (" (uncommitted changes)" if run[1] else "")
+
+
 def versions(*extra):
-    """Python, TensorFlow, Keras, NumPy and the platform; `extra` module names add theirs (keras_hub, torch)."""
+    """Python, TensorFlow, Keras, NumPy, the platform and electra_tf's commit; `extra` module names add theirs."""
     import importlib
 
     import keras
@@ -98,7 +110,7 @@ def versions(*extra):
     import tensorflow as tf
 
     out = dict(python=platform.python_version(), tensorflow=tf.__version__, keras=keras.__version__,
-               numpy=np.__version__, platform=platform.platform(), cpus=os.cpu_count())
+               numpy=np.__version__, platform=platform.platform(), cpus=os.cpu_count(), electra_tf=commit())
     for name in extra:
         out[name] = importlib.import_module(name).__version__
     return out
