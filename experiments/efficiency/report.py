@@ -199,42 +199,55 @@ def selection_markdown(report):
 
 
 def write_markdown(path, report):
-    summary, plan, tasks = report["summary"], in_row_order(report["pretraining"]), report["tasks"]
+    """results.md: the header, the objective x task table, the rate selection, the curve, the plan, the probe."""
+    plan = in_row_order(report["pretraining"])
+    lines = header_markdown(report, plan) + table_markdown(report, plan) + selection_markdown(report)
+    lines += curve_markdown(report, plan) + context_markdown(report["context"], report["context_probe"])
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines))
+
+
+def header_markdown(report, plan):
+    """Command, date, commit, the merged invocations and the settings."""
     b = report["budget"]
-    lines = [
-        f"# Pre-training efficiency: objectives at equal FLOPs (`--budget {report['budget_name']}`)",
-        "",
-        f"Command: `{report['command']}`",
-        "",
-        f"Date: {report['date']}. Versions: " + ", ".join(f"{k} {v}" for k, v in report["versions"].items()) + ".",
-        f"Wall time: {report['seconds']:.0f} s this invocation ({report['units_run']} units run, "
-        f"{report['units_skipped']} skipped).",
-        "",
-        *[f"Merged (`--merge`) from `{m['path']}`: encoders {', '.join(m['encoders'])}, run on {m['date']} at "
-          f"electra_tf {m['versions']['electra_tf']} ({m['seconds']:.0f} s) by `{m['command']}`. "
-          + (f"The seeded no-pre-training baseline, run in both, differs by at most "
-             f"{100 * m['baseline_max_abs_diff']:.2f} points per task and seed." if m["baseline_max_abs_diff"]
-             is not None else "")
-          + (f" Encoders run again here ({', '.join(m['rerun'])}): the newer runs are kept; at the recipe they differ "
-             f"from that file's by at most {100 * m['rerun_max_abs_diff']:.2f} points per task and seed."
-             if m.get("rerun_max_abs_diff") is not None else "") + "\n" for m in report.get("merged", [])],
-        f"Encoder: `tiny` preset + {b['model']}, seq 128, batch {b['batch_size']}, lr {b['learning_rate']}; "
-        f"budget = {b['electra_steps']} electra steps = {plan[next(iter(plan))]['budget_flops'] if plan else float('nan'):.3g} "
-        f"training FLOPs (matmul-only count, `electra_tf.training.flops`). Fine-tuning: {report['finetune']}, "
-        f"{report['seeds']} seed(s). Scores are dev {', '.join(sorted({r['metric'] for r in report['runs']}))} "
-        "x 100, mean over seeds; Spread = std over seeds of the task average.",
-        "",
-    ]
+    merged = [f"Merged (`--merge`) from `{m['path']}`: encoders {', '.join(m['encoders'])}, run on {m['date']} at "
+              f"electra_tf {m['versions']['electra_tf']} ({m['seconds']:.0f} s) by `{m['command']}`. "
+              + (f"The seeded no-pre-training baseline, run in both, differs by at most "
+                 f"{100 * m['baseline_max_abs_diff']:.2f} points per task and seed." if m["baseline_max_abs_diff"]
+                 is not None else "")
+              + (f" Encoders run again here ({', '.join(m['rerun'])}): the newer runs are kept; at the recipe they "
+                 f"differ from that file's by at most {100 * m['rerun_max_abs_diff']:.2f} points per task and seed."
+                 if m.get("rerun_max_abs_diff") is not None else "") + "\n" for m in report.get("merged", [])]
+    budget_flops = plan[next(iter(plan))]["budget_flops"] if plan else float("nan")
+    lines = [f"# Pre-training efficiency: objectives at equal FLOPs (`--budget {report['budget_name']}`)", "",
+             f"Command: `{report['command']}`", "",
+             f"Date: {report['date']}. Versions: " + ", ".join(f"{k} {v}" for k, v in report["versions"].items()) + ".",
+             f"Wall time: {report['seconds']:.0f} s this invocation ({report['units_run']} units run, "
+             f"{report['units_skipped']} skipped).", "",
+             "Paths: `$SHARED_DATA` is the shared data folder (../shared/data beside the checkout), `$RUNS` the "
+             "folder earlier invocations wrote to; results.json records its paths relative to each run's folder.", "",
+             *merged,
+             f"Encoder: `tiny` preset + {b['model']}, seq 128, batch {b['batch_size']}, lr {b['learning_rate']}; "
+             f"budget = {b['electra_steps']} electra steps = {budget_flops:.3g} training FLOPs (matmul-only count, "
+             f"`electra_tf.training.flops`). Fine-tuning: {report['finetune']}, {report['seeds']} seed(s). Scores are "
+             f"dev {', '.join(sorted({r['metric'] for r in report['runs']}))} x 100, mean over seeds; Spread = std over "
+             "seeds of the task average.", ""]
     if report["budget_name"] == "smoke":
         lines += ["**Smoke budget: a few steps on tiny data. The numbers only show that every stage runs; "
                   "they carry no information about the objectives.**", ""]
+    return lines
+
+
+def table_markdown(report, plan):
+    """The objective x task table at the full budget, beside the paper's Table 5 and the majority class."""
+    summary, tasks = report["summary"], report["tasks"]
     header = ["encoder", "steps", "PT FLOPs", *tasks, "Avg", "Median", "Spread", "Paper Table 5"]
-    lines += ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
-    finals = [n for n, s in summary.items() if s["fraction"] in (1.0, 0.0)]
-    for name in finals:
-        s = summary[name]
-        steps = plan[s["objective"]]["steps"] if s["objective"] in plan else 0
-        cells = [name if name != "mlm" else "mlm (BERT)", str(steps), f"{s['flops']:.3g}"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+    for name, s in summary.items():
+        if s["fraction"] not in (1.0, 0.0):
+            continue
+        cells = [name if name != "mlm" else "mlm (BERT)", str(plan[s["objective"]]["steps"] if s["objective"] in plan
+                                                              else 0), f"{s['flops']:.3g}"]
         cells += [f"{s['tasks'][t]['mean']:.1f} ± {s['tasks'][t]['std']:.1f}" for t in tasks]
         cells += [f"{s['average']:.1f}", f"{s['median']:.1f}", f"{s['spread']:.1f}",
                   str(PAPER_TABLE5.get(s["objective"], "-"))]
@@ -242,19 +255,20 @@ def write_markdown(path, report):
     majority = {r["task"]: 100 * r["majority_class_accuracy"] for r in report["runs"]}
     lines.append("| majority class | - | - | " + " | ".join(f"{majority[t]:.1f}" for t in tasks)
                  + f" | {np.mean([majority[t] for t in tasks]):.1f} | - | - | - |")
-    lines += pretrain_seed_lines(summary)
-    lines += ["", "Paper reference (GLUE dev): Table 5, Base-sized: ELECTRA 85.0, All-Tokens MLM 84.3, "
-              "Replace MLM 82.4, ELECTRA 15% 82.4, BERT 82.2; Table 1 at equal compute: ELECTRA-Small 79.9 vs "
-              "BERT-Small 75.1."]
-    lines += selection_markdown(report)
-    lines += ["", "## Score vs pre-training FLOPs (Figure 4 analog, `efficiency.png`)", "",
-              "| objective | fraction | step | PT FLOPs | Avg |", "|---|---:|---:|---:|---:|"]
-    curve = sorted(summary.values(), key=lambda s: (s["objective"], s["fraction"]))
-    for s in curve:
+    return lines + pretrain_seed_lines(summary) + [
+        "", "Paper reference (GLUE dev): Table 5, Base-sized: ELECTRA 85.0, All-Tokens MLM 84.3, Replace MLM 82.4, "
+        "ELECTRA 15% 82.4, BERT 82.2; Table 1 at equal compute: ELECTRA-Small 79.9 vs BERT-Small 75.1."]
+
+
+def curve_markdown(report, plan):
+    """Score vs pre-training FLOPs, the equal-FLOPs plan, the fine-tuning totals and the guard."""
+    lines = ["", "## Score vs pre-training FLOPs (Figure 4 analog, `efficiency.png`)", "",
+             "| objective | fraction | step | PT FLOPs | Avg |", "|---|---:|---:|---:|---:|"]
+    for s in sorted(report["summary"].values(), key=lambda s: (s["objective"], s["fraction"])):
         if (s["objective"] in report["curve_objectives"] or s["objective"] == BASELINE) \
                 and s.get("pretrain_seed", 0) == 0:
-            step = round(s["flops"] / plan[s["objective"]]["flops_per_sequence"] / plan[s["objective"]]["batch_size"]) \
-                if s["objective"] in plan else 0
+            p = plan.get(s["objective"])
+            step = round(s["flops"] / p["flops_per_sequence"] / p["batch_size"]) if p else 0
             lines.append(f"| {s['objective']} | {s['fraction']:g} | {step} | {s['flops']:.3g} | {s['average']:.1f} |")
     # Columns by name: a merged report's breakdowns may list the parts in another order.
     columns = [k for k in plan[next(iter(plan))]["breakdown"] if k not in ("forward", "train")] if plan else []
@@ -267,17 +281,15 @@ def write_markdown(path, report):
                      + f" | {p['seconds']:.0f} | {p['cpu_seconds'] or float('nan'):.0f} |")
     every_run = report["runs"] + report.get("grid_runs", [])
     total = lambda key: sum(r.get(key) or 0.0 for r in every_run)  # noqa: E731
-    lines += ["", f"Fine-tuning: {len(every_run)} runs ({len(report['runs'])} at the recipe), "
-              f"{total('seconds'):.0f} s wall / "
-              f"{total('cpu_seconds'):.0f} CPU s in all ({total('train_seconds'):.0f} s of `fit`). "
-              f"Load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores.", ""]
     guarded = [e["guard"]["max_abs_diff"] for e in report["encoders"].values() if "guard" in e]
-    lines += [f"Guard: {len(guarded)} encoders equal the model that produced them before fine-tuning "
-              f"(max |output diff| {max(guarded, default=float('nan')):.2g} <= {report['guard_atol']:g} on a "
-              f"fixed held-out batch, dropout off); the random baseline's seed is {report['baseline_seed']}.", ""]
-    lines += context_markdown(report["context"], report["context_probe"])
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines))
+    return lines + ["", f"Fine-tuning: {len(every_run)} runs ({len(report['runs'])} at the recipe), "
+                    f"{total('seconds'):.0f} s wall / {total('cpu_seconds'):.0f} CPU s in all "
+                    f"({total('train_seconds'):.0f} s of `fit`). Load average at the end: {os.getloadavg()[0]:.1f} on "
+                    f"{os.cpu_count()} cores.", "",
+                    f"Guard: {len(guarded)} encoders equal the model that produced them before fine-tuning "
+                    f"(max |output diff| {max(guarded, default=float('nan')):.2g} <= {report['guard_atol']:g} on a "
+                    f"fixed held-out batch, dropout off); the random baseline's seed is {report['baseline_seed']}.",
+                    ""]
 
 
 def context_markdown(context, probe):
