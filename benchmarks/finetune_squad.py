@@ -31,6 +31,7 @@ exports its model for serving and times `serving_default` (raw text in) in batch
 """
 
 import os
+import re
 import tempfile
 import time
 
@@ -225,16 +226,16 @@ def report(results, config, sizes, seconds):
                      f"{cell(by_seed, 'predict_questions_per_second', 1)} | {cell(by_seed, 'serve_questions_per_second', 1)}"
                      f" | {cell(by_seed, 'served_dev_f1')} | {per_seed} |")
     hf = results.get(HF)
-    for label, by_seed in results.items():
-        if hf and label != HF:
-            lines += ["", f"- {label} minus HF, mean F1: " + ", ".join(
-                f"{split} {np.mean([r[key] for r in by_seed.values()]) - np.mean([r[key] for r in hf.values()]):+.2f}"
-                for split, key in (("dev", "dev_f1"), ("new_wiki", "shifts_f1")) if all(key in r for r in hf.values()))]
-    this = common.command_line("benchmarks.finetune_squad")
-    elsewhere = [f"- {label}, seed {seed}: `{r['command']}`" + (f" on {r['device']}, {r['versions']}" if
-                                                                r.get("device", "cpu") != "cpu" else "")
-                 for label, by_seed in results.items() for seed, r in sorted(by_seed.items())
-                 if r.get("command", this) != this]
+    lines += [""] + [f"- {label} minus HF, mean F1: " + ", ".join(
+        f"{split} {np.mean([r[key] for r in by_seed.values()]) - np.mean([r[key] for r in hf.values()]):+.2f}"
+        for split, key in (("dev", "dev_f1"), ("new_wiki", "shifts_f1")) if all(key in r for r in hf.values()))
+        for label, by_seed in results.items() if hf and label != HF]
+    recipe_of = lambda command: re.sub(r" --output[= ]\S+", "", command)  # noqa: E731  (where the report goes)
+    this = recipe_of(common.command_line("benchmarks.finetune_squad"))
+    elsewhere = [f"- {label}, seed {seed}: `{r['command']}`" + (
+        f" on {r['device']}, PyTorch {r['versions']['torch']}, transformers {r['versions']['transformers']}"
+        if r.get("device", "cpu") != "cpu" else "") for label, by_seed in results.items()
+        for seed, r in sorted(by_seed.items()) if recipe_of(r.get("command", this)) != this]
     if elsewhere:
         lines += ["", "Runs made by another command (read back from `--runs_dir`):", *elsewhere]
     lines += ["", f"Machine: {common.machine()} at the end (a run on a GPU names it beside its train seconds; "

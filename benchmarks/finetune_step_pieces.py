@@ -17,7 +17,7 @@ loaded machine only the ratios mean anything. `--trace DIR` first profiles that
 step and prints the time by op type:
 
     python -m benchmarks.finetune_step_pieces --seq_length 256 --batch_size 16 \
-        --variants "step LayerwiseAdamW" --rounds 3 --trace /tmp/step_trace
+        --variants "step LayerwiseAdamW" --rounds 3 --trace runs/step_trace
 """
 import argparse
 import os

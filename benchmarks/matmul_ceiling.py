@@ -1,6 +1,6 @@
 r"""The MFU ceiling of one ELECTRA training step: its matmuls alone, timed shape by shape.
 
-    python -m benchmarks.matmul_ceiling --config small --batch_size 32
+    python -m benchmarks.matmul_ceiling --config small --batch_size 32 > benchmarks/results/matmul_ceiling_small.md
 
 Lists every matrix multiply of one training step (generator, discriminator,
 MLM head at the masked slots, discriminator head), each as its forward
@@ -18,7 +18,6 @@ FLOPs of the list are checked against `electra_tf.training.flops`.
 import argparse
 import collections
 import os
-import sys
 
 p = argparse.ArgumentParser()
 p.add_argument("--config", default="small")
@@ -89,6 +88,8 @@ def main():
     assert abs(counted / expected - 1) < 1e-9, (counted, expected)  # the list is the FLOP counter's
 
     peak = 2 * 2048**3 / matmul_seconds(1, (2048, 2048), (2048, 2048))
+    print(f"# Every matmul of the ELECTRA-{ARGS.config.capitalize()} pre-training step, timed shape by shape\n")
+    print(f"`{common.command_line('benchmarks.matmul_ceiling')}`\n")
     print(f"{ARGS.config}, batch {batch}, seq {config.seq_length}, {ARGS.precision}: "
           f"{len(shapes)} distinct forward shapes, {expected / 1e9:.1f} GFLOP per step (3 x forward); "
           f"2048^3 peak {peak / 1e9:.1f} GFLOP/s")
@@ -107,7 +108,6 @@ def main():
               f"{rate / 1e9:.0f} | {seconds * 1e3:.0f} |")
     print(f"\nAll matmuls, one after another: {total * 1e3:.0f} ms per step -> ceiling {1 / total:.3f} steps/s, "
           f"{expected / total / 1e9:.1f} GFLOP/s = {expected / total / peak:.1%} MFU (the step's other ops at 0 ms).")
-    print("Command: python -m benchmarks.matmul_ceiling " + " ".join(sys.argv[1:]))
 
 
 if __name__ == "__main__":

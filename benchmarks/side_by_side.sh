@@ -21,6 +21,8 @@ PY=${PYTHON:-python}
 STEPS=${STEPS:-10}
 REPEATS=${REPEATS:-3}
 busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
+TIMES=$(mktemp); ERRORS=$(mktemp)
+trap 'rm -f "$TIMES" "$ERRORS"' EXIT
 
 run() {  # setting -> the command line
   case $1 in
@@ -43,11 +45,11 @@ for round in $(seq 1 "$ROUNDS"); do
     cmd=$(run "$setting") || exit 2
     echo "[$(date -u +%T)] round $round $setting: $cmd"
     b0=$(busy); t0=$(date +%s.%N)
-    line=$(/usr/bin/time -f "MAXRSS_KB %M" -o /tmp/side_by_side_time.txt $cmd 2>/tmp/side_by_side_err.txt | grep '^{' | tail -1)
+    line=$(/usr/bin/time -f "MAXRSS_KB %M" -o "$TIMES" $cmd 2>"$ERRORS" | grep '^{' | tail -1)
     b1=$(busy); t1=$(date +%s.%N)
-    rss=$(awk '/MAXRSS_KB/{print $2/1024}' /tmp/side_by_side_time.txt)
+    rss=$(awk '/MAXRSS_KB/{print $2/1024}' "$TIMES")
     share=$(echo "($b1-$b0)/100/(($t1-$t0)*$(nproc))" | bc -l)
-    if [ -z "$line" ]; then echo "  failed:"; tail -5 /tmp/side_by_side_err.txt; continue; fi
+    if [ -z "$line" ]; then echo "  failed:"; tail -5 "$ERRORS"; continue; fi
     impl=${setting%%_*}
     echo "$line" | $PY -c "import json,sys; r=json.loads(sys.stdin.read()); r.update(impl='$impl', setting='$setting', round=$round, batch_arg=$BATCH, max_rss_mb=round($rss), busy_share=round($share, 3), command='''$cmd'''); print(json.dumps(r))" >> "$OUT"
     tail -1 "$OUT" | cut -c1-240
