@@ -1,8 +1,6 @@
-r"""QA feature building time against context length (issue 28): linear, seconds for a 5 MB context.
+r"""QA feature building time against context length: linear, seconds for a 5 MB context.
 
     python -m benchmarks.qa_features_scaling \
-        --squad ~/.cache/electra_tf/benchmarks/squad_v1.1/dev.json \
-        --vocab ../shared/data/vocab/bert_uncased_vocab.txt \
         --output benchmarks/results/qa_features_scaling.md
 
 One question on one context made of SQuAD dev paragraphs joined end to end
@@ -16,8 +14,6 @@ contexts for comparison (`--reference_up_to` pieces). A flat microseconds per
 piece column is what linear means.
 """
 
-import os
-import platform
 import time
 
 from absl import flags
@@ -30,9 +26,8 @@ from electra_tf.finetuning import qa_features, squad
 from electra_tf.finetuning.squad import QAExample
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("squad", os.path.expanduser("~/.cache/electra_tf/benchmarks/squad_v1.1/dev.json"),
-                    "SQuAD JSON whose paragraphs make the contexts.")
-flags.DEFINE_string("vocab", "../shared/data/vocab/bert_uncased_vocab.txt", "vocab.txt.")
+flags.DEFINE_string("squad", common.bench_data("squad_v1.1", "dev.json"), "SQuAD JSON whose paragraphs make the contexts.")
+flags.DEFINE_string("vocab", common.shared_data("vocab", "bert_uncased_vocab.txt"), "vocab.txt.")
 flags.DEFINE_list("pieces", ["20000", "40000", "80000", "160000", "320000", "640000", "1000000", "1500000"],
                   "Context lengths in pieces.")
 flags.DEFINE_float("megabytes", 5.0, "Size of the extra context in MB (UTF-8), 0 for none.")
@@ -112,7 +107,7 @@ def main(argv):
 
 def write(rows):
     lines = [
-        "# QA feature building against context length",
+        "# QA feature building against context length", "", f"`{common.command_line('benchmarks.qa_features_scaling')}`",
         "",
         "One question on one context of SQuAD v1.1 dev paragraphs joined end to end; `build_qa_features` "
         "(tokenization, character offsets, windows and max-context flags) at seq_length 384, doc_stride 128, "
@@ -127,14 +122,7 @@ def write(rows):
         before = f"{r['reference']:.2f}" if r["reference"] is not None else "-"
         lines.append(f"| {r['label']} | {r['megabytes']:.2f} | {r['pieces']:,} | {r['windows']:,} | "
                      f"{r['seconds']:.2f} | {r['us_per_piece']:.2f} | {before} |")
-    lines += ["", "Command (repository root):", "", "```",
-              "python -m benchmarks.qa_features_scaling \\",
-              f"    --squad {FLAGS.squad} \\", f"    --vocab {FLAGS.vocab} \\",
-              f"    --pieces {','.join(FLAGS.pieces)} --megabytes {FLAGS.megabytes:g} "
-              f"--reference_up_to {FLAGS.reference_up_to} --repeats {FLAGS.repeats} \\",
-              f"    --output {FLAGS.output}", "```", "",
-              f"Versions: {common.versions()}; {platform.processor() or platform.machine()}, "
-              f"{os.cpu_count()} cores.", ""]
+    lines += ["", f"Versions: {common.versions_text()}; {common.machine()}.", ""]
     common.write_report("\n".join(lines), FLAGS.output)
 
 

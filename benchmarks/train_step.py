@@ -26,22 +26,18 @@ CPU-seconds per step and the other processes' share of the cores (busy time in
 apart. FLOPs per sequence are analytic (`electra_tf.training.flops`: matmuls
 only, 3 x forward). Results go to stdout as Markdown; `--json FILE` appends one JSON
 line per run, and `--summarize FILE --output MD` turns those lines into the
-report table with the peers' figures (../shared/bench/peers/results/summary.md).
+report table (`benchmarks/side_by_side.sh` times the peers beside it).
 """
 
 import argparse
 import json
 import os
 import platform
-import re
 import resource
 import statistics
-import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PEERS_SUMMARY = os.path.join(REPO, "..", "shared", "bench", "peers", "results", "summary.md")
 
 
 def parse_args(argv=None):
@@ -121,21 +117,14 @@ def measure_peak(dtype, m=2048, k=2048, n=2048, seconds=2.0, windows=5):
 
 def write_records(directory, num_files, examples_per_file, seq_length, vocab_size, seed=0):
     """Random pre-training records in the official format (Int64 input_ids, input_mask, segment_ids)."""
-    rng = np.random.RandomState(seed)
+    rng, ints = np.random.RandomState(seed), lambda v: tf.train.Feature(int64_list=tf.train.Int64List(value=v))
     for f in range(num_files):
         with tf.io.TFRecordWriter(os.path.join(directory, f"pretrain_data.tfrecord-{f}-of-{num_files}")) as writer:
-            for _ in range(examples_per_file):
-                n = rng.randint(seq_length // 2, seq_length + 1)
-                ids = [101] + list(rng.randint(999, vocab_size, n - 2)) + [102] + [0] * (seq_length - n)
-                mask = [1] * n + [0] * (seq_length - n)
-                segments = [0] * seq_length
-
-                def feature(values):
-                    return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
-
-                example = tf.train.Example(features=tf.train.Features(feature={
-                    "input_ids": feature(ids), "input_mask": feature(mask), "segment_ids": feature(segments)}))
-                writer.write(example.SerializeToString())
+            for n in rng.randint(seq_length // 2, seq_length + 1, examples_per_file):
+                pad = [0] * (seq_length - n)
+                ids = [101] + list(rng.randint(999, vocab_size, n - 2)) + [102] + pad
+                features = {"input_ids": ints(ids), "input_mask": ints([1] * n + pad), "segment_ids": ints([0] * seq_length)}
+                writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
     return os.path.join(directory, "pretrain_data.tfrecord-*")
 
 
@@ -251,7 +240,7 @@ def run(args):
         flops_per_seq=flops.train_flops_per_sequence(config), num_params=num_params,
         peak_gflops=peaks, pipeline_examples_per_s=pipeline, peak_rss_mb=round(rss_mb, 1),
         load_avg=os.getloadavg()[0], date=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-        command="python -m benchmarks.train_step " + " ".join(sys.argv[1:]),
+        command=common.command_line("benchmarks.train_step"),
         versions=common.versions("keras_hub"),
     )
 
@@ -301,36 +290,6 @@ def table_row(rows, peak=None):
             f"{gflops:.1f} | {mfu32} | {mfu16} | {cpu} | {others} | {rss:,.0f} | {pipe} | {warm:.1f} |")
 
 
-def peer_figures(path=PEERS_SUMMARY):
-    """(peer, setting, batch, median steps/s) rows and the fp32 peak from the peers' summary.md."""
-    if not os.path.exists(path):
-        return [], None
-    rows, peak = [], None
-    for line in open(path, encoding="utf-8"):
-        m = re.match(r"\| (\S[^|]*) \| (\S[^|]*) \| (\d+) \| ([0-9.]+) \(", line)
-        if m:
-            rows.append((m.group(1), m.group(2), int(m.group(3)), float(m.group(4))))
-        m = re.match(r"machine peak used for MFU: ([0-9.]+)", line)
-        if m:
-            peak = float(m.group(1))
-    return rows, peak
-
-
-def _cpu_name():
-    """'model name, family F' from /proc/cpuinfo (family 25 = AMD Zen 3/4, 26 = Zen 5)."""
-    info = {}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                info.setdefault(key.strip(), value.strip())
-    except OSError:
-        return platform.processor() or "unknown CPU"
-    flags = info.get("flags", "").split()
-    extras = [f for f in ("avx512f", "avx512_bf16", "amx_bf16") if f in flags]
-    return f"{info.get('model name', '?')}, CPU family {info.get('cpu family', '?')}, {' '.join(extras)}"
-
-
 def summarize(path, output=None, notes=None):
     runs = [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
     groups = {}
@@ -340,7 +299,7 @@ def summarize(path, output=None, notes=None):
     first, last = runs[0], runs[-1]
     lines += [
         f"Runs: {len(runs)} processes, {first['date']} to {last['date']}; machine {platform.platform()}, "
-        f"{os.cpu_count()} CPU cores ({_cpu_name()}), shared with other jobs "
+        f"{os.cpu_count()} CPU cores ({platform.processor() or platform.machine()}), shared with other jobs "
         f"(load average {min(r['load_avg'] for r in runs):.1f}-{max(r['load_avg'] for r in runs):.1f} "
         "at the end of the runs). Versions: " + ", ".join(f"{k} {v}" for k, v in first["versions"].items()) + ".",
         "",
@@ -367,31 +326,6 @@ def summarize(path, output=None, notes=None):
     lines += [HEADER]
     for key in sorted(groups, key=lambda k: (k[0] != "tiny", k[1], k[3])):
         lines.append(table_row(groups[key], peak))
-    peers, peer_peak = peer_figures()
-    peers32 = [p for p in peers if p[2] == 32]
-    ours = {k[3]: statistics.median(x for r in v for x in r["steps_per_s"]) for k, v in groups.items()
-            if k[0] == "small" and k[1] == 32 and k[2] == 128}
-    if peers32 and ours:
-        best = max(peers32, key=lambda p: p[3])
-        lines += [
-            "",
-            "## Against the peers (small, batch 32, seq 128)",
-            "",
-            "Peer figures are quoted from `../shared/bench/peers/results/summary.md` (same machine, same day, "
-            "same workload and FLOP count, fp32); they were **not** measured side by side with these runs, "
-            "and the machine's load differed.",
-            f"Best peer: {best[0]} {best[1]}, {best[3]:.4f} steps/s (peers' fp32 peak {peer_peak} GFLOP/s).",
-            "",
-            "| ours | steps/s | GFLOP/s | MFU vs peers' fp32 peak | / best peer | "
-            + " | ".join(f"/ {p[0]} {p[1]}" for p in peers32) + " |",
-            "|---|---|---|---|---|" + "---|" * len(peers32),
-        ]
-        flops_per_seq = next(iter(groups.values()))[0]["flops_per_seq"]
-        for name, rate in sorted(ours.items()):
-            gflops = rate * 32 * flops_per_seq / 1e9
-            mfu = f"{gflops / peer_peak:.1%}" if peer_peak else "-"
-            lines.append(f"| {name} | {rate:.4f} | {gflops:.1f} | {mfu} | {rate / best[3]:.2f}x | "
-                         + " | ".join(f"{rate / p[3]:.2f}x" for p in peers32) + " |")
     text = "\n".join(lines) + "\n"
     if notes:
         with open(notes, encoding="utf-8") as f:
