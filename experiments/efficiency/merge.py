@@ -14,8 +14,6 @@ from experiments.efficiency.report import BASELINE, in_row_order, row_rank
 # Fields two invocations must share for their runs to sit in one table (`--merge`).
 MERGE_FIELDS = ("budget_name", "budget", "finetune", "finetune_keep", "seeds", "tasks", "baseline_seed", "guard_atol",
                 "context_probe")
-# A field older reports lack, and the value they ran with (fine-tuning kept the last epoch before `--keep`).
-MERGE_DEFAULTS = {"finetune_keep": "last"}
 
 
 class MergeMismatch(ValueError):
@@ -23,7 +21,7 @@ class MergeMismatch(ValueError):
 
 
 def comparable(report, field):
-    value = json.loads(json.dumps(report.get(field, MERGE_DEFAULTS.get(field))))
+    value = json.loads(json.dumps(report.get(field)))
     if field == "budget":  # the corpus glob may be spelled through another checkout's (or a link's) ../shared
         value["corpus"] = os.path.realpath(value["corpus"])
     return value
@@ -43,23 +41,9 @@ def read_merges(paths, expected):
 
 def check_mergeable(path, other, expected):
     for field in MERGE_FIELDS:
-        if (field not in other and field not in MERGE_DEFAULTS) or comparable(other, field) != comparable(expected, field):
+        if field not in other or comparable(other, field) != comparable(expected, field):
             raise MergeMismatch(f"--merge {path}: field '{field}' is {comparable(other, field)!r} there but "
                                 f"{expected[field]!r} here; only runs with the same settings share a table.")
-
-
-def upgrade_report(report):
-    """Fills in place the fields a report written before the rate grid lacks, with the values it ran with."""
-    recipe = report["finetune"]
-    for r in report["runs"]:  # the recipe's point; no test score was kept
-        r.setdefault("train_limit", recipe["train_limit"])
-        r.setdefault("learning_rate", recipe["learning_rate"])
-        r.setdefault("test_score", None)
-    report.setdefault("grid_runs", [])
-    report.setdefault("learning_rates", [recipe["learning_rate"]])
-    report.setdefault("train_limits", [recipe["train_limit"]])
-    report.setdefault("finetune_keep", MERGE_DEFAULTS["finetune_keep"])
-    return report
 
 
 def merge_reports(report, merges):
@@ -77,10 +61,8 @@ def merge_reports(report, merges):
     def scores(runs, names):
         return {(r["encoder"], r["task"], r["seed"]): r["score"] for r in runs if r["encoder"] in names}
 
-    upgrade_report(report)
     for path, other in merges:
         check_mergeable(path, other, report)
-        upgrade_report(other)
         new = [name for name in other["encoders"] if name not in report["encoders"]]
         both = [name for name in other["encoders"] if name in report["encoders"] and name != BASELINE]
         here, there = baseline(report["runs"]), baseline(other["runs"])
@@ -96,7 +78,7 @@ def merge_reports(report, merges):
             report["encoders"][name] = other["encoders"][name]
         report["runs"] += [r for r in other["runs"] if r["encoder"] in new]
         have = {run_key(r) for r in report["grid_runs"]}
-        report["grid_runs"] += [r for r in other.get("grid_runs", []) if run_key(r) not in have]
+        report["grid_runs"] += [r for r in other["grid_runs"] if run_key(r) not in have]
         for objective, p in other["pretraining"].items():
             mine = report["pretraining"].setdefault(objective, p)
             for name, run in p.get("runs", {}).items():
@@ -104,7 +86,7 @@ def merge_reports(report, merges):
         for name, records in other["context"].items():
             report["context"].setdefault(name, records)
         for field in ("learning_rates", "train_limits"):  # the grid: every rate and size of any invocation
-            report[field] = sorted(set(report[field]) | set(other.get(field, [])), reverse=field == "train_limits")
+            report[field] = sorted(set(report[field]) | set(other[field]), reverse=field == "train_limits")
         report["objectives"] = list(dict.fromkeys(report["objectives"] + other["objectives"]))
         report["curve_objectives"] = list(dict.fromkeys(report["curve_objectives"] + other["curve_objectives"]))
     report["runs"].sort(key=lambda r: row_rank(r["objective"], r.get("pretrain_seed", 0)))  # stable

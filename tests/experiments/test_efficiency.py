@@ -427,50 +427,6 @@ def test_grid_points_leave_out_the_recipe_point():
     assert efficiency.grid_points([], [], recipe) == []
 
 
-def before_the_grid(report):
-    """`report` as the harness wrote it before the rate grid (2026-11-25): no grid, rates, limits or test scores."""
-    for key in ("grid_runs", "learning_rates", "train_limits", "finetune_keep", "selection"):
-        report.pop(key, None)
-    for r in report["runs"]:
-        for key in ("learning_rate", "train_limit", "test_score", "test"):
-            r.pop(key, None)
-    return report
-
-
-def test_merge_unions_the_grids_and_reads_a_report_from_before_the_grid(tmp_path):
-    """A report from before the grid (no test scores) merged into one with a grid: both kept, nothing guessed."""
-    if not COMMITTED.exists():
-        pytest.skip(f"{COMMITTED} not committed")
-    old = before_the_grid(json.loads(COMMITTED.read_text()))
-    new = part_of(before_the_grid(json.loads(COMMITTED.read_text())), ["electra"])
-    recipe = new["finetune"]
-    for r in new["runs"]:  # this invocation ran electra again: its recipe runs moved by 0.01 at most
-        r.update(learning_rate=recipe["learning_rate"], train_limit=recipe["train_limit"], test_score=r["score"])
-        if r["encoder"] == "electra":
-            r["score"] += 0.01 * (r["seed"] == 1)
-    new["grid_runs"] = [dict(r, learning_rate=1e-4, score=r["score"] / 2, test_score=r["score"] / 2)
-                        for r in new["runs"] if r["encoder"] in ("electra", "random_init")]
-    new.update(learning_rates=[1e-4, recipe["learning_rate"]], train_limits=[recipe["train_limit"]],
-               finetune_keep="last")
-    merged = merge.merge_reports(new, [("old/results.json", old)])
-    assert len(merged["grid_runs"]) == len(new["grid_runs"]) and merged["learning_rates"] == [1e-4, 2e-3]
-    assert merged["merged"][0]["rerun"] == ["electra"]
-    assert merged["merged"][0]["rerun_max_abs_diff"] == pytest.approx(0.01)
-    assert all(r["test_score"] is None for r in merged["runs"] if r["encoder"] == "mlm")
-    selection = reporting.select_rates(merged["runs"] + merged["grid_runs"], merged["tasks"], merged["seeds"],
-                                        merged["learning_rates"])
-    # Only encoders with both rates and test scores everywhere; the recipe rate wins (twice the score).
-    assert set(selection[recipe["train_limit"]]) == {"random_init", "electra"}
-    assert all(t["rate"] == 2e-3 for t in selection[2000]["electra"]["tasks"].values())
-    merged["summary"] = reporting.summarize(merged["runs"], merged["tasks"], merged["seeds"])
-    merged["selection"] = selection
-    reporting.write_markdown(tmp_path / "merged.md", merged)
-    text = (tmp_path / "merged.md").read_text()
-    assert "## Fine-tuning rate chosen on dev per encoder, test reported (grid {0.0001, 0.002})" in text
-    assert "differ from that file's by at most 1.00 points" in text
-    assert "Not in this table (their grid is not complete in this report): electra-s1, electra-s2, mlm, mlm-s1" in text
-
-
 def recompute_selection(report):
     """An independent recomputation of the committed selection: plain loops over every fine-tuning run."""
     import collections
