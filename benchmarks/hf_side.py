@@ -2,7 +2,7 @@ r"""The Hugging Face side of every comparison: transformers + torch, one trainin
 
     python -m benchmarks.hf_side --job job.json --output_dir out   # the HF side alone, as its own process
 
-`benchmarks.finetune_conll`, `finetune_squad` and `finetune_speed` call it in their process;
+`benchmarks.finetune_squad`, `serving_latency` and `finetune_speed` call it in their process;
 `finetune_end_to_end` runs it as above (no TensorFlow imported), timed from start to `results.json`.
 
 A job (`benchmarks.common.hf_job`) is what the electra_tf side was given: the task kind

@@ -8,9 +8,8 @@ FFN 1536; random weights: throughput does not depend on them) and exported with
 `python -m electra_tf.export --kind serving`. Inputs are real text:
 
 - classification: the first `--num_classification` lines of movie_polarity dev.tsv + test.tsv
-  (`../shared/data/tasks`), seq 128;
-- tagging: the first `--num_tagging` sentences of CoNLL-2003 dev (`~/.cache/electra_tf/benchmarks`,
-  from `fetch_finetune_benchmarks.sh`), seq 128;
+  (`$SHARED_DATA/tasks`), seq 128;
+- tagging: the first `--num_tagging` sentences of CoNLL-2003 dev (`$BENCH_DATA`), seq 128;
 - QA: the first `--num_qa` questions of the SQuAD v1.1 dev split there, seq 384, doc stride 128.
 
 Two figures per kind and `--init` source (fine-tuning dir, export), `--rounds` times,
@@ -24,7 +23,6 @@ the kinds and sources alternated within each round; medians reported:
 
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -36,13 +34,10 @@ from absl import flags
 from benchmarks import common
 from electra_tf import cli
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SHARED = os.path.join(HERE, "..", "..", "shared", "data")
-BENCHMARKS = os.path.join(os.path.expanduser("~"), ".cache", "electra_tf", "benchmarks")
-flags.DEFINE_string("vocab_file", os.path.join(SHARED, "vocab", "bert_uncased_vocab.txt"), "Vocabulary.")
-flags.DEFINE_string("task_dir", os.path.join(SHARED, "tasks", "movie_polarity"), "Classification TSVs.")
-flags.DEFINE_string("conll_dir", os.path.join(BENCHMARKS, "conll2003"), "CoNLL-2003 (dev.txt).")
-flags.DEFINE_string("squad_dir", os.path.join(BENCHMARKS, "squad_v1.1"), "SQuAD v1.1 (dev.json).")
+flags.DEFINE_string("vocab_file", common.shared_data("vocab", "bert_uncased_vocab.txt"), "Vocabulary.")
+flags.DEFINE_string("task_dir", common.shared_data("tasks", "movie_polarity"), "Classification TSVs.")
+flags.DEFINE_string("conll_dir", common.bench_data("conll2003"), "CoNLL-2003 (dev.txt).")
+flags.DEFINE_string("squad_dir", common.bench_data("squad_v1.1"), "SQuAD v1.1 (dev.json).")
 flags.DEFINE_list("kinds", ["classification", "tagging", "span_qa"], "Kinds to time.")
 flags.DEFINE_integer("num_classification", 1000, "Classification examples.")
 flags.DEFINE_integer("num_tagging", 1000, "Tagging sentences.")
@@ -54,13 +49,10 @@ flags.DEFINE_string("output", None, "Write the markdown report here (and a .json
 FLAGS = flags.FLAGS
 
 MINILM = dict(num_layers=6, hidden_dim=384, num_heads=12, intermediate_dim=1536, embedding_dim=384)
-NOTE = ("Notes. The start-up column is the fixed cost of one command: importing TensorFlow, loading the model "
-        "(a fine-tuning dir also builds the serving module in-process; an export is read back as a graph) and "
-        "the first call (tracing, graph optimisation); it does not grow with the input. The classification "
-        "signature pads every request to `seq_length` (128) while the tagging and QA ones pad to the longest "
-        "window of the batch, hence the lower steady rate of classification on short movie reviews. The machine "
-        "was shared with six other jobs (load average 5 to 11 on 2 cores during the run), so these figures are "
-        "lower bounds and the two sources are within the noise of each other in steady state (the same graph).")
+NOTE = ("The start-up column is the fixed cost of one command: importing TensorFlow, loading the model (a "
+        "fine-tuning dir also builds the serving module in-process; an export is read back as a graph) and the first "
+        "call (tracing); it does not grow with the input. The classification signature pads every request to "
+        "`seq_length`, the tagging and QA ones to the longest window of the batch.")
 CONLL_TAGS = ["O", "B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER"]
 
 
@@ -202,9 +194,9 @@ def main(argv):
     what = {"classification": "movie_polarity dev+test lines, seq 128",
             "tagging": "CoNLL-2003 dev sentences, seq 128", "span_qa": "SQuAD v1.1 dev questions, seq 384 / stride 128"}
     lines = ["# `python -m electra_tf.predict` throughput", "",
-             f"`python -m benchmarks.predict_throughput {' '.join(sys.argv[1:])}`", "",
-             f"Machine: {platform.machine()}, {os.cpu_count()} CPUs (CPU only), shared with other jobs: load average "
-             f"{os.getloadavg()[0]:.1f} at the end, so the figures are lower bounds; medians of {FLAGS.rounds} rounds, "
+             f"`{common.command_line('benchmarks.predict_throughput')}`", "",
+             f"Machine: {common.machine()} at the end (above its core count: other jobs ran, and the figures are "
+             f"lower bounds); medians of {FLAGS.rounds} rounds, "
              "kinds and sources alternated. Model: the converted-MiniLM size (6 layers, H=384, 12 heads, FFN 1536), "
              f"random weights; batch {FLAGS.batch_size}. End to end: the command in a fresh process, start to exit "
              "(`--output_file`); steady state: `ServedPredictor.predict` in one process after a warm-up batch.", "",
