@@ -7,40 +7,24 @@ r"""Fine-tuning speed: electra_tf next to Hugging Face transformers + torch, sam
     python -m benchmarks.finetune_speed --num_layers 1 --hidden_dim 32 --num_heads 2 \
         --intermediate_dim 64 --steps 3 --rounds 1 --batch_size 4
 
-Both sides train the same architecture from a random initialisation (speed
-does not depend on the weights): a BERT/ELECTRA encoder of `--num_layers`,
-`--hidden_dim`, `--num_heads`, `--intermediate_dim`, vocabulary of
-`--vocab_file`, and the task head (sentence classification: [CLS] -> dropout
--> dense, 2 labels; tagging: dropout -> dense over every piece, the CoNLL-2003
-label set, loss on first pieces only). The recipe is the fine-tuning one on
-both sides: AdamW, weight decay 0, epsilon 1e-6, global-norm clipping 1.0,
-warmup then linear decay, layer-wise LR decay `--layerwise_lr_decay` (Hugging
-Face: one torch parameter group per layer with the same multipliers), dropout
-0.1, fp32.
+Both sides train the same architecture from a random initialisation (speed does not depend on the
+weights): an encoder of `--num_layers`, `--hidden_dim`, `--num_heads`, `--intermediate_dim` over
+`--vocab_file`, with the task head (classification: [CLS] -> dropout -> dense, 2 labels; tagging:
+dropout -> dense over every piece, the CoNLL-2003 labels, loss on first pieces), the fine-tuning
+recipe (AdamW, epsilon 1e-6, clipping, warmup then linear decay, layer-wise LR decay), fp32. Every
+recipe flag is the fine-tuning command's (`python -m electra_tf.finetune --help`).
 
-- electra_tf: exactly what `python -m electra_tf.finetune` runs: the task's
-  `tf.data` pipeline (classification: `make_dataset`, texts tokenised in the
-  graph; tagging: `build_features` windows and `tagging_dataset`, batches cut
-  to their longest row rounded up to 16), `create_optimizer` from
-  `FinetuneConfig`, `Model.fit` (`--jit_compile` as the flag).
-- Hugging Face: `benchmarks.hf_side`'s step (`BertForSequenceClassification` /
-  `BertForTokenClassification` of a `BertConfig` of the same size, `BertTokenizerFast` on the same
-  texts / words, AdamW with one parameter group per layer, `get_linear_schedule_with_warmup`,
-  `clip_grad_norm_`); `torch.set_num_threads` = the cores TensorFlow uses.
+- electra_tf: what `python -m electra_tf.finetune` runs: the task's `tf.data` pipeline
+  (`make_dataset`; tagging: `build_features` windows and `tagging_dataset`), `create_optimizer`
+  from `FinetuneConfig`, `Model.fit`.
+- Hugging Face: `benchmarks.hf_side`'s step on the same texts / words (batches prepared
+  beforehand); `torch.set_num_threads` = the cores TensorFlow uses.
 
-Every recipe flag (`--seq_length`, `--batch_size`, `--learning_rate`, `--layerwise_lr_decay`,
-`--jit_compile`, `--vocab_file`, ...) is the fine-tuning command's (`python -m electra_tf.finetune --help`).
-
-Data: classification texts are random sentences of vocabulary words about
-`--seq_length` pieces long; tagging uses CoNLL-2003 train sentences when
-`--conll_dir` holds them (`shared/data/build/fetch_finetune_benchmarks.sh`),
-else random sentences with random tags. The two sides alternate in blocks of
-`--steps` training steps, `--rounds` times (after one warm-up block each,
-compilation excluded). A block's rate is the batch size over its median step
-time (batch fetch included: electra_tf's `fit` step takes its batch from the
-`tf.data` pipeline, the Hugging Face step from a Python generator of tensors
-tokenised beforehand); the report gives the median over the blocks and the ratio. Run it on an otherwise idle machine: on a loaded
-one only the ratio means anything.
+Data: random sentences of vocabulary words about `--seq_length` pieces long (classification), and
+CoNLL-2003 train sentences from `--conll_dir` (random ones when absent) for tagging. The sides
+alternate in blocks of `--steps` steps, `--rounds` times after one warm-up block; a block's rate is
+the batch size over its median step time, the report gives the median over blocks and the ratio.
+On a loaded machine only the ratio means anything.
 """
 
 import json
@@ -73,10 +57,15 @@ FLAGS = flags.FLAGS
 CONLL_LABELS = ["O", "B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER"]
 
 
+def words():
+    """Whole words of the vocabulary."""
+    with open(FLAGS.vocab_file, encoding="utf-8") as f:
+        return [w for w in f.read().split("\n")[1000:] if w.isalpha()]
+
+
 def classification_data(num_examples, rng):
     """Random sentences of whole vocabulary words (about `seq_length` pieces), labels 0/1."""
-    words = [w for w in open(FLAGS.vocab_file).read().split("\n")[1000:] if w.isalpha()]
-    texts = [" ".join(rng.choice(words, FLAGS.seq_length - 8)) for _ in range(num_examples)]
+    texts = [" ".join(rng.choice(words(), FLAGS.seq_length - 8)) for _ in range(num_examples)]
     return texts, rng.randint(0, 2, num_examples).tolist()
 
 
@@ -91,8 +80,7 @@ def tagging_data(num_sentences, rng):
         sentences = conll.read_conll(path, scheme="IOB1")
         sentences = [sentences[i] for i in rng.permutation(len(sentences))[:num_sentences]]
         return [list(s.words) for s in sentences], [list(s.tags) for s in sentences], "CoNLL-2003 train"
-    words = [w for w in open(FLAGS.vocab_file).read().split("\n")[1000:] if w.isalpha()]
-    sentences = [list(rng.choice(words, rng.randint(5, 30))) for _ in range(num_sentences)]
+    sentences = [list(rng.choice(words(), rng.randint(5, 30))) for _ in range(num_sentences)]
     return sentences, [[CONLL_LABELS[0]] * len(s) for s in sentences], "random"
 
 

@@ -24,9 +24,7 @@ each side tokenizes with its own tokenizer and windows as its own examples do (`
 Each side, head and seed runs in its own folder of `--runs_dir` (default: a temporary one). A
 finished run is read back; re-running the same command after a kill goes on (electra_tf's
 fine-tuning from its last checkpoint, an HF run from its start); a folder of another recipe is
-refused. The report gives each side's mean and min-max over the seeds. electra_tf's run also
-exports its model for serving and times `serving_default` (raw text in) in batches of
-`--serve_batch`. `--sides hf --hf_device cuda` runs the HF side on a GPU: copy its
+refused. The report gives each side's mean and min-max over the seeds. `--sides hf --hf_device cuda` runs the HF side on a GPU: copy its
 `hf_simple_seed*` folders into this `--runs_dir` and the report reads them back, naming the device.
 """
 
@@ -49,7 +47,6 @@ common.define_finetune_flags(task="squad", task_kind="span_qa", data_dir=common.
 flags.DEFINE_string("shifts_file", common.bench_data("squad_shifts", "new_wiki.json"),
                     "SQuAD-Shifts new_wiki.json (out-of-distribution F1); '' skips it.")
 flags.DEFINE_integer("shifts_limit", 2000, "Use the first N new_wiki questions.")
-flags.DEFINE_integer("serve_batch", 16, "Questions per serving request.")
 flags.DEFINE_list("sides", ["electra_tf", "hf"], "Which sides to run.")
 flags.DEFINE_string("runs_dir", None, "Each side, head and seed in its own folder here (default: a temporary one).")
 flags.DEFINE_list("seeds", None, "The seeds of every side (default: --seed).")
@@ -104,7 +101,7 @@ def read_shifts():
 
 
 def run_electra_tf(config, folder, shifts):
-    """Fine-tunes (resuming in `folder`), scores dev and new_wiki, exports for serving and times it."""
+    """Fine-tunes (resuming in `folder`), scores dev and new_wiki."""
     import keras
 
     from electra_tf import run_files
@@ -119,45 +116,14 @@ def run_electra_tf(config, folder, shifts):
                train_examples=results["num_train_windows"] * config.epochs,
                examples_per_second=trial["train_examples_per_second"], final_loss=trial["train_loss"][-1],
                predict_questions_per_second=trial["dev"]["predict_examples_per_second"], features=results["features"])
-    model = keras.saving.load_model(os.path.join(config.output_dir, run_files.QUESTION_ANSWERER_FILE), compile=False)
-    vocab = os.path.join(config.output_dir, run_files.VOCAB_FILE)
     if shifts:
+        model = keras.saving.load_model(os.path.join(config.output_dir, run_files.QUESTION_ANSWERER_FILE), compile=False)
+        vocab = os.path.join(config.output_dir, run_files.VOCAB_FILE)
         features = build_qa_features(WordPieceTokenizer(vocab), shifts, common.seq_length(config), config.doc_stride,
                                      config.max_query_length)
         metrics, _, _ = qa.evaluate(model, features, config)
         out.update(shifts_exact=metrics["exact"], shifts_f1=metrics["f1"])
-    out.update(serve(model, vocab, config, folder))
     return out
-
-
-def serve(model, vocab, config, folder):
-    """The exported `serving_default` on the dev questions: questions per second and F1."""
-    import shutil
-
-    import tensorflow as tf
-
-    from electra_tf.export.serving import export_serving
-    from electra_tf.finetuning import squad
-    from electra_tf.finetuning.qa import read_split
-    from electra_tf.finetuning.qa_metrics import squad_scores
-
-    shutil.rmtree(os.path.join(folder, "serving"), ignore_errors=True)  # a kill's partial export
-    path = export_serving(model, vocab, os.path.join(folder, "serving"), "squad", 1,
-                          seq_length=common.seq_length(config), task="squad",
-                          qa_settings={k: getattr(config, k) for k in ("doc_stride", "max_query_length",
-                                                                       "max_answer_length")})
-    signature = tf.saved_model.load(path).signatures["serving_default"]
-    dev, size, served = read_split(config, "dev", config.dev_limit), FLAGS.serve_batch, {}
-    request = lambda first: signature(question=tf.constant([e.question for e in dev[first:first + size]]),  # noqa
-                                      context=tf.constant([e.context for e in dev[first:first + size]]))
-    request(0)
-    start = time.time()
-    for first in range(0, len(dev), size):
-        for e, text in zip(dev[first:first + size], request(first)["answer"].numpy()):
-            served[e.qid] = text.decode("utf-8")
-    seconds = time.time() - start
-    return dict(serve_questions_per_second=len(dev) / seconds,
-                served_dev_f1=squad_scores(squad.gold_answers(dev), served)["f1"])
 
 
 def run_hf(config, shifts):
