@@ -44,8 +44,8 @@ def shared_data(*parts):
 def portable(text):
     """`text` (a path or a command) with this machine's folders replaced by the names a report defines."""
     text = str(text)
-    for path, name in ((minilm_dir(), "$MINILM"), (bench_data(), "$BENCH_DATA"), (shared_data(), "$SHARED_DATA"), (REPO + os.sep, ""),
-                       (REPO, "."), (os.path.expanduser("~"), "~")):
+    for path, name in ((minilm_dir(), "$MINILM"), (bench_data(), "$BENCH_DATA"), (shared_data(), "$SHARED_DATA"),
+                       (REPO + os.sep, ""), (REPO, "."), (os.path.expanduser("~"), "~")):
         text = text.replace(os.path.realpath(path), name).replace(path, name)
     return text
 

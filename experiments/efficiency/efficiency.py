@@ -89,14 +89,13 @@ flags.DEFINE_integer("seeds", None, "Fine-tuning seeds per encoder and task (def
 flags.DEFINE_string("fractions", None, "Budget fractions checkpointed for --curve_objectives (default: the budget's).")
 flags.DEFINE_list("objectives", list(OBJECTIVES), "Pre-training objectives to compare.")
 flags.DEFINE_list("curve_objectives", ["electra", "mlm"], "Objectives scored at every budget fraction.")
-flags.DEFINE_list("pretrain_seeds", ["0"], "Pre-training seeds of every objective. Seed k trains from "
-                  "config.seed + k (initialisation, masking, data order); k > 0 is reported as <objective>-s<k> "
-                  "and scored at the full budget only.")
+flags.DEFINE_list("pretrain_seeds", ["0"], "Pre-training seeds of every objective: seed k trains from config.seed + k; "
+                  "k > 0 is named <objective>-s<k> and scored at the full budget only.")
 flags.DEFINE_integer("electra_steps", None, "Override the budget: this many electra steps of compute.")
 flags.DEFINE_integer("train_limit", None, "Override the budget: fine-tuning examples per task.")
-flags.DEFINE_list("learning_rates", [], "Fine-tuning rates to choose from on dev, per full-budget encoder and task "
-                  "(e.g. 1e-4,3e-4,1e-3,2e-3); test is reported at the chosen rate. Default: the recipe's only.")
-flags.DEFINE_list("train_limits", [], "Training-set sizes of that selection (e.g. 2000,200). Default: the recipe's.")
+flags.DEFINE_list("learning_rates", [], "Fine-tuning rates dev chooses from per full-budget encoder and task; test "
+                  "is read at the chosen one. Default: the recipe's only.")
+flags.DEFINE_list("train_limits", [], "Training-set sizes of that grid (e.g. 2000,200). Default: the recipe's.")
 flags.DEFINE_integer("dev_limit", None, "Override the budget: dev examples per task.")
 flags.DEFINE_integer("epochs", None, "Override the budget: fine-tuning epochs.")
 flags.DEFINE_float("learning_rate", None, "Override the budget: peak pre-training learning rate.")
@@ -106,8 +105,8 @@ flags.DEFINE_integer("baseline_seed", 0, "Initialisation seed of the no-pre-trai
 flags.DEFINE_bool("holdout", True, "Keep the last record file out of pre-training, for the guard and the probe.")
 flags.DEFINE_integer("probe_every", 100, "Updates per context-probe window (0: no probe).")
 flags.DEFINE_integer("probe_batches", 32, "Held-out batches the context probe scores per window.")
-flags.DEFINE_list("merge", [], "results.json files of earlier invocations with the same settings (e.g. other "
-                  "--objectives in another --output_dir): their encoders join this report; encoders run here win.")
+flags.DEFINE_list("merge", [], "results.json files of earlier invocations with the same settings: their encoders "
+                  "join this report (encoders run here win).")
 
 
 def local(path):
@@ -217,17 +216,12 @@ def plan_pretraining(base_config, objectives, electra_steps):
 
 
 def log_plan(plan):
+    """One log line per objective: its steps and training GFLOP per sequence at the shared budget."""
+    for objective, p in plan.items():
+        logging.info("Equal-FLOPs plan: %-15s %6d steps, %.3f train GFLOP/seq (budget %.3g FLOPs)", objective,
+                     p["steps"], p["flops_per_sequence"] / 1e9, p["budget_flops"])
     if not plan:  # `--objectives=`: the no-pre-training baseline only
         logging.info("No pre-training run (--objectives is empty): the no-pre-training baseline only.")
-        return
-    parts = [k for k in next(iter(plan.values()))["breakdown"] if k not in ("forward", "train")]
-    logging.info("Equal-FLOPs plan (budget %.3g training FLOPs; forward GFLOP per sequence by part):",
-                 next(iter(plan.values()))["budget_flops"])
-    logging.info("%-15s %6s %10s  %s", "objective", "steps", "train GF/seq",
-                 "  ".join(p.replace("embeddings_project", "proj") for p in parts))
-    for objective, p in plan.items():
-        logging.info("%-15s %6d %10.3f  %s", objective, p["steps"], p["flops_per_sequence"] / 1e9,
-                     "  ".join(f"{p['breakdown'][k] / 1e9:.3f}" for k in parts))
 
 
 def pretrain(name, config, output_dir, curve_fractions, units, guard_batch, probe_batches=(), probe_every=0):
