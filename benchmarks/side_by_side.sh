@@ -4,7 +4,7 @@
 #
 #   bash ../shared/bench/peers/setup_venvs.sh all      # once: $HOME/.cache/electra-peers/{hf,tfm}
 #   bash benchmarks/side_by_side.sh 2 32 > benchmarks/results/side_by_side.log
-#   python -m benchmarks.side_by_side_summary benchmarks/results/side_by_side.jsonl
+#   python -m benchmarks.train_step --side_by_side benchmarks/results/side_by_side.jsonl
 #
 # Args: ROUNDS BATCH [SETTING...]; settings run in the order given, the list repeated ROUNDS times.
 # Each line of $OUT (default benchmarks/results/side_by_side.jsonl) is one run: the benchmark's own

@@ -26,10 +26,12 @@ CPU-seconds per step and the other processes' share of the cores (busy time in
 apart. FLOPs per sequence are analytic (`electra_tf.training.flops`: matmuls
 only, 3 x forward). Results go to stdout as Markdown; `--json FILE` appends one JSON
 line per run, and `--summarize FILE --output MD` turns those lines into the
-report table (`benchmarks/side_by_side.sh` times the peers beside it).
+report table; `--side_by_side FILE` summarises `benchmarks/side_by_side.sh`'s runs of
+electra_tf and the peers, alternated in one run.
 """
 
 import argparse
+import collections
 import json
 import os
 import platform
@@ -65,6 +67,9 @@ def parse_args(argv=None):
     p.add_argument("--summarize", default=None, help="JSON-lines file to summarise instead of running.")
     p.add_argument("--output", default=None, help="With --summarize: Markdown file to write.")
     p.add_argument("--notes", default=None, help="With --summarize: Markdown file appended to the report.")
+    p.add_argument("--side_by_side", default=None, help="JSON-lines file of `benchmarks/side_by_side.sh` to "
+                   "summarise: per setting, steps/s, MFU against the measured fp32 peak, RSS, and the best "
+                   "electra_tf fp32 setting over each peer setting.")
     return p.parse_args(argv)
 
 
@@ -333,7 +338,52 @@ def summarize(path, output=None, notes=None):
     common.write_report(text, output)
 
 
+def side_by_side(path, output=None):
+    """The `benchmarks/side_by_side.sh` runs as a table: per setting, steps/s, MFU, RSS, electra_tf fp32 / it."""
+    from electra_tf.config import get_config
+    from electra_tf.training import flops
+
+    with open(path, encoding="utf-8") as f:
+        runs = [json.loads(line) for line in f if line.strip()]
+    per_seq = flops.train_flops_per_sequence(get_config("small"))
+    peaks = [r["peak_gflops"]["float32"] for r in runs if r.get("peak_gflops")]
+    peak = statistics.median(peaks) if peaks else None
+    groups = collections.defaultdict(list)
+    for r in runs:
+        groups[(r["batch_arg"], r["setting"])].append(r)
+    lines = [
+        f"fp32 matmul peak (2048^3, median of {len(peaks)} measurements in the run): "
+        + (f"{peak:.1f} GFLOP/s" if peak else "not measured"),
+        "",
+        "| batch | implementation / setting | steps/s median (min-max) | windows | seq/s | GFLOP/s | MFU | "
+        "peak RSS MB | machine busy | electra_tf fp32 best / it |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for batch in sorted({b for b, _ in groups}):
+        rows = {s: rs for (b, s), rs in groups.items() if b == batch}
+        medians = {s: statistics.median([x for r in rs for x in r["steps_per_s"]]) for s, rs in rows.items()}
+        ours = [m for s, m in medians.items() if s.startswith("ours") and "bf16" not in s]
+        best = max(ours) if ours else None
+        for setting, rs in sorted(rows.items(), key=lambda kv: -medians[kv[0]]):
+            windows = [x for r in rs for x in r["steps_per_s"]]
+            med = medians[setting]
+            gflops = med * batch * per_seq / 1e9
+            name = rs[0].get("peer") or "electra_tf"
+            lines.append(
+                f"| {batch} | {name} `{setting}` | {med:.4f} ({min(windows):.4f}-{max(windows):.4f}) | "
+                f"{len(windows)} | {med * batch:.2f} | {gflops:.1f} | "
+                + (f"{gflops / peak:.1%}" if peak else "-")
+                + f" | {statistics.median(r['max_rss_mb'] for r in rs):,.0f} | "
+                f"{statistics.median(r['busy_share'] for r in rs):.0%} | "
+                + (f"{best / med:.2f}x" if best else "-") + " |"
+            )
+    common.write_report("\n".join(lines) + "\n", output)
+
+
 def main(args):
+    if args.side_by_side:
+        side_by_side(args.side_by_side, args.output)
+        return
     if args.summarize:
         summarize(args.summarize, args.output, args.notes)
         return
