@@ -62,23 +62,18 @@ flags.DEFINE_bool("profile", False, "One more electra_tf run under cProfile, sum
 flags.DEFINE_string("output", None, "Markdown report.")
 FLAGS = flags.FLAGS
 
-# (label, a function of the profile: its file and name; its cumulative time)
-PROFILE_PHASES = [("imports (TensorFlow, Keras, ...)", "cli.py", "_import_quietly"),
-                  ("load --init (.keras)", "run_files.py", "load_init")]
-PROFILE_KIND = {
-    "classification": [("tokenize (prepare)", "classification.py", "prepare"),
-                       ("input pipeline: make_dataset (train)", "classification.py", "make_dataset")],
-    "tagging": [("read the CoNLL files", "conll.py", "read"), ("tokenize into windows (prepare)", "tagging.py", "prepare")],
-    "qa": [("read the SQuAD files", "squad.py", "read_squad"), ("tokenize into windows (prepare)", "qa.py", "prepare")],
-}
-PROFILE_FIT = [("fit, all", "trainer.py", "fit"),
-               ("fit: tracing the train step (the longest trace)", "polymorphic_function.py", "_initialize")]
-PROFILE_END = {
-    "classification": [("evaluation (predict + accuracy)", "classification.py", "evaluate")],
-    "tagging": [("evaluation (predict + entity F1)", "tagging.py", "evaluate")],
-    "qa": [("evaluation (predict windows + post-process + F1)", "qa.py", "evaluate"),
-           ("evaluation: predict windows", "qa.py", "predict_windows")],
-}
+# (label, file, function): the cumulative seconds of each function the run called, in this order.
+PROFILE = [("imports (TensorFlow, Keras, ...)", "cli.py", "_import_quietly"),
+           ("load --init (.keras)", "run_files.py", "load_init"), ("read the CoNLL files", "conll.py", "read"),
+           ("read the SQuAD files", "squad.py", "read_squad"), ("tokenize (prepare)", "classification.py", "prepare"),
+           ("input pipeline: make_dataset (train)", "classification.py", "make_dataset"),
+           ("tokenize into windows (prepare)", "tagging.py", "prepare"),
+           ("tokenize into windows (prepare)", "qa.py", "prepare"), ("fit, all", "trainer.py", "fit"),
+           ("fit: tracing the train step (the longest trace)", "polymorphic_function.py", "_initialize"),
+           ("evaluation (predict + accuracy)", "classification.py", "evaluate"),
+           ("evaluation (predict + entity F1)", "tagging.py", "evaluate"),
+           ("evaluation (predict windows + post-process + F1)", "qa.py", "evaluate"),
+           ("evaluation: predict windows", "qa.py", "predict_windows")]
 
 
 def config():
@@ -145,9 +140,10 @@ def profile_run(run_config, scratch):
                *finetune_command(run_config.replace(output_dir=output_dir))]
     wall, cpu, _ = timed(command, common.REPO)
     stats, out = pstats.Stats(stats_file).stats, {}
-    for label, file_name, function in PROFILE_PHASES + PROFILE_KIND[FLAGS.kind] + PROFILE_FIT + PROFILE_END[FLAGS.kind]:
+    for label, file_name, function in PROFILE:
         found = [v[3] for (path, _, name), v in stats.items() if path.endswith(file_name) and name == function]
-        out[label] = round(max(found), 2) if found else None
+        if found:
+            out[label] = round(max(found), 2)
     return dict(wall=round(wall, 2), cpu=round(cpu, 2), phases=out)
 
 

@@ -234,8 +234,6 @@ def run(args):
                  "bfloat16": measure_peak(tf.bfloat16, seconds=args.peak_seconds)}
     pipeline = measure_pipeline(config, config.batch_size, args.pipeline_batches) if args.pipeline else None
 
-    import keras_hub  # pylint: disable=import-outside-toplevel
-
     return dict(
         config=args.config, objective=config.objective, batch=config.batch_size, seq=config.seq_length,
         precision=config.precision, xla=int(config.jit_compile), spe=spe, intra=args.intra, inter=args.inter,

@@ -27,7 +27,6 @@ import fractions
 import json
 import math
 import os
-import shlex
 import sys
 import time
 
@@ -38,7 +37,6 @@ cli.prepare_tensorflow()
 
 from absl import app, flags, logging  # noqa: E402  (after prepare_tensorflow)
 import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
 from benchmarks import common  # noqa: E402
 from electra_tf import run_files  # noqa: E402
@@ -67,7 +65,7 @@ BUDGETS = {
         corpus="$SHARED_DATA/corpus/*.txt.gz",  # 57,645 sequences of 128 (7.9M word pieces)
         model=TINY, electra_steps=3000, batch_size=32,  # 96k sequences, ~1.7 passes over the corpus
         # Peak LR of every objective. 1e-3 collapses the discriminator with the official Adam (no bias
-        # correction) once warmup ends (results/probe/); the committed runs use --learning_rate 5e-4.
+        # correction) once warmup ends (a context probe, commit bc76fc7); the committed runs use 5e-4.
         learning_rate=1e-3, adam_bias_correction=False, warmup_fraction=0.1, fractions="0.25,0.5,1.0", seeds=3,
         # Tiny encoders need a larger fine-tuning LR than ELECTRA-Small's 3e-4: on trec6 (2000 examples,
         # 3 epochs) 2e-3 beat 1e-3 for both a random and a barely pre-trained encoder.

@@ -312,36 +312,42 @@ def context_markdown(context, probe):
     return lines + [""]
 
 
-def plot_context(path, context, title="Discriminator vs token identity (held-out, per window)"):
-    """Windowed discriminator AUC (solid) and token-identity AUC (dashed) per objective or run."""
+def axes(title, xlabel, ylabel):
+    """A matplotlib figure and its axes, the report's size, a grid and `title`."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    for i, (name, records) in enumerate(in_row_order(context).items()):
-        color = f"C{i}"
-        steps = [r["step"] for r in records]
-        ax.plot(steps, [r["disc_auc"] for r in records], color=color, marker="o", ms=3, label=f"{name}: discriminator")
-        ax.plot(steps, [r["token_auc"] for r in records], color=color, linestyle="--", label=f"{name}: token id only")
-    ax.set_xlabel("pre-training step")
-    ax.set_ylabel("AUC (replaced vs original)")
-    ax.set_title(title)
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    return fig, ax
+
+
+def save(fig, ax, path, fontsize):
+    import matplotlib.pyplot as plt
+
+    ax.legend(fontsize=fontsize)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
+def plot_context(path, context, title="Discriminator vs token identity (held-out, per window)"):
+    """Windowed discriminator AUC (solid) and token-identity AUC (dashed) per objective or run."""
+    fig, ax = axes(title, "pre-training step", "AUC (replaced vs original)")
+    for i, (name, records) in enumerate(in_row_order(context).items()):
+        steps = [r["step"] for r in records]
+        ax.plot(steps, [r["disc_auc"] for r in records], color=f"C{i}", marker="o", ms=3, label=f"{name}: discriminator")
+        ax.plot(steps, [r["token_auc"] for r in records], color=f"C{i}", linestyle="--", label=f"{name}: token id only")
+    save(fig, ax, path, 7)
+
+
 def plot(path, summary, curve_objectives):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    """Average dev score against pre-training FLOPs: the curve objectives' fractions, the others' full budget."""
+    fig, ax = axes("Fine-tuned score vs pre-training compute", "pre-training FLOPs (matmul count)",
+                   "average dev score (x100)")
     for objective in dict.fromkeys(s["objective"] for s in summary.values()):
         mine = [s for s in summary.values() if s["objective"] == objective]
         points = sorted((s["flops"], s["average"]) for s in mine if s.get("pretrain_seed", 0) == 0)
@@ -351,24 +357,13 @@ def plot(path, summary, curve_objectives):
         if objective == BASELINE:
             ax.axhline(points[0][1], color="grey", linestyle="--", label="no pre-training")
             continue
-        if objective in curve_objectives:
-            line, = ax.plot(*zip(*points), marker="o", label=objective)
-        else:
-            line, = ax.plot(*zip(*points), marker="s", linestyle="none", label=objective)
+        style = dict(marker="o") if objective in curve_objectives else dict(marker="s", linestyle="none")
+        line, = ax.plot(*zip(*points), label=objective, **style)
         if others:  # other pre-training seeds, full budget only
             ax.plot(*zip(*others), marker="x", linestyle="none", color=line.get_color(),
                     label=f"{objective}, other pre-training seeds")
     ax.set_xscale("log")
-    ax.set_xlabel("pre-training FLOPs (matmul count)")
-    ax.set_ylabel("average dev score (x100)")
-    ax.set_title("Fine-tuned score vs pre-training compute")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
+    save(fig, ax, path, 8)
 
 
 def write(output_dir, results):
