@@ -1,21 +1,14 @@
 """What the benchmark scripts share: timing, versions, reports, and their link to the package.
 
-    from benchmarks import common
-
     seconds = common.median(common.timings(step, repeats=20))
-    common.append_jsonl("out.jsonl", dict(seconds=seconds, versions=common.versions()))
 
-Run the scripts from the repository root (`python -m benchmarks.train_step ...`): the
-package and `electra_tf` are then importable without any `sys.path` edit. Paths a report or a
-result file records are written portably (`portable`): under the repository, relative to it; the
-fetched benchmark data as `$BENCH_DATA` (`bash ../shared/data/build/fetch_finetune_benchmarks.sh`,
-default `~/.cache/electra_tf/benchmarks`); the project's shared data as `$SHARED_DATA` (default
-`../shared/data`: corpus/, tasks/, vocab/).
-
-Every comparison with Hugging Face takes its recipe flags from the fine-tuning command
-(`define_finetune_flags`: one flag per `FinetuneConfig` field) and its electra_tf weights from an
-`--init` form (`load_init`); `hf_recipe` and `hf_job` hand the same recipe and rows to
-`benchmarks.hf_side`.
+Run the scripts from the repository root (`python -m benchmarks.train_step ...`). Reports and result
+files record paths portably (`portable`): repository-relative, the fetched benchmark data as
+`$BENCH_DATA` (`bash ../shared/data/build/fetch_finetune_benchmarks.sh`, default
+`~/.cache/electra_tf/benchmarks`), the shared data as `$SHARED_DATA` (default `../shared/data`).
+A comparison with Hugging Face takes its recipe flags from the fine-tuning command
+(`define_finetune_flags`), its electra_tf weights from an `--init` form (`load_init`), and hands
+the same recipe and rows to `benchmarks.hf_side` (`hf_job`).
 """
 
 import json

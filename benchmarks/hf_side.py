@@ -5,19 +5,16 @@ r"""The Hugging Face side of every comparison: transformers + torch, one trainin
 `benchmarks.finetune_squad`, `serving_latency` and `finetune_speed` call it in their process;
 `finetune_end_to_end` runs it as above (no TensorFlow imported), timed from start to `results.json`.
 
-A job (`benchmarks.common.hf_job`) is what the electra_tf side was given: the task kind
-(classification, tagging, span_qa), the recipe (the `FinetuneConfig` fields of the loop, by the same
-names: `common.hf_recipe`), the BERT folder, and the rows electra_tf's own readers gave (limits
-applied). The loop is the reference recipe as transformers users write it: `torch.optim.AdamW`
-(epsilon 1e-6, `weight_decay`), layer-wise LR decay as one parameter group per layer (embeddings
-deepest, the head at the full rate), `get_linear_schedule_with_warmup` over `warmup_proportion`,
-`clip_grad_norm_` at `clip_norm`, a seeded reshuffle each epoch; `keep=best` scores dev after every
-epoch and keeps the best epoch's weights. Batches are padded to their longest row rounded up to 16
-(classification: to `seq_length`). Scoring: accuracy; seqeval entity F1 and word accuracy (a word's
-tag from its first piece); the official SQuAD EM / F1 over an n-best span search of run_qa's windows
-(`stride` = `doc_stride`: HF's stride is the overlap, ours the step, which only matters for contexts
-longer than a window). `results.json` holds each split's metrics, the training seconds, the mean
-loss of the last epoch and the seconds of each phase.
+A job (`benchmarks.common.hf_job`) is what the electra_tf side was given: the task kind, the recipe
+(the `FinetuneConfig` fields of the loop, by name), the BERT folder, and the rows electra_tf's readers
+gave. The loop is the reference recipe as transformers users write it: `torch.optim.AdamW` (epsilon
+1e-6), layer-wise LR decay as one parameter group per layer, `get_linear_schedule_with_warmup`,
+`clip_grad_norm_`, a seeded reshuffle each epoch; `keep=best` keeps the best dev epoch's weights.
+Batches are padded to their longest row rounded up to 16 (classification: to `seq_length`). Scoring:
+accuracy; seqeval entity F1 and word accuracy (a word's tag from its first piece); the official SQuAD
+EM / F1 over an n-best span search of run_qa's windows (`stride` = `doc_stride`: HF's stride is the
+overlap, ours the step). `results.json` holds each split's metrics, training seconds and loss, and
+the seconds of each phase.
 """
 
 import argparse

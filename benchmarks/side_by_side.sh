@@ -26,11 +26,11 @@ trap 'rm -f "$TIMES" "$ERRORS"' EXIT
 
 run() {  # setting -> the command line
   case $1 in
-    ours) echo "$PY -m benchmarks.train_step --config small --batch_size $BATCH --peak 0 --pipeline 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
-    ours_inter0) echo "$PY -m benchmarks.train_step --config small --batch_size $BATCH --inter 0 --peak 1 --pipeline 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
-    ours_xla_inter0) echo "$PY -m benchmarks.train_step --config small --batch_size $BATCH --jit_compile 1 --inter 0 --peak 0 --pipeline 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
-    ours_icdf_inter0) echo "$PY -m benchmarks.train_step --config small --batch_size $BATCH --sampler inverse_cdf --inter 0 --peak 0 --pipeline 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
-    ours_bf16_inter0) echo "$PY -m benchmarks.train_step --config small --batch_size $BATCH --precision mixed_bfloat16 --inter 0 --peak 0 --pipeline 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
+    ours) echo "$PY -m benchmarks.train_step --config small --batch_size $BATCH --peak 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
+    ours_inter0) echo "$PY -m benchmarks.train_step --config small --batch_size $BATCH --inter 0 --peak 1 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
+    ours_xla_inter0) echo "$PY -m benchmarks.train_step --config small --batch_size $BATCH --jit_compile 1 --inter 0 --peak 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
+    ours_icdf_inter0) echo "$PY -m benchmarks.train_step --config small --batch_size $BATCH --sampler inverse_cdf --inter 0 --peak 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
+    ours_bf16_inter0) echo "$PY -m benchmarks.train_step --config small --batch_size $BATCH --precision mixed_bfloat16 --inter 0 --peak 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
     hf) echo "$ROOT/hf/bin/python $PEERS/bench_hf_torch.py --batch $BATCH --steps $STEPS --repeats $REPEATS" ;;
     hf_compile) echo "$ROOT/hf/bin/python $PEERS/bench_hf_torch.py --batch $BATCH --compile default --steps $STEPS --repeats $REPEATS" ;;
     tfm) echo "$ROOT/tfm/bin/python $PEERS/bench_tfm.py --batch $BATCH --steps $STEPS --repeats $REPEATS" ;;

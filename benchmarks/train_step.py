@@ -16,9 +16,9 @@ inter-op 1 (`tf.config.threading`), like the peers.
 
 Also measured, in the same process (so on the same cores, but not while
 training): the peak matmul rate (2048^3 fp32 and bf16 `tf.linalg.matmul`,
-median of timed windows) used for MFU, and the input pipeline alone
-(`pretraining_dataset` over TFRecords written to a temp dir): examples/s and
-headroom = pipeline examples/s / trainer sequences/s.
+median of timed windows) used for MFU. (The summary's input-pipeline column holds the
+figures of runs that measured it, before commit bc76fc7; the data pipeline's speed is
+`benchmarks/pipeline_throughput.py`'s.)
 
 The machine may be shared: for each timed window the run also records its own
 CPU-seconds per step and the other processes' share of the cores (busy time in
@@ -37,7 +37,6 @@ import os
 import platform
 import resource
 import statistics
-import tempfile
 import time
 
 
@@ -60,8 +59,6 @@ def parse_args(argv=None):
     p.add_argument("--onednn", type=int, default=None, help="Sets TF_ENABLE_ONEDNN_OPTS (default: TF's, on).")
     p.add_argument("--peak", type=int, default=1, help="Measure the peak matmul rate (for MFU).")
     p.add_argument("--peak_seconds", type=float, default=2.0, help="Timed seconds per peak shape.")
-    p.add_argument("--pipeline", type=int, default=1, help="Measure the input pipeline alone.")
-    p.add_argument("--pipeline_batches", type=int, default=100)
     p.add_argument("--json", default=None, help="Append the result as one JSON line to this file.")
     p.add_argument("--tag", default="", help="Free text stored with the result.")
     p.add_argument("--summarize", default=None, help="JSON-lines file to summarise instead of running.")
@@ -118,38 +115,6 @@ def measure_peak(dtype, m=2048, k=2048, n=2048, seconds=2.0, windows=5):
             fn()
         rates.append(2.0 * m * k * n * iters / (time.perf_counter() - t0) / 1e9)
     return statistics.median(rates)
-
-
-def write_records(directory, num_files, examples_per_file, seq_length, vocab_size, seed=0):
-    """Random pre-training records in the official format (Int64 input_ids, input_mask, segment_ids)."""
-    rng, ints = np.random.RandomState(seed), lambda v: tf.train.Feature(int64_list=tf.train.Int64List(value=v))
-    for f in range(num_files):
-        with tf.io.TFRecordWriter(os.path.join(directory, f"pretrain_data.tfrecord-{f}-of-{num_files}")) as writer:
-            for n in rng.randint(seq_length // 2, seq_length + 1, examples_per_file):
-                pad = [0] * (seq_length - n)
-                ids = [101] + list(rng.randint(999, vocab_size, n - 2)) + [102] + pad
-                features = {"input_ids": ints(ids), "input_mask": ints([1] * n + pad), "segment_ids": ints([0] * seq_length)}
-                writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
-    return os.path.join(directory, "pretrain_data.tfrecord-*")
-
-
-def measure_pipeline(config, batch_size, num_batches, warmup=10):
-    """Examples/s of `pretraining_dataset` alone (decode, shuffle, batch, id checks) over temp TFRecords."""
-    from electra_tf.data.pretraining_dataset import pretraining_dataset
-
-    vocab_size = max(config.vocab_size, 1000)
-    with tempfile.TemporaryDirectory() as directory:
-        pattern = write_records(directory, 8, 512, config.seq_length, vocab_size)
-        dataset = pretraining_dataset(pattern, batch_size=batch_size, seq_length=config.seq_length,
-                                      vocab_size=vocab_size, shuffle_buffer=config.shuffle_buffer, seed=config.seed)
-        iterator = iter(dataset)
-        for _ in range(warmup):
-            next(iterator)
-        t0 = time.perf_counter()
-        for _ in range(num_batches):
-            batch = next(iterator)
-        batch["token_ids"].numpy()
-        return num_batches * batch_size / (time.perf_counter() - t0)
 
 
 def _machine_busy_seconds():
@@ -232,7 +197,6 @@ def run(args):
     if args.peak:
         peaks = {"float32": measure_peak(tf.float32, seconds=args.peak_seconds),
                  "bfloat16": measure_peak(tf.bfloat16, seconds=args.peak_seconds)}
-    pipeline = measure_pipeline(config, config.batch_size, args.pipeline_batches) if args.pipeline else None
 
     return dict(
         config=args.config, objective=config.objective, batch=config.batch_size, seq=config.seq_length,
@@ -241,7 +205,7 @@ def run(args):
         steps_per_s=rates, cpu_s_per_step=cpu_per_step, others_cpu_share=others,
         warmup_steps=warmup, steps=steps, warmup_s=round(warmup_s, 2), loss=loss,
         flops_per_seq=flops.train_flops_per_sequence(config), num_params=num_params,
-        peak_gflops=peaks, pipeline_examples_per_s=pipeline, peak_rss_mb=round(rss_mb, 1),
+        peak_gflops=peaks, peak_rss_mb=round(rss_mb, 1),
         load_avg=os.getloadavg()[0], date=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         command=common.command_line("benchmarks.train_step"),
         versions=common.versions("keras_hub"),

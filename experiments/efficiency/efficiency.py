@@ -112,9 +112,8 @@ def local(path):
     return path.replace("$SHARED_DATA", common.shared_data()) if path else path
 
 
-# === Small helpers ===
-
 def parse_fractions(text):
+    """The budget fractions of `--fractions`, sorted, 1 included."""
     values = sorted({float(f) for f in text.split(",") if f.strip()} | {1.0})
     if values[0] <= 0 or values[-1] > 1:
         raise ValueError(f"Fractions must be in (0, 1]. Received: `--fractions={text}`")
@@ -149,8 +148,6 @@ class Units:
         self.ran += 1
         logging.info("[done] %s in %.1f s (%.0f s elapsed)", name, seconds, time.time() - self.start)
 
-
-# === 1. Records ===
 
 def prepare_data(corpus, vocab, output_dir, seq_length, units):
     """`(data glob, vocab file)`: the demo corpus, or TFRecords built once into output_dir/data."""
@@ -195,8 +192,6 @@ def fixed_batches(patterns, config, count, batch_size=None):
         raise ValueError(f"{patterns} holds fewer than {count} batches of {batch_size or config.batch_size}.")
     return found
 
-
-# === 2. Equal-FLOPs pre-training ===
 
 def plan_pretraining(base_config, objectives, electra_steps):
     """Steps, FLOPs per sequence and breakdown of each objective for the budget of `electra_steps`."""
@@ -299,8 +294,6 @@ def random_encoder(config, output_dir, units, guard_batch, seed):
     return info
 
 
-# === 3. Fine-tuning ===
-
 def grid_points(learning_rates, train_limits, hparams):
     """`[(train_limit, learning_rate)]` of the selection grid, without the recipe's own point (`hparams`)."""
     base = (hparams["train_limit"], hparams["learning_rate"])
@@ -368,8 +361,6 @@ def finetune_run(name, info, spec, task_dir, seed, hparams, run_dir, units):
                 train_seconds=trial["train_seconds"], seconds=timing.get("seconds"),
                 cpu_seconds=timing.get("cpu_seconds"), majority_class_accuracy=result["majority_class_accuracy"])
 
-
-# === main ===
 
 def settings_from_flags():
     """The budget and fine-tuning recipe with the flags' overrides, and the grid; usage errors before any work."""
