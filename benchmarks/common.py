@@ -38,8 +38,9 @@ def portable(text):
     """`text` (a path or a command) with this machine's folders replaced by the names a report defines."""
     text = str(text)
     for path, name in ((minilm_dir(), "$MINILM"), (bench_data(), "$BENCH_DATA"), (shared_data(), "$SHARED_DATA"),
-                       (REPO + os.sep, ""), (REPO, "."), (os.path.expanduser("~"), "~")):
-        text = text.replace(os.path.realpath(path), name).replace(path, name)
+                       (REPO, "."), (os.path.expanduser("~"), "~")):
+        for variant in {os.path.realpath(path), path}:
+            text = text.replace(variant + os.sep, "" if name == "." else name + os.sep).replace(variant, name)
     return text
 
 
