@@ -198,6 +198,11 @@ def main(argv):
             rows.append((kind, batch_size, windows, "ratio raw text / (ids + tokenizer alone)", ratio, None))
             print(f"{kind:14s} batch {batch_size:3d} raw / (ids + tokenizer) = {ratio:.3f}", flush=True)
 
+    common.write_report(report(rows, load_before), FLAGS.output)
+
+
+def report(rows, load_before):
+    """The Markdown report of `rows` ((kind, batch, windows, path, p50, p90)), the setup and the load."""
     command = common.command_line("benchmarks.serving_latency")
     lines = [
         "# Serving latency: raw text vs ids vs the tokenizer alone vs HF transformers + torch",
@@ -227,7 +232,7 @@ def main(argv):
                          f"**{p50:.2f}** | |")
         else:
             lines.append(f"| {kind} | {batch} | {windows} | {name} | {p50:.2f} | {p90:.2f} |")
-    common.write_report("\n".join(lines) + "\n", FLAGS.output)
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
