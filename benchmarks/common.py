@@ -224,16 +224,17 @@ def hf_job(config, model_dir, **extra_splits):
 
     `extra_splits` (name -> rows) are scored after training, as dev is.
     """
-    from electra_tf.finetuning import trials
+    from electra_tf.finetuning import kinds
 
-    kind = trials.kind_name(config)
-    task = trials.KINDS[kind](config)
-    labels = None
+    task = kinds.for_config(config)(config)
+    kind, labels = task.name, None
     if kind == "classification":
         splits, labels = {"train": task.train, **task.examples}, task.spec.names
         rows = {s: [[e.text_a, e.text_b, e.label] for e in examples] for s, examples in splits.items()}
     elif kind == "tagging":
         rows, labels = {s: [[list(x.words), list(x.tags)] for x in v] for s, v in task.sentences.items()}, task.labels
+    elif kind == "multiple_choice":
+        rows = {s: [[q.context, q.question, list(q.choices), q.label] for q in v] for s, v in task.questions.items()}
     else:
         rows = {s: qa_rows(v) for s, v in task.questions.items()}
     rows.update(extra_splits)
@@ -246,11 +247,12 @@ def qa_rows(examples):
 
 
 def run_electra_tf(config, kind=None):
-    """`run_trials(config)`, what `python -m electra_tf.finetune` runs; a SIGTERM exits as the command does."""
+    """`run_trials` with `config`'s task kind (or `kind`), what `python -m electra_tf.finetune` runs; a SIGTERM
+    exits as the command does."""
     from electra_tf import cli
-    from electra_tf.finetuning.trials import run_trials
+    from electra_tf.finetuning import kinds, trials
 
-    results = run_trials(config, kind)
+    results = trials.run_trials(config, kinds.get(kind) if kind else kinds.for_config(config))
     if results is None:  # preempted: the checkpoint is saved; re-running the same command resumes
         sys.exit(cli.PREEMPTED_EXIT)
     return results

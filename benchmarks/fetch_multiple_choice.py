@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tarfile
 
-from absl import app, flags
+from absl import flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("dest", None, "Where to write (default: $ELECTRA_TF_BENCHMARKS or ~/.cache/electra_tf/benchmarks).")

@@ -7,6 +7,9 @@ r"""The fine-tuning command end to end (start to results.json) against HF transf
     # the CoNLL-2003 accuracy comparison: all 14,041 sentences, the reference recipe (about 40 min per side)
     python -m benchmarks.finetune_end_to_end --kind tagging --train_limit 14041 --epochs 3 --seq_length 128 \
         --learning_rate 1e-4 --keep last --repeats 1 --output benchmarks/results/finetune_conll.md
+    # multiple choice (wikiHow goal-step, `python -m benchmarks.fetch_multiple_choice`): 3 seeds per side
+    python -m benchmarks.finetune_end_to_end --kind multiple_choice --train_limit 1450 --epochs 3 \
+        --learning_rate 1e-4 --keep last --seeds 0,1,2 --output benchmarks/results/finetune_multiple_choice.md
     # smoke run
     python -m benchmarks.finetune_end_to_end --train_limit 64 --dev_limit 32 --repeats 1
 
@@ -23,11 +26,13 @@ alternating (their order rotating each repeat):
   `results.json`: the work electra_tf's command does.
 
 `--kind` picks the task: classification (movie_polarity of `$SHARED_DATA/tasks`), tagging
-(CoNLL-2003 of `$BENCH_DATA`) or qa (SQuAD v1.1 of `$BENCH_DATA`, `--qa_head simple` on both
-sides); `--task` and `--data_dir` override. The report gives each run's wall and CPU seconds (user +
-system of the child: less sensitive to other jobs), their medians and ratio, the dev metric, and
-where the time goes: each side's phases, and with `--profile` one cProfile run of the electra_tf
-command summarised by phase.
+(CoNLL-2003 of `$BENCH_DATA`), qa (SQuAD v1.1 of `$BENCH_DATA`, `--qa_head simple` on both
+sides) or multiple_choice (wikiHow goal-step inference of `$BENCH_DATA`, `BertForMultipleChoice` on
+the HF side); `--task` and `--data_dir` override. `--seeds` gives the runs their seeds in turn (both
+sides; default `--seed` for all). The report gives each run's wall and CPU seconds (user + system
+of the child: less sensitive to other jobs), their medians and ratio, the dev metric (and the test
+metric where the task has a labelled test split), and where the time goes: each side's phases,
+and with `--profile` one cProfile run of the electra_tf command summarised by phase.
 """
 
 import json
@@ -51,11 +56,14 @@ KINDS = {
     "classification": dict(task="movie_polarity", data_dir=common.shared_data("tasks", "movie_polarity")),
     "tagging": dict(task="conll2003", data_dir=common.bench_data("conll2003")),
     "qa": dict(task="squad", task_kind="span_qa", qa_head="simple", data_dir=common.bench_data("squad_v1.1")),
+    "multiple_choice": dict(task="wikihow", task_kind="multiple_choice", data_dir=common.bench_data("goal_step_wikihow")),
 }
 common.define_finetune_flags(train_limit=500, epochs=1, seq_length=64, learning_rate=1e-4, layerwise_lr_decay=1.0,
                              verbose=0)
 flags.DEFINE_enum("kind", "classification", list(KINDS), "The task's kind; sets --task and --data_dir.")
 flags.DEFINE_integer("repeats", 3, "Runs of each side (alternated).")
+flags.DEFINE_list("seeds", None, "Seeds of the runs, in turn (default: --seed for every run); --repeats is at least "
+                  "their number.")
 flags.DEFINE_list("sides", ["electra_tf", "hf"], "Sides to run (`before` is added with --before_repo).")
 flags.DEFINE_string("before_repo", None, "A checkout of older code, run as the side `before`.")
 flags.DEFINE_bool("profile", False, "One more electra_tf run under cProfile, summarised by phase.")
@@ -81,8 +89,11 @@ def config():
 
 
 def converted_init(folder):
-    """The MiniLM converted by `electra_tf.convert` to a `.keras` file in `folder`, its vocab.txt beside it."""
-    path = os.path.join(folder, "discriminator.keras")
+    """The MiniLM converted by `electra_tf.convert` to a `.keras` file in `folder/init`, its vocab.txt beside it
+    (a folder of its own: the runs' output folders beside it must not lie inside a model's)."""
+    folder = os.path.join(folder, "init")
+    os.makedirs(folder)
+    path = os.path.join(folder, "minilm.keras")
     timed([sys.executable, "-m", "electra_tf.convert", "--from", "bert", "--input", common.minilm_dir(),
            "--to", "keras", "--output_dir", path], common.REPO)
     shutil.copyfile(os.path.join(common.minilm_dir(), "vocab.txt"), os.path.join(folder, "vocab.txt"))
@@ -112,23 +123,25 @@ def timed(command, cwd, output_dir=None):
 
 
 def run_side(side, run_config, scratch, n, job_path):
-    """One timed run of `side`: wall, cpu, metric (the task's dev metric) and phases (seconds)."""
+    """One timed run of `side`: wall, cpu, metric and test (the task's dev and test metric), seed and phases."""
     output_dir = os.path.join(scratch, f"{side}-{n}")
     if side == "hf":
         from benchmarks import hf_side
+        from electra_tf.finetuning import kinds
 
         command = [sys.executable, "-m", "benchmarks.hf_side", "--job", job_path, "--output_dir", output_dir]
         wall, cpu, results = timed(command, common.REPO, output_dir)
         phases = {"start-up (interpreter, imports)": round(wall - sum(results["phases"].values()), 2),
                   **results["phases"]}
-        from electra_tf.finetuning.trials import kind_name
-
-        return dict(wall=wall, cpu=cpu, metric=results["dev"][hf_side.METRICS[kind_name(run_config)]], phases=phases)
+        metric = hf_side.METRICS[kinds.for_config(run_config).name]
+        return dict(wall=wall, cpu=cpu, metric=results["dev"][metric], test=results.get("test", {}).get(metric),
+                    seed=run_config.seed, phases=phases)
     repo = os.path.abspath(FLAGS.before_repo if side == "before" else common.REPO)
     command = [sys.executable, "-m", "electra_tf.finetune", *finetune_command(run_config.replace(output_dir=output_dir))]
     wall, cpu, results = timed(command, repo, output_dir)
     trial = results["trials"][0]
     return dict(wall=wall, cpu=cpu, metric=trial["dev"][results["metric"]],
+                test=trial.get("test", {}).get(results["metric"]), seed=run_config.seed,
                 phases={"fit": trial["train_seconds"], "rest (start-up, data, evaluation, save)":
                         round(wall - trial["train_seconds"], 2)})
 
@@ -153,13 +166,16 @@ def main(argv):
     scratch = tempfile.mkdtemp(prefix="finetune_e2e_")
     run_config = config()
     run_config = run_config.replace(init=run_config.init or converted_init(scratch))
-    job_path = os.path.join(scratch, "job.json")  # the HF side's rows, read once by electra_tf's readers
-    with open(job_path, "w", encoding="utf-8") as f:
-        json.dump(common.hf_job(run_config, common.hf_model_dir(FLAGS.init)), f)
+    seeds = [int(s) for s in FLAGS.seeds or [run_config.seed]]
+    job = common.hf_job(run_config, common.hf_model_dir(FLAGS.init))  # the HF side's rows, read once by electra_tf
     runs, load = {side: [] for side in sides}, []
-    for n in range(FLAGS.repeats):
+    for n in range(max(FLAGS.repeats, len(seeds))):
+        seeded = run_config.replace(seed=seeds[n % len(seeds)])
+        job_path = os.path.join(scratch, f"job-{seeded.seed}.json")
+        with open(job_path, "w", encoding="utf-8") as f:
+            json.dump(dict(job, recipe=dict(job["recipe"], seed=seeded.seed)), f)
         for side in sides[n % len(sides):] + sides[:n % len(sides)]:
-            runs[side].append(run_side(side, run_config, scratch, n, job_path))
+            runs[side].append(run_side(side, seeded, scratch, n, job_path))
             load.append(os.getloadavg()[0])
             print(side, n, runs[side][-1], flush=True)
     profile = profile_run(run_config, scratch) if FLAGS.profile else None
@@ -172,10 +188,30 @@ def train_seconds(phases):
     return sum(v for k, v in phases.items() if k in ("fit", "train"))
 
 
+def metrics_table(runs, digits, tested):
+    """Each side's dev (and test) metric: mean and min-max over its runs, each run's, electra_tf minus HF."""
+    def spread(values):
+        return f"{statistics.mean(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
+
+    splits = ("metric", "test") if tested else ("metric",)
+    lines = ["| side | " + " | ".join(f"{'dev' if s == 'metric' else 'test'} mean (min-max)" for s in splits)
+             + " | each run (seed: " + " / ".join("dev" if s == "metric" else "test" for s in splits) + ") |",
+             "|---|" + "---:|" * len(splits) + "---|"]
+    for side, rs in runs.items():
+        each = ", ".join(f"{r['seed']}: " + " / ".join(f"{r[s]:.{digits}f}" for s in splits) for r in rs)
+        lines.append(f"| {side} | " + " | ".join(spread([r[s] for r in rs]) for s in splits) + f" | {each} |")
+    if {"electra_tf", "hf"} <= set(runs):
+        lines += ["", "electra_tf minus HF, mean over the runs: " + ", ".join(
+            f"{'dev' if s == 'metric' else 'test'} {statistics.mean(r[s] for r in runs['electra_tf']) - statistics.mean(r[s] for r in runs['hf']):+.{digits}f}"
+            for s in splits)]
+    return lines
+
+
 def report(runs, run_config, profile, load):
     digits = 2 if FLAGS.kind == "qa" else 4
     runs = {side: rs for side, rs in runs.items() if rs}  # --repeats 0: the profile alone
     med = {side: {k: statistics.median(r[k] for r in rs) for k in ("wall", "cpu", "metric")} for side, rs in runs.items()}
+    tested = all(r.get("test") is not None for rs in runs.values() for r in rs)
     lines = [f"# Fine-tuning end to end, {FLAGS.kind}: `python -m electra_tf.finetune` vs HF transformers + torch", "",
              f"`{common.command_line('benchmarks.finetune_end_to_end')}`", "",
              f"Task {run_config.task} ({common.portable(run_config.data_dir)}; the first {run_config.train_limit} "
@@ -184,7 +220,9 @@ def report(runs, run_config, profile, load):
              f"{run_config.batch_size}, lr {run_config.learning_rate:g}, layer-wise decay "
              f"{run_config.layerwise_lr_decay:g}, the {run_config.keep} epoch kept"
              f"{', QA head ' + run_config.qa_head if FLAGS.kind == 'qa' else ''}; dev evaluation and model save "
-             f"included; {FLAGS.repeats} alternated runs per side. Machine: {os.cpu_count()} cores; 1-minute load "
+             f"included; {len(next(iter(runs.values()), []))} alternated runs per side"
+             f"{', seeds ' + ', '.join(str(r['seed']) for r in next(iter(runs.values()))) if FLAGS.seeds else ''}. "
+             f"Machine: {os.cpu_count()} cores; 1-minute load "
              f"average {min(load):.1f} to {max(load):.1f} at the runs' ends (a run alone keeps about "
              f"{os.cpu_count()} cores busy; more means other jobs shared the machine).", "",
              "| side | wall s (median) | CPU s (median) | dev metric | runs: wall / CPU s |", "|---|---:|---:|---:|---|"]
@@ -195,6 +233,8 @@ def report(runs, run_config, profile, load):
     if "hf" in med:
         lines += [""] + [f"- {side} / HF speed (HF seconds over {side} seconds): wall {med['hf']['wall'] / m['wall']:.2f}x, "
                          f"CPU {med['hf']['cpu'] / m['cpu']:.2f}x" for side, m in med.items() if side != "hf"]
+    if FLAGS.seeds or tested:
+        lines += ["", "Accuracy over the seeds:", ""] + metrics_table(runs, digits, tested)
     lines += ["", "Where the time goes (median wall seconds per phase; train share of the wall time):", ""]
     for side, rs in runs.items():
         train = statistics.median(train_seconds(r["phases"]) for r in rs)

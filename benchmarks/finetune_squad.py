@@ -117,7 +117,7 @@ def run_electra_tf(config, folder, shifts):
                examples_per_second=trial["train_examples_per_second"], final_loss=trial["train_loss"][-1],
                predict_questions_per_second=trial["dev"]["predict_examples_per_second"], features=results["features"])
     if shifts:
-        model = keras.saving.load_model(os.path.join(config.output_dir, run_files.QUESTION_ANSWERER_FILE), compile=False)
+        model = keras.saving.load_model(os.path.join(config.output_dir, qa.SpanQAKind.model_file), compile=False)
         vocab = os.path.join(config.output_dir, run_files.VOCAB_FILE)
         features = build_qa_features(WordPieceTokenizer(vocab), shifts, common.seq_length(config), config.doc_stride,
                                      config.max_query_length)

@@ -68,7 +68,7 @@ def texts_for(kind, batch_size):
 
 def build(kind, encoder, vocab_file, base):
     """(export path, keras model) of `kind` on `encoder`."""
-    from electra_tf.export.serving import export_serving
+    from electra_tf.finetuning.kinds import export_serving
     from electra_tf.models.classifier import ElectraClassifier
     from electra_tf.models.question_answerer import ElectraQuestionAnswerer
     from electra_tf.models.token_classifier import ElectraTokenClassifier
@@ -80,8 +80,8 @@ def build(kind, encoder, vocab_file, base):
     else:
         model, labels = ElectraQuestionAnswerer(encoder), None
     model.build()
-    path = export_serving(model, vocab_file, base, kind, 1, label_names=labels, seq_length=FLAGS.seq_length,
-                          qa_settings={"doc_stride": 64, "max_query_length": 32})
+    path = export_serving(model, vocab_file, base, kind, 1,
+                          {"label_names": labels, "doc_stride": 64, "max_query_length": 32}, seq_length=FLAGS.seq_length)
     return path, model
 
 

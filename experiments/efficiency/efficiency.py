@@ -44,7 +44,7 @@ from electra_tf.config import OBJECTIVES, get_config  # noqa: E402
 from electra_tf.data.pretraining_dataset import list_files, pretraining_dataset  # noqa: E402
 from electra_tf.demo_data import resolve_data  # noqa: E402
 from electra_tf.finetuning.tasks import load_task  # noqa: E402
-from electra_tf.finetuning.trials import run_finetuning  # noqa: E402
+from electra_tf.finetuning.classification import ClassificationKind, run_finetuning  # noqa: E402
 from electra_tf.training import flops  # noqa: E402
 from electra_tf.training.pretraining import train  # noqa: E402
 from experiments.efficiency import guard, merge, probes, report  # noqa: E402
@@ -344,7 +344,7 @@ def finetune_run(name, info, spec, task_dir, seed, hparams, run_dir, units):
         common.write_json(os.path.join(run_dir, "timing.json"),
                    dict(seconds=time.time() - start, cpu_seconds=time.process_time() - cpu))
         # The classifier is not needed here and is the bulk of the disk use.
-        for leftover in (run_files.CLASSIFIER_FILE, run_files.VOCAB_FILE):
+        for leftover in (ClassificationKind.model_file, run_files.VOCAB_FILE):
             if os.path.exists(os.path.join(run_dir, leftover)):
                 os.remove(os.path.join(run_dir, leftover))
         trial = result["trials"][0]
