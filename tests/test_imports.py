@@ -27,20 +27,19 @@ LAYERS = {
     # The run-directory contract (file names, guards), named checkpoints and the `--init` registry:
     # what every command reads a model through.
     "sources": ("electra_tf.run_files", "electra_tf.training.named_checkpoint", "electra_tf.sources"),
-    "training": ("electra_tf.training", "electra_tf.finetuning", "electra_tf.export", "electra_tf.predicting"),
+    "training": ("electra_tf.training",),  # pre-training: optimizers, callbacks, strategies, the run lock
+    "export": ("electra_tf.export",),  # SavedModels, presets, the serving modules of every task kind
+    "finetuning": ("electra_tf.finetuning",),  # the task kinds (each exports through its serving module)
+    "predicting": ("electra_tf.predicting",),  # a fine-tuned model's signatures on batches, by its kind
     "programs": ("electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export.__main__", "electra_tf.predict",
                  "electra_tf.convert.__main__", "electra_tf.demo_data", "electra_tf.data_scripts"),
 }
 ROOT_LAYER = "core"  # the package's own `__init__` (exactly `electra_tf`)
+ORDER = ["core", "layers", "models", "convert", "sources", "training", "export", "finetuning", "predicting"]
 MAY_IMPORT = {
-    "core": (),
+    **{layer: tuple(ORDER[:i]) for i, layer in enumerate(ORDER)},  # each package over the ones before it
     "pipelines": ("core",),  # the tokenizer and the record schema only
-    "layers": ("core",),
-    "models": ("core", "layers"),
-    "convert": ("core", "layers", "models"),
-    "sources": ("core", "layers", "models", "convert"),
-    "training": ("core", "layers", "models", "convert", "sources"),
-    "programs": ("core", "pipelines", "layers", "models", "convert", "sources", "training"),
+    "programs": ("core", "pipelines", *ORDER[1:]),
 }
 # Top-level names the package must never import (tools, tests, and the folders' old generic names).
 FORBIDDEN_TOP_LEVEL = ("pipelines", "configs", "benchmarks", "tests", "helpers", "conftest")
