@@ -141,7 +141,7 @@ def run_electra_tf(workdir, labels_expected):
         task="conll2003", data_dir=FLAGS.data_dir, init=init, output_dir=os.path.join(workdir, "electra_tf"),
         epochs=FLAGS.epochs, batch_size=FLAGS.batch_size, learning_rate=FLAGS.learning_rate,
         layerwise_lr_decay=FLAGS.layerwise_lr_decay, warmup_proportion=FLAGS.warmup_proportion,
-        max_seq_length=FLAGS.max_seq_length, train_limit=FLAGS.train_limit, dev_limit=FLAGS.dev_limit,
+        seq_length=FLAGS.max_seq_length, train_limit=FLAGS.train_limit, dev_limit=FLAGS.dev_limit,
         seed=FLAGS.seed, keep="last",  # as the HF side: the last epoch's weights, dev never chooses
         verbose=0,
     )

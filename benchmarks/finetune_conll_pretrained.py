@@ -57,7 +57,7 @@ def finetune(init, output_dir):
     config = FinetuneConfig(
         task="conll2003", data_dir=FLAGS.data_dir, init=init, output_dir=output_dir, epochs=FLAGS.epochs,
         batch_size=FLAGS.batch_size, learning_rate=FLAGS.learning_rate, layerwise_lr_decay=FLAGS.layerwise_lr_decay,
-        max_seq_length=FLAGS.max_seq_length, num_trials=FLAGS.num_trials, train_limit=FLAGS.train_limit,
+        seq_length=FLAGS.max_seq_length, num_trials=FLAGS.num_trials, train_limit=FLAGS.train_limit,
         dev_limit=FLAGS.dev_limit, verbose=0)
     start = time.time()
     results = run_trials(config, "tagging")

@@ -141,7 +141,7 @@ def electra_tf_side(task, data, total_steps):
     keras.utils.set_random_seed(FLAGS.seed)
     tokenizer = WordPieceTokenizer(FLAGS.vocab_file)
     config = FinetuneConfig(learning_rate=FLAGS.learning_rate, batch_size=FLAGS.batch_size,
-                            max_seq_length=FLAGS.seq_length, layerwise_lr_decay=FLAGS.layerwise_lr_decay,
+                            seq_length=FLAGS.seq_length, layerwise_lr_decay=FLAGS.layerwise_lr_decay,
                             jit_compile=FLAGS.jit_compile)
     encoder = ElectraEncoder(vocab_size=tokenizer.vocab_size, num_layers=FLAGS.num_layers,
                              num_heads=FLAGS.num_heads, hidden_dim=FLAGS.hidden_dim, embedding_dim=FLAGS.hidden_dim,

@@ -233,7 +233,7 @@ def run_electra_tf(workdir, train, dev, shifts, seed=None, head=None, init=None)
         task="squad", task_kind="span_qa", data_dir=limited_data_dir(workdir, train, dev), init=init,
         output_dir=os.path.join(workdir, "electra_tf"), epochs=FLAGS.epochs, batch_size=FLAGS.batch_size,
         learning_rate=FLAGS.learning_rate, layerwise_lr_decay=FLAGS.layerwise_lr_decay,
-        warmup_proportion=FLAGS.warmup_proportion, max_seq_length=FLAGS.max_seq_length,
+        warmup_proportion=FLAGS.warmup_proportion, seq_length=FLAGS.max_seq_length,
         doc_stride=FLAGS.doc_stride, max_query_length=FLAGS.max_query_length,
         max_answer_length=FLAGS.max_answer_length, n_best_size=N_BEST, qa_head=head, seed=seed,
         keep="last",  # as the HF side: the last epoch's weights, dev never chooses

@@ -119,12 +119,12 @@ def write_models(workdir):
     specs = {
         "classification": (lambda e: ElectraClassifier(e, num_labels=2), run_files.CLASSIFIER_FILE,
                            {"task": "movie_polarity", "kind": "classification", "label_names": ["negative", "positive"],
-                            "regression": False, "pair": False, "max_seq_length": 128}),
+                            "regression": False, "pair": False, "seq_length": 128}),
         "tagging": (lambda e: ElectraTokenClassifier(e, num_labels=len(CONLL_TAGS)), run_files.TOKEN_CLASSIFIER_FILE,
                     {"task": "conll2003", "kind": "tagging", "label_names": CONLL_TAGS, "scheme": "IOB2",
-                     "max_seq_length": 128, "stride": None}),
+                     "seq_length": 128, "stride": None}),
         "span_qa": (lambda e: ElectraQuestionAnswerer(e), run_files.QUESTION_ANSWERER_FILE,
-                    {"task": "squad", "kind": "span_qa", "max_seq_length": 384, "doc_stride": 128,
+                    {"task": "squad", "kind": "span_qa", "seq_length": 384, "doc_stride": 128,
                      "max_query_length": 64, "max_answer_length": 30, "answerable": False, "null_threshold": None}),
     }
     models = {}

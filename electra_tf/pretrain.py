@@ -76,7 +76,7 @@ def _train(config, strategy, overrides):
                  "".join(f" --{k}={v}" for k, v in sorted(overrides.items())),
                  os.path.join(FLAGS.model_dir, run_files.CONFIG_FILE))
     logging.debug("Config:\n%s", config.to_json())
-    train(config, FLAGS.model_dir, strategy, init_from=FLAGS.init, verbose=FLAGS.verbose)
+    train(config, FLAGS.model_dir, strategy, init=FLAGS.init, verbose=FLAGS.verbose)
 
 
 def run():

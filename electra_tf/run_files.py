@@ -17,7 +17,7 @@ A fine-tuning run (`electra_tf.finetune --output_dir`):
     output_dir/classifier.keras       the best trial's `ElectraClassifier` (classification)
     output_dir/token_classifier.keras the best trial's `ElectraTokenClassifier` (tagging)
     output_dir/vocab.txt              its vocabulary (+ electra_tokenizer.json)
-    output_dir/finetune_config.json   task, kind, label names, pair or single / tag scheme, max_seq_length
+    output_dir/finetune_config.json   task, kind, label names, pair or single / tag scheme, seq_length
     output_dir/question_answerer.keras, predictions.json, null_odds.json   (span_qa)
     output_dir/<TASK>.tsv             GLUE test predictions to submit (`submission_file`), when test is unlabelled
     output_dir/logs/[trial-N/]        TensorBoard: train loss and learning rate per step, dev metrics per epoch

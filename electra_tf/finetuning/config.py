@@ -26,7 +26,7 @@ RANGES = {
     "epochs": (1, None, (True, True)),
     "batch_size": (1, None, (True, True)),
     "num_trials": (1, None, (True, True)),
-    "max_seq_length": (3, None, (True, True)),  # [CLS] x [SEP]
+    "seq_length": (3, None, (True, True)),  # [CLS] x [SEP]
     "learning_rate": (0, None, (False, True)),
     "layerwise_lr_decay": (0, 1, (False, True)),
     "warmup_proportion": (0, 1, (True, True)),
@@ -73,7 +73,7 @@ class FinetuneConfig:
     weight_decay: float = _field(0.0, "Decoupled weight decay (reference: 0).")
     clip_norm: float = _field(1.0, "Global-norm gradient clipping; 0 disables.")
     dropout: float = _field(0.1, "Dropout before the task head ([CLS] vector, or every token).")
-    max_seq_length: int = _field(128, "Tokens per example (tagging: per window), [CLS]/[SEP] included.")
+    seq_length: int = _field(128, "Tokens per example (tagging: per window), [CLS]/[SEP] included.")
     num_trials: int = _field(1, "Fine-tuning runs from the same checkpoint (reference: 10).")
     seed: int = _field(0, "Seed of trial 0; trial i uses seed + i.")
     train_limit: typing.Optional[int] = _field(None, "Use only the first N training examples / sentences.")
@@ -147,10 +147,29 @@ class FinetuneConfig:
     def hparams(self):
         """The recipe part, as written to `results.json`."""
         names = ("epochs", "batch_size", "learning_rate", "layerwise_lr_decay", "warmup_proportion",
-                 "weight_decay", "clip_norm", "dropout", "max_seq_length", "num_trials", "seed",
+                 "weight_decay", "clip_norm", "dropout", "seq_length", "num_trials", "seed",
                  "both_orders", "train_limit", "dev_limit", "stride", "strategy", "precision", "jit_compile",
                  "keep", "early_stopping_patience", "deterministic")
         return {name: getattr(self, name) for name in names}
+
+
+# Keys that files of earlier versions spell otherwise (finetune_config.json, results.json, settings.json): old -> new.
+OLD_KEYS = {"max_seq_length": "seq_length"}
+
+
+def with_current_keys(values):
+    """A copy of the dict `values`, read from a file an earlier version wrote, with its keys as `FinetuneConfig` spells them.
+
+    Example:
+    >>> from electra_tf.finetuning.config import with_current_keys
+    >>> with_current_keys({"max_seq_length": 64, "epochs": 2})
+    {'epochs': 2, 'seq_length': 64}
+    """
+    out = {k: v for k, v in values.items() if k not in OLD_KEYS}
+    for old, new in OLD_KEYS.items():
+        if old in values and new not in out:
+            out[new] = values[old]
+    return out
 
 
 def fields():

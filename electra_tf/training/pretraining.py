@@ -101,14 +101,14 @@ def check_data_vocabulary(patterns, vocab_file, settings):
             )
 
 
-def train(config, model_dir, strategy=None, init_from=None, verbose=1, extra_callbacks=()):
+def train(config, model_dir, strategy=None, init=None, verbose=1, extra_callbacks=()):
     """Trains `config` into `model_dir`, resuming from its latest checkpoint.
 
     Args:
         config: `ElectraConfig` with `data` resolved (see `resolve_data`).
         model_dir: str.
         strategy: `tf.distribute.Strategy` (default: the current one).
-        init_from: optional str. Weights to start a new run from (ignored on resume): any
+        init: optional str. Weights to start a new run from (ignored on resume): any
             `--init` form (`run_files.init_pretrainer`), another electra_tf run included.
         verbose: int. Keras progress-bar mode.
         extra_callbacks: Keras callbacks to run after the loop's own (probes, benchmarks).
@@ -161,9 +161,9 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1, extra_cal
         latest = run_files.restore_latest_good(state.restore, model_dir)
         if latest:
             logging.info("Resumed from %s", latest)
-        elif init_from:
-            run_files.init_pretrainer(init_from, pretrainer)
-            logging.info("Initialised from %s", init_from)
+        elif init:
+            run_files.init_pretrainer(init, pretrainer)
+            logging.info("Initialised from %s", init)
 
     if chief:
         run_files.write_config(config, model_dir)

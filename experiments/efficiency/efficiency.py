@@ -92,6 +92,7 @@ import tensorflow as tf  # pylint: disable=wrong-import-position
 from electra_tf.config import OBJECTIVES, get_config  # pylint: disable=wrong-import-position
 from electra_tf.demo_data import resolve_data  # pylint: disable=wrong-import-position
 from electra_tf.training.pretraining import train  # pylint: disable=wrong-import-position
+from electra_tf.finetuning.config import with_current_keys  # pylint: disable=wrong-import-position
 from electra_tf.finetuning.tasks import load_task  # pylint: disable=wrong-import-position
 from electra_tf import run_files  # pylint: disable=wrong-import-position
 from electra_tf.training import flops  # pylint: disable=wrong-import-position
@@ -113,7 +114,7 @@ BUDGETS = {
         warmup_fraction=0.1,
         fractions="0.5,1.0",
         seeds=1,
-        finetune=dict(epochs=1, batch_size=16, learning_rate=2e-3, max_seq_length=64,
+        finetune=dict(epochs=1, batch_size=16, learning_rate=2e-3, seq_length=64,
                       train_limit=32, dev_limit=32),
     ),
     # About 2 h on an idle 2-core machine, from CPU seconds measured on this code (vocab 30522, batch 32):
@@ -135,7 +136,7 @@ BUDGETS = {
         seeds=3,
         # Tiny encoders need a larger fine-tuning LR than ELECTRA-Small's 3e-4: on trec6 (2000 examples,
         # 3 epochs) 2e-3 beat 1e-3 for both a random and a barely pre-trained encoder.
-        finetune=dict(epochs=3, batch_size=32, learning_rate=2e-3, max_seq_length=64,
+        finetune=dict(epochs=3, batch_size=32, learning_rate=2e-3, seq_length=64,
                       train_limit=2000, dev_limit=None),
     ),
 }
@@ -809,6 +810,8 @@ def comparable(report, field):
     value = json.loads(json.dumps(report.get(field, MERGE_DEFAULTS.get(field))))
     if field == "budget":  # the corpus glob may be spelled through another checkout's (or a link's) ../shared
         value["corpus"] = os.path.realpath(value["corpus"])
+    if field == "finetune":  # a report of an earlier version says max_seq_length
+        value = with_current_keys(value)
     return value
 
 
@@ -1218,6 +1221,8 @@ def main(argv):
 
     os.makedirs(output_dir, exist_ok=True)
     previous = read_json(os.path.join(output_dir, "settings.json"))
+    if previous and "finetune" in previous:  # a run of an earlier version says max_seq_length
+        previous["finetune"] = with_current_keys(previous["finetune"])
     if previous and previous != json.loads(json.dumps(settings)):
         raise app.UsageError(f"{output_dir} holds a run with other settings {previous}; use a new --output_dir.")
     write_json(os.path.join(output_dir, "settings.json"), settings)

@@ -12,7 +12,7 @@ from electra_tf.finetuning.config import FinetuneConfig
 # "label" is now resolved at use: None means "label" for classification, the last column for tagging).
 OLD_FLAGS = dict(task=None, data_dir=None, init=None, vocab_file=None, output_dir=None, epochs=3, batch_size=32,
                  learning_rate=3e-4, layerwise_lr_decay=0.8, warmup_proportion=0.1, weight_decay=0.0,
-                 clip_norm=1.0, dropout=0.1, max_seq_length=128, num_trials=1, seed=0, text_a_column="sentence",
+                 clip_norm=1.0, dropout=0.1, seq_length=128, num_trials=1, seed=0, text_a_column="sentence",
                  text_b_column=None, regression=False, file_format="tsv", both_orders=None, train_limit=None,
                  dev_limit=None, verbose=2)
 
@@ -23,12 +23,12 @@ def test_every_field_is_a_flag_with_its_default():
     registered = flags.FlagValues()
     finetune.define_flags(registered)
     for name, (kind, default, help_text, choices) in config_lib.fields().items():
-        flag = registered[finetune.flag_name(name)]  # --seq_length is the field max_seq_length
+        flag = registered[name]
         assert flag.default == default, name
         assert flag.help.endswith(help_text), name
         if choices:
             assert list(flag.parser.enum_values) == list(choices), name
-    assert finetune.flag_name("max_seq_length") == "seq_length" and "max_seq_length" not in registered
+    assert "max_seq_length" not in registered  # the deprecated spelling of --seq_length (finetune.ALIASES)
     for name, default in OLD_FLAGS.items():
         assert getattr(FinetuneConfig(), name) == default, name
     assert {"label_column", "task_kind", "token_column", "tag_scheme", "stride", "strategy", "num_cpu_devices",
