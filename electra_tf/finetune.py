@@ -45,7 +45,6 @@ from absl import app, flags
 from electra_tf import cli
 
 ALIASES = cli.aliases("max_seq_length")
-_FLAG_TYPES = {int: "integer", float: "float", bool: "bool", str: "string"}
 
 
 def define_flags(flag_values=flags.FLAGS):
@@ -54,31 +53,24 @@ def define_flags(flag_values=flags.FLAGS):
     Called when the module runs as a program, so importing it next to
     another CLI (`electra_tf.pretrain` defines `--seed` too) is harmless.
     """
-    from electra_tf.finetuning import config as finetune_config
+    from electra_tf.config_fields import define_flags as define_field_flags
+    from electra_tf.finetuning.config import FinetuneConfig
 
-    for name, (kind, default, help_text, choices) in finetune_config.fields().items():
-        if choices:
-            cli.define("enum", name, default, help_text, flag_values, enum_values=list(choices))
-        else:
-            cli.define(_FLAG_TYPES[kind], name, default, help_text, flag_values)
+    define_field_flags(FinetuneConfig, flag_values)
 
 
 FLAGS = flags.FLAGS
 
 
-def _column(value):
-    return int(value) if value is not None and value.lstrip("-").isdigit() else value
-
-
 def main(argv):
-    from electra_tf.finetuning import config as finetune_config
+    from electra_tf.config_fields import fields
+    from electra_tf.finetuning.config import FinetuneConfig
     from electra_tf.finetuning.trials import run_trials
     from electra_tf.run_files import RESULTS_FILE
 
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    config = finetune_config.FinetuneConfig(**{name: FLAGS[name].value
-                                               for name in finetune_config.fields()})
+    config = FinetuneConfig(**{name: FLAGS[name].value for name in fields(FinetuneConfig)})
     for name in ("task", "data_dir", "init", "output_dir"):
         if not getattr(config, name):
             raise app.UsageError(f"--{name} is required.")

@@ -103,8 +103,13 @@ def read_config(model_dir):
             values = json.load(f)
         except json.JSONDecodeError as e:
             raise ValueError(f"{path} is not valid JSON ({e}): a truncated or damaged run config.") from None
+    if not isinstance(values, dict):
+        raise ValueError(f"{path} holds no JSON object of config fields: a damaged run config.")
     known = {f.name for f in dataclasses.fields(ElectraConfig)}
-    return ElectraConfig(**{k: v for k, v in values.items() if k in known})
+    try:
+        return ElectraConfig(**{k: v for k, v in values.items() if k in known})
+    except ValueError as e:  # a field of the wrong type or out of range: a hand-edited or damaged file
+        raise ValueError(f"{path}: {e}") from None
 
 
 # Fields that decide the variables a run's checkpoints hold: a run resumes only with the same values.
@@ -304,6 +309,8 @@ def artefact_kind(folder):
 
 def refuse_other_artefact(folder, flag, own_kind):
     """Raises `FileExistsError` when `folder` holds an artefact of another kind than `own_kind`, before anything is written."""
+    if tf.io.gfile.exists(folder) and not tf.io.gfile.isdir(folder):
+        raise NotADirectoryError(f"`--{flag}={folder}` is a file, not a folder. Choose a folder (new or empty).")
     kind = artefact_kind(folder)
     if kind not in (None, own_kind):
         raise FileExistsError(

@@ -453,6 +453,9 @@ def build_pretraining_data(
         raise ValueError(f"`max_seq_length` must be >= 5. Received: `max_seq_length={max_seq_length}`")
     if num_shards < 1:
         raise ValueError(f"`num_shards` must be >= 1. Received: `num_shards={num_shards}`")
+    if tf.io.gfile.exists(output_dir) and not tf.io.gfile.isdir(output_dir):
+        raise NotADirectoryError(f"`--output_dir={output_dir}` is a file, not a folder. Choose a folder (new or "
+                                 "empty, or an earlier build's with --overwrite).")
     tokenizer = tokenizer_lib.WordPieceTokenizer(vocab_file, lower_case=lower_case)  # fails fast on a bad vocabulary
     vocab_size, settings = tokenizer.vocab_size, tokenizer.settings
     files = sources.expand_inputs(inputs)
@@ -559,8 +562,8 @@ def define_flags():
     flags.DEFINE_list("input", None, "Input specs `[kind:]GLOB` (kind: text, wikipedia, books).")
     cli.define_vocab_file("WordPiece vocab.txt.")
     cli.define_output_dir("Output directory.")
-    cli.define_seq_length(128, "Example length including [CLS]/[SEP].")
-    flags.DEFINE_integer("num_shards", 8, "Number of TFRecord shards.")
+    cli.define_seq_length(128, "Example length including [CLS]/[SEP].", range="[5, inf)")
+    cli.define("integer", "num_shards", 8, "Number of TFRecord shards.", range="[1, inf)")
     flags.DEFINE_integer("seed", 0, "Packing seed.")
     flags.DEFINE_bool("overwrite", False, "Replace a complete earlier build in --output_dir (only once the new "
                       "build has succeeded).")

@@ -33,6 +33,15 @@ def run_python(args, env=None, timeout=600, check=True, **kwargs):
     return result
 
 
+def checksums(folder):
+    """sha256 of every file under `folder`, by relative path (what a refused command must leave as it was)."""
+    import hashlib
+
+    folder = pathlib.Path(folder)
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
 def make_run_dir(model_dir, vocab_file, seed=0, **overrides):
     """A pre-training `model_dir` as `electra_tf.pretrain` leaves it, with an untrained tiny model."""
     import keras

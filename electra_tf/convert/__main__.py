@@ -52,8 +52,9 @@ def define_flags(flag_values=None):
                           "(--to official); never an existing one.", flag_values=fv)
     cli.define("enum", "part", "both", "What of a generator + discriminator pair to write (--to keras and "
                "--to official: discriminator or both).", fv, enum_values=list(PARTS))
-    cli.define("integer", "num_heads", None, "official: discriminator heads (H // 64).", fv)
-    cli.define("integer", "generator_num_heads", None, "official: generator heads (Hg // 64).", fv)
+    cli.define("integer", "num_heads", None, "official: discriminator heads (H // 64).", fv, range="[1, inf)")
+    cli.define("integer", "generator_num_heads", None, "official: generator heads (Hg // 64).", fv,
+               range="[1, inf)")
 
 
 def input_paths(source, path):

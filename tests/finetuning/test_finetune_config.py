@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 from absl import flags
 
-from electra_tf.finetuning import config as config_lib
+from electra_tf.config_fields import fields
 from electra_tf.finetuning.config import FinetuneConfig
 
 # The flags and defaults of `electra_tf.finetune` before FinetuneConfig existed (label_column's
@@ -22,17 +22,17 @@ def test_every_field_is_a_flag_with_its_default():
 
     registered = flags.FlagValues()
     finetune.define_flags(registered)
-    for name, (kind, default, help_text, choices) in config_lib.fields().items():
+    for name, spec in fields(FinetuneConfig).items():
         flag = registered[name]
-        assert flag.default == default, name
-        assert flag.help.endswith(help_text), name
-        if choices:
-            assert list(flag.parser.enum_values) == list(choices), name
+        assert flag.default == spec.default, name
+        assert flag.help.endswith(spec.help), name
+        if spec.choices:
+            assert list(flag.parser.enum_values) == list(spec.choices), name
     assert "max_seq_length" not in registered  # the deprecated spelling of --seq_length (finetune.ALIASES)
     for name, default in OLD_FLAGS.items():
         assert getattr(FinetuneConfig(), name) == default, name
     assert {"label_column", "task_kind", "token_column", "tag_scheme", "stride", "strategy", "num_cpu_devices",
-            "precision", "jit_compile"} <= set(config_lib.fields())
+            "precision", "jit_compile"} <= set(fields(FinetuneConfig))
 
 
 def test_choices_and_ranges_are_checked():
@@ -42,7 +42,7 @@ def test_choices_and_ranges_are_checked():
         FinetuneConfig(strategy="gpus")
     with pytest.raises(ValueError, match="batch_size"):
         FinetuneConfig(batch_size=0)
-    with pytest.raises(ValueError, match="Unknown fine-tuning setting"):
+    with pytest.raises(ValueError, match=r"Unknown config key\(s\) \['learning_rat'\] of FinetuneConfig"):
         FinetuneConfig().replace(learning_rat=1e-3)
     assert FinetuneConfig().replace(epochs=5).epochs == 5
     assert dataclasses.asdict(FinetuneConfig())["strategy"] == "auto"  # the device default of every command
