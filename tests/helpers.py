@@ -33,6 +33,44 @@ def run_python(args, env=None, timeout=600, check=True, **kwargs):
     return result
 
 
+class LineReader:
+    """Collects a process's text stream (`proc.stderr`) line by line in a thread, so a test waits for a state.
+
+    `wait_for(text)` returns once a line holding `text` has arrived; `guard` seconds are only a
+    hang guard, far above any expected wait. `text()` is everything read, once the stream ends.
+    """
+
+    def __init__(self, stream):
+        import threading
+
+        self.lines, self.ended = [], False
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream):
+        for line in stream:
+            with self._changed:
+                self.lines.append(line)
+                self._changed.notify_all()
+        with self._changed:
+            self.ended = True
+            self._changed.notify_all()
+
+    def wait_for(self, text, guard=600):
+        def seen():
+            return any(text in line for line in self.lines)
+
+        with self._changed:
+            self._changed.wait_for(lambda: seen() or self.ended, timeout=guard)
+            assert seen(), f"no line with {text!r} ({'the stream ended' if self.ended else 'hang guard'}):\n" + \
+                "".join(self.lines)[-3000:]
+
+    def text(self, guard=600):
+        self._thread.join(timeout=guard)
+        return "".join(self.lines)
+
+
 def checksums(folder):
     """sha256 of every file under `folder`, by relative path (what a refused command must leave as it was)."""
     import hashlib

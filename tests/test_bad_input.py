@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from helpers import REPO, checksums, run_python, write_records
+from helpers import REPO, LineReader, checksums, run_python, write_records
 from electra_tf.config import get_config
 from electra_tf import run_files
 from electra_tf.training import distribute
@@ -257,13 +257,16 @@ def _lonely_worker(tmp_path, timeout):
 
 
 def test_multi_worker_start_up_times_out_naming_the_absent_worker(tmp_path):
-    start = time.monotonic()
     proc, absent = _lonely_worker(tmp_path, timeout=5)
+    stderr = LineReader(proc.stderr)
     try:
-        _, stderr = proc.communicate(timeout=55)
+        stderr.wait_for("Waiting up to 5 s")
+        waiting = time.monotonic()
+        proc.wait(timeout=600)  # a hang guard only
     finally:
         proc.kill()
-    assert time.monotonic() - start < 60
+    stderr = stderr.text()
+    assert time.monotonic() - waiting < distribute.STARTUP_TIMEOUT  # its --worker_startup_timeout, not the default
     assert proc.returncode == 1, stderr[-3000:]
     assert stderr.splitlines()[-1] == (
         f"error: multi-worker start-up: worker:1 ({absent}) never came up within 5 s (TF_CONFIG; this is "
@@ -273,16 +276,13 @@ def test_multi_worker_start_up_times_out_naming_the_absent_worker(tmp_path):
 
 def test_sigterm_ends_a_multi_worker_run_waiting_for_its_peers(tmp_path):
     proc, absent = _lonely_worker(tmp_path, timeout=600)
+    stderr = LineReader(proc.stderr)
     try:
-        deadline = time.monotonic() + 50
-        lines = []
-        for line in proc.stderr:  # wait until it is waiting
-            lines.append(line)
-            if "Waiting up to" in line or time.monotonic() > deadline:
-                break
+        stderr.wait_for("Waiting up to")  # it is waiting: its SIGTERM handler is installed before this line
         proc.send_signal(signal.SIGTERM)
-        rest = proc.communicate(timeout=20)[1]
+        proc.wait(timeout=600)  # a hang guard only
     finally:
         proc.kill()
-    assert proc.returncode == 128 + signal.SIGTERM, "".join(lines) + rest
-    assert rest.splitlines()[-1] == f"error: SIGTERM while waiting for worker:1 ({absent}); no training started."
+    stderr = stderr.text()
+    assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+    assert stderr.splitlines()[-1] == f"error: SIGTERM while waiting for worker:1 ({absent}); no training started."
