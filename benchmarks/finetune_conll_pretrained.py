@@ -72,7 +72,7 @@ def report(rows, config, seconds):
         values = [t["dev"][key] for t in trials]
         return f"{100 * np.mean(values):.2f} ± {100 * np.std(values):.2f}"
 
-    from electra_tf import run_files
+    from electra_tf import run_files, sources
 
     run = run_files.read_config(FLAGS.model_dir)
     lines = [
@@ -99,13 +99,13 @@ def report(rows, config, seconds):
 
 def main(argv):
     del argv
-    from electra_tf import run_files
+    from electra_tf import run_files, sources
 
     start = time.time()
     workdir = FLAGS.workdir or tempfile.mkdtemp(prefix="conll_pretrained_")
     rows = []
-    random_path = run_files.save_encoder(
-        run_files.untrained_encoder(run_files.read_config(FLAGS.model_dir), FLAGS.baseline_seed),
+    random_path = sources.save_encoder(
+        sources.untrained_encoder(run_files.read_config(FLAGS.model_dir), FLAGS.baseline_seed),
         os.path.join(workdir, "random_init_encoder"), os.path.join(FLAGS.model_dir, run_files.VOCAB_FILE))
     for name, init in (("pretrained", FLAGS.model_dir), ("random_init", random_path)):
         config, results = finetune(init, os.path.join(workdir, name))

@@ -321,7 +321,7 @@ def run_side(side, init, scratch, n, data_json=None):
 
 PROFILE_PHASES = [  # (label, a function of the profile; its cumulative time)
     ("imports (TensorFlow, Keras, ...)", "cli.py", "_import_quietly"),
-    ("load --init (.keras)", "run_files.py", "load_init"),
+    ("load --init (.keras)", "sources/__init__.py", "load_init"),
     ("tokenize (prepare)", "classification.py", "prepare"),
     ("input pipeline: make_dataset (train)", "classification.py", "make_dataset"),
     ("fit, all", "trainer.py", "fit"),
@@ -331,7 +331,7 @@ PROFILE_PHASES = [  # (label, a function of the profile; its cumulative time)
 ]
 PROFILE_PHASES_KIND = {  # tagging / QA: their own data, tokenisation and evaluation functions
     "tagging": [("imports (TensorFlow, Keras, ...)", "cli.py", "_import_quietly"),
-                ("load --init (.keras)", "run_files.py", "load_init"),
+                ("load --init (.keras)", "sources/__init__.py", "load_init"),
                 ("read the CoNLL files", "conll.py", "read"),
                 ("tokenize into windows (prepare)", "tagging.py", "prepare"),
                 ("fit, all", "trainer.py", "fit"),
@@ -339,7 +339,7 @@ PROFILE_PHASES_KIND = {  # tagging / QA: their own data, tokenisation and evalua
                 ("evaluation (predict + entity F1)", "tagging.py", "evaluate"),
                 ("save token_classifier.keras", "saving_api.py", "save_model")],
     "qa": [("imports (TensorFlow, Keras, ...)", "cli.py", "_import_quietly"),
-           ("load --init (.keras)", "run_files.py", "load_init"),
+           ("load --init (.keras)", "sources/__init__.py", "load_init"),
            ("read the SQuAD files", "squad.py", "read_squad"),
            ("tokenize into windows (prepare)", "qa.py", "prepare"),
            ("fit, all", "trainer.py", "fit"),

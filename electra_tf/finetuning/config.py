@@ -16,7 +16,7 @@ from electra_tf.training.distribute import STRATEGIES
 
 TASK_KINDS = ("auto", "classification", "tagging", "span_qa")
 QA_HEADS = ("official", "simple")
-TAG_SCHEMES = ("IOB1", "IOB2", "BIOES", "none")
+TAG_SCHEMES = ("auto", "IOB1", "IOB2", "BIOES", "none")
 
 
 @dataclasses.dataclass
@@ -79,8 +79,9 @@ class FinetuneConfig(Config):
     # --- Tagging ---
     token_column: int = field(0, "Generic tagging: column of the word.")
     tag_scheme: str = field(
-        "IOB2", "Generic tagging: span scheme of the labels (scored by entity F1); none: labels as "
-        "written (POS), scored by token accuracy.", choices=TAG_SCHEMES)
+        "auto", "Generic tagging: span scheme of the labels (scored by entity F1); auto: the files' own (an I-X "
+        "starting a span: IOB1, S-/E- tags: BIOES, else IOB2); none: labels as written (POS), scored by token "
+        "accuracy.", choices=TAG_SCHEMES)
     stride: typing.Optional[int] = field(
         None, "Tagging: pieces between the starts of windows over a long sentence (default: half a window).",
         range="[1, inf)")

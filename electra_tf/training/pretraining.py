@@ -16,7 +16,7 @@ from electra_tf.data import records
 from electra_tf.data import tokenizer as tokenizer_lib
 from electra_tf.models.pretrainer import build_pretrainer
 from electra_tf.objectives import OBJECTIVES
-from electra_tf import run_files
+from electra_tf import run_files, sources
 from electra_tf.training import callbacks, distribute
 from electra_tf.training.named_checkpoint import NamedCheckpoint
 from electra_tf.training.optimization import create_optimizer
@@ -140,7 +140,7 @@ def train(config, model_dir, strategy=None, init=None, verbose=1, extra_callback
         model_dir: str.
         strategy: `tf.distribute.Strategy` (default: the current one).
         init: optional str. Weights to start a new run from (ignored on resume): any
-            `--init` form (`run_files.init_pretrainer`), another electra_tf run included.
+            `--init` form (`sources.init_pretrainer`), another electra_tf run included.
         verbose: int. Keras progress-bar mode.
         extra_callbacks: Keras callbacks to run after the loop's own (probes, benchmarks).
 
@@ -194,7 +194,7 @@ def train(config, model_dir, strategy=None, init=None, verbose=1, extra_callback
         if latest:
             logging.info("Resumed from %s", latest)
         elif init:
-            run_files.init_pretrainer(init, pretrainer)
+            sources.init_pretrainer(init, pretrainer)
             logging.info("Initialised from %s", init)
 
     if chief:

@@ -97,7 +97,7 @@ from electra_tf.finetuning.tasks import load_task  # pylint: disable=wrong-impor
 from electra_tf import run_files  # pylint: disable=wrong-import-position
 from electra_tf.training import flops  # pylint: disable=wrong-import-position
 from electra_tf.finetuning.trials import run_finetuning  # pylint: disable=wrong-import-position
-from electra_tf.run_files import load_init  # pylint: disable=wrong-import-position
+from electra_tf import sources  # pylint: disable=wrong-import-position
 from electra_tf.data.pretraining_dataset import list_files, pretraining_dataset  # pylint: disable=wrong-import-position
 
 SHARED = os.path.join(REPO, "..", "shared", "data")
@@ -573,9 +573,9 @@ def pretrain(name, config, output_dir, curve_fractions, units, guard_batch, prob
             if not tf.io.gfile.exists(prefix + ".index"):
                 raise FileNotFoundError(f"No checkpoint at step {step} for {encoder}: {prefix}")
             batch, reference, source = live_reference(live, step, steps, guard_dir, encoder)
-            pretrainer, _ = run_files.restore_pretrainer(model_dir, prefix)
+            pretrainer, _ = sources.restore_pretrainer(model_dir, prefix)
             diff = check_encoder(pretrainer.discriminator, batch, reference, f"{encoder} restored from {prefix}")
-            run_files.save_encoder(pretrainer.discriminator, directory, os.path.join(model_dir, run_files.VOCAB_FILE))
+            sources.save_encoder(pretrainer.discriminator, directory, os.path.join(model_dir, run_files.VOCAB_FILE))
             write_reference(os.path.join(directory, GUARD_FILE), batch, reference, step=step, source=source)
             info["restore_max_diff"] = diff
             write_json(os.path.join(directory, "encoder.json"), info)
@@ -615,9 +615,9 @@ def random_encoder(config, output_dir, units, guard_batch, seed):
     if found:
         units.skip(f"export {BASELINE}")
         return found
-    encoder = run_files.untrained_encoder(config.replace(objective="mlm"), seed)
+    encoder = sources.untrained_encoder(config.replace(objective="mlm"), seed)
     outputs = encoder_outputs(encoder, guard_batch)
-    run_files.save_encoder(encoder, directory, config.vocab_file)
+    sources.save_encoder(encoder, directory, config.vocab_file)
     write_reference(os.path.join(directory, GUARD_FILE), guard_batch, outputs, step=0,
                     source=f"the random initialisation (seed {seed})")
     write_json(os.path.join(directory, "encoder.json"), info)
@@ -705,7 +705,7 @@ def guard_encoder(name, info):
     except FileNotFoundError:
         raise EncoderMismatch(f"No guard reference beside {info['path']}: exported without the guard. "
                               "Use a new --output_dir.") from None
-    encoder, _ = load_init(info["path"])
+    encoder, _ = sources.load_init(info["path"])
     diff = check_encoder(encoder, batch, reference, f"encoder {name} ({info['path']})")
     info["guard"] = dict(max_abs_diff=diff, atol=GUARD_ATOL, reference=meta["source"], step=meta["step"])
     logging.info("[guard] %s equals %s: max |diff| %.2g", name, meta["source"], diff)

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from electra_tf.config import OBJECTIVES, get_config
-from electra_tf import run_files
+from electra_tf import run_files, sources
 from electra_tf.training import flops
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -173,7 +173,7 @@ def id_batch(seed=0, size=8, seq=32):
 def export(efficiency, encoder, directory, batch, reference):
     directory.mkdir(parents=True)
     (directory / "vocab.src").write_text("[PAD]\n")
-    run_files.save_encoder(encoder, str(directory), str(directory / "vocab.src"))
+    sources.save_encoder(encoder, str(directory), str(directory / "vocab.src"))
     efficiency.write_reference(str(directory / efficiency.GUARD_FILE), batch, reference, step=7, source="live")
     return dict(path=str(directory / run_files.ENCODER_FILE))
 
@@ -223,7 +223,7 @@ def test_export_refuses_a_restore_that_differs_from_the_live_model(tmp_path, wri
 
     from electra_tf.models.pretrainer import build_pretrainer
 
-    restore = run_files.restore_pretrainer
+    restore = sources.restore_pretrainer
 
     def broken_restore(model_dir, checkpoint=None):  # the bug of issue 13: blocks left as initialised
         restored, cfg = restore(model_dir, checkpoint)
@@ -235,7 +235,7 @@ def test_export_refuses_a_restore_that_differs_from_the_live_model(tmp_path, wri
 
     for name in ("electra_f0.5", "electra"):
         shutil.rmtree(tmp_path / "run" / "encoders" / name)
-    monkeypatch.setattr(efficiency.run_files, "restore_pretrainer", broken_restore)
+    monkeypatch.setattr(efficiency.sources, "restore_pretrainer", broken_restore)
     with pytest.raises(efficiency.EncoderMismatch, match="electra@0.5 restored from"):
         efficiency.pretrain("electra", config, str(tmp_path / "run"), [0.5, 1.0], units, guard_batch)
 
