@@ -266,8 +266,10 @@ def refuse_foreign_output(folder, flag, own_kind, inputs=()):
     `sources.init_inputs`; `--data_dir`);
     one holding another kind of artefact than `own_kind`; and one lying inside
     an artefact of any kind (another run's or export's folder). A folder of
-    `own_kind` itself is allowed (it resumes).
+    `own_kind` itself is allowed (it resumes); a file is refused (it is not a folder).
     """
+    if tf.io.gfile.exists(folder) and not tf.io.gfile.isdir(folder):
+        raise NotADirectoryError(f"`--{flag}={folder}` is a file, not a folder. Choose a folder.")
     target = os.path.abspath(os.fspath(folder)) if "://" not in os.fspath(folder) else os.fspath(folder)
     for item in inputs:
         path = os.fspath(item or "")
@@ -294,8 +296,6 @@ def refuse_inside_artefact(path, flag):
 
 def refuse_other_artefact(folder, flag, own_kind):
     """Raises `FileExistsError` when `folder` holds an artefact of another kind than `own_kind`, before anything is written."""
-    if tf.io.gfile.exists(folder) and not tf.io.gfile.isdir(folder):
-        raise NotADirectoryError(f"`--{flag}={folder}` is a file, not a folder. Choose a folder (new or empty).")
     kind = artefact_kind(folder)
     if kind not in (None, own_kind):
         raise FileExistsError(
@@ -362,7 +362,7 @@ def guard_output(path, flag, own_kind, inputs=(), writes=None):
                                   f"{', ...' if len(names) > 5 else ''}); nothing is overwritten. Choose a new "
                                   f"or empty --{flag}.")
         if tf.io.gfile.exists(target) and not tf.io.gfile.isdir(target):
-            raise FileExistsError(f"`--{flag}={path}` is an existing file, not a folder.")
+            raise FileExistsError(f"`--{flag}={path}` is a file, not a folder. Choose a folder.")
         return
     existing = [name for name in writes if tf.io.gfile.exists(name)]
     if existing:

@@ -295,7 +295,7 @@ def check_output_dir(output_dir, input_paths, only_a_build=True):
                              "--output_dir.")
     if not tf.io.gfile.isdir(output_dir):
         if tf.io.gfile.exists(output_dir):
-            raise FileExistsError(f"`--output_dir={output_dir}` is an existing file, not a folder.")
+            raise FileExistsError(f"`--output_dir={output_dir}` is a file, not a folder. Choose a folder.")
         return
     if not only_a_build:
         return
@@ -490,9 +490,6 @@ def build_pretraining_data(
         raise ValueError(f"`max_seq_length` must be >= 5. Received: `max_seq_length={max_seq_length}`")
     if num_shards < 1:
         raise ValueError(f"`num_shards` must be >= 1. Received: `num_shards={num_shards}`")
-    if tf.io.gfile.exists(output_dir) and not tf.io.gfile.isdir(output_dir):
-        raise NotADirectoryError(f"`--output_dir={output_dir}` is a file, not a folder. Choose a folder (new or "
-                                 "empty, or an earlier build's with --overwrite).")
     tokenizer = tokenizer_lib.WordPieceTokenizer(vocab_file, lower_case=lower_case)  # fails fast on a bad vocabulary
     vocab_size, settings = tokenizer.vocab_size, tokenizer.settings
     files = sources.expand_inputs(inputs)

@@ -134,8 +134,8 @@ def test_an_unreadable_run_lock_says_so_and_how_to_clear_it(folder):
 
 @pytest.mark.parametrize("args, flag", [
     (["-m", "electra_tf.pretrain", "--config", "tiny", "--model_dir", "{out}"], "model_dir"),
-    (["-m", "electra_tf.finetune", "--task", "sst-2", "--data_dir", "{tmp}", "--init", "{tmp}", "--output_dir",
-      "{out}"], "output_dir"),
+    (["-m", "electra_tf.finetune", "--task", "sst-2", "--data_dir", "{tmp}/task", "--init", "{tmp}/run",
+      "--output_dir", "{out}"], "output_dir"),
     (["-m", "electra_tf.pipelines.build_pretraining_data", "--input", "text:{tmp}/notes.txt", "--vocab_file",
       "{vocab}", "--output_dir", "{out}"], "output_dir"),
 ])
