@@ -1,4 +1,4 @@
-"""Bad input to pre-training and the CLIs (issue 17): one clear message, nothing that existed changed.
+"""Bad input to pre-training and the CLIs: one clear message, nothing that existed changed.
 
 Each case writes its own fixtures, asserts the message names the flag, file or
 field, and (where something existed before) that every pre-existing file has

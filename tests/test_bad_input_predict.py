@@ -4,7 +4,6 @@ flag; gold tags the model lacks are refused as unknown labels are; CoNLL tags ar
 scheme; SIGTERM stops it at once (exit 143) leaving no partial file. Each checks the exit status, the one
 `error:` line and, by checksum, that nothing that existed before changed."""
 
-import hashlib
 import json
 import os
 import re
@@ -17,7 +16,7 @@ import time
 import keras
 import pytest
 
-from helpers import REPO, run_python, shared_data
+from helpers import REPO, digests, run_python, shared_data
 
 LABELS = ["negative", "positive"]
 TAGS = ["O", "B-LOC", "B-PER", "I-LOC", "I-PER"]  # no MISC, no ORG
@@ -26,16 +25,6 @@ IOB1 = ("-DOCSTART- -X- O O\n\n"
         "Peter NNP I-NP I-PER\nBlackburn NNP I-NP I-PER\nlives VBZ I-VP O\nin IN I-PP O\nZurich NNP I-NP I-LOC\n\n"
         "Paris NNP I-NP I-LOC\nBerlin NNP I-NP B-LOC\nand CC O O\nAnna NNP I-NP I-PER\nmet VBD I-VP O\n"
         "Bob NNP I-NP I-PER\nSmith NNP I-NP I-PER\n")
-
-
-def digests(root):
-    out = {}
-    for directory, _, names in os.walk(root):
-        for name in names:
-            path = os.path.join(directory, name)
-            with open(path, "rb") as f:
-                out[os.path.relpath(path, root)] = hashlib.sha256(f.read()).hexdigest()
-    return out
 
 
 def errors(result):

@@ -11,24 +11,12 @@ happens before anything is loaded, so a real model would change nothing but the 
 process (TensorFlow's import is most of its time): each command's first case runs in the fast suite.
 """
 
-import hashlib
 import os
 import re
 
 import pytest
 
-from helpers import run_python, write_vocab
-
-
-def digests(root):
-    """Checksum of every file under `root`, by relative path."""
-    out = {}
-    for directory, _, names in os.walk(root):
-        for name in names:
-            path = os.path.join(directory, name)
-            with open(path, "rb") as f:
-                out[os.path.relpath(path, root)] = hashlib.sha256(f.read()).hexdigest()
-    return out
+from helpers import digests, run_python, write_vocab
 
 
 @pytest.fixture(scope="module")

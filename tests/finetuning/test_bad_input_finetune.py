@@ -1,4 +1,4 @@
-"""Bad input to fine-tuning, export and conversion (issue 17): refused before any work, files named, nothing replaced."""
+"""Bad input to fine-tuning, export and conversion: refused before any work, files named, nothing replaced."""
 
 import hashlib
 import logging

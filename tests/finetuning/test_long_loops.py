@@ -2,10 +2,8 @@
 dev pass of an epoch logs its progress and a SIGTERM during it stops the run within seconds, the trial's
 checkpoint saved (exit 0, as for a step), and the re-run evaluates that epoch and finishes."""
 
-import hashlib
 import json
 import os
-import pathlib
 import signal
 import subprocess
 import sys
@@ -14,13 +12,7 @@ import time
 
 import pytest
 
-from helpers import REPO, make_run_dir, run_python, write_vocab
-
-
-def checksums(folder):
-    folder = pathlib.Path(folder)
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+from helpers import REPO, digests, make_run_dir, run_python, write_vocab
 
 
 def test_a_squad_split_without_questions_is_refused_before_training(tmp_path):
@@ -30,7 +22,7 @@ def test_a_squad_split_without_questions_is_refused_before_training(tmp_path):
         "context": "Paris is in France.",
         "qas": [{"id": "q1", "question": "Where is Paris?", "answers": [{"text": "France", "answer_start": 12}]}]}]}]}))
     (data / "dev.json").write_text(json.dumps({"version": "1.1", "data": []}))
-    before = checksums(tmp_path)
+    before = digests(tmp_path)
     result = run_python(["-m", "electra_tf.finetune", "--task", "squad", "--task_kind", "span_qa", "--data_dir",
                          str(data), "--init", str(tmp_path / "no_model_needed"), "--output_dir", str(tmp_path / "out"),
                          "--seq_length", "32", "--max_query_length", "8"], check=False)
@@ -38,7 +30,7 @@ def test_a_squad_split_without_questions_is_refused_before_training(tmp_path):
     assert result.returncode == 1, result.stderr[-2000:]
     assert errors == [f"error: {data / 'dev.json'}: no questions (`data` holds no article with a paragraph with a "
                       "question); nothing to train on or score."]
-    assert checksums(tmp_path) == before
+    assert digests(tmp_path) == before
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
 
 
