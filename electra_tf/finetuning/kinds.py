@@ -49,7 +49,9 @@ def get(name):
 def for_config(config):
     """The kind of a fine-tuning `config`: `--task_kind`, or (auto) the kind that claims the task's name."""
     if config.task_kind not in (None, "auto"):
-        return get(config.task_kind)
+        if config.task_kind not in KINDS:
+            raise ValueError(f"Unknown `--task_kind={config.task_kind}`. Choose auto or one of {sorted(KINDS)}.")
+        return KINDS[config.task_kind]
     name = (config.task or "").lower()
     return next((kind for kind in KINDS.values() if kind.claims(name)), KINDS[DEFAULT])
 
@@ -133,7 +135,7 @@ def serving_module(model, vocab_file, settings, seq_length=None):
         model: a fine-tuned model of any kind (`for_model`).
         vocab_file: str. Its vocabulary.
         settings: dict. Its `finetune_config.json` (`load_finetuned`).
-        seq_length: int or None. Default: the fine-tuning `max_seq_length`.
+        seq_length: int or None. Default: the fine-tuning `seq_length`.
     """
     return for_model(model).serving_module(model, vocab_file, settings, seq_length)
 
@@ -158,7 +160,7 @@ def export_serving(model, vocab_file, base_dir, model_name="electra", version=1,
         classifier = ElectraClassifier(encoder, num_labels=2)  # fine-tuned, in practice
         classifier.build()
         path = export_serving(classifier, "vocab.txt", "serving", "movie", 1,
-                              {"label_names": ["negative", "positive"], "max_seq_length": 16})
+                              {"label_names": ["negative", "positive"], "seq_length": 16})
         tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(["a fine film"]))["label"]
         ```
     """

@@ -116,7 +116,7 @@ class MultipleChoiceKind(TaskKind):
 
     def prepare(self, tokenizer):
         for split, questions in self.questions.items():
-            self.packed[split] = pack_questions(questions, tokenizer, self.config.max_seq_length)
+            self.packed[split] = pack_questions(questions, tokenizer, self.config.seq_length)
 
     def _labels(self, split):
         return np.array([q.label for q in self.questions[split]], np.int32)
@@ -140,13 +140,13 @@ class MultipleChoiceKind(TaskKind):
                 "num_choices": {split: int(max(len(x.choices) for x in q)) for split, q in self.questions.items()}}
 
     def finetune_config(self, best_trial):
-        return {"task": self.config.task, "kind": self.name, "max_seq_length": self.config.max_seq_length}
+        return {"task": self.config.task, "kind": self.name, "seq_length": self.config.seq_length}
 
     # --- After training ---
 
     @classmethod
     def serving_module(cls, model, vocab_file, settings, seq_length=None):
-        return MultipleChoiceServingModule(model, vocab_file, seq_length or settings.get("max_seq_length", 128),
+        return MultipleChoiceServingModule(model, vocab_file, seq_length or settings.get("seq_length", 128),
                                            settings.get("task", ""))
 
     @classmethod

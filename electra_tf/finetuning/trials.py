@@ -40,6 +40,7 @@ from electra_tf import run_files, sources
 from electra_tf.data.tokenizer import WordPieceTokenizer, copy_vocab
 from electra_tf.finetuning import recipe
 from electra_tf.finetuning.batching import num_batches
+from electra_tf.finetuning.config import with_current_keys
 from electra_tf.training import callbacks, distribute, run_lock
 from electra_tf.training.named_checkpoint import NamedCheckpoint
 
@@ -84,7 +85,7 @@ def _run_trials(config, kind, strategy):
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     encoder, vocab_file = sources.load_init(config.init, config.vocab_file)
-    recipe.check_model(encoder, vocab_file, config.max_seq_length)
+    recipe.check_model(encoder, vocab_file, config.seq_length)
     _check_unfinished(config)
     task.prepare(WordPieceTokenizer(vocab_file))
     output_dir = distribute.worker_dir(config.output_dir, strategy)  # multi_worker: the chief's is output_dir
@@ -141,7 +142,7 @@ def _check_unfinished(config):
 
 
 def _refuse_other_settings(saved, config, what):
-    given = settings(config)
+    given, saved = settings(config), with_current_keys(saved)  # a run of an earlier version says max_seq_length
     differ = [f"--{name}={given.get(name)!r} vs {saved.get(name)!r}" for name in sorted(set(given) | set(saved))
               if given.get(name) != saved.get(name)]
     if differ:

@@ -172,7 +172,7 @@ def exported(tmp_path_factory):
     tagger.save(str(run / TaggingKind.model_file))
     (run / "vocab.txt").write_text(open(VOCAB).read())
     (run / FINETUNE_CONFIG_FILE).write_text(json.dumps({"task": "ner", "kind": "tagging", "label_names": LABELS,
-                                                        "max_seq_length": SEQ_LENGTH, "stride": STRIDE}))
+                                                        "seq_length": SEQ_LENGTH, "stride": STRIDE}))
     finetuned = load_finetuned(str(run))  # what `python -m electra_tf.export --kind serving` does
     assert isinstance(finetuned.model, ElectraTokenClassifier) and finetuned.kind is TaggingKind
     path = export_serving(finetuned.model, finetuned.vocab_file, str(tmp_path_factory.mktemp("serving")), "ner", 1,

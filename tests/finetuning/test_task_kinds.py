@@ -19,7 +19,7 @@ DISPATCH = [
     re.compile(rf"""\bkind\w*\s*(==|!=)\s*["']({NAMES})["']"""),  # which kind is it?
     re.compile(rf"""["']({NAMES})["']\s*(==|!=)\s*\w*kind"""),
     re.compile(rf"""\bkind\w*\s+(not\s+)?in\s+[(\[{{]\s*["']({NAMES})["']"""),
-    re.compile(rf"""\bkind\w*\.name\s*(==|!=)"""),
+    re.compile(r"""\bkind\w*\.name\s*(==|!=)"""),
 ]
 
 
