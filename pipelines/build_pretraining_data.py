@@ -39,6 +39,7 @@ if __name__ == "__main__":  # a program: quiet TensorFlow's start-up before it i
     _cli.prepare_tensorflow()
 
 
+import functools
 import hashlib
 import json
 import os
@@ -149,6 +150,12 @@ def _read_batches(input_file, batch_bytes):
     logging.info("Read %s: %d documents", input_file.path, count)
 
 
+@functools.lru_cache(maxsize=4)
+def _tokenizer(vocab_file, settings):
+    """One `WordPieceTokenizer` per process and vocabulary: Beam's DaskRunner calls `setup` once per bundle."""
+    return tokenizer_lib.WordPieceTokenizer(vocab_file, **dict(settings))
+
+
 class TokenizeAndPackFn(beam.DoFn):
     """Tokenizes a batch of documents in one TF call, packs them, encodes the examples.
 
@@ -159,9 +166,12 @@ class TokenizeAndPackFn(beam.DoFn):
         num_shards: int. Number of output shards.
         seed: int. Build seed (with the document key it seeds the packing RNG).
 
-    Outputs (main): `(shard, blob)`, one per shard present in the batch, the
-    blob holding the shard's `example_rows` as bytes; tagged `stats`: one dict
-    of counts per batch.
+    Outputs: `(shard, blob)`, one per shard present in the batch, the blob
+    holding the shard's `example_rows` as bytes, and `(shard, stats)`: the
+    batch's dict of counts, keyed to its first shard (0 when it packed no
+    example). One output, no tagged ones: Beam's DaskRunner merges tagged
+    outputs into the main one. The counts travel with the rows to
+    `WriteShardFn`, which sums its shard's.
     """
 
     def __init__(self, vocab_file, lower_case, max_seq_length, num_shards, seed):
@@ -174,7 +184,7 @@ class TokenizeAndPackFn(beam.DoFn):
         self._tokenizer = None
 
     def setup(self):
-        self._tokenizer = tokenizer_lib.WordPieceTokenizer(self.vocab_file, **self.lower_case)
+        self._tokenizer = _tokenizer(self.vocab_file, tuple(sorted(self.lower_case.items())))
         self._documents = self._examples = 0
 
     def process(self, batch):
@@ -187,7 +197,7 @@ class TokenizeAndPackFn(beam.DoFn):
             flat, splits, document_splits, [packing.document_seed(self.seed, key) for key in batch.keys],
             self.max_seq_length, self._tokenizer.cls_id, self._tokenizer.sep_id,
         )
-        yield beam.pvalue.TaggedOutput("stats", self._stats(batch, flat, splits, document_splits, packed))
+        stats = self._stats(batch, flat, splits, document_splits, packed)
         self._documents += len(batch.keys)
         self._examples += len(packed.document)
         logging.log_every_n_seconds(
@@ -199,6 +209,7 @@ class TokenizeAndPackFn(beam.DoFn):
         order = np.argsort(shards, kind="stable")
         rows, shards = rows[order], shards[order]
         starts = np.flatnonzero(np.diff(shards, prepend=shards[:1] + 1))  # where each shard's run begins
+        yield (int(shards[0]) if len(rows) else 0), stats
         for start, stop in zip(starts, [*starts[1:], len(rows)]):
             yield int(shards[start]), rows[start:stop].tobytes()  # one compact value per shard and batch
 
@@ -226,17 +237,30 @@ class TokenizeAndPackFn(beam.DoFn):
 
 
 class WriteShardFn(beam.DoFn):
-    """Sorts one shard's examples by key, encodes them and writes them atomically (temp file + rename)."""
+    """Sorts one shard's examples by key, encodes them and writes them atomically (temp file + rename).
+
+    Input: `(shard, values)`, the values being `TokenizeAndPackFn`'s row blobs
+    and count dicts for that shard. Output: the sum of its count dicts, plus
+    `empty_shards` and `written` (its examples; the build checks that they add
+    up to the packed ones). An example delivered twice (one runner bug away)
+    is an error, not a duplicate in the data.
+    """
 
     def __init__(self, output_dir, num_shards, max_seq_length, vocab_size):
         self.output_dir = output_dir
         self.num_shards = num_shards
         self.dtype = row_dtype(max_seq_length, vocab_size)
 
-    def process(self, shard_and_blobs):
-        shard, blobs = shard_and_blobs
+    def process(self, shard_and_values):
+        shard, values = shard_and_values
+        blobs, stats = [], []
+        for value in values:
+            (blobs if isinstance(value, bytes) else stats).append(value)
         rows = np.frombuffer(b"".join(blobs), self.dtype)
         rows = rows[np.lexsort((rows["index"], rows["document"], rows["key"]))]
+        twice = (rows["document"][1:] == rows["document"][:-1]) & (rows["index"][1:] == rows["index"][:-1])
+        if twice.any():
+            raise RuntimeError(f"Shard {shard}: the runner delivered {int(twice.sum())} examples more than once.")
         records, offsets = packing.encode_examples(rows["input_ids"], rows["num_a"], rows["num_b"])
         final = shard_paths(self.output_dir, self.num_shards)[shard]
         tmp = os.path.join(self.output_dir, f"{_TMP_PREFIX}{os.path.basename(final)}-{uuid.uuid4().hex}")
@@ -244,7 +268,7 @@ class WriteShardFn(beam.DoFn):
             f.write(tfrecord.frame_records(records, offsets))
         tf.io.gfile.rename(tmp, final, overwrite=True)
         logging.info("Wrote %s (%d examples)", final, len(rows))
-        yield {"empty_shards": int(len(rows) == 0)}
+        yield _sum_stats([*stats, {"empty_shards": int(len(rows) == 0), "written": len(rows)}])
 
 
 def _write_json(path, value):
@@ -270,6 +294,13 @@ def _prepare_output_dir(output_dir, num_shards):
                 tf.io.gfile.rmtree(path)
             else:
                 tf.io.gfile.remove(path)
+
+
+def _remove_temp_files(output_dir):
+    """Removes the hidden temp files of shard writes (a retried or killed task's), nothing else."""
+    for name in tf.io.gfile.listdir(output_dir):
+        if name.startswith(f"{_TMP_PREFIX}{SHARD_PREFIX}"):
+            tf.io.gfile.remove(os.path.join(output_dir, name))
 
 
 def is_complete_build(output_dir):
@@ -302,31 +333,48 @@ def _merge_pipeline_args(pipeline_args):
     """User Beam options, completed with `default_pipeline_args()` where they say nothing.
 
     A non-Direct runner, or `direct_running_mode=in_memory` (one process), drops
-    the multi-processing defaults.
+    the multi-processing defaults. The DaskRunner gets `--dask_partition_size=1`
+    unless a partitioning is given: it drops `Reshuffle`, so the partitions of
+    the file list are what its workers share out.
     """
     user = list(pipeline_args or [])
     joined = " ".join(user)
+    names = {a.split("=")[0] for a in user if a.startswith("--")}
+    if DASK_RUNNER in joined:
+        return user if names & {"--dask_npartitions", "--dask_partition_size"} else ["--dask_partition_size=1", *user]
     if "--runner" in joined and "DirectRunner" not in joined:
         return user
     defaults = default_pipeline_args()
     if "in_memory" in joined:
         defaults[-1] = "--direct_num_workers=1"
-    names = {a.split("=")[0] for a in user if a.startswith("--")}
     return [d for d in defaults if d.split("=")[0] not in names] + user
 
 
+DASK_RUNNER = "DaskRunner"
+
+
 def _runner(options):
-    """The runner: for the DirectRunner, its FnApiRunner backend directly.
+    """The runner: for the DirectRunner, its FnApiRunner backend directly; the DaskRunner by its short name.
 
     Beam's DirectRunner first tries the Prism runner, which downloads a binary
     at run time and ignores `direct_running_mode`; going straight to the
     FnApiRunner (what the DirectRunner falls back to) keeps builds offline and
-    honours `direct_running_mode` / `direct_num_workers`. Other runners
-    (Dataflow, Flink, Spark, Prism) are returned as named.
+    honours `direct_running_mode` / `direct_num_workers`. Beam resolves
+    `DaskRunner` only by its full module path; here the short name works too.
+    Other runners (Dataflow, Flink, Spark, Prism) are returned as named.
     """
     from apache_beam.options.pipeline_options import StandardOptions  # pylint: disable=import-outside-toplevel
 
     name = options.view_as(StandardOptions).runner
+    if name and name.split(".")[-1] == DASK_RUNNER:
+        try:
+            import dask.distributed  # pylint: disable=import-outside-toplevel,unused-import
+        except ImportError as e:
+            raise ModuleNotFoundError(f"`--runner {name}` needs Dask's scheduler client ({e})",
+                                      name="distributed") from e
+        from apache_beam.runners.dask.dask_runner import DaskRunner  # pylint: disable=import-outside-toplevel
+
+        return DaskRunner()
     if name not in (None, "DirectRunner", "direct"):
         return None  # `beam.Pipeline` resolves it from the options
     from apache_beam.portability.api import beam_provision_api_pb2  # pylint: disable=import-outside-toplevel
@@ -360,7 +408,7 @@ def _warnings(stats):
     return found
 
 
-def _finalize_stats(stats, max_seq_length, num_shards, seed, elapsed):
+def _finalize_stats(stats, max_seq_length, num_shards, seed):
     examples = max(stats.get("examples", 0), 1)
     tokens = max(stats.get("tokens", 0), 1)
     positions = examples * max_seq_length
@@ -385,7 +433,6 @@ def _finalize_stats(stats, max_seq_length, num_shards, seed, elapsed):
         max_seq_length=max_seq_length,
         num_shards=num_shards,
         seed=seed,
-        seconds=round(elapsed, 3),
     )
 
 
@@ -497,22 +544,32 @@ def _build(files, inputs, vocab_file, settings, vocab_size, output_dir, max_seq_
         found = re.search(r"CorruptInputError: ([^\n]+)", str(e))
         if found:
             raise text_io.CorruptInputError(found.group(1).strip()) from None
+        if type(e).__name__ == "KilledWorker":  # Dask: the task's workers died more often than it retries
+            raise ConnectionError(
+                f"The build in {output_dir} stopped incomplete (no {SUCCESS_FILE}): {e} "
+                "Rerun the same command to finish it."
+            ) from e
         raise
     elapsed = time.time() - start
     partial = os.path.join(output_dir, _PARTIAL_STATS)
     with tf.io.gfile.GFile(partial) as f:
         raw = json.load(f)
     tf.io.gfile.remove(partial)
-    stats = _finalize_stats(raw, max_seq_length, num_shards, seed, elapsed)
+    if raw.get("written", 0) != raw.get("examples", 0):  # a runner that lost or repeated work
+        raise RuntimeError(f"The runner wrote {raw.get('written', 0)} examples of the {raw.get('examples', 0)} "
+                           f"packed; {output_dir} is incomplete.")
+    stats = _finalize_stats(raw, max_seq_length, num_shards, seed)
     stats.update(vocab_size=vocab_size, vocab_sha256=tokenizer_lib.vocab_digest(vocab_file), tokenizer=settings)
     if stats["documents"] == 0 or stats["examples"] == 0:
         raise ValueError(f"Inputs {inputs!r} hold no text: 0 documents with word pieces were read.")
     stats["warnings"] = _warnings(stats)
     for warning in stats["warnings"]:
         logging.warning("build_pretraining_data: WARNING: %s", warning)
+    _remove_temp_files(output_dir)  # of shard writes that a runner retried elsewhere (a worker was lost)
     _write_json(os.path.join(output_dir, STATS_FILE), stats)
     with tf.io.gfile.GFile(os.path.join(output_dir, SUCCESS_FILE), "w") as f:
         f.write("")
+    stats["seconds"] = round(elapsed, 3)  # returned and printed; not in stats.json, a function of the inputs
     logging.info(
         "Done in %.1fs: %d documents, %d examples, %d tokens (%.2f MB/s); padding %.3f, "
         "single-segment %.3f, short-target %.3f, unknown %.5f, invalid utf-8 %d",
@@ -525,29 +582,52 @@ def _build(files, inputs, vocab_file, settings, vocab_size, output_dir, max_seq_
 
 def _run_pipeline(files, vocab_file, settings, vocab_size, output_dir, max_seq_length, num_shards, seed, options,
                   batch_bytes):
-    with beam.Pipeline(runner=_runner(options), options=options) as pipeline:
-        documents = (
-            pipeline
-            | "ListFiles" >> beam.Create(files)
-            | "SpreadFiles" >> beam.Reshuffle()  # files, not documents, cross the network
-            | "ReadDocuments" >> beam.FlatMap(_read_batches, batch_bytes)
-        )
-        packed = documents | "TokenizeAndPack" >> beam.ParDo(
-            TokenizeAndPackFn(vocab_file, settings, max_seq_length, num_shards, seed)
-        ).with_outputs("stats", main="examples")
-        all_shards = pipeline | "ShardIds" >> beam.Create([(i, b"") for i in range(num_shards)])
-        shard_stats = (
-            (packed.examples, all_shards)
-            | "AllShards" >> beam.Flatten()
-            | "GroupByShard" >> beam.GroupByKey()
-            | "WriteShards" >> beam.ParDo(WriteShardFn(output_dir, num_shards, max_seq_length, vocab_size))
-        )
-        _ = (
-            (packed.stats, shard_stats)
-            | "AllStats" >> beam.Flatten()
-            | "SumStats" >> beam.CombineGlobally(_SumStatsFn())
-            | "WriteStats" >> beam.Map(_write_json_to, os.path.join(output_dir, _PARTIAL_STATS))
-        )
+    pipeline = beam.Pipeline(runner=_runner(options), options=options)
+    _pipeline(pipeline, files, vocab_file, settings, vocab_size, output_dir, max_seq_length, num_shards, seed,
+              batch_bytes)
+    result = pipeline.run()
+    client = getattr(result, "client", None)  # the DaskRunner's connection to its scheduler
+    try:
+        if client is not None:
+            info = client.scheduler_info()
+            workers = len(info.get("workers", {}))
+            logging.info("On the Dask cluster at %s: %d workers now%s", client.scheduler.address, workers,
+                         f" (progress: {client.dashboard_link})" if "dashboard" in info.get("services", {}) else "")
+            if not workers:
+                logging.warning("No Dask worker has joined the scheduler yet: the build waits for one.")
+        result.wait_until_finish()
+    finally:
+        if client is not None:
+            client.close()  # cancels what is left of a failed build
+
+
+def _pipeline(pipeline, files, vocab_file, settings, vocab_size, output_dir, max_seq_length, num_shards, seed,
+              batch_bytes):
+    """Adds the build's transforms to `pipeline`.
+
+    Shaped for every runner, the DaskRunner included: one output per ParDo (it
+    merges tagged outputs), no side input (`CombineGlobally` without defaults),
+    and one sink, `WriteStats`, downstream of everything (it computes the last
+    transform's graph only).
+    """
+    documents = (
+        pipeline
+        | "ListFiles" >> beam.Create(files)
+        | "SpreadFiles" >> beam.Reshuffle()  # files, not documents, cross the network
+        | "ReadDocuments" >> beam.FlatMap(_read_batches, batch_bytes)
+    )
+    packed = documents | "TokenizeAndPack" >> beam.ParDo(
+        TokenizeAndPackFn(vocab_file, settings, max_seq_length, num_shards, seed)
+    )
+    all_shards = pipeline | "ShardIds" >> beam.Create([(i, b"") for i in range(num_shards)])
+    _ = (
+        (packed, all_shards)
+        | "AllShards" >> beam.Flatten()
+        | "GroupByShard" >> beam.GroupByKey()
+        | "WriteShards" >> beam.ParDo(WriteShardFn(output_dir, num_shards, max_seq_length, vocab_size))
+        | "SumStats" >> beam.CombineGlobally(_SumStatsFn()).without_defaults()  # every shard yields a dict
+        | "WriteStats" >> beam.Map(_write_json_to, os.path.join(output_dir, _PARTIAL_STATS))
+    )
 
 
 def _write_json_to(value, path):
