@@ -11,13 +11,14 @@ documents in batches of about 1 MB of text -> tokenize each batch with the one
 `WordPieceTokenizer` (one TF call) and pack its documents (`packing.pack`,
 compiled; RNG seeded from (seed, document key)) -> key each example by a hash
 of (document key, index in document) -> shard = key mod `num_shards` ->
-group compact example rows by shard -> sort each shard by key -> encode the
+group compact example rows (and each batch's counts) by shard -> sort each shard by key -> encode the
 `tf.train.Example`s (`packing.encode_examples`, compiled) -> frame them as a
 TFRecord file in one piece (`tfrecord.frame_records`) -> write
 `pretrain_data.tfrecord-{i:05d}-of-{N:05d}`.
 
-Output is a function of (inputs, vocab, seq_length, num_shards, seed)
-only: byte-identical across runs, runners and worker counts. Each shard is
+Output, shards and `stats.json`, is a function of (inputs, vocab,
+seq_length, num_shards, seed) only: byte-identical across runs, runners and
+worker counts (the run time is printed, not saved). Each shard is
 written under a hidden temporary name and renamed; `stats.json` and then
 `_SUCCESS` are written last, so a directory without `_SUCCESS` is incomplete
 and a re-run after a crash overwrites it with identical shards. A complete
@@ -28,7 +29,9 @@ earlier build (`stats.json` + `_SUCCESS`) is never touched without
 its tokens or leaves a shard empty says so in a warning and in
 `stats.json["warnings"]`. Any Beam
 option passes through (`--runner DataflowRunner --project ...`); the default
-is the DirectRunner in multi-processing mode on all cores. `--vocab` and
+is the DirectRunner in multi-processing mode on all cores, and
+`--runner DaskRunner --dask_client_address HOST:PORT` runs on a Dask cluster
+(`runners`). `--vocab` and
 `--max_seq_length` are the deprecated spellings of `--vocab_file` and
 `--seq_length`. Installed as `electra-build-data`.
 """
@@ -51,7 +54,6 @@ from absl import app
 from absl import flags
 from absl import logging
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
 import numpy as np
 import tensorflow as tf
 
@@ -59,6 +61,7 @@ from electra_tf import cli
 from electra_tf.data import tokenizer as tokenizer_lib
 from electra_tf.data.records import SHARD_PATTERN, SHARD_PREFIX, STATS_FILE, SUCCESS_FILE
 from electra_tf.pipelines import packing
+from electra_tf.pipelines import runners
 from electra_tf.pipelines import sources
 from electra_tf.pipelines import text_io
 from electra_tf.pipelines import tfrecord
@@ -320,74 +323,6 @@ def _replace_build(staging, output_dir):
     tf.io.gfile.rmtree(staging)
 
 
-def default_pipeline_args():
-    """DirectRunner, multi-processing on every core."""
-    return [
-        "--runner=DirectRunner",
-        "--direct_running_mode=multi_processing",
-        f"--direct_num_workers={os.cpu_count() or 1}",
-    ]
-
-
-def _merge_pipeline_args(pipeline_args):
-    """User Beam options, completed with `default_pipeline_args()` where they say nothing.
-
-    A non-Direct runner, or `direct_running_mode=in_memory` (one process), drops
-    the multi-processing defaults. The DaskRunner gets `--dask_partition_size=1`
-    unless a partitioning is given: it drops `Reshuffle`, so the partitions of
-    the file list are what its workers share out.
-    """
-    user = list(pipeline_args or [])
-    joined = " ".join(user)
-    names = {a.split("=")[0] for a in user if a.startswith("--")}
-    if DASK_RUNNER in joined:
-        return user if names & {"--dask_npartitions", "--dask_partition_size"} else ["--dask_partition_size=1", *user]
-    if "--runner" in joined and "DirectRunner" not in joined:
-        return user
-    defaults = default_pipeline_args()
-    if "in_memory" in joined:
-        defaults[-1] = "--direct_num_workers=1"
-    return [d for d in defaults if d.split("=")[0] not in names] + user
-
-
-DASK_RUNNER = "DaskRunner"
-
-
-def _runner(options):
-    """The runner: for the DirectRunner, its FnApiRunner backend directly; the DaskRunner by its short name.
-
-    Beam's DirectRunner first tries the Prism runner, which downloads a binary
-    at run time and ignores `direct_running_mode`; going straight to the
-    FnApiRunner (what the DirectRunner falls back to) keeps builds offline and
-    honours `direct_running_mode` / `direct_num_workers`. Beam resolves
-    `DaskRunner` only by its full module path; here the short name works too.
-    Other runners (Dataflow, Flink, Spark, Prism) are returned as named.
-    """
-    from apache_beam.options.pipeline_options import StandardOptions  # pylint: disable=import-outside-toplevel
-
-    name = options.view_as(StandardOptions).runner
-    if name and name.split(".")[-1] == DASK_RUNNER:
-        try:
-            import dask.distributed  # pylint: disable=import-outside-toplevel,unused-import
-        except ImportError as e:
-            raise ModuleNotFoundError(f"`--runner {name}` needs Dask's scheduler client ({e})",
-                                      name="distributed") from e
-        from apache_beam.runners.dask.dask_runner import DaskRunner  # pylint: disable=import-outside-toplevel
-
-        return DaskRunner()
-    if name not in (None, "DirectRunner", "direct"):
-        return None  # `beam.Pipeline` resolves it from the options
-    from apache_beam.portability.api import beam_provision_api_pb2  # pylint: disable=import-outside-toplevel
-    from apache_beam.runners.portability import portable_runner  # pylint: disable=import-outside-toplevel
-    from apache_beam.runners.portability.fn_api_runner import fn_runner  # pylint: disable=import-outside-toplevel
-
-    encoded = portable_runner.JobServiceHandle.encode_pipeline_options(options.get_all_options())
-    provision_info = fn_runner.ExtendedProvisionInfo(
-        beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)
-    )
-    return fn_runner.FnApiRunner(provision_info=provision_info)
-
-
 # A build warns (and records it in stats.json) when more than this share of its word pieces was cut off.
 MAX_TRUNCATED_SHARE = 0.5
 
@@ -458,7 +393,7 @@ def build_pretraining_data(
         num_shards: int. Number of output files.
         seed: int. Packing seed.
         pipeline_args: list of str. Beam options; default
-            `default_pipeline_args()` (DirectRunner, multi-processing). Use
+            `runners.default_pipeline_args()` (DirectRunner, multi-processing). Use
             `["--direct_running_mode=in_memory"]` for small in-process builds.
         lower_case: bool or None. Tokenizer lower-casing; None (default):
             the vocabulary's `electra_tokenizer.json`, else uncased. A value
@@ -470,13 +405,16 @@ def build_pretraining_data(
             refused before any work.
 
     Returns:
-        dict, the content of `output_dir/stats.json`.
+        dict, the content of `output_dir/stats.json`, and `seconds`, the pipeline's run time.
 
     Raises:
         FileNotFoundError/ValueError for a bad vocabulary or inputs matching
         nothing (before the pipeline starts), FileExistsError for a complete
         earlier build without `overwrite`, ValueError if the inputs hold no
-        text, `text_io.CorruptInputError` for a truncated input.
+        text, `text_io.CorruptInputError` for a truncated input,
+        `ConnectionError` for a Dask scheduler that does not answer and
+        `runners.WorkersLostError` for a cluster that lost a task's workers
+        (the folder stays incomplete; a rerun finishes it).
 
     Example:
         ```python
@@ -533,7 +471,7 @@ def build_pretraining_data(
 def _build(files, inputs, vocab_file, settings, vocab_size, output_dir, max_seq_length, num_shards, seed,
            pipeline_args, batch_bytes):
     """Runs the pipeline into `output_dir`, then writes `stats.json` and `_SUCCESS`; returns the stats."""
-    options = PipelineOptions(_merge_pipeline_args(pipeline_args))
+    options = runners.pipeline_options(pipeline_args)
     start = time.time()
     try:
         _run_pipeline(files, vocab_file, settings, vocab_size, output_dir, max_seq_length, num_shards, seed,
@@ -544,8 +482,8 @@ def _build(files, inputs, vocab_file, settings, vocab_size, output_dir, max_seq_
         found = re.search(r"CorruptInputError: ([^\n]+)", str(e))
         if found:
             raise text_io.CorruptInputError(found.group(1).strip()) from None
-        if type(e).__name__ == "KilledWorker":  # Dask: the task's workers died more often than it retries
-            raise ConnectionError(
+        if isinstance(e, runners.WorkersLostError):
+            raise runners.WorkersLostError(
                 f"The build in {output_dir} stopped incomplete (no {SUCCESS_FILE}): {e} "
                 "Rerun the same command to finish it."
             ) from e
@@ -582,23 +520,10 @@ def _build(files, inputs, vocab_file, settings, vocab_size, output_dir, max_seq_
 
 def _run_pipeline(files, vocab_file, settings, vocab_size, output_dir, max_seq_length, num_shards, seed, options,
                   batch_bytes):
-    pipeline = beam.Pipeline(runner=_runner(options), options=options)
+    pipeline = beam.Pipeline(runner=runners.runner(options), options=options)
     _pipeline(pipeline, files, vocab_file, settings, vocab_size, output_dir, max_seq_length, num_shards, seed,
               batch_bytes)
-    result = pipeline.run()
-    client = getattr(result, "client", None)  # the DaskRunner's connection to its scheduler
-    try:
-        if client is not None:
-            info = client.scheduler_info()
-            workers = len(info.get("workers", {}))
-            logging.info("On the Dask cluster at %s: %d workers now%s", client.scheduler.address, workers,
-                         f" (progress: {client.dashboard_link})" if "dashboard" in info.get("services", {}) else "")
-            if not workers:
-                logging.warning("No Dask worker has joined the scheduler yet: the build waits for one.")
-        result.wait_until_finish()
-    finally:
-        if client is not None:
-            client.close()  # cancels what is left of a failed build
+    runners.run(pipeline, options)
 
 
 def _pipeline(pipeline, files, vocab_file, settings, vocab_size, output_dir, max_seq_length, num_shards, seed,

@@ -21,7 +21,7 @@ from electra_tf.data.records import SHARD_PREFIX
 from electra_tf.pipelines import build_pretraining_data as build_lib
 
 from helpers import REPO, run_python
-from pipeline_testdata import IN_MEMORY
+from pipeline_testdata import IN_MEMORY, SAMPLE_TEXT
 
 SEQ_LENGTH = 64
 NUM_SHARDS = 4
@@ -183,3 +183,39 @@ def test_a_worker_killed_mid_build_fails_it_incomplete_and_the_rerun_completes(c
     rerun = _dask_build(cluster, corpus, vocab_file, out)
     assert rerun.returncode == 0, rerun.stderr[-5000:]
     assert _files(out) == reference  # complete, byte for byte, and no temp file left
+
+
+# --- Bad input ----------------------------------------------------------------------------------
+
+
+def test_a_scheduler_that_does_not_answer_is_one_line_naming_the_flag(vocab_file, tmp_path):
+    pytest.importorskip("distributed")
+    (tmp_path / "corpus.txt").write_text(SAMPLE_TEXT, encoding="utf-8")
+    result = run_python(["-m", "electra_tf.pipelines.build_pretraining_data", "--input", str(tmp_path / "corpus.txt"),
+                         "--vocab_file",
+                         vocab_file, "--output_dir", str(tmp_path / "out"), "--runner", "DaskRunner",
+                         "--dask_client_address", "127.0.0.1:1", "--dask_connection_timeout", "2"], check=False)
+    assert result.returncode == 1, result.stderr[-3000:]
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith("error: No Dask scheduler answered at `--dask_client_address=127.0.0.1:1`: "), lines
+    assert "Traceback" not in result.stderr and not os.path.exists(tmp_path / "out" / "_SUCCESS")
+
+
+def test_the_dask_runner_without_distributed_names_what_to_install(monkeypatch):
+    from electra_tf import cli
+    from electra_tf.pipelines import runners
+
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)  # `import dask.distributed` fails
+    with pytest.raises(ModuleNotFoundError) as info:
+        runners.runner(runners.pipeline_options(["--runner", "DaskRunner"]))
+    assert cli.missing_module(info.value).startswith("`--runner DaskRunner` needs Dask's scheduler client (")
+    assert cli.missing_module(info.value).endswith("install it with `pip install distributed` (or `pip install -e .`).")
+
+
+def test_a_given_dask_partitioning_is_kept():
+    from electra_tf.pipelines import runners
+
+    assert runners.merge_pipeline_args(["--runner=DaskRunner", "--dask_npartitions=8"]) == \
+        ["--runner=DaskRunner", "--dask_npartitions=8"]
+    assert runners.merge_pipeline_args(["--runner", "DaskRunner"]) == \
+        ["--dask_partition_size=1", "--runner", "DaskRunner"]
