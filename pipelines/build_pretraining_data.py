@@ -66,7 +66,7 @@ from electra_tf.pipelines import sources
 from electra_tf.pipelines import text_io
 from electra_tf.pipelines import tfrecord
 
-_PARTIAL_STATS = ".stats.partial.json"
+_PARTIAL_STATS = ".stats.partial-"  # + the shard index + ".json": each shard's counts, summed by the build
 _TMP_PREFIX = ".tmp-"
 
 
@@ -76,6 +76,10 @@ def shard_paths(output_dir, num_shards):
         os.path.join(output_dir, SHARD_PATTERN.format(index=i, num_shards=num_shards))
         for i in range(num_shards)
     ]
+
+
+def _partial_stats_path(output_dir, shard):
+    return os.path.join(output_dir, f"{_PARTIAL_STATS}{shard:05d}.json")
 
 
 def _sum_stats(dicts):
@@ -88,20 +92,6 @@ def _sum_stats(dicts):
             else:
                 total[key] = total.get(key, 0) + value
     return total
-
-
-class _SumStatsFn(beam.CombineFn):
-    def create_accumulator(self):
-        return {}
-
-    def add_input(self, accumulator, element):
-        return _sum_stats([accumulator, element])
-
-    def merge_accumulators(self, accumulators):
-        return _sum_stats(accumulators)
-
-    def extract_output(self, accumulator):
-        return accumulator
 
 
 def row_dtype(max_seq_length, vocab_size):
@@ -243,10 +233,12 @@ class WriteShardFn(beam.DoFn):
     """Sorts one shard's examples by key, encodes them and writes them atomically (temp file + rename).
 
     Input: `(shard, values)`, the values being `TokenizeAndPackFn`'s row blobs
-    and count dicts for that shard. Output: the sum of its count dicts, plus
-    `empty_shards` and `written` (its examples; the build checks that they add
-    up to the packed ones). An example delivered twice (one runner bug away)
-    is an error, not a duplicate in the data.
+    and count dicts for that shard. Writes, beside the shard, a hidden JSON of
+    the sum of its count dicts plus `empty_shards` and `written` (its examples;
+    the build sums the shards' files and checks that the written examples add
+    up to the packed ones). No output: a global combine would cost the
+    DaskRunner a second all-to-all shuffle of tasks. An example delivered twice
+    (one runner bug away) is an error, not a duplicate in the data.
     """
 
     def __init__(self, output_dir, num_shards, max_seq_length, vocab_size):
@@ -271,7 +263,8 @@ class WriteShardFn(beam.DoFn):
             f.write(tfrecord.frame_records(records, offsets))
         tf.io.gfile.rename(tmp, final, overwrite=True)
         logging.info("Wrote %s (%d examples)", final, len(rows))
-        yield _sum_stats([*stats, {"empty_shards": int(len(rows) == 0), "written": len(rows)}])
+        _write_json(_partial_stats_path(self.output_dir, shard),
+                    _sum_stats([*stats, {"empty_shards": int(len(rows) == 0), "written": len(rows)}]))
 
 
 def _write_json(path, value):
@@ -287,8 +280,8 @@ def _prepare_output_dir(output_dir, num_shards):
     keep = set(os.path.basename(p) for p in shard_paths(output_dir, num_shards))
     for name in tf.io.gfile.listdir(output_dir):
         stale = (
-            name in (SUCCESS_FILE, STATS_FILE, _PARTIAL_STATS)
-            or name.startswith(_TMP_PREFIX)
+            name in (SUCCESS_FILE, STATS_FILE)
+            or name.startswith((_TMP_PREFIX, _PARTIAL_STATS))
             or (name.startswith(SHARD_PREFIX) and name not in keep)
         )
         if stale:
@@ -300,10 +293,11 @@ def _prepare_output_dir(output_dir, num_shards):
 
 
 def _remove_temp_files(output_dir):
-    """Removes the hidden temp files of shard writes (a retried or killed task's), nothing else."""
+    """Removes the hidden temp files that killed or retried tasks left (`_prepare_output_dir` removed older ones)."""
     for name in tf.io.gfile.listdir(output_dir):
-        if name.startswith(f"{_TMP_PREFIX}{SHARD_PREFIX}"):
-            tf.io.gfile.remove(os.path.join(output_dir, name))
+        path = os.path.join(output_dir, name)
+        if name.startswith(_TMP_PREFIX) and not tf.io.gfile.isdir(path):
+            tf.io.gfile.remove(path)
 
 
 def is_complete_build(output_dir):
@@ -468,6 +462,21 @@ def build_pretraining_data(
     return stats
 
 
+def _read_partial_stats(output_dir, num_shards):
+    """Each shard's counts (`WriteShardFn`), the files removed; a missing one is the runner's error."""
+    paths = [_partial_stats_path(output_dir, shard) for shard in range(num_shards)]
+    missing = [os.path.basename(p) for p in paths if not tf.io.gfile.exists(p)]
+    if missing:
+        raise RuntimeError(f"The runner finished without writing {len(missing)} of the {num_shards} shards "
+                           f"(no {missing[0]}); {output_dir} is incomplete.")
+    found = []
+    for path in paths:
+        with tf.io.gfile.GFile(path) as f:
+            found.append(json.load(f))
+        tf.io.gfile.remove(path)
+    return found
+
+
 def _build(files, inputs, vocab_file, settings, vocab_size, output_dir, max_seq_length, num_shards, seed,
            pipeline_args, batch_bytes):
     """Runs the pipeline into `output_dir`, then writes `stats.json` and `_SUCCESS`; returns the stats."""
@@ -489,10 +498,7 @@ def _build(files, inputs, vocab_file, settings, vocab_size, output_dir, max_seq_
             ) from e
         raise
     elapsed = time.time() - start
-    partial = os.path.join(output_dir, _PARTIAL_STATS)
-    with tf.io.gfile.GFile(partial) as f:
-        raw = json.load(f)
-    tf.io.gfile.remove(partial)
+    raw = _sum_stats(_read_partial_stats(output_dir, num_shards))
     if raw.get("written", 0) != raw.get("examples", 0):  # a runner that lost or repeated work
         raise RuntimeError(f"The runner wrote {raw.get('written', 0)} examples of the {raw.get('examples', 0)} "
                            f"packed; {output_dir} is incomplete.")
@@ -531,9 +537,9 @@ def _pipeline(pipeline, files, vocab_file, settings, vocab_size, output_dir, max
     """Adds the build's transforms to `pipeline`.
 
     Shaped for every runner, the DaskRunner included: one output per ParDo (it
-    merges tagged outputs), no side input (`CombineGlobally` without defaults),
-    and one sink, `WriteStats`, downstream of everything (it computes the last
-    transform's graph only).
+    merges tagged outputs), no side input, one shuffle, and one sink,
+    `WriteShards`, downstream of everything (it computes the last transform's
+    graph only). The counts go to files beside the shards, summed by `_build`.
     """
     documents = (
         pipeline
@@ -550,13 +556,7 @@ def _pipeline(pipeline, files, vocab_file, settings, vocab_size, output_dir, max
         | "AllShards" >> beam.Flatten()
         | "GroupByShard" >> beam.GroupByKey()
         | "WriteShards" >> beam.ParDo(WriteShardFn(output_dir, num_shards, max_seq_length, vocab_size))
-        | "SumStats" >> beam.CombineGlobally(_SumStatsFn()).without_defaults()  # every shard yields a dict
-        | "WriteStats" >> beam.Map(_write_json_to, os.path.join(output_dir, _PARTIAL_STATS))
     )
-
-
-def _write_json_to(value, path):
-    _write_json(path, value)
 
 
 def define_flags():

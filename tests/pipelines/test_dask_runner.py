@@ -176,8 +176,8 @@ def test_a_worker_killed_mid_build_fails_it_incomplete_and_the_rerun_completes(c
     left = _files(out)
     assert "_SUCCESS" not in left and "stats.json" not in left
     assert any(name.startswith(SHARD_PREFIX) for name in left)
-    for name, data in left.items():  # whatever stands under a shard's final name is that whole shard
-        assert name.startswith(".tmp-") or data == reference[name], name
+    for name, data in left.items():  # beside hidden temp and count files, only whole shards
+        assert name.startswith(".") or data == reference[name], name
 
     cluster.add_workers(1)  # the lost worker's replacement
     rerun = _dask_build(cluster, corpus, vocab_file, out)
