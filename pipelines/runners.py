@@ -23,9 +23,14 @@ does without it (the runner itself is used as released):
   `--dask_partition_size` or `--dask_npartitions` is given.
 - It merges a ParDo's tagged outputs into its main output, reads a side input
   by computing its bag again inside each task, and computes only the graph of
-  the last transform the pipeline applied. The build's ParDos have one output each, it uses no side
-  input (`CombineGlobally(...).without_defaults()`), and it ends in one sink
-  downstream of all its work (`build_pretraining_data._pipeline`).
+  the last transform the pipeline applied. The build's ParDos have one output
+  each, it uses no side input, and it ends in one sink downstream of all its
+  work (`build_pretraining_data._pipeline`).
+- Its GroupByKey is `dask.bag`'s task shuffle, all partitions to all
+  partitions, whatever the number of keys: a global combine of the counts
+  (`CombineGlobally`, whose default value is also a side input) cost a second
+  shuffle of that size. Each shard's task writes its counts beside it instead,
+  and the build sums those files.
 - It calls a DoFn's `setup` once per bundle (a Dask partition), not once per
   worker: the tokenizer is cached per process.
 - Its ParDo collects the outputs in a list that is part of the task graph:
