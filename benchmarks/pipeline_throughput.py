@@ -39,6 +39,7 @@ import gzip
 import os
 import resource
 import platform
+import shlex
 import sys
 import tempfile
 import time
@@ -152,7 +153,7 @@ def _command():
         flag, equals, value = arg.rpartition("=") if arg.startswith("--") and "=" in arg else ("", "", arg)
         return flag + equals + (os.path.relpath(value, REPO) if value.startswith(parent) else value)
 
-    return " ".join(["python -m benchmarks.pipeline_throughput", *map(relative, sys.argv[1:])])
+    return shlex.join(["python", "-m", "benchmarks.pipeline_throughput", *map(relative, sys.argv[1:])])
 
 
 def _hours(tokens_per_second):

@@ -133,6 +133,11 @@ def example_rows(packed, document_keys, vocab_size):
     return rows
 
 
+def _no_rows(num_shards):
+    """`(shard, b"")` for every shard: no example, but the shard is grouped (and written) even if empty."""
+    return [(shard, b"") for shard in range(num_shards)]
+
+
 def _read_batches(input_file, batch_bytes):
     """The documents of one file as `text_io.DocumentBatch`es (one tokenizer call each)."""
     logging.info("Reading %s", input_file.path)
@@ -550,7 +555,11 @@ def _pipeline(pipeline, files, vocab_file, settings, vocab_size, output_dir, max
     packed = documents | "TokenizeAndPack" >> beam.ParDo(
         TokenizeAndPackFn(vocab_file, settings, max_seq_length, num_shards, seed)
     )
-    all_shards = pipeline | "ShardIds" >> beam.Create([(i, b"") for i in range(num_shards)])
+    all_shards = (  # every shard gets written, an empty one too; one element: one Dask partition, not one a shard
+        pipeline
+        | "NumShards" >> beam.Create([num_shards])
+        | "ShardIds" >> beam.FlatMap(_no_rows)
+    )
     _ = (
         (packed, all_shards)
         | "AllShards" >> beam.Flatten()

@@ -19,8 +19,9 @@ does without it (the runner itself is used as released):
 - Beam resolves it only by its module path: `runner` takes the short name.
 - It drops `Reshuffle`, so the partitions of `Create` are all the parallelism
   the workers get: `pipeline_options` sets `--dask_partition_size=1` (one
-  partition, so one task, per input file and per shard id) unless
-  `--dask_partition_size` or `--dask_npartitions` is given.
+  partition, so one read task, per input file) unless `--dask_partition_size`
+  or `--dask_npartitions` is given. The shuffle keeps the number of
+  partitions, so the shards are written by as many tasks (plus one).
 - It merges a ParDo's tagged outputs into its main output, reads a side input
   by computing its bag again inside each task, and computes only the graph of
   the last transform the pipeline applied. The build's ParDos have one output
