@@ -35,6 +35,7 @@ build from the per-core token rate. Figures are printed and written as
 Markdown.
 """
 
+import contextlib
 import gzip
 import os
 import resource
@@ -177,51 +178,65 @@ def main(argv):
             out.writelines(line for _, line in zip(range(200), f))
     raw_rounds = []
 
-    def measure(args, with_raw, copies=1, cpu_seconds=_cpu_seconds):
-        """Full run, and its marginal CPU cost: minus the run on the first 200 lines of each file
-        (start-up, worker imports). Rounds alternate (raw tokenizer,) start-up run, full run, so
-        the ratio is also taken side by side; the table gives the median of `--repeats` of each."""
-        inputs, small = files, tiny
-        if copies > 1:
-            inputs, small = [], []
-            for i in range(copies):
-                for names, out in ((files, inputs), (tiny, small)):
-                    for path in names:
-                        copy = os.path.join(tiny_dir, f"copy{i}", os.path.basename(os.path.dirname(path)),
-                                            os.path.basename(path))
-                        os.makedirs(os.path.dirname(copy), exist_ok=True)
-                        if not os.path.exists(copy):
-                            os.symlink(os.path.abspath(path), copy)
-                        out.append(copy)
-        builder_rate(small, FLAGS.vocab, FLAGS.max_seq_length, args, cpu_seconds)  # warm-up: numba compiles
-        rounds = []
+    def corpus_copies(copies):
+        """The corpus and its start-up version, each read `copies` times (copies under other names)."""
+        if copies == 1:
+            return files, tiny
+        inputs, small = [], []
+        for i in range(copies):
+            for names, out in ((files, inputs), (tiny, small)):
+                for path in names:
+                    copy = os.path.join(tiny_dir, f"copy{i}", os.path.basename(os.path.dirname(path)),
+                                        os.path.basename(path))
+                    os.makedirs(os.path.dirname(copy), exist_ok=True)
+                    if not os.path.exists(copy):
+                        os.symlink(os.path.abspath(path), copy)
+                    out.append(copy)
+        return inputs, small
+
+    def measure(setups, with_raw=False, copies=1):
+        """Each setup's full run and its marginal CPU cost: minus the run on the first 200 lines of each file
+        (start-up, worker imports). `setups`: name -> (Beam args, CPU-seconds function). Rounds alternate
+        (the raw tokenizer,) then each setup's start-up run and full run, so ratios are also taken side by
+        side; each setup gets the medians of its `--repeats` rounds."""
+        inputs, small = corpus_copies(copies)
+        for args, cpu_seconds in setups.values():  # warm-up: numba compiles once per machine, workers import
+            builder_rate(small, FLAGS.vocab, FLAGS.max_seq_length, args, cpu_seconds)
+        rounds = {name: [] for name in setups}
         for _ in range(FLAGS.repeats):
             if with_raw:
                 raw_rounds.append(raw_run())
-            fixed = builder_rate(small, FLAGS.vocab, FLAGS.max_seq_length, args, cpu_seconds)
-            full = builder_rate(inputs, FLAGS.vocab, FLAGS.max_seq_length, args, cpu_seconds)
-            rounds.append(dict(full, fixed_cpu=fixed["cpu"], marginal_cpu=full["cpu"] - fixed["cpu"]))
-        return dict(_medians(rounds), rounds=rounds)
+            for name, (args, cpu_seconds) in setups.items():
+                fixed = builder_rate(small, FLAGS.vocab, FLAGS.max_seq_length, args, cpu_seconds)
+                full = builder_rate(inputs, FLAGS.vocab, FLAGS.max_seq_length, args, cpu_seconds)
+                rounds[name].append(dict(full, fixed_cpu=fixed["cpu"], marginal_cpu=full["cpu"] - fixed["cpu"]))
+        return {name: dict(_medians(r), rounds=r) for name, r in rounds.items()}
 
     logging.info("builder, in_memory (1 process), alternating with the raw tokenizer")
-    one = measure(["--direct_running_mode=in_memory"], with_raw=True)
+    one = measure({"in_memory": (["--direct_running_mode=in_memory"], _cpu_seconds)}, with_raw=True)["in_memory"]
     raw = _medians(raw_rounds)
     round_ratios = [(raw_r["cpu"] / raw_r["tokens"]) / (r["marginal_cpu"] / r["tokens"])
                     for raw_r, r in zip(raw_rounds, one["rounds"])]
     multi = None
     if FLAGS.workers > 0:
         logging.info("builder, multi_processing (%d workers)", FLAGS.workers)
-        multi = measure(["--direct_running_mode=multi_processing", f"--direct_num_workers={FLAGS.workers}"],
-                        with_raw=False, copies=FLAGS.multi_copies)
+        args = ["--direct_running_mode=multi_processing", f"--direct_num_workers={FLAGS.workers}"]
+        multi = measure({"multi": (args, _cpu_seconds)}, copies=FLAGS.multi_copies)["multi"]
     on_dask = {}
-    for workers in map(int, FLAGS.dask_workers):
+    if FLAGS.dask_workers:
         from distributed import Client, LocalCluster  # pylint: disable=import-outside-toplevel
 
-        logging.info("builder, DaskRunner, %d worker processes", workers)
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-                Client(cluster) as client:
-            on_dask[workers] = measure(["--runner=DaskRunner", f"--dask_client_address={cluster.scheduler_address}"],
-                                       with_raw=False, copies=FLAGS.multi_copies, cpu_seconds=_dask_cpu_seconds(client))
+        counts = [int(n) for n in FLAGS.dask_workers]
+        logging.info("builder, DaskRunner, %s worker processes, round by round", counts)
+        with contextlib.ExitStack() as stack:
+            setups = {}
+            for workers in counts:  # one warm cluster per worker count, all up at once
+                cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                                           dashboard_address=None))
+                client = stack.enter_context(Client(cluster))
+                setups[workers] = (["--runner=DaskRunner", f"--dask_client_address={cluster.scheduler_address}"],
+                                   _dask_cpu_seconds(client))
+            on_dask = measure(setups, copies=FLAGS.multi_copies)
 
     def row(name, r, cores):
         mbs, tps = r["bytes"] / 1e6 / r["seconds"], r["tokens"] / r["seconds"]
@@ -248,6 +263,15 @@ def main(argv):
         dask_lines.append(f"| {workers} | {r['seconds']:.2f} | {r['cpu']:.2f} | "
                           + ", ".join(f"{x['seconds']:.1f}" for x in r["rounds"]) + " | "
                           + ", ".join(f"{x['cpu']:.1f}" for x in r["rounds"]) + " |")
+    scaling = []
+    if len(on_dask) > 1:  # per round, side by side: the fewest workers' run over each other count's
+        base, *others = on_dask
+        for workers in others:
+            speedups = [b["seconds"] / o["seconds"] for b, o in zip(on_dask[base]["rounds"], on_dask[workers]["rounds"])]
+            cpus = [o["cpu"] / b["cpu"] for b, o in zip(on_dask[base]["rounds"], on_dask[workers]["rounds"])]
+            scaling.append(f"{workers} workers against {base}, round by round: wall time "
+                           + ", ".join(f"{x:.2f}x" for x in speedups) + f" faster (median {np.median(speedups):.2f}x); "
+                           f"CPU time x{np.median(cpus):.2f} (median).")
     wiki_rate = wikitext_rate()
     report = [
         f"Command (from the repo root): `{_command()}`",
@@ -275,6 +299,8 @@ def main(argv):
            "| Dask workers | median wall s | median CPU s | wall s, each round | CPU s, each round |",
            "|---:|---:|---:|---|---|",
            *dask_lines,
+           "",
+           *scaling,
            ""] if dask_lines else []),
         f"Builder / raw tokenizer, per CPU-second: in_memory {one_per_core / raw_per_core:.0%}"
         + (f", multi_processing {multi_per_core / raw_per_core:.0%}" if multi_per_core else "")

@@ -11,10 +11,11 @@ documents in batches of about 1 MB of text -> tokenize each batch with the one
 `WordPieceTokenizer` (one TF call) and pack its documents (`packing.pack`,
 compiled; RNG seeded from (seed, document key)) -> key each example by a hash
 of (document key, index in document) -> shard = key mod `num_shards` ->
-group compact example rows (and each batch's counts) by shard -> sort each shard by key -> encode the
-`tf.train.Example`s (`packing.encode_examples`, compiled) -> frame them as a
-TFRecord file in one piece (`tfrecord.frame_records`) -> write
-`pretrain_data.tfrecord-{i:05d}-of-{N:05d}`.
+group compact example rows (and each batch's counts) by shard -> sort each
+shard by key -> encode the `tf.train.Example`s (`packing.encode_examples`,
+compiled) -> frame them as a TFRecord file in one piece
+(`tfrecord.frame_records`) -> write `pretrain_data.tfrecord-{i:05d}-of-{N:05d}`
+and the shard's counts beside it -> sum the counts into `stats.json`.
 
 Output, shards and `stats.json`, is a function of (inputs, vocab,
 seq_length, num_shards, seed) only: byte-identical across runs, runners and
@@ -514,7 +515,7 @@ def _build(files, inputs, vocab_file, settings, vocab_size, output_dir, max_seq_
     stats["warnings"] = _warnings(stats)
     for warning in stats["warnings"]:
         logging.warning("build_pretraining_data: WARNING: %s", warning)
-    _remove_temp_files(output_dir)  # of shard writes that a runner retried elsewhere (a worker was lost)
+    _remove_temp_files(output_dir)  # of writes whose task a runner ran again (a worker was lost)
     _write_json(os.path.join(output_dir, STATS_FILE), stats)
     with tf.io.gfile.GFile(os.path.join(output_dir, SUCCESS_FILE), "w") as f:
         f.write("")

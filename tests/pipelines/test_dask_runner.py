@@ -1,9 +1,10 @@
 """The corpus build on a real `dask.distributed` cluster (Beam's DaskRunner), against the DirectRunner's bytes.
 
 The cluster is what a user starts: `dask scheduler` and `dask worker` processes on 127.0.0.1, each
-its own process, joined through a scheduler file. The scheduler does not retry a task whose worker
-died (`allowed-failures` 0, as a cluster that lost more workers than it retries), so a worker killed
-mid-build fails the build, which the test then reruns.
+its own process, joined through a scheduler file, with Dask's default settings. A worker is killed
+in the middle of a build twice: with those settings (the scheduler reruns its tasks elsewhere) and
+with a scheduler that retries no task (`allowed_failures` 0, as a cluster that lost more workers
+than it retries), where the build fails and is rerun.
 """
 
 import gzip
@@ -35,8 +36,7 @@ class Cluster:
         from distributed import Client
 
         self.root, self.workers = root, []
-        self.env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2",
-                        DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES="0")
+        self.env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2")
         self.scheduler_file = root / "scheduler.json"
         self.scheduler = self._start("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                                      "--scheduler-file", self.scheduler_file)
@@ -161,8 +161,36 @@ def _kill_a_busy_worker_once_a_shard_is_written(cluster, build, output_dir):
 
 
 @pytest.mark.large
-def test_a_worker_killed_mid_build_fails_it_incomplete_and_the_rerun_completes(cluster, corpus, reference,
+def test_a_worker_killed_mid_build_has_its_tasks_rerun_and_the_build_completes(cluster, corpus, reference,
                                                                              vocab_file, tmp_path):
+    out = tmp_path / "dask"
+    build = _dask_build(cluster, corpus, vocab_file, out, wait=False)
+    killed = _kill_a_busy_worker_once_a_shard_is_written(cluster, build, out)
+    stdout, stderr = build.communicate(timeout=600)
+    assert killed is not None, f"the build ended before a worker was caught running a task:\n{stderr[-3000:]}"
+    cluster.add_workers(1)  # the lost worker's replacement, for the next test
+
+    assert build.returncode == 0, stderr[-5000:]
+    assert json.loads(stdout)["examples"] > 1000
+    assert _files(out) == reference  # byte for byte, and no temp or count file of the killed task left
+
+
+@pytest.fixture
+def no_retries(cluster):
+    """The scheduler fails a task at its worker's first death (Dask's default: after the third)."""
+    def set_allowed_failures(value):
+        return cluster.client.run_on_scheduler(lambda dask_scheduler: setattr(dask_scheduler, "allowed_failures",
+                                                                            value))
+
+    default = cluster.client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.allowed_failures)
+    set_allowed_failures(0)
+    yield
+    set_allowed_failures(default)
+
+
+@pytest.mark.large
+def test_a_worker_killed_mid_build_fails_it_incomplete_and_the_rerun_completes(cluster, no_retries, corpus,
+                                                                             reference, vocab_file, tmp_path):
     out = tmp_path / "dask"
     build = _dask_build(cluster, corpus, vocab_file, out, wait=False)
     killed = _kill_a_busy_worker_once_a_shard_is_written(cluster, build, out)
