@@ -183,6 +183,7 @@ class TokenizeAndPackFn(beam.DoFn):
         self._tokenizer = None
 
     def setup(self):
+        runners.undo_worker_malloc_trim()
         self._tokenizer = _tokenizer(self.vocab_file, tuple(sorted(self.lower_case.items())))
         self._documents = self._examples = 0
 
@@ -251,6 +252,9 @@ class WriteShardFn(beam.DoFn):
         self.output_dir = output_dir
         self.num_shards = num_shards
         self.dtype = row_dtype(max_seq_length, vocab_size)
+
+    def setup(self):
+        runners.undo_worker_malloc_trim()
 
     def process(self, shard_and_values):
         shard, values = shard_and_values

@@ -44,8 +44,16 @@ does without it (the runner itself is used as released):
   (`distributed.scheduler.allowed-failures`, default 3) fails the run with
   `KilledWorker`: `run` turns that into `WorkersLostError`, one line.
 - It leaves its scheduler connection open: `run` closes it.
+
+Dask's worker processes, as a nanny starts them, run with
+`MALLOC_TRIM_THRESHOLD_=65536` (`distributed.nanny.pre-spawn-environ`): glibc
+then maps every large buffer afresh and gives it back at once, and tokenizing
+costs 1.6x the CPU time. `undo_worker_malloc_trim` sets the thresholds glibc
+would settle on by itself; the build's steps call it in their `setup`.
 """
 
+import ctypes
+import functools
 import os
 
 from absl import logging
@@ -54,6 +62,37 @@ from apache_beam.options.pipeline_options import StandardOptions
 
 DASK_RUNNER = "DaskRunner"
 _DASK_PARTITION_FLAGS = ("--dask_npartitions", "--dask_partition_size")
+
+
+# glibc's mallopt parameters, and the values its dynamic thresholds reach for large buffers (64-bit).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MMAP_THRESHOLD_MAX = 32 << 20
+_TRIM_THRESHOLD = 2 * _MMAP_THRESHOLD_MAX
+
+
+@functools.lru_cache(maxsize=None)
+def undo_worker_malloc_trim():
+    """In a process started with `MALLOC_TRIM_THRESHOLD_` (a Dask nanny's worker), glibc's large-buffer thresholds.
+
+    That variable turns off glibc's adaptive thresholds, so each large buffer
+    (a batch's text, its token ids) is mapped from the kernel and unmapped
+    again; with the thresholds the adaptation reaches, they are reused. Once
+    per process; nothing where the variable is unset or the C library is not
+    glibc. Returns True when it set them.
+
+    Example:
+        >>> from electra_tf.pipelines.runners import undo_worker_malloc_trim
+        >>> undo_worker_malloc_trim() in (True, False)
+        True
+    """
+    if "MALLOC_TRIM_THRESHOLD_" not in os.environ:
+        return False
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return bool(libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_MAX)
+                    and libc.mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD))
+    except (OSError, AttributeError):  # not glibc
+        return False
 
 
 class WorkersLostError(ConnectionError):
