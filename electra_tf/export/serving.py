@@ -33,7 +33,8 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf.export.assets import (  # noqa: F401  (Untracked: its old home)
-    SERVING_CONFIG_ASSET, ServedModel, Untracked, add_assets, check_ids, check_texts, save_version, version_dir)
+    SERVING_CONFIG_ASSET, ServedModel, Untracked, add_assets, check_texts, save_version, version_dir)
+from electra_tf.finetuning.config import with_current_keys
 from electra_tf.models.classifier import ElectraClassifier
 from electra_tf.models.token_classifier import ElectraTokenClassifier
 from electra_tf import run_files
@@ -82,8 +83,7 @@ class ServingModule(ServedModel):
                 "label": tf.gather(self.label_names, label_id)}
 
     def _predict_ids(self, token_ids, segment_ids, padding_mask):
-        inputs = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
-        return self._outputs(check_ids(inputs))
+        return self._outputs(self.check_ids(token_ids, segment_ids, padding_mask))
 
     def _serve_text(self, text, text_b=None):
         text, text_b = check_texts(text, text_b)
@@ -156,10 +156,11 @@ def serving_settings(config, seq_length=None):
 
     Args:
         config: dict. What `load_finetuned` returns beside the model.
-        seq_length: int or None. Default: the fine-tuning `max_seq_length` (else 128).
+        seq_length: int or None. Default: the fine-tuning `seq_length` (else 128).
     """
+    config = with_current_keys(config)  # a finetune_config.json of an earlier version says max_seq_length
     return dict(
-        label_names=config.get("label_names") or None, seq_length=seq_length or config.get("max_seq_length", 128),
+        label_names=config.get("label_names") or None, seq_length=seq_length or config.get("seq_length", 128),
         pair=config.get("pair", False), task=config.get("task", ""), stride=config.get("stride"),
         qa_settings={k: config.get(k) for k in ("doc_stride", "max_query_length", "max_answer_length",
                                                 "null_threshold")})
@@ -176,7 +177,7 @@ def serving_module(model, vocab_file, config, seq_length=None):
         model: `ElectraClassifier`, `ElectraTokenClassifier` or `ElectraQuestionAnswerer`.
         vocab_file: str. Its vocabulary.
         config: dict. Its `finetune_config.json` (`load_finetuned`).
-        seq_length: int or None. Default: the fine-tuning `max_seq_length`.
+        seq_length: int or None. Default: the fine-tuning `seq_length`.
 
     Example:
         ```python
@@ -194,7 +195,7 @@ def serving_module(model, vocab_file, config, seq_length=None):
                                  embedding_dim=16, intermediate_dim=64)
         classifier = ElectraClassifier(encoder, num_labels=2)  # fine-tuned, in practice
         classifier.build()
-        module = serving_module(classifier, "vocab.txt", {"label_names": ["neg", "pos"], "max_seq_length": 16})
+        module = serving_module(classifier, "vocab.txt", {"label_names": ["neg", "pos"], "seq_length": 16})
         module.signatures()["serving_default"](text=tf.constant(["a fine film"]))["label"].shape  # (1,)
         ```
     """
@@ -276,7 +277,7 @@ def load_finetuned(model_dir):
     if tf.io.gfile.exists(config_file):
         with tf.io.gfile.GFile(config_file) as f:
             try:
-                config = json.load(f)
+                config = with_current_keys(json.load(f))
             except json.JSONDecodeError as e:
                 raise ValueError(f"{config_file} is not valid JSON ({e}): truncated or damaged.") from None
     else:

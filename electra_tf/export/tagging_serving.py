@@ -48,7 +48,7 @@ Entities are read from the IOB2 tags as conlleval reads them
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from electra_tf.export.assets import (SERVING_CONFIG_ASSET, ServedModel, add_assets, check_ids, check_texts,
+from electra_tf.export.assets import (SERVING_CONFIG_ASSET, ServedModel, add_assets, check_texts,
                                       save_version, version_dir)
 
 # Python's `str.isspace` characters (BERT's whitespace plus the other separators).
@@ -114,7 +114,7 @@ class TaggingServingModule(ServedModel):
         self.predict_ids = tf.function(self._predict_ids, input_signature=ids)
 
     def _predict_ids(self, token_ids, segment_ids, padding_mask):
-        inputs = check_ids({"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask})
+        inputs = self.check_ids(token_ids, segment_ids, padding_mask)
         logits = tf.cast(self._model.obj(inputs, training=False), tf.float32)
         label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
         return {"probabilities": tf.nn.softmax(logits, axis=-1), "label_id": label_id,
@@ -342,7 +342,7 @@ def export_tagging_serving(tagger, vocab_file, base_dir, model_name="electra", v
         version: int. Version folder; must not exist yet.
         label_names: list of str. One per output unit.
         seq_length: int. Pieces per window, [CLS]/[SEP] included (the fine-tuning
-            `max_seq_length`); longer texts are windowed, every word is tagged.
+            `seq_length`); longer texts are windowed, every word is tagged.
         spans: bool or None. IOB2 span tags (entities output); default: every
             label is O, B-X or I-X.
         task: str. Recorded in the assets.

@@ -38,7 +38,7 @@ def artifacts(tmp_path_factory):
     from electra_tf.export.keras_hub_preset import export_preset
     from electra_tf.export.serving import export_serving
     from electra_tf.models.classifier import ElectraClassifier
-    from electra_tf.run_files import load_discriminator
+    from electra_tf.sources import load_discriminator
 
     root = tmp_path_factory.mktemp("export")
     vocab = SHARED_VOCAB if os.path.exists(SHARED_VOCAB) else write_tiny_vocab(root / "vocab.txt")
@@ -55,7 +55,7 @@ def artifacts(tmp_path_factory):
     label_names = ["negative", "neutral", "positive"]
     with open(finetuned / "finetune_config.json", "w") as f:
         json.dump({"task": "toy", "label_names": label_names, "regression": False, "pair": False,
-                   "max_seq_length": 32}, f)
+                   "seq_length": 32}, f)
 
     serving_base = root / "serving"
     serving_path = export_serving(classifier, vocab, str(serving_base), "toy", 1, label_names, seq_length=32)
