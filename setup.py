@@ -2,6 +2,8 @@
 
 import setuptools
 
+DASK = ["dask>=2024.4.2", "distributed>=2024.4.2"]
+
 setuptools.setup(
     name="electra_tf",
     version="0.1.0",
@@ -37,6 +39,9 @@ setuptools.setup(
     extras_require={
         # Kept as an alias: safetensors is a core requirement now.
         "interop": ["safetensors>=0.4"],
+        # `build_pretraining_data --runner DaskRunner` on a dask.distributed cluster: where the build is
+        # submitted and on every worker (the versions Beam's DaskRunner asks for; tested with 2026.8).
+        "dask": DASK,
         # The suite checks conversions against transformers itself (PyTorch, CPU).
         "test": [
             "pytest>=8",
@@ -47,6 +52,7 @@ setuptools.setup(
             "tensorflow-serving-api~=2.21.0",
             "matplotlib>=3.8",
             "seqeval>=1.2",  # independent reference for the tagging metrics
+            *DASK,  # the corpus build on a local Dask cluster
         ],
     },
     entry_points={

@@ -12,6 +12,7 @@ Modules (one concept each):
   the `tf.train.Example` encoder.
 - `tfrecord`: TFRecord framing of a whole shard at once (compiled CRC-32C).
 - `build_pretraining_data`: the Apache Beam pipeline text -> TFRecord shards.
+- `runners`: the Beam runner a build runs on (DirectRunner, or a Dask cluster).
 - `demo_corpus`: the embedded default corpus (`--data demo`).
 - `inspect_records`: decodes records back to text.
 """

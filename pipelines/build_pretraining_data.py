@@ -11,13 +11,15 @@ documents in batches of about 1 MB of text -> tokenize each batch with the one
 `WordPieceTokenizer` (one TF call) and pack its documents (`packing.pack`,
 compiled; RNG seeded from (seed, document key)) -> key each example by a hash
 of (document key, index in document) -> shard = key mod `num_shards` ->
-group compact example rows by shard -> sort each shard by key -> encode the
-`tf.train.Example`s (`packing.encode_examples`, compiled) -> frame them as a
-TFRecord file in one piece (`tfrecord.frame_records`) -> write
-`pretrain_data.tfrecord-{i:05d}-of-{N:05d}`.
+group compact example rows (and each batch's counts) by shard -> sort each
+shard by key -> encode the `tf.train.Example`s (`packing.encode_examples`,
+compiled) -> frame them as a TFRecord file in one piece
+(`tfrecord.frame_records`) -> write `pretrain_data.tfrecord-{i:05d}-of-{N:05d}`
+and the shard's counts beside it -> sum the counts into `stats.json`.
 
-Output is a function of (inputs, vocab, seq_length, num_shards, seed)
-only: byte-identical across runs, runners and worker counts. Each shard is
+Output, shards and `stats.json`, is a function of (inputs, vocab,
+seq_length, num_shards, seed) only: byte-identical across runs, runners and
+worker counts (the run time is printed, not saved). Each shard is
 written under a hidden temporary name and renamed; `stats.json` and then
 `_SUCCESS` are written last, so a directory without `_SUCCESS` is incomplete
 and a re-run after a crash overwrites it with identical shards. A complete
@@ -28,7 +30,9 @@ earlier build (`stats.json` + `_SUCCESS`) is never touched without
 its tokens or leaves a shard empty says so in a warning and in
 `stats.json["warnings"]`. Any Beam
 option passes through (`--runner DataflowRunner --project ...`); the default
-is the DirectRunner in multi-processing mode on all cores. `--vocab` and
+is the DirectRunner in multi-processing mode on all cores, and
+`--runner DaskRunner --dask_client_address HOST:PORT` runs on a Dask cluster
+(`runners`). `--vocab` and
 `--max_seq_length` are the deprecated spellings of `--vocab_file` and
 `--seq_length`. Installed as `electra-build-data`.
 """
@@ -39,6 +43,7 @@ if __name__ == "__main__":  # a program: quiet TensorFlow's start-up before it i
     _cli.prepare_tensorflow()
 
 
+import functools
 import hashlib
 import json
 import os
@@ -50,7 +55,6 @@ from absl import app
 from absl import flags
 from absl import logging
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
 import numpy as np
 import tensorflow as tf
 
@@ -58,11 +62,12 @@ from electra_tf import cli
 from electra_tf.data import tokenizer as tokenizer_lib
 from electra_tf.data.records import SHARD_PATTERN, SHARD_PREFIX, STATS_FILE, SUCCESS_FILE
 from electra_tf.pipelines import packing
+from electra_tf.pipelines import runners
 from electra_tf.pipelines import sources
 from electra_tf.pipelines import text_io
 from electra_tf.pipelines import tfrecord
 
-_PARTIAL_STATS = ".stats.partial.json"
+_PARTIAL_STATS = ".stats.partial-"  # + the shard index + ".json": each shard's counts, summed by the build
 _TMP_PREFIX = ".tmp-"
 
 
@@ -72,6 +77,10 @@ def shard_paths(output_dir, num_shards):
         os.path.join(output_dir, SHARD_PATTERN.format(index=i, num_shards=num_shards))
         for i in range(num_shards)
     ]
+
+
+def _partial_stats_path(output_dir, shard):
+    return os.path.join(output_dir, f"{_PARTIAL_STATS}{shard:05d}.json")
 
 
 def _sum_stats(dicts):
@@ -84,20 +93,6 @@ def _sum_stats(dicts):
             else:
                 total[key] = total.get(key, 0) + value
     return total
-
-
-class _SumStatsFn(beam.CombineFn):
-    def create_accumulator(self):
-        return {}
-
-    def add_input(self, accumulator, element):
-        return _sum_stats([accumulator, element])
-
-    def merge_accumulators(self, accumulators):
-        return _sum_stats(accumulators)
-
-    def extract_output(self, accumulator):
-        return accumulator
 
 
 def row_dtype(max_seq_length, vocab_size):
@@ -139,6 +134,11 @@ def example_rows(packed, document_keys, vocab_size):
     return rows
 
 
+def _no_rows(num_shards):
+    """`(shard, b"")` for every shard: no example, but the shard is grouped (and written) even if empty."""
+    return [(shard, b"") for shard in range(num_shards)]
+
+
 def _read_batches(input_file, batch_bytes):
     """The documents of one file as `text_io.DocumentBatch`es (one tokenizer call each)."""
     logging.info("Reading %s", input_file.path)
@@ -147,6 +147,12 @@ def _read_batches(input_file, batch_bytes):
         count += len(batch.keys)
         yield batch
     logging.info("Read %s: %d documents", input_file.path, count)
+
+
+@functools.lru_cache(maxsize=4)
+def _tokenizer(vocab_file, settings):
+    """One `WordPieceTokenizer` per process and vocabulary: Beam's DaskRunner calls `setup` once per bundle."""
+    return tokenizer_lib.WordPieceTokenizer(vocab_file, **dict(settings))
 
 
 class TokenizeAndPackFn(beam.DoFn):
@@ -159,9 +165,12 @@ class TokenizeAndPackFn(beam.DoFn):
         num_shards: int. Number of output shards.
         seed: int. Build seed (with the document key it seeds the packing RNG).
 
-    Outputs (main): `(shard, blob)`, one per shard present in the batch, the
-    blob holding the shard's `example_rows` as bytes; tagged `stats`: one dict
-    of counts per batch.
+    Outputs: `(shard, blob)`, one per shard present in the batch, the blob
+    holding the shard's `example_rows` as bytes, and `(shard, stats)`: the
+    batch's dict of counts, keyed to its first shard (0 when it packed no
+    example). One output, no tagged ones: Beam's DaskRunner merges tagged
+    outputs into the main one. The counts travel with the rows to
+    `WriteShardFn`, which sums its shard's.
     """
 
     def __init__(self, vocab_file, lower_case, max_seq_length, num_shards, seed):
@@ -174,7 +183,8 @@ class TokenizeAndPackFn(beam.DoFn):
         self._tokenizer = None
 
     def setup(self):
-        self._tokenizer = tokenizer_lib.WordPieceTokenizer(self.vocab_file, **self.lower_case)
+        runners.undo_worker_malloc_trim()
+        self._tokenizer = _tokenizer(self.vocab_file, tuple(sorted(self.lower_case.items())))
         self._documents = self._examples = 0
 
     def process(self, batch):
@@ -187,7 +197,7 @@ class TokenizeAndPackFn(beam.DoFn):
             flat, splits, document_splits, [packing.document_seed(self.seed, key) for key in batch.keys],
             self.max_seq_length, self._tokenizer.cls_id, self._tokenizer.sep_id,
         )
-        yield beam.pvalue.TaggedOutput("stats", self._stats(batch, flat, splits, document_splits, packed))
+        stats = self._stats(batch, flat, splits, document_splits, packed)
         self._documents += len(batch.keys)
         self._examples += len(packed.document)
         logging.log_every_n_seconds(
@@ -199,6 +209,7 @@ class TokenizeAndPackFn(beam.DoFn):
         order = np.argsort(shards, kind="stable")
         rows, shards = rows[order], shards[order]
         starts = np.flatnonzero(np.diff(shards, prepend=shards[:1] + 1))  # where each shard's run begins
+        yield (int(shards[0]) if len(rows) else 0), stats
         for start, stop in zip(starts, [*starts[1:], len(rows)]):
             yield int(shards[start]), rows[start:stop].tobytes()  # one compact value per shard and batch
 
@@ -226,17 +237,35 @@ class TokenizeAndPackFn(beam.DoFn):
 
 
 class WriteShardFn(beam.DoFn):
-    """Sorts one shard's examples by key, encodes them and writes them atomically (temp file + rename)."""
+    """Sorts one shard's examples by key, encodes them and writes them atomically (temp file + rename).
+
+    Input: `(shard, values)`, the values being `TokenizeAndPackFn`'s row blobs
+    and count dicts for that shard. Writes, beside the shard, a hidden JSON of
+    the sum of its count dicts plus `empty_shards` and `written` (its examples;
+    the build sums the shards' files and checks that the written examples add
+    up to the packed ones). No output: a global combine would cost the
+    DaskRunner a second all-to-all shuffle of tasks. An example delivered twice
+    (one runner bug away) is an error, not a duplicate in the data.
+    """
 
     def __init__(self, output_dir, num_shards, max_seq_length, vocab_size):
         self.output_dir = output_dir
         self.num_shards = num_shards
         self.dtype = row_dtype(max_seq_length, vocab_size)
 
-    def process(self, shard_and_blobs):
-        shard, blobs = shard_and_blobs
+    def setup(self):
+        runners.undo_worker_malloc_trim()
+
+    def process(self, shard_and_values):
+        shard, values = shard_and_values
+        blobs, stats = [], []
+        for value in values:
+            (blobs if isinstance(value, bytes) else stats).append(value)
         rows = np.frombuffer(b"".join(blobs), self.dtype)
         rows = rows[np.lexsort((rows["index"], rows["document"], rows["key"]))]
+        twice = (rows["document"][1:] == rows["document"][:-1]) & (rows["index"][1:] == rows["index"][:-1])
+        if twice.any():
+            raise RuntimeError(f"Shard {shard}: the runner delivered {int(twice.sum())} examples more than once.")
         records, offsets = packing.encode_examples(rows["input_ids"], rows["num_a"], rows["num_b"])
         final = shard_paths(self.output_dir, self.num_shards)[shard]
         tmp = os.path.join(self.output_dir, f"{_TMP_PREFIX}{os.path.basename(final)}-{uuid.uuid4().hex}")
@@ -244,7 +273,8 @@ class WriteShardFn(beam.DoFn):
             f.write(tfrecord.frame_records(records, offsets))
         tf.io.gfile.rename(tmp, final, overwrite=True)
         logging.info("Wrote %s (%d examples)", final, len(rows))
-        yield {"empty_shards": int(len(rows) == 0)}
+        _write_json(_partial_stats_path(self.output_dir, shard),
+                    _sum_stats([*stats, {"empty_shards": int(len(rows) == 0), "written": len(rows)}]))
 
 
 def _write_json(path, value):
@@ -260,8 +290,8 @@ def _prepare_output_dir(output_dir, num_shards):
     keep = set(os.path.basename(p) for p in shard_paths(output_dir, num_shards))
     for name in tf.io.gfile.listdir(output_dir):
         stale = (
-            name in (SUCCESS_FILE, STATS_FILE, _PARTIAL_STATS)
-            or name.startswith(_TMP_PREFIX)
+            name in (SUCCESS_FILE, STATS_FILE)
+            or name.startswith((_TMP_PREFIX, _PARTIAL_STATS))
             or (name.startswith(SHARD_PREFIX) and name not in keep)
         )
         if stale:
@@ -272,9 +302,17 @@ def _prepare_output_dir(output_dir, num_shards):
                 tf.io.gfile.remove(path)
 
 
+def _remove_temp_files(output_dir):
+    """Removes the hidden temp files that killed or retried tasks left (`_prepare_output_dir` removed older ones)."""
+    for name in tf.io.gfile.listdir(output_dir):
+        path = os.path.join(output_dir, name)
+        if name.startswith(_TMP_PREFIX) and not tf.io.gfile.isdir(path):
+            tf.io.gfile.remove(path)
+
+
 def _owned(name):
     """Whether the build writes or removes a file of this name in its output folder."""
-    return name in (SUCCESS_FILE, STATS_FILE, _PARTIAL_STATS) or name.startswith((_TMP_PREFIX, SHARD_PREFIX))
+    return name in (SUCCESS_FILE, STATS_FILE) or name.startswith((_TMP_PREFIX, SHARD_PREFIX, _PARTIAL_STATS))
 
 
 def check_output_dir(output_dir, input_paths, only_a_build=True):
@@ -325,57 +363,6 @@ def _replace_build(staging, output_dir):
     tf.io.gfile.rmtree(staging)
 
 
-def default_pipeline_args():
-    """DirectRunner, multi-processing on every core."""
-    return [
-        "--runner=DirectRunner",
-        "--direct_running_mode=multi_processing",
-        f"--direct_num_workers={os.cpu_count() or 1}",
-    ]
-
-
-def _merge_pipeline_args(pipeline_args):
-    """User Beam options, completed with `default_pipeline_args()` where they say nothing.
-
-    A non-Direct runner, or `direct_running_mode=in_memory` (one process), drops
-    the multi-processing defaults.
-    """
-    user = list(pipeline_args or [])
-    joined = " ".join(user)
-    if "--runner" in joined and "DirectRunner" not in joined:
-        return user
-    defaults = default_pipeline_args()
-    if "in_memory" in joined:
-        defaults[-1] = "--direct_num_workers=1"
-    names = {a.split("=")[0] for a in user if a.startswith("--")}
-    return [d for d in defaults if d.split("=")[0] not in names] + user
-
-
-def _runner(options):
-    """The runner: for the DirectRunner, its FnApiRunner backend directly.
-
-    Beam's DirectRunner first tries the Prism runner, which downloads a binary
-    at run time and ignores `direct_running_mode`; going straight to the
-    FnApiRunner (what the DirectRunner falls back to) keeps builds offline and
-    honours `direct_running_mode` / `direct_num_workers`. Other runners
-    (Dataflow, Flink, Spark, Prism) are returned as named.
-    """
-    from apache_beam.options.pipeline_options import StandardOptions  # pylint: disable=import-outside-toplevel
-
-    name = options.view_as(StandardOptions).runner
-    if name not in (None, "DirectRunner", "direct"):
-        return None  # `beam.Pipeline` resolves it from the options
-    from apache_beam.portability.api import beam_provision_api_pb2  # pylint: disable=import-outside-toplevel
-    from apache_beam.runners.portability import portable_runner  # pylint: disable=import-outside-toplevel
-    from apache_beam.runners.portability.fn_api_runner import fn_runner  # pylint: disable=import-outside-toplevel
-
-    encoded = portable_runner.JobServiceHandle.encode_pipeline_options(options.get_all_options())
-    provision_info = fn_runner.ExtendedProvisionInfo(
-        beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)
-    )
-    return fn_runner.FnApiRunner(provision_info=provision_info)
-
-
 # A build warns (and records it in stats.json) when more than this share of its word pieces was cut off.
 MAX_TRUNCATED_SHARE = 0.5
 
@@ -396,7 +383,7 @@ def _warnings(stats):
     return found
 
 
-def _finalize_stats(stats, max_seq_length, num_shards, seed, elapsed):
+def _finalize_stats(stats, max_seq_length, num_shards, seed):
     examples = max(stats.get("examples", 0), 1)
     tokens = max(stats.get("tokens", 0), 1)
     positions = examples * max_seq_length
@@ -421,7 +408,6 @@ def _finalize_stats(stats, max_seq_length, num_shards, seed, elapsed):
         max_seq_length=max_seq_length,
         num_shards=num_shards,
         seed=seed,
-        seconds=round(elapsed, 3),
     )
 
 
@@ -447,7 +433,7 @@ def build_pretraining_data(
         num_shards: int. Number of output files.
         seed: int. Packing seed.
         pipeline_args: list of str. Beam options; default
-            `default_pipeline_args()` (DirectRunner, multi-processing). Use
+            `runners.default_pipeline_args()` (DirectRunner, multi-processing). Use
             `["--direct_running_mode=in_memory"]` for small in-process builds.
         lower_case: bool or None. Tokenizer lower-casing; None (default):
             the vocabulary's `electra_tokenizer.json`, else uncased. A value
@@ -459,14 +445,17 @@ def build_pretraining_data(
             refused before any work.
 
     Returns:
-        dict, the content of `output_dir/stats.json`.
+        dict, the content of `output_dir/stats.json`, and `seconds`, the pipeline's run time.
 
     Raises:
         FileNotFoundError/ValueError for a bad vocabulary or inputs matching
         nothing (before the pipeline starts), FileExistsError for a complete
         earlier build without `overwrite`, ValueError if the inputs hold no text or
         `output_dir` is an input (`check_output_dir`; the command also refuses a folder
-        holding other files), `text_io.CorruptInputError` for a truncated input.
+        holding other files), `text_io.CorruptInputError` for a truncated input,
+        `ConnectionError` for a Dask scheduler that does not answer and
+        `runners.WorkersLostError` for a cluster that lost a task's workers
+        (the folder stays incomplete; a rerun finishes it).
 
     Example:
         ```python
@@ -521,10 +510,25 @@ def build_pretraining_data(
     return stats
 
 
+def _read_partial_stats(output_dir, num_shards):
+    """Each shard's counts (`WriteShardFn`), the files removed; a missing one is the runner's error."""
+    paths = [_partial_stats_path(output_dir, shard) for shard in range(num_shards)]
+    missing = [os.path.basename(p) for p in paths if not tf.io.gfile.exists(p)]
+    if missing:
+        raise RuntimeError(f"The runner finished without writing {len(missing)} of the {num_shards} shards "
+                           f"(no {missing[0]}); {output_dir} is incomplete.")
+    found = []
+    for path in paths:
+        with tf.io.gfile.GFile(path) as f:
+            found.append(json.load(f))
+        tf.io.gfile.remove(path)
+    return found
+
+
 def _build(files, inputs, vocab_file, settings, vocab_size, output_dir, max_seq_length, num_shards, seed,
            pipeline_args, batch_bytes):
     """Runs the pipeline into `output_dir`, then writes `stats.json` and `_SUCCESS`; returns the stats."""
-    options = PipelineOptions(_merge_pipeline_args(pipeline_args))
+    options = runners.pipeline_options(pipeline_args)
     start = time.time()
     try:
         _run_pipeline(files, vocab_file, settings, vocab_size, output_dir, max_seq_length, num_shards, seed,
@@ -535,22 +539,29 @@ def _build(files, inputs, vocab_file, settings, vocab_size, output_dir, max_seq_
         found = re.search(r"CorruptInputError: ([^\n]+)", str(e))
         if found:
             raise text_io.CorruptInputError(found.group(1).strip()) from None
+        if isinstance(e, runners.WorkersLostError):
+            raise runners.WorkersLostError(
+                f"The build in {output_dir} stopped incomplete (no {SUCCESS_FILE}): {e} "
+                "Rerun the same command to finish it."
+            ) from e
         raise
     elapsed = time.time() - start
-    partial = os.path.join(output_dir, _PARTIAL_STATS)
-    with tf.io.gfile.GFile(partial) as f:
-        raw = json.load(f)
-    tf.io.gfile.remove(partial)
-    stats = _finalize_stats(raw, max_seq_length, num_shards, seed, elapsed)
+    raw = _sum_stats(_read_partial_stats(output_dir, num_shards))
+    if raw.get("written", 0) != raw.get("examples", 0):  # a runner that lost or repeated work
+        raise RuntimeError(f"The runner wrote {raw.get('written', 0)} examples of the {raw.get('examples', 0)} "
+                           f"packed; {output_dir} is incomplete.")
+    stats = _finalize_stats(raw, max_seq_length, num_shards, seed)
     stats.update(vocab_size=vocab_size, vocab_sha256=tokenizer_lib.vocab_digest(vocab_file), tokenizer=settings)
     if stats["documents"] == 0 or stats["examples"] == 0:
         raise ValueError(f"Inputs {inputs!r} hold no text: 0 documents with word pieces were read.")
     stats["warnings"] = _warnings(stats)
     for warning in stats["warnings"]:
         logging.warning("build_pretraining_data: WARNING: %s", warning)
+    _remove_temp_files(output_dir)  # of writes whose task a runner ran again (a worker was lost)
     _write_json(os.path.join(output_dir, STATS_FILE), stats)
     with tf.io.gfile.GFile(os.path.join(output_dir, SUCCESS_FILE), "w") as f:
         f.write("")
+    stats["seconds"] = round(elapsed, 3)  # returned and printed; not in stats.json, a function of the inputs
     logging.info(
         "Done in %.1fs: %d documents, %d examples, %d tokens (%.2f MB/s); padding %.3f, "
         "single-segment %.3f, short-target %.3f, unknown %.5f, invalid utf-8 %d",
@@ -563,33 +574,41 @@ def _build(files, inputs, vocab_file, settings, vocab_size, output_dir, max_seq_
 
 def _run_pipeline(files, vocab_file, settings, vocab_size, output_dir, max_seq_length, num_shards, seed, options,
                   batch_bytes):
-    with beam.Pipeline(runner=_runner(options), options=options) as pipeline:
-        documents = (
-            pipeline
-            | "ListFiles" >> beam.Create(files)
-            | "SpreadFiles" >> beam.Reshuffle()  # files, not documents, cross the network
-            | "ReadDocuments" >> beam.FlatMap(_read_batches, batch_bytes)
-        )
-        packed = documents | "TokenizeAndPack" >> beam.ParDo(
-            TokenizeAndPackFn(vocab_file, settings, max_seq_length, num_shards, seed)
-        ).with_outputs("stats", main="examples")
-        all_shards = pipeline | "ShardIds" >> beam.Create([(i, b"") for i in range(num_shards)])
-        shard_stats = (
-            (packed.examples, all_shards)
-            | "AllShards" >> beam.Flatten()
-            | "GroupByShard" >> beam.GroupByKey()
-            | "WriteShards" >> beam.ParDo(WriteShardFn(output_dir, num_shards, max_seq_length, vocab_size))
-        )
-        _ = (
-            (packed.stats, shard_stats)
-            | "AllStats" >> beam.Flatten()
-            | "SumStats" >> beam.CombineGlobally(_SumStatsFn())
-            | "WriteStats" >> beam.Map(_write_json_to, os.path.join(output_dir, _PARTIAL_STATS))
-        )
+    pipeline = beam.Pipeline(runner=runners.runner(options), options=options)
+    _pipeline(pipeline, files, vocab_file, settings, vocab_size, output_dir, max_seq_length, num_shards, seed,
+              batch_bytes)
+    runners.run(pipeline, options)
 
 
-def _write_json_to(value, path):
-    _write_json(path, value)
+def _pipeline(pipeline, files, vocab_file, settings, vocab_size, output_dir, max_seq_length, num_shards, seed,
+              batch_bytes):
+    """Adds the build's transforms to `pipeline`.
+
+    Shaped for every runner, the DaskRunner included: one output per ParDo (it
+    merges tagged outputs), no side input, one shuffle, and one sink,
+    `WriteShards`, downstream of everything (it computes the last transform's
+    graph only). The counts go to files beside the shards, summed by `_build`.
+    """
+    documents = (
+        pipeline
+        | "ListFiles" >> beam.Create(files)
+        | "SpreadFiles" >> beam.Reshuffle()  # files, not documents, cross the network
+        | "ReadDocuments" >> beam.FlatMap(_read_batches, batch_bytes)
+    )
+    packed = documents | "TokenizeAndPack" >> beam.ParDo(
+        TokenizeAndPackFn(vocab_file, settings, max_seq_length, num_shards, seed)
+    )
+    all_shards = (  # every shard gets written, an empty one too; one element: one Dask partition, not one a shard
+        pipeline
+        | "NumShards" >> beam.Create([num_shards])
+        | "ShardIds" >> beam.FlatMap(_no_rows)
+    )
+    _ = (
+        (packed, all_shards)
+        | "AllShards" >> beam.Flatten()
+        | "GroupByShard" >> beam.GroupByKey()
+        | "WriteShards" >> beam.ParDo(WriteShardFn(output_dir, num_shards, max_seq_length, vocab_size))
+    )
 
 
 def define_flags():

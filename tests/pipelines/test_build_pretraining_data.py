@@ -107,9 +107,10 @@ def test_crash_then_rerun_gives_identical_shards(tmp_path, vocab_file, monkeypat
     real_rename, renames = tf.io.gfile.rename, []
 
     def crashing_rename(src, dst, overwrite=False):
-        renames.append(dst)
-        if len(renames) == 3:  # die after two shards reached their final names
-            raise RuntimeError("simulated worker crash")
+        if os.path.basename(dst).startswith("pretrain_data.tfrecord-"):
+            renames.append(dst)
+            if len(renames) == 3:  # die after two shards reached their final names
+                raise RuntimeError("simulated worker crash")
         return real_rename(src, dst, overwrite=overwrite)
 
     monkeypatch.setattr(tf.io.gfile, "rename", crashing_rename)

@@ -1,0 +1,268 @@
+"""The Beam runner a corpus build runs on: this machine's cores (DirectRunner) or a Dask cluster.
+
+`pipeline_options` completes the user's Beam options with the defaults,
+`runner` picks the runner object, `run` runs a pipeline to the end.
+
+- DirectRunner (the default): multi-processing, one worker process per core
+  (`--direct_running_mode=in_memory` for one process). Its FnApiRunner backend
+  is used directly, which keeps builds offline (see `runner`).
+- DaskRunner (`--runner DaskRunner --dask_client_address HOST:PORT`, or
+  `--dask_scheduler_file FILE`; without either, a local cluster of its own):
+  Beam's runner on a `dask.distributed` scheduler and its workers, here or on
+  other machines. Requires `pip install 'electra_tf[dask]'` where the build is
+  submitted and on every worker.
+- Any other runner (Dataflow, Flink, Spark, ...) is passed to Beam as named.
+
+What Beam's DaskRunner (2.77) lacks for the corpus build, and how the build
+does without it (the runner itself is used as released):
+
+- Beam resolves it only by its module path: `runner` takes the short name.
+- It drops `Reshuffle`, so the partitions of `Create` are all the parallelism
+  the workers get: `pipeline_options` sets `--dask_partition_size=1` (one
+  partition, so one read task, per input file) unless `--dask_partition_size`
+  or `--dask_npartitions` is given. The shuffle keeps the number of
+  partitions, so the shards are written by as many tasks (plus one).
+- It merges a ParDo's tagged outputs into its main output, reads a side input
+  by computing its bag again inside each task, and computes only the graph of
+  the last transform the pipeline applied. The build's ParDos have one output
+  each, it uses no side input, and it ends in one sink downstream of all its
+  work (`build_pretraining_data._pipeline`).
+- Its GroupByKey is `dask.bag`'s task shuffle, all partitions to all
+  partitions, whatever the number of keys: a global combine of the counts
+  (`CombineGlobally`, whose default value is also a side input) cost a second
+  shuffle of that size. Each shard's task writes its counts beside it instead,
+  and the build sums those files.
+- It calls a DoFn's `setup` once per bundle (a Dask partition), not once per
+  worker: the tokenizer is cached per process.
+- Its ParDo collects the outputs in a list that is part of the task graph:
+  tasks that share one copy of the graph (an in-process cluster,
+  `processes=False`) add to one list and repeat each other's outputs. Worker
+  processes get a copy per task. The build checks
+  that no example is written twice and that the shards hold every example
+  packed, and fails loudly otherwise.
+- A task whose workers died more often than the scheduler retries it
+  (`distributed.scheduler.allowed-failures`, default 3) fails the run with
+  `KilledWorker`: `run` turns that into `WorkersLostError`, one line.
+- It leaves its scheduler connection open: `run` closes it.
+
+Dask's worker processes, as a nanny starts them, run with
+`MALLOC_TRIM_THRESHOLD_=65536` (`distributed.nanny.pre-spawn-environ`): glibc
+then maps every large buffer afresh and gives it back at once, and tokenizing
+costs 1.6x the CPU time. `undo_worker_malloc_trim` sets the thresholds glibc
+would settle on by itself; the build's steps call it in their `setup`.
+"""
+
+import ctypes
+import functools
+import os
+
+from absl import logging
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import StandardOptions
+
+DASK_RUNNER = "DaskRunner"
+_DASK_PARTITION_FLAGS = ("--dask_npartitions", "--dask_partition_size")
+
+
+# glibc's mallopt parameters, and the values its dynamic thresholds reach for large buffers (64-bit).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MMAP_THRESHOLD_MAX = 32 << 20
+_TRIM_THRESHOLD = 2 * _MMAP_THRESHOLD_MAX
+
+
+@functools.lru_cache(maxsize=None)
+def undo_worker_malloc_trim():
+    """In a process started with `MALLOC_TRIM_THRESHOLD_` (a Dask nanny's worker), glibc's large-buffer thresholds.
+
+    That variable turns off glibc's adaptive thresholds, so each large buffer
+    (a batch's text, its token ids) is mapped from the kernel and unmapped
+    again; with the thresholds the adaptation reaches, they are reused. Once
+    per process; nothing where the variable is unset or the C library is not
+    glibc. Returns True when it set them.
+
+    Example:
+        >>> from electra_tf.pipelines.runners import undo_worker_malloc_trim
+        >>> undo_worker_malloc_trim() in (True, False)
+        True
+    """
+    if "MALLOC_TRIM_THRESHOLD_" not in os.environ:
+        return False
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return bool(libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_MAX)
+                    and libc.mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD))
+    except (OSError, AttributeError):  # not glibc
+        return False
+
+
+class WorkersLostError(ConnectionError):
+    """A cluster lost the workers that ran a task more often than it retries one."""
+
+
+def default_pipeline_args():
+    """DirectRunner, multi-processing on every core.
+
+    Example:
+        >>> from electra_tf.pipelines.runners import default_pipeline_args
+        >>> default_pipeline_args()[:2]
+        ['--runner=DirectRunner', '--direct_running_mode=multi_processing']
+    """
+    return [
+        "--runner=DirectRunner",
+        "--direct_running_mode=multi_processing",
+        f"--direct_num_workers={os.cpu_count() or 1}",
+    ]
+
+
+def merge_pipeline_args(pipeline_args):
+    """User Beam options, completed with `default_pipeline_args()` where they say nothing.
+
+    A non-Direct runner, or `direct_running_mode=in_memory` (one process), drops
+    the multi-processing defaults. The DaskRunner gets `--dask_partition_size=1`
+    unless a partitioning is given (see the module docstring).
+
+    Args:
+        pipeline_args: list of str or None. Beam options as given on a command line.
+
+    Returns:
+        list of str.
+
+    Example:
+        >>> from electra_tf.pipelines.runners import merge_pipeline_args
+        >>> merge_pipeline_args(["--runner", "DaskRunner", "--dask_client_address", "10.0.0.5:8786"])[0]
+        '--dask_partition_size=1'
+        >>> merge_pipeline_args(["--direct_running_mode=in_memory"])[-2:]
+        ['--direct_num_workers=1', '--direct_running_mode=in_memory']
+    """
+    user = list(pipeline_args or [])
+    joined = " ".join(user)
+    names = {a.split("=")[0] for a in user if a.startswith("--")}
+    if DASK_RUNNER in joined:
+        return user if names & set(_DASK_PARTITION_FLAGS) else ["--dask_partition_size=1", *user]
+    if "--runner" in joined and "DirectRunner" not in joined:
+        return user
+    defaults = default_pipeline_args()
+    if "in_memory" in joined:
+        defaults[-1] = "--direct_num_workers=1"
+    return [d for d in defaults if d.split("=")[0] not in names] + user
+
+
+def pipeline_options(pipeline_args):
+    """`PipelineOptions` of `merge_pipeline_args(pipeline_args)`.
+
+    Args:
+        pipeline_args: list of str or None. Beam options as given on a command line.
+
+    Example:
+        >>> from electra_tf.pipelines.runners import is_dask, pipeline_options
+        >>> is_dask(pipeline_options(["--runner=DaskRunner"])), is_dask(pipeline_options(None))
+        (True, False)
+    """
+    return PipelineOptions(merge_pipeline_args(pipeline_args))
+
+
+def is_dask(options):
+    """True when `options` (`PipelineOptions`) name the DaskRunner, by its short name or module path."""
+    name = options.view_as(StandardOptions).runner
+    return bool(name) and name.split(".")[-1] == DASK_RUNNER
+
+
+def runner(options):
+    """The runner object for `options`, or None where Beam resolves it from them.
+
+    DirectRunner: its FnApiRunner backend directly. Beam's DirectRunner first
+    tries the Prism runner, which downloads a binary at run time and ignores
+    `direct_running_mode`; going straight to the FnApiRunner (what the
+    DirectRunner falls back to) keeps builds offline and honours
+    `direct_running_mode` / `direct_num_workers`. DaskRunner: by its short name
+    too. Other runners (Dataflow, Flink, Spark, Prism): None.
+
+    Args:
+        options: `PipelineOptions`, see `pipeline_options`.
+
+    Raises:
+        ModuleNotFoundError: the DaskRunner without `distributed` installed.
+    """
+    name = options.view_as(StandardOptions).runner
+    if is_dask(options):
+        try:
+            import dask.distributed  # pylint: disable=import-outside-toplevel,unused-import
+        except ImportError as e:
+            raise ModuleNotFoundError(f"`--runner {name}` needs Dask's scheduler client ({e})",
+                                      name="distributed") from e
+        from apache_beam.runners.dask.dask_runner import DaskRunner  # pylint: disable=import-outside-toplevel
+
+        return DaskRunner()
+    if name not in (None, "DirectRunner", "direct"):
+        return None
+    from apache_beam.portability.api import beam_provision_api_pb2  # pylint: disable=import-outside-toplevel
+    from apache_beam.runners.portability import portable_runner  # pylint: disable=import-outside-toplevel
+    from apache_beam.runners.portability.fn_api_runner import fn_runner  # pylint: disable=import-outside-toplevel
+
+    encoded = portable_runner.JobServiceHandle.encode_pipeline_options(options.get_all_options())
+    provision_info = fn_runner.ExtendedProvisionInfo(
+        beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)
+    )
+    return fn_runner.FnApiRunner(provision_info=provision_info)
+
+
+def _dask_target(options):
+    """The flag that names the Dask scheduler, as the user wrote it (for messages)."""
+    values = options.get_all_options(drop_default=True)
+    for flag, key in (("--dask_client_address", "address"), ("--dask_scheduler_file", "scheduler_file")):
+        if values.get(key):
+            return f"`{flag}={values[key]}`"
+    return "a local Dask cluster"
+
+
+def run(pipeline, options):
+    """Runs `pipeline` (built with `runner(options)`) and waits for the end.
+
+    On the DaskRunner it logs the cluster it runs on, closes the scheduler
+    connection at the end (cancelling what is left of a failed run), and turns
+    its failures into one-line errors.
+
+    Args:
+        pipeline: `beam.Pipeline`, built with `runner=runner(options)`.
+        options: `PipelineOptions`, see `pipeline_options`.
+
+    Raises:
+        ConnectionError: no Dask scheduler answered at the given address.
+        WorkersLostError: a task's workers died more often than the scheduler retries.
+
+    Example:
+        ```python
+        import apache_beam as beam
+
+        from electra_tf.pipelines import runners
+
+        options = runners.pipeline_options(["--direct_running_mode=in_memory"])
+        pipeline = beam.Pipeline(runner=runners.runner(options), options=options)
+        _ = pipeline | beam.Create(["a", "b"]) | beam.Map(str.upper)
+        runners.run(pipeline, options)
+        ```
+    """
+    dask = is_dask(options)
+    try:
+        result = pipeline.run()
+    except OSError as e:
+        if dask:
+            raise ConnectionError(f"No Dask scheduler answered at {_dask_target(options)}: {e}") from e
+        raise
+    client = getattr(result, "client", None)  # the DaskRunner's connection to its scheduler
+    try:
+        if client is not None:
+            info = client.scheduler_info()
+            workers = len(info.get("workers", {}))
+            logging.info("On the Dask cluster at %s: %d workers now%s", client.scheduler.address, workers,
+                         f" (progress: {client.dashboard_link})" if "dashboard" in info.get("services", {}) else "")
+            if not workers:
+                logging.warning("No Dask worker has joined the scheduler yet: the build waits for one.")
+        result.wait_until_finish()
+    except Exception as e:  # pylint: disable=broad-except
+        if type(e).__name__ == "KilledWorker":  # distributed.scheduler.KilledWorker
+            raise WorkersLostError(str(e)) from e
+        raise
+    finally:
+        if client is not None:
+            client.close()

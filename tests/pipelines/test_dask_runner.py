@@ -1,0 +1,249 @@
+"""The corpus build on a real `dask.distributed` cluster (Beam's DaskRunner), against the DirectRunner's bytes.
+
+The cluster is what a user starts: `dask scheduler` and `dask worker` processes on 127.0.0.1, each
+its own process, joined through a scheduler file, with Dask's default settings. A worker is killed
+in the middle of a build twice: with those settings (the scheduler reruns its tasks elsewhere) and
+with a scheduler that retries no task (`allowed_failures` 0, as a cluster that lost more workers
+than it retries), where the build fails and is rerun.
+"""
+
+import gzip
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from electra_tf.data.records import SHARD_PREFIX
+from electra_tf.pipelines import build_pretraining_data as build_lib
+
+from helpers import REPO, run_python
+from pipeline_testdata import IN_MEMORY, SAMPLE_TEXT
+
+SEQ_LENGTH = 64
+NUM_SHARDS = 4
+LINES_PER_FILE = 1500  # of each shared corpus file: about 0.8 MB of text, a few seconds to build
+
+
+class Cluster:
+    """A scheduler and workers on 127.0.0.1, each a `dask` process of its own; `client` watches them."""
+
+    def __init__(self, root):
+        from distributed import Client
+
+        self.root, self.workers = root, []
+        self.env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2")
+        self.scheduler_file = root / "scheduler.json"
+        self.scheduler = self._start("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                                     "--scheduler-file", self.scheduler_file)
+        self.client = Client(scheduler_file=str(self.scheduler_file), timeout=300)  # waits for the file
+        self.address = self.client.scheduler.address.removeprefix("tcp://")  # HOST:PORT
+
+    def _start(self, *args):
+        log = open(self.root / f"{args[0]}-{len(self.workers)}.log", "wb")
+        return subprocess.Popen([sys.executable, "-m", "dask", *map(str, args)], cwd=REPO, env=self.env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def add_workers(self, count):
+        """Starts `count` one-thread worker processes (no nanny: a killed worker stays dead); waits until they joined."""
+        for _ in range(count):
+            self.workers.append(self._start("worker", "--scheduler-file", self.scheduler_file, "--nworkers", "1",
+                                            "--nthreads", "1", "--no-nanny", "--no-dashboard",
+                                            "--local-directory", self.root / f"worker-{len(self.workers)}"))
+        self.client.wait_for_workers(len(self.alive()), timeout=300)
+
+    def alive(self):
+        return [p for p in self.workers if p.poll() is None]
+
+    def close(self):
+        """Stops the workers, then the scheduler (a worker stopping while its scheduler does may hang)."""
+        self.client.close()
+        for group in (self.workers, [self.scheduler]):
+            for process in group:
+                if process.poll() is None:
+                    process.terminate()
+            for process in group:
+                try:
+                    process.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    pytest.importorskip("distributed")
+    cluster = Cluster(tmp_path_factory.mktemp("dask"))
+    try:
+        cluster.add_workers(2)
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture(scope="module")
+def corpus(corpus_dir, tmp_path_factory):
+    """The head of every shared corpus file (gzip, as the shared corpus): five files, five read tasks."""
+    root = tmp_path_factory.mktemp("corpus")
+    for name in sorted(os.listdir(corpus_dir)):
+        with gzip.open(os.path.join(corpus_dir, name), "rt", encoding="utf-8") as f, \
+                gzip.open(root / name, "wt", encoding="utf-8") as out:
+            out.writelines(itertools.islice(f, LINES_PER_FILE))
+    return f"text:{root}/*.txt.gz"
+
+
+def _files(output_dir):
+    """Every file of a build folder, by name (the hidden temp files included)."""
+    return {name: (output_dir / name).read_bytes() for name in sorted(os.listdir(output_dir))}
+
+
+@pytest.fixture(scope="module")
+def reference(corpus, vocab_file, tmp_path_factory):
+    """The files of the DirectRunner's build of `corpus` (in one process)."""
+    output_dir = tmp_path_factory.mktemp("direct")
+    build_lib.build_pretraining_data(corpus, vocab_file, str(output_dir), max_seq_length=SEQ_LENGTH,
+                                     num_shards=NUM_SHARDS, pipeline_args=IN_MEMORY)
+    files = _files(output_dir)
+    assert len(files) == NUM_SHARDS + 2  # the shards, stats.json, _SUCCESS
+    return files
+
+
+def _dask_build(cluster, inputs, vocab_file, output_dir, wait=True):
+    """The builder's CLI with `--runner DaskRunner --dask_client_address HOST:PORT`."""
+    args = ["-m", "electra_tf.pipelines.build_pretraining_data", "--input", inputs, "--vocab_file", vocab_file,
+            "--output_dir", str(output_dir), "--seq_length", str(SEQ_LENGTH), "--num_shards", str(NUM_SHARDS),
+            "--runner", "DaskRunner", "--dask_client_address", cluster.address]
+    if wait:
+        return run_python(args, check=False)
+    return subprocess.Popen([sys.executable, *args], cwd=REPO, env=dict(cluster.env), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _executed(cluster):
+    """Tasks run so far, per worker address."""
+    return cluster.client.run(lambda dask_worker: dask_worker.state.executed_count)
+
+
+@pytest.mark.large
+def test_dask_build_is_byte_identical_to_the_direct_runner(cluster, corpus, reference, vocab_file, tmp_path):
+    before = _executed(cluster)
+    result = _dask_build(cluster, corpus, vocab_file, tmp_path / "dask")
+    assert result.returncode == 0, result.stderr[-5000:]
+    assert "On the Dask cluster at " in result.stderr and " 2 workers now" in result.stderr
+    assert _files(tmp_path / "dask") == reference  # every shard and stats.json, byte for byte
+    assert json.loads(result.stdout)["examples"] == json.loads(reference["stats.json"])["examples"] > 1000
+    after = _executed(cluster)
+    assert len(after) == 2 and all(after[worker] > before.get(worker, 0) for worker in after)  # both worked
+
+
+def _kill_a_busy_worker_once_a_shard_is_written(cluster, build, output_dir):
+    """Waits for a shard under its final name, freezes the workers, SIGKILLs one the scheduler says is running
+    a task (so it dies mid-task), resumes the others; returns the killed pid (None: the build ended first)."""
+    pids = cluster.client.run(os.getpid)  # worker address -> process id
+    while build.poll() is None:
+        if os.path.isdir(output_dir) and any(n.startswith(SHARD_PREFIX) for n in os.listdir(output_dir)):
+            for pid in pids.values():
+                os.kill(pid, signal.SIGSTOP)
+            busy = [pids[address] for address, keys in cluster.client.processing().items() if keys]
+            if busy:
+                os.kill(busy[0], signal.SIGKILL)
+            for pid in pids.values():
+                if pid not in busy[:1]:
+                    os.kill(pid, signal.SIGCONT)
+            if busy:
+                return busy[0]
+        time.sleep(0.02)
+    return None
+
+
+@pytest.mark.large
+def test_a_worker_killed_mid_build_has_its_tasks_rerun_and_the_build_completes(cluster, corpus, reference,
+                                                                             vocab_file, tmp_path):
+    out = tmp_path / "dask"
+    build = _dask_build(cluster, corpus, vocab_file, out, wait=False)
+    killed = _kill_a_busy_worker_once_a_shard_is_written(cluster, build, out)
+    stdout, stderr = build.communicate(timeout=600)
+    assert killed is not None, f"the build ended before a worker was caught running a task:\n{stderr[-3000:]}"
+    cluster.add_workers(1)  # the lost worker's replacement, for the next test
+
+    assert build.returncode == 0, stderr[-5000:]
+    assert json.loads(stdout)["examples"] > 1000
+    assert _files(out) == reference  # byte for byte, and no temp or count file of the killed task left
+
+
+@pytest.fixture
+def no_retries(cluster):
+    """The scheduler fails a task at its worker's first death (Dask's default: after the third)."""
+    def set_allowed_failures(value):
+        return cluster.client.run_on_scheduler(lambda dask_scheduler: setattr(dask_scheduler, "allowed_failures",
+                                                                            value))
+
+    default = cluster.client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.allowed_failures)
+    set_allowed_failures(0)
+    yield
+    set_allowed_failures(default)
+
+
+@pytest.mark.large
+def test_a_worker_killed_mid_build_fails_it_incomplete_and_the_rerun_completes(cluster, no_retries, corpus,
+                                                                             reference, vocab_file, tmp_path):
+    out = tmp_path / "dask"
+    build = _dask_build(cluster, corpus, vocab_file, out, wait=False)
+    killed = _kill_a_busy_worker_once_a_shard_is_written(cluster, build, out)
+    stdout, stderr = build.communicate(timeout=600)
+    assert killed is not None, f"the build ended before a worker was caught running a task:\n{stderr[-3000:]}"
+
+    assert build.returncode == 1, stderr[-5000:]
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: The build in {out} stopped incomplete (no _SUCCESS): ") and "died" in last, last
+    assert "Rerun the same command" in last and not stdout
+    left = _files(out)
+    assert "_SUCCESS" not in left and "stats.json" not in left
+    assert any(name.startswith(SHARD_PREFIX) for name in left)
+    for name, data in left.items():  # beside hidden temp and count files, only whole shards
+        assert name.startswith(".") or data == reference[name], name
+
+    cluster.add_workers(1)  # the lost worker's replacement
+    rerun = _dask_build(cluster, corpus, vocab_file, out)
+    assert rerun.returncode == 0, rerun.stderr[-5000:]
+    assert _files(out) == reference  # complete, byte for byte, and no temp file left
+
+
+# --- Bad input ----------------------------------------------------------------------------------
+
+
+def test_a_scheduler_that_does_not_answer_is_one_line_naming_the_flag(vocab_file, tmp_path):
+    pytest.importorskip("distributed")
+    (tmp_path / "corpus.txt").write_text(SAMPLE_TEXT, encoding="utf-8")
+    result = run_python(["-m", "electra_tf.pipelines.build_pretraining_data", "--input", str(tmp_path / "corpus.txt"),
+                         "--vocab_file",
+                         vocab_file, "--output_dir", str(tmp_path / "out"), "--runner", "DaskRunner",
+                         "--dask_client_address", "127.0.0.1:1", "--dask_connection_timeout", "2"], check=False)
+    assert result.returncode == 1, result.stderr[-3000:]
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith("error: No Dask scheduler answered at `--dask_client_address=127.0.0.1:1`: "), lines
+    assert "Traceback" not in result.stderr and not os.path.exists(tmp_path / "out" / "_SUCCESS")
+
+
+def test_the_dask_runner_without_distributed_names_what_to_install(monkeypatch):
+    from electra_tf import cli
+    from electra_tf.pipelines import runners
+
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)  # `import dask.distributed` fails
+    with pytest.raises(ModuleNotFoundError) as info:
+        runners.runner(runners.pipeline_options(["--runner", "DaskRunner"]))
+    assert cli.missing_module(info.value).startswith("`--runner DaskRunner` needs Dask's scheduler client (")
+    assert cli.missing_module(info.value).endswith("install it with `pip install distributed` (or `pip install -e .`).")
+
+
+def test_a_given_dask_partitioning_is_kept():
+    from electra_tf.pipelines import runners
+
+    assert runners.merge_pipeline_args(["--runner=DaskRunner", "--dask_npartitions=8"]) == \
+        ["--runner=DaskRunner", "--dask_npartitions=8"]
+    assert runners.merge_pipeline_args(["--runner", "DaskRunner"]) == \
+        ["--dask_partition_size=1", "--runner", "DaskRunner"]
