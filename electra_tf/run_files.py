@@ -17,8 +17,7 @@ A fine-tuning run (`electra_tf.finetune --output_dir`):
 
     output_dir/results.json           per-trial dev metrics and their summary
     output_dir/<model file>           the best trial's model: its task kind names the file
-                                      (`TaskKind.model_file`: classifier.keras, token_classifier.keras,
-                                      question_answerer.keras, multiple_choice.keras)
+                                      (`TaskKind.model_file`: classifier.keras, token_classifier.keras, ...)
     output_dir/vocab.txt              its vocabulary (+ electra_tokenizer.json)
     output_dir/finetune_config.json   task, kind, label names, pair or single / tag scheme, seq_length
     output_dir/predictions.json, null_odds.json   (span_qa)

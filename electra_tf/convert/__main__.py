@@ -16,9 +16,8 @@ official` take the discriminator (the encoder fine-tuning starts from) or both.
 A generator-only Hugging Face folder (`ElectraForMaskedLM`) is refused unless
 `--part generator` asks for it. The input is read as `--init FROM:INPUT` is
 (`electra_tf.sources`: the same checks, weights finite). A fine-tuned model goes
-`--to hf` as its task kind's transformers class (`ElectraForSequenceClassification`,
-`ElectraForTokenClassification`, `ElectraForQuestionAnswering` (simple head),
-`ElectraForMultipleChoice`). `--to keras` writes a `.keras` file
+`--to hf` as the transformers class its task kind gives (`TaskKind.hf_head`:
+`ElectraForSequenceClassification` for a classifier, and so on). `--to keras` writes a `.keras` file
 (`keras.saving.load_model` reads it back), `--to official` a checkpoint prefix:
 `--output_dir` names that file or prefix.
 
