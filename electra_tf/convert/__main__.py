@@ -34,6 +34,7 @@ is already there. Exits 0 on success. `--output` is the deprecated spelling of
 
 import contextlib
 import os
+import sys
 
 from absl import app, flags
 
@@ -293,12 +294,7 @@ def main(argv):
             FLAGS.generator_num_heads, FLAGS.part)  # returns nothing: absl exits with main's value
 
 
-def run():
-    """The `electra-convert` console script."""
-    cli.prepare_tensorflow()
-    define_flags()
-    cli.run(main, aliases=ALIASES)
-
+run = cli.console_script(sys.modules[__name__])  # the `electra-convert` console script
 
 if __name__ == "__main__":
     run()

@@ -19,6 +19,8 @@ holds or lies in `--init`. `--output` is the deprecated spelling of `--output_di
 `electra-export`.
 """
 
+import sys
+
 from absl import app, flags
 
 from electra_tf import cli
@@ -92,12 +94,7 @@ def main(argv):
     print(path)
 
 
-def run():
-    """The `electra-export` console script."""
-    cli.prepare_tensorflow()
-    define_flags()
-    cli.run(main, aliases=ALIASES)
-
+run = cli.console_script(sys.modules[__name__])  # the `electra-export` console script
 
 if __name__ == "__main__":
     run()
