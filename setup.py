@@ -37,6 +37,9 @@ setuptools.setup(
     extras_require={
         # Kept as an alias: safetensors is a core requirement now.
         "interop": ["safetensors>=0.4"],
+        # `export --kind tflite` and running its models (`electra_tf.export.tflite_runtime`): the LiteRT
+        # interpreter; a raw-text model also needs tensorflow-text's TFLite kernels (a core requirement).
+        "tflite": ["ai-edge-litert~=2.3"],
         # The suite checks conversions against transformers itself (PyTorch, CPU).
         "test": [
             "pytest>=8",
@@ -47,6 +50,7 @@ setuptools.setup(
             "tensorflow-serving-api~=2.21.0",
             "matplotlib>=3.8",
             "seqeval>=1.2",  # independent reference for the tagging metrics
+            "ai-edge-litert~=2.3",  # the LiteRT export's models run in its interpreter
         ],
     },
     entry_points={

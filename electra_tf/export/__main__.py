@@ -1,4 +1,4 @@
-r"""Exports a trained model: `python -m electra_tf.export --kind encoder|preset|serving`.
+r"""Exports a trained model: `python -m electra_tf.export --kind encoder|preset|serving|tflite`.
 
     # pre-trained discriminator -> SavedModel (tf.saved_model.load alone)
     python -m electra_tf.export --kind encoder --init runs/demo --output_dir /tmp/electra_encoder
@@ -7,6 +7,9 @@ r"""Exports a trained model: `python -m electra_tf.export --kind encoder|preset|
     # fine-tuned classifier -> TF Serving <output_dir>/<model_name>/<version>/
     python -m electra_tf.export --kind serving --init runs/movie_polarity --output_dir /tmp/serving \
         --model_name movie_polarity --version 1
+    # fine-tuned classifier -> LiteRT (TFLite) model for phones: raw text in (or --ids), int8 weights
+    python -m electra_tf.export --kind tflite --init runs/movie_polarity --output_dir /tmp/movie_tflite \
+        --quantize dynamic_int8
 
 `--init` for encoder/preset: any `--init` form of `electra_tf.finetune`
 (`run_files.load_init`: a pre-training `model_dir`, a `.keras` file, an
@@ -14,7 +17,8 @@ exported encoder, `hf:DIR`, `official:DIR`, `bert:DIR`, `keras_hub:DIR`; the
 discriminator of a pair); for
 serving: a `finetune --output_dir` (classifier.keras, token_classifier.keras or
 question_answerer.keras + vocab.txt + finetune_config.json; a span_qa run
-serves question + context -> answer, `electra_tf.export.qa_serving`).
+serves question + context -> answer, `electra_tf.export.qa_serving`); for tflite: a
+classifier's `finetune --output_dir` (`--ids`: a tagger's too; `electra_tf.export.tflite`).
 The output must be new or empty (a serving version folder: new); it never
 holds or lies in `--init`. `--output` is the deprecated spelling of `--output_dir`. Installed as
 `electra-export`.
@@ -31,7 +35,7 @@ ALIASES = cli.aliases("output")
 def define_flags(flag_values=None):
     """The flags (only when run as a program)."""
     fv = flags.FLAGS if flag_values is None else flag_values
-    cli.define("enum", "kind", None, "What to export.", fv, enum_values=["encoder", "preset", "serving"])
+    cli.define("enum", "kind", None, "What to export.", fv, enum_values=["encoder", "preset", "serving", "tflite"])
     cli.define_init("Model to export (see the module docstring).", flag_values=fv)
     cli.define_output_dir("Output folder (serving: the base folder).", flag_values=fv)
     cli.define_vocab_file("Vocabulary; default: the one beside --init.", flag_values=fv)
@@ -39,6 +43,9 @@ def define_flags(flag_values=None):
                           "(default: 128, or the fine-tuning max_seq_length for serving).", flag_values=fv)
     cli.define("string", "model_name", "electra", "Serving: TF Serving model name.", fv)
     cli.define("integer", "version", 1, "Serving: version folder.", fv)
+    cli.define("bool", "ids", False, "tflite: token ids in, no custom op (default: raw text in).", fv)
+    cli.define("enum", "quantize", "none", "tflite: dynamic_int8 stores the weights as int8.", fv,
+               enum_values=["none", "dynamic_int8"])
 
 
 def guard(kind, init, output_dir, model_name="electra", version=1):
@@ -51,7 +58,7 @@ def guard(kind, init, output_dir, model_name="electra", version=1):
         path, own = os.path.join(output_dir, model_name, str(version)), run_files.SAVED_MODEL
     else:
         path = output_dir
-        own = run_files.SAVED_MODEL if kind == "encoder" else run_files.KERAS_HUB_PRESET
+        own = {"encoder": run_files.SAVED_MODEL, "tflite": run_files.TFLITE_MODEL}.get(kind, run_files.KERAS_HUB_PRESET)
     spec_path = init.partition(":")[2] if init.partition(":")[0] in run_files.INIT_KINDS else init
     run_files.guard_output(path, "output_dir", own, inputs=[p for p in spec_path.split(",") if p])
 
@@ -63,8 +70,17 @@ def main(argv):
     for name in ("kind", "init", "output_dir"):
         if not FLAGS[name].value:
             raise app.UsageError(f"--{name} is required.")
+    if FLAGS.kind != "tflite" and (FLAGS["ids"].present or FLAGS["quantize"].present):
+        raise app.UsageError("--ids and --quantize are for --kind tflite.")
     guard(FLAGS.kind, FLAGS.init, FLAGS.output_dir, FLAGS.model_name, FLAGS.version)
-    if FLAGS.kind == "serving":
+    if FLAGS.kind == "tflite":
+        from electra_tf.export.serving import load_finetuned
+        from electra_tf.export.tflite import export_tflite
+
+        model, vocab_file, config = load_finetuned(FLAGS.init)
+        path = export_tflite(model, FLAGS.vocab_file or vocab_file, FLAGS.output_dir, config, FLAGS.seq_length,
+                             ids_only=FLAGS.ids, quantize=FLAGS.quantize)
+    elif FLAGS.kind == "serving":
         from electra_tf.export.serving import export_serving, load_finetuned, serving_settings
 
         classifier, vocab_file, config = load_finetuned(FLAGS.init)
