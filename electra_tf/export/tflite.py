@@ -205,25 +205,23 @@ def export_tflite(model, vocab_file, output_dir, config, seq_length=None, ids_on
 
     Example:
         ```python
+        # A tagger, ids in, int8 weights (`tflite_runtime.load_interpreter` runs the file).
+        import json
         import pathlib
 
-        import numpy as np
-
         from electra_tf.export.tflite import export_tflite
-        from electra_tf.export.tflite_runtime import load_interpreter
-        from electra_tf.models.classifier import ElectraClassifier
         from electra_tf.models.encoder import ElectraEncoder
+        from electra_tf.models.token_classifier import ElectraTokenClassifier
 
-        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "fine", "film"]
+        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "peter", "lives", "in", "paris"]
         pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
-        encoder = ElectraEncoder(vocab_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=32,
-                                 embedding_dim=16, intermediate_dim=64)
-        classifier = ElectraClassifier(encoder, num_labels=2)  # fine-tuned, in practice
-        classifier.build()
-        path = export_tflite(classifier, "vocab.txt", "film_tflite",
-                             {"label_names": ["neg", "pos"], "max_seq_length": 16})
-        classify = load_interpreter(path).get_signature_runner()
-        classify(text=np.array(["a fine film"]))["label"]  # array([b'neg'] or [b'pos'])
+        tagger = ElectraTokenClassifier(ElectraEncoder(vocab_size=len(tokens), num_layers=1, num_heads=1, hidden_dim=16,
+                                                       embedding_dim=8, intermediate_dim=32), num_labels=3)
+        tagger.build()  # fine-tuned, in practice
+        path = export_tflite(tagger, "vocab.txt", "ner_tflite", {"label_names": ["O", "B-PER", "I-PER"],
+                             "max_seq_length": 16}, ids_only=True, quantize="dynamic_int8")  # 'ner_tflite/model.tflite'
+        config = json.loads(pathlib.Path("ner_tflite/tflite_config.json").read_text())
+        assert config["inputs"] == ["token_ids", "segment_ids", "padding_mask"] and config["custom_ops"] == []
         ```
     """
     from electra_tf.export.serving import serving_module

@@ -90,19 +90,16 @@ def load_interpreter(model_path, num_threads=None):
         from electra_tf.models.classifier import ElectraClassifier
         from electra_tf.models.encoder import ElectraEncoder
 
-        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "gripping", "film"]
-        pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
-        encoder = ElectraEncoder(vocab_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=32,
-                                 embedding_dim=16, intermediate_dim=64)
-        classifier = ElectraClassifier(encoder, num_labels=2)  # fine-tuned, in practice
-        classifier.build()
-        path = export_tflite(classifier, "vocab.txt", "film_tflite", {"label_names": ["neg", "pos"]})
+        pathlib.Path("vocab.txt").write_text("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n[MASK]\\nis\\nit\\nspam\\n?\\n")
+        classifier = ElectraClassifier(ElectraEncoder(vocab_size=9, num_layers=1, num_heads=1, hidden_dim=8,
+                                                      embedding_dim=8, intermediate_dim=16), num_labels=2)
+        classifier.build()  # fine-tuned, in practice
+        path = export_tflite(classifier, "vocab.txt", "spam_tflite", {"label_names": ["ham", "spam"], "max_seq_length": 8})
         custom_ops(path)  # ['FastBertNormalize', 'FastWordpieceTokenizeWithOffsets']
 
         # On the device side (no TensorFlow import needed):
-        classify = load_interpreter(path).get_signature_runner()
-        out = classify(text=np.array(["A gripping film."]))
-        out["label"], out["probabilities"].shape  # array([b'neg'] or [b'pos']), (1, 2)
+        out = load_interpreter(path).get_signature_runner()(text=np.array(["Is it spam?"]))
+        out["label"], out["probabilities"].shape  # array([b'ham'] or [b'spam']), (1, 2)
         ```
     """
     from ai_edge_litert import interpreter

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import run_python, shared_data
+from helpers import finetuned_runs, run_python, shared_data
 
 TASKS = ("movie_polarity", "trec6", "sms_spam")
 TEXT_OPS = ["FastBertNormalize", "FastWordpieceTokenizeWithOffsets"]
@@ -90,15 +90,10 @@ def test_pack_ids_equals_the_served_packing_on_every_task_dev_set():
 @pytest.fixture(scope="module")
 def finetuned(tmp_path_factory):
     """Tiny fine-tuning output dirs (as `finetune` leaves them) and their TF Serving exports."""
-    import keras
-
-    from electra_tf.export.serving import export_serving, load_finetuned, serving_settings
     from electra_tf.models.classifier import ElectraClassifier
-    from electra_tf.models.encoder import ElectraEncoder
     from electra_tf.models.token_classifier import ElectraTokenClassifier
     from electra_tf import run_files
 
-    vocab = shared_data("vocab", "bert_uncased_vocab.txt").read_text(encoding="utf-8")
     root = tmp_path_factory.mktemp("tflite")
     kinds = {
         "classifier": (lambda e: ElectraClassifier(e, num_labels=2), run_files.CLASSIFIER_FILE,
@@ -113,22 +108,8 @@ def finetuned(tmp_path_factory):
         "tagger": (lambda e: ElectraTokenClassifier(e, num_labels=len(TAGS)), run_files.TOKEN_CLASSIFIER_FILE,
                    {"task": "ner", "kind": "tagging", "label_names": TAGS, "scheme": "IOB2", "max_seq_length": 16}),
     }
-    dirs, served = {}, {}
-    for i, (name, (build, file_name, config)) in enumerate(kinds.items()):
-        keras.utils.set_random_seed(20 + i)
-        encoder = ElectraEncoder(vocab_size=30522, num_layers=2, num_heads=2, hidden_dim=32, embedding_dim=16,
-                                 intermediate_dim=64, max_sequence_length=64)
-        model = build(encoder)
-        model.build()
-        run = root / name
-        run.mkdir()
-        model.save(str(run / file_name))
-        (run / run_files.VOCAB_FILE).write_text(vocab, encoding="utf-8")
-        (run / run_files.FINETUNE_CONFIG_FILE).write_text(json.dumps(config))
-        dirs[name] = run
-        loaded, vocab_file, loaded_config = load_finetuned(str(run))
-        served[name] = export_serving(loaded, vocab_file, str(root / "serving"), name, 1,
-                                      **serving_settings(loaded_config))
+    dirs, served = finetuned_runs(root, kinds, str(shared_data("vocab", "bert_uncased_vocab.txt")), seed=20,
+                                  num_layers=2, num_heads=2, hidden_dim=32, embedding_dim=16, intermediate_dim=64)
     return dirs, served, root
 
 
@@ -236,7 +217,7 @@ def test_tagger_exports_ids_only_with_the_saved_models_tags(finetuned, tmp_path)
     from electra_tf.data.tokenizer import WordPieceTokenizer
 
     texts, _ = dev_set("trec6")
-    ids = {k: v.numpy() for k, v in WordPieceTokenizer(str(dirs["tagger"] / "vocab.txt")).pack(
+    ids = {k: v.numpy() for k, v in WordPieceTokenizer(os.path.join(dirs["tagger"], "vocab.txt")).pack(
         tf.constant(texts), seq_length=16).items()}
     reference = signature(served["tagger"], "predict_ids")(**{k: tf.constant(v) for k, v in ids.items()})
     got = run_litert({"tagger": (tmp_path / "ids" / "model.tflite", ids)}, tmp_path)
@@ -320,3 +301,25 @@ def test_a_question_answering_model_is_refused_naming_the_serving_export(tmp_pat
         export_tflite(ElectraQuestionAnswerer(encoder), write_vocab(tmp_path / "vocab.txt", 120),
                       str(tmp_path / "qa"), {}, ids_only=True)
     assert not (tmp_path / "qa").exists()
+
+
+@pytest.mark.large  # fine-tunes a tiny model, then five exports: ~3 min on 2 shared cores
+def test_benchmark_script_writes_its_report_at_tiny_size(tmp_path):
+    """`benchmarks/tflite_export.py` end to end (fine-tuning included), at a tiny size."""
+    from helpers import make_run_dir
+
+    vocab = shared_data("vocab", "bert_uncased_vocab.txt")
+    init = make_run_dir(tmp_path / "run", str(vocab), num_layers=1, hidden_dim=16, embedding_dim=16,
+                        intermediate_dim=32)
+    report = tmp_path / "tflite_export.md"
+    command = ["-m", "benchmarks.tflite_export", "--task_dir", str(shared_data("tasks", "sms_spam")), "--init", init,
+               "--train_limit", "16", "--epochs", "1", "--seq_length", "16", "--dev_limit", "24", "--repeats", "3",
+               "--warmup", "1", "--output", str(report)]
+    run_python(command)
+    lines = report.read_text().splitlines()
+    assert lines[0] == f"`python {' '.join(command)}`"
+    assert "python -m electra_tf.finetune --task sms_spam --data_dir $TASK_DIR" in report.read_text()
+    rows = {line.split(" | ")[0].strip("| ") for line in lines if line.startswith("| ")}
+    for name in ("text", "text_int8", "ids", "ids_int8"):
+        assert f"`{name}` model.tflite" in rows and f"`{name}`" in rows and f"LiteRT `{name}`" in rows
+    assert "Dev set: 24 rows" in report.read_text()
