@@ -178,11 +178,26 @@ def convert(function, module, quantize=None, custom_ops_allowed=()):
     converter.allow_custom_ops = bool(custom_ops_allowed)
     if quantize == "dynamic_int8":
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
-    content = converter.convert()
+    content = _quietly(converter.convert)
     unsupported = sorted(set(custom_ops(content)) - set(custom_ops_allowed))
     if unsupported:
         raise ValueError(f"The LiteRT model would hold ops no LiteRT runtime here has a kernel for: {unsupported}.")
     return content
+
+
+def _quietly(fn):
+    """`fn()` with TensorFlow's Python INFO lines off: the converter logs each step of the SavedModel it saves
+    in a temporary folder (its assets, its fingerprint, renamed resource inputs), which is none of the user's business."""
+    from absl import logging
+
+    verbosity, tf_level = logging.get_verbosity(), tf.get_logger().level
+    logging.set_verbosity(logging.WARNING)
+    tf.get_logger().setLevel("WARNING")
+    try:
+        return fn()
+    finally:
+        logging.set_verbosity(verbosity)
+        tf.get_logger().setLevel(tf_level)
 
 
 def export_tflite(model, vocab_file, output_dir, config, seq_length=None, ids_only=False, quantize=None):
