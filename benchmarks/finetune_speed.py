@@ -7,84 +7,65 @@ r"""Fine-tuning speed: electra_tf next to Hugging Face transformers + torch, sam
     python -m benchmarks.finetune_speed --num_layers 1 --hidden_dim 32 --num_heads 2 \
         --intermediate_dim 64 --steps 3 --rounds 1 --batch_size 4
 
-Both sides train the same architecture from a random initialisation (speed
-does not depend on the weights): a BERT/ELECTRA encoder of `--num_layers`,
-`--hidden_dim`, `--num_heads`, `--intermediate_dim`, vocabulary of
-`--vocab_file`, and the task head (sentence classification: [CLS] -> dropout
--> dense, 2 labels; tagging: dropout -> dense over every piece, the CoNLL-2003
-label set, loss on first pieces only). The recipe is the fine-tuning one on
-both sides: AdamW, weight decay 0, epsilon 1e-6, global-norm clipping 1.0,
-warmup then linear decay, layer-wise LR decay `--layerwise_lr_decay` (Hugging
-Face: one torch parameter group per layer with the same multipliers), dropout
-0.1, fp32.
+Both sides train the same architecture from a random initialisation (speed does not depend on the
+weights): an encoder of `--num_layers`, `--hidden_dim`, `--num_heads`, `--intermediate_dim` over
+`--vocab_file`, with the task head (classification: [CLS] -> dropout -> dense, 2 labels; tagging:
+dropout -> dense over every piece, the CoNLL-2003 labels, loss on first pieces), the fine-tuning
+recipe (AdamW, epsilon 1e-6, clipping, warmup then linear decay, layer-wise LR decay), fp32. Every
+recipe flag is the fine-tuning command's (`python -m electra_tf.finetune --help`).
 
-- electra_tf: exactly what `python -m electra_tf.finetune` runs: the task's
-  `tf.data` pipeline (classification: `make_dataset`, texts tokenised in the
-  graph; tagging: `build_features` windows and `tagging_dataset`, batches cut
-  to their longest row rounded up to 16), `create_optimizer` from
-  `FinetuneConfig`, `Model.fit` (`--jit_compile` as the flag).
-- Hugging Face: `BertForSequenceClassification` / `BertForTokenClassification`,
-  `BertTokenizerFast` on the same texts / words (tagging: first-piece labels,
-  batches padded to the longest row rounded up to 16), `torch.optim.AdamW`,
-  `get_linear_schedule_with_warmup`, `clip_grad_norm_`; `torch.set_num_threads`
-  = the cores TensorFlow uses.
+- electra_tf: what `python -m electra_tf.finetune` runs: the task's `tf.data` pipeline
+  (`make_dataset`; tagging: `build_features` windows and `tagging_dataset`), `create_optimizer`
+  from `FinetuneConfig`, `Model.fit`.
+- Hugging Face: `benchmarks.hf_side`'s step on the same texts / words (batches prepared
+  beforehand); `torch.set_num_threads` = the cores TensorFlow uses.
 
-Data: classification texts are random sentences of vocabulary words about
-`--seq_length` pieces long; tagging uses CoNLL-2003 train sentences when
-`--conll_dir` holds them (`shared/data/build/fetch_finetune_benchmarks.sh`),
-else random sentences with random tags. The two sides alternate in blocks of
-`--steps` training steps, `--rounds` times (after one warm-up block each,
-compilation excluded). A block's rate is the batch size over its median step
-time (batch fetch included: electra_tf's `fit` step takes its batch from the
-`tf.data` pipeline, the Hugging Face step from a Python generator of tensors
-tokenised beforehand); the report gives the median over the blocks and the ratio. Run it on an otherwise idle machine: on a loaded
-one only the ratio means anything.
+Data: random sentences of vocabulary words about `--seq_length` pieces long (classification), and
+CoNLL-2003 train sentences from `--conll_dir` (random ones when absent) for tagging. The sides
+alternate in blocks of `--steps` steps, `--rounds` times after one warm-up block; a block's rate is
+the batch size over its median step time, the report gives the median over blocks and the ratio.
+On a loaded machine only the ratio means anything.
 """
 
 import json
 import os
-import platform
 import statistics
-import sys
 import time
 
 import numpy as np
 from absl import flags
+
+from benchmarks import common
+from benchmarks import hf_side
 from electra_tf import cli
 
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_VOCAB = os.path.join(HERE, "..", "..", "shared", "data", "vocab", "bert_uncased_vocab.txt")
-DEFAULT_CONLL = os.path.join(os.path.expanduser("~"), ".cache", "electra_tf", "benchmarks", "conll2003")
+cli.cpu_kernels()  # the commands' oneDNN default (TF_ENABLE_ONEDNN_OPTS=0 in the environment turns it off)
+common.define_finetune_flags(vocab_file=common.shared_data("vocab", "bert_uncased_vocab.txt"), seq_length=64,
+                             learning_rate=5e-5)
 flags.DEFINE_list("tasks", ["classification", "tagging"], "Task kinds to time.")
 flags.DEFINE_list("sides", ["electra_tf", "hf"], "Which sides to run.")
-flags.DEFINE_string("vocab_file", DEFAULT_VOCAB, "WordPiece vocabulary (both sides).")
-flags.DEFINE_string("conll_dir", DEFAULT_CONLL, "CoNLL-2003 folder for tagging (random data when absent).")
+flags.DEFINE_string("conll_dir", common.bench_data("conll2003"), "CoNLL-2003 folder for tagging (random data when absent).")
 flags.DEFINE_integer("num_layers", 6, "Encoder layers (converted MiniLM: 6).")
 flags.DEFINE_integer("hidden_dim", 384, "Hidden size.")
 flags.DEFINE_integer("num_heads", 12, "Attention heads.")
 flags.DEFINE_integer("intermediate_dim", 1536, "Feed-forward size.")
-flags.DEFINE_integer("seq_length", 64, "Pieces per example (tagging: window length).")
-flags.DEFINE_integer("batch_size", 32, "Batch size.")
 flags.DEFINE_integer("steps", 20, "Training steps per timed block.")
 flags.DEFINE_integer("rounds", 3, "Timed blocks per side (alternating).")
-flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate.")
-flags.DEFINE_float("layerwise_lr_decay", 0.8, "Layer-wise LR decay (both sides).")
-flags.DEFINE_bool("jit_compile", False, "electra_tf: --jit_compile.")
-flags.DEFINE_integer("seed", 0, "Seed.")
 flags.DEFINE_string("output", None, "Write the markdown report here (and a .jsonl beside it).")
 FLAGS = flags.FLAGS
 
 CONLL_LABELS = ["O", "B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER"]
 
 
-# ---------------------------------------------------------------------------- data
+def words():
+    """Whole words of the vocabulary."""
+    with open(FLAGS.vocab_file, encoding="utf-8") as f:
+        return [w for w in f.read().split("\n")[1000:] if w.isalpha()]
 
 
 def classification_data(num_examples, rng):
     """Random sentences of whole vocabulary words (about `seq_length` pieces), labels 0/1."""
-    words = [w for w in open(FLAGS.vocab_file).read().split("\n")[1000:] if w.isalpha()]
-    texts = [" ".join(rng.choice(words, FLAGS.seq_length - 8)) for _ in range(num_examples)]
+    texts = [" ".join(rng.choice(words(), FLAGS.seq_length - 8)) for _ in range(num_examples)]
     return texts, rng.randint(0, 2, num_examples).tolist()
 
 
@@ -99,183 +80,106 @@ def tagging_data(num_sentences, rng):
         sentences = conll.read_conll(path, scheme="IOB1")
         sentences = [sentences[i] for i in rng.permutation(len(sentences))[:num_sentences]]
         return [list(s.words) for s in sentences], [list(s.tags) for s in sentences], "CoNLL-2003 train"
-    words = [w for w in open(FLAGS.vocab_file).read().split("\n")[1000:] if w.isalpha()]
-    sentences = [list(rng.choice(words, rng.randint(5, 30))) for _ in range(num_sentences)]
+    sentences = [list(rng.choice(words(), rng.randint(5, 30))) for _ in range(num_sentences)]
     return sentences, [[CONLL_LABELS[0]] * len(s) for s in sentences], "random"
-
-
-# ---------------------------------------------------------------------------- electra_tf
-
-
-class _StepTimes:
-    def __init__(self):
-        import keras
-
-        class Callback(keras.callbacks.Callback):
-            def on_train_batch_begin(inner, batch, logs=None):
-                inner.start = time.perf_counter()
-
-            def on_train_batch_end(inner, batch, logs=None):
-                self.times.append(time.perf_counter() - inner.start)
-
-        self.times = []
-        self.callback = Callback()
 
 
 def electra_tf_side(task, data, total_steps):
     """A `run(steps) -> examples/s` for electra_tf, built as `electra_tf.finetune` builds its run."""
     import keras
-    import tensorflow as tf
 
-    from electra_tf.finetuning.tasks import Example
     from electra_tf.data.tokenizer import WordPieceTokenizer
-    from electra_tf.finetuning.config import FinetuneConfig
+    from electra_tf.finetuning.classification import make_dataset
+    from electra_tf.finetuning.recipe import create_optimizer
     from electra_tf.finetuning.tagging import MaskedSparseCrossEntropy, tagging_dataset
     from electra_tf.finetuning.tagging_features import build_features, tokenize_words
+    from electra_tf.finetuning.tasks import Example
     from electra_tf.models.classifier import ElectraClassifier
     from electra_tf.models.encoder import ElectraEncoder
     from electra_tf.models.token_classifier import ElectraTokenClassifier
-    from electra_tf.finetuning.recipe import create_optimizer
-    from electra_tf.finetuning.classification import make_dataset
 
-    keras.utils.set_random_seed(FLAGS.seed)
-    tokenizer = WordPieceTokenizer(FLAGS.vocab_file)
-    config = FinetuneConfig(learning_rate=FLAGS.learning_rate, batch_size=FLAGS.batch_size,
-                            max_seq_length=FLAGS.seq_length, layerwise_lr_decay=FLAGS.layerwise_lr_decay,
-                            jit_compile=FLAGS.jit_compile)
+    config = common.finetune_config()
+    keras.utils.set_random_seed(config.seed)
+    tokenizer = WordPieceTokenizer(config.vocab_file)
+    length = common.seq_length(config)
     encoder = ElectraEncoder(vocab_size=tokenizer.vocab_size, num_layers=FLAGS.num_layers,
                              num_heads=FLAGS.num_heads, hidden_dim=FLAGS.hidden_dim, embedding_dim=FLAGS.hidden_dim,
-                             intermediate_dim=FLAGS.intermediate_dim, max_sequence_length=max(512, FLAGS.seq_length))
+                             intermediate_dim=FLAGS.intermediate_dim, max_sequence_length=max(512, length))
     if task == "classification":
         texts, labels = data
         examples = [Example(t, None, label) for t, label in zip(texts, labels)]
-        ds = make_dataset(examples, tokenizer, FLAGS.seq_length, FLAGS.batch_size, shuffle_seed=FLAGS.seed)
-        model = ElectraClassifier(encoder, 2)
-        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        ds = make_dataset(examples, tokenizer, length, config.batch_size, shuffle_seed=config.seed)
+        model, loss = ElectraClassifier(encoder, 2), keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     else:
         sentences, tags, _ = data
         index = {label: i for i, label in enumerate(CONLL_LABELS)}
         label_ids = [np.array([index[t] for t in s], np.int32) for s in tags]
-        features = build_features(tokenizer, tokenize_words(tokenizer, sentences), label_ids, FLAGS.seq_length)
-        ds = tagging_dataset(features, FLAGS.batch_size, shuffle_seed=FLAGS.seed)
-        model = ElectraTokenClassifier(encoder, len(CONLL_LABELS))
-        loss = MaskedSparseCrossEntropy()
+        features = build_features(tokenizer, tokenize_words(tokenizer, sentences), label_ids, length)
+        ds = tagging_dataset(features, config.batch_size, shuffle_seed=config.seed)
+        model, loss = ElectraTokenClassifier(encoder, len(CONLL_LABELS)), MaskedSparseCrossEntropy()
     model.compile(optimizer=create_optimizer(config, FLAGS.num_layers, total_steps), loss=loss,
-                  jit_compile=FLAGS.jit_compile)
-    iterator_ds = ds.repeat()
-    timer = _StepTimes()
+                  jit_compile=config.jit_compile)
+    times, repeated = [], ds.repeat()
+
+    class Clock(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            self.start = time.perf_counter()
+
+        def on_train_batch_end(self, batch, logs=None):
+            times.append(time.perf_counter() - self.start)
 
     def run(steps):
-        timer.times.clear()
-        model.fit(iterator_ds, epochs=1, steps_per_epoch=steps, verbose=0, callbacks=[timer.callback])
-        return FLAGS.batch_size / statistics.median(timer.times)
+        times.clear()
+        model.fit(repeated, epochs=1, steps_per_epoch=steps, verbose=0, callbacks=[Clock()])
+        return config.batch_size / statistics.median(times)
 
     return run
 
 
-# ---------------------------------------------------------------------------- Hugging Face
-
-
-def hf_side(task, data, total_steps):
-    """A `run(steps) -> examples/s` for transformers + torch with the same recipe."""
-    import tensorflow as tf
+def hf_run(task, data, total_steps):
+    """A `run(steps) -> examples/s` for transformers + torch: `benchmarks.hf_side`'s step, the same recipe."""
     import torch
     import transformers
 
-    torch.manual_seed(FLAGS.seed)
-    torch.set_num_threads(max(1, len(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else
-                          os.cpu_count())
-    tokenizer = transformers.BertTokenizerFast(FLAGS.vocab_file, do_lower_case=True)
-    bert_config = transformers.BertConfig(
-        vocab_size=tokenizer.vocab_size, hidden_size=FLAGS.hidden_dim, num_hidden_layers=FLAGS.num_layers,
-        num_attention_heads=FLAGS.num_heads, intermediate_size=FLAGS.intermediate_dim,
-        max_position_embeddings=max(512, FLAGS.seq_length), hidden_dropout_prob=0.1,
-        attention_probs_dropout_prob=0.1, num_labels=2 if task == "classification" else len(CONLL_LABELS))
-    rng = np.random.RandomState(FLAGS.seed)
-    if task == "classification":
-        model = transformers.BertForSequenceClassification(bert_config)
-        texts, labels = data
-        encoded = tokenizer(texts, max_length=FLAGS.seq_length, truncation=True, padding="max_length",
-                            return_tensors="pt")
-        labels = torch.tensor(labels)
+    config = common.finetune_config()
+    recipe, kind = common.hf_recipe(config), "classification" if task == "classification" else "tagging"
+    torch.manual_seed(config.seed)
+    torch.set_num_threads(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+    bert = transformers.BertConfig(
+        vocab_size=sum(1 for _ in open(config.vocab_file, encoding="utf-8")), hidden_size=FLAGS.hidden_dim,
+        num_hidden_layers=FLAGS.num_layers, num_attention_heads=FLAGS.num_heads, intermediate_size=FLAGS.intermediate_dim,
+        max_position_embeddings=max(512, recipe["seq_length"]), num_labels=2 if kind == "classification" else 9)
+    tokenizer, model = hf_side.load(kind, bert, config.vocab_file)
+    rows = [[t, None, label] for t, label in zip(*data)] if kind == "classification" else list(zip(data[0], data[1]))
+    features, _ = hf_side.encode(kind, tokenizer, rows, recipe, CONLL_LABELS)
+    adam, schedule = hf_side.optimizer(model, recipe, total_steps)
+    rng, size = np.random.RandomState(config.seed), config.batch_size
 
-        def batches():
-            while True:
-                order = rng.permutation(len(labels))
-                for i in range(0, len(order) - FLAGS.batch_size + 1, FLAGS.batch_size):
-                    rows = torch.from_numpy(order[i:i + FLAGS.batch_size])
-                    yield {k: v[rows] for k, v in encoded.items()}, labels[rows]
-    else:
-        model = transformers.BertForTokenClassification(bert_config)
-        sentences, tags, _ = data
-        index = {label: i for i, label in enumerate(CONLL_LABELS)}
-        encoded = tokenizer(sentences, is_split_into_words=True, max_length=FLAGS.seq_length, truncation=True)
-        rows = []
-        for i, sentence_tags in enumerate(tags):
-            word_ids, previous, row = encoded.word_ids(i), None, []
-            for w in word_ids:
-                row.append(-100 if w is None or w == previous else index[sentence_tags[w]])
-                previous = w
-            rows.append((encoded["input_ids"][i], row))
+    def batches():
+        while True:
+            order = rng.permutation(len(features))
+            for i in range(0, len(order) - size + 1, size):
+                yield hf_side.collate([features[j] for j in order[i:i + size]], kind, recipe["seq_length"])
 
-        def batches():
-            while True:
-                order = rng.permutation(len(rows))
-                for i in range(0, len(order) - FLAGS.batch_size + 1, FLAGS.batch_size):
-                    chosen = [rows[j] for j in order[i:i + FLAGS.batch_size]]
-                    length = max(len(ids) for ids, _ in chosen)
-                    length = min(-(-length // 16) * 16, FLAGS.seq_length)
-                    ids = torch.zeros(len(chosen), length, dtype=torch.long)
-                    mask = torch.zeros_like(ids)
-                    label = torch.full_like(ids, -100)
-                    for r, (row_ids, row_labels) in enumerate(chosen):
-                        ids[r, :len(row_ids)] = torch.tensor(row_ids)
-                        mask[r, :len(row_ids)] = 1
-                        label[r, :len(row_labels)] = torch.tensor(row_labels)
-                    yield {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids)}, label
-
-    # Layer-wise LR decay as parameter groups (embeddings depth 0, layer i depth i + 1, head top).
-    groups = {}
-    for name, param in model.named_parameters():
-        if ".embeddings." in name:
-            depth = 0
-        elif ".encoder.layer." in name:
-            depth = int(name.split(".encoder.layer.")[1].split(".")[0]) + 1
-        else:
-            depth = FLAGS.num_layers + 2
-        groups.setdefault(depth, []).append(param)
-    param_groups = [{"params": p, "lr": FLAGS.learning_rate * FLAGS.layerwise_lr_decay ** (FLAGS.num_layers + 2 - d)}
-                    for d, p in sorted(groups.items())]
-    optimizer = torch.optim.AdamW(param_groups, lr=FLAGS.learning_rate, weight_decay=0.0, eps=1e-6)
-    schedule = transformers.get_linear_schedule_with_warmup(optimizer, int(0.1 * total_steps), total_steps)
-    data_iter = batches()
+    stream = batches()
     model.train()
-    del tf
 
     def run(steps):
         times = []
         for _ in range(steps):
             start = time.perf_counter()
-            inputs, label = next(data_iter)
-            loss = model(**inputs, labels=label).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad(set_to_none=True)
+            hf_side.train_step(model, adam, schedule, next(stream), recipe["clip_norm"])
             times.append(time.perf_counter() - start)
-        return FLAGS.batch_size / statistics.median(times)
+        return size / statistics.median(times)
 
     return run
 
 
-# ---------------------------------------------------------------------------- main
-
-
 def main(argv):
     del argv
-    cli.cpu_kernels()  # the commands' oneDNN default (TF_ENABLE_ONEDNN_OPTS=0 in the environment turns it off)
     import tensorflow as tf
+    import torch
+    import transformers
 
     rng = np.random.RandomState(FLAGS.seed)
     total_steps = FLAGS.steps * (FLAGS.rounds + 1)
@@ -283,7 +187,7 @@ def main(argv):
     results = []
     for task in FLAGS.tasks:
         data = classification_data(num_examples, rng) if task == "classification" else tagging_data(num_examples, rng)
-        makers = {"electra_tf": electra_tf_side, "hf": hf_side}
+        makers = {"electra_tf": electra_tf_side, "hf": hf_run}
         runs = {side: makers[side](task, data, total_steps) for side in FLAGS.sides}
         rates = {side: [] for side in FLAGS.sides}
         for side, run in runs.items():  # warm-up block: tracing / compilation, allocator
@@ -300,31 +204,22 @@ def main(argv):
                                                     / row["hf_examples_per_second"], 3)
         results.append(row)
         print(json.dumps(row), flush=True)
-
-    import torch
-    import transformers
-
     settings = {k: FLAGS[k].value for k in ("num_layers", "hidden_dim", "num_heads", "intermediate_dim", "seq_length",
                                             "batch_size", "steps", "rounds", "learning_rate", "layerwise_lr_decay",
                                             "jit_compile")}
     settings["TF_ENABLE_ONEDNN_OPTS"] = os.environ["TF_ENABLE_ONEDNN_OPTS"]
     lines = ["# Fine-tuning speed: electra_tf vs Hugging Face transformers + torch", "",
-             f"`python -m benchmarks.finetune_speed {' '.join(sys.argv[1:])}`", "",
-             f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average "
-             f"{os.getloadavg()[0]:.1f} at the end; TensorFlow {tf.__version__}, torch {torch.__version__}, "
+             f"`{common.command_line('benchmarks.finetune_speed')}`", "",
+             f"Machine: {common.machine()} at the end; TensorFlow {tf.__version__}, torch {torch.__version__}, "
              f"transformers {transformers.__version__}. Settings: {settings}.", "",
              "| task | data | electra_tf examples/s | HF examples/s | electra_tf / HF |", "|---|---|---:|---:|---:|"]
     for row in results:
         lines.append(f"| {row['task']} | {row['data']} | {row.get('electra_tf_examples_per_second', '-')} | "
                      f"{row.get('hf_examples_per_second', '-')} | {row.get('ratio_electra_tf_over_hf', '-')} |")
-    report = "\n".join(lines) + "\n"
-    print(report)
+    common.write_report("\n".join(lines) + "\n", FLAGS.output)
     if FLAGS.output:
-        with open(FLAGS.output, "w") as f:
-            f.write(report)
-        with open(os.path.splitext(FLAGS.output)[0] + ".jsonl", "a") as f:
-            for row in results:
-                f.write(json.dumps(dict(row, settings=settings)) + "\n")
+        for row in results:
+            common.append_jsonl(os.path.splitext(FLAGS.output)[0] + ".jsonl", dict(row, settings=settings))
 
 
 if __name__ == "__main__":

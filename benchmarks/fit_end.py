@@ -19,6 +19,7 @@ run: the command's wall time (start to `results.json`), each epoch's end of
     python -m benchmarks.fit_end --repeats 4 --output benchmarks/results/fit_end.md
 """
 
+import argparse
 import json
 import os
 import statistics
@@ -27,15 +28,13 @@ import sys
 import tempfile
 import time
 
-import argparse
+from benchmarks import common
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.join(os.path.dirname(REPO), "shared", "data")
-
+REPO = common.REPO
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--repeats", type=int, default=4, help="Runs per strategy, alternated.")
-parser.add_argument("--task_dir", default=os.path.join(SHARED, "tasks", "movie_polarity"), help="A shared task.")
-parser.add_argument("--vocab_file", default=os.path.join(SHARED, "vocab", "bert_uncased_vocab.txt"))
+parser.add_argument("--task_dir", default=common.shared_data("tasks", "movie_polarity"), help="A shared task.")
+parser.add_argument("--vocab_file", default=common.shared_data("vocab", "bert_uncased_vocab.txt"))
 parser.add_argument("--train_limit", type=int, default=2000, help="--train_limit of each run.")
 parser.add_argument("--epochs", type=int, default=3, help="--epochs of each run.")
 parser.add_argument("--output", default=None, help="Write the Markdown report here.")
@@ -137,7 +136,7 @@ def main():
                       + ", ".join(f"{e['end_of_fit']:.2f}" for e in epochs) + " s", flush=True)
     names = {"tf": "TF `OneDeviceStrategy`", "host": "`HostStrategy` (the default)"}
     lines = ["# The fine-tuning command under TF's `OneDeviceStrategy` vs `HostStrategy`", "",
-             f"`{' '.join(['python -m benchmarks.fit_end'] + sys.argv[1:])}`",
+             f"`{common.command_line('benchmarks.fit_end')}`",
              "",
              f"`python -m electra_tf.finetune` on {os.path.basename(FLAGS.task_dir)}, {FLAGS.train_limit} rows, "
              f"{FLAGS.epochs} epochs (one `fit` each), seq 64, batch 32, from a random encoder of the `tiny` "
@@ -150,11 +149,7 @@ def main():
         steps = [e["step"] for _, epochs in values for e in epochs]
         lines.append(f"| {names[kind]} | {statistics.median(w for w, _ in values):.1f} | {statistics.median(ends):.2f} "
                      f"| {', '.join(f'{e:.2f}' for e in ends)} | {1000 * statistics.median(steps):.1f} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if FLAGS.output:
-        with open(FLAGS.output, "w", encoding="utf-8") as f:
-            f.write(text)
+    common.write_report("\n".join(lines) + "\n", FLAGS.output)
 
 
 if __name__ == "__main__":

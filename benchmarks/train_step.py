@@ -16,9 +16,9 @@ inter-op 1 (`tf.config.threading`), like the peers.
 
 Also measured, in the same process (so on the same cores, but not while
 training): the peak matmul rate (2048^3 fp32 and bf16 `tf.linalg.matmul`,
-median of timed windows) used for MFU, and the input pipeline alone
-(`pretraining_dataset` over TFRecords written to a temp dir): examples/s and
-headroom = pipeline examples/s / trainer sequences/s.
+median of timed windows) used for MFU. (The summary's input-pipeline column holds the
+figures of runs that measured it, before commit bc76fc7; the data pipeline's speed is
+`benchmarks/pipeline_throughput.py`'s.)
 
 The machine may be shared: for each timed window the run also records its own
 CPU-seconds per step and the other processes' share of the cores (busy time in
@@ -26,22 +26,19 @@ CPU-seconds per step and the other processes' share of the cores (busy time in
 apart. FLOPs per sequence are analytic (`electra_tf.training.flops`: matmuls
 only, 3 x forward). Results go to stdout as Markdown; `--json FILE` appends one JSON
 line per run, and `--summarize FILE --output MD` turns those lines into the
-report table with the peers' figures (../shared/bench/peers/results/summary.md).
+report table; `--side_by_side FILE` summarises `benchmarks/side_by_side.sh`'s runs of
+electra_tf and the peers, alternated in one run.
 """
 
 import argparse
+import collections
 import json
 import os
 import platform
-import re
 import resource
 import statistics
-import sys
-import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PEERS_SUMMARY = os.path.join(REPO, "..", "shared", "bench", "peers", "results", "summary.md")
 
 
 def parse_args(argv=None):
@@ -62,13 +59,14 @@ def parse_args(argv=None):
     p.add_argument("--onednn", type=int, default=None, help="Sets TF_ENABLE_ONEDNN_OPTS (default: TF's, on).")
     p.add_argument("--peak", type=int, default=1, help="Measure the peak matmul rate (for MFU).")
     p.add_argument("--peak_seconds", type=float, default=2.0, help="Timed seconds per peak shape.")
-    p.add_argument("--pipeline", type=int, default=1, help="Measure the input pipeline alone.")
-    p.add_argument("--pipeline_batches", type=int, default=100)
     p.add_argument("--json", default=None, help="Append the result as one JSON line to this file.")
     p.add_argument("--tag", default="", help="Free text stored with the result.")
     p.add_argument("--summarize", default=None, help="JSON-lines file to summarise instead of running.")
     p.add_argument("--output", default=None, help="With --summarize: Markdown file to write.")
     p.add_argument("--notes", default=None, help="With --summarize: Markdown file appended to the report.")
+    p.add_argument("--side_by_side", default=None, help="JSON-lines file of `benchmarks/side_by_side.sh` to "
+                   "summarise: per setting, steps/s, MFU against the measured fp32 peak, RSS, and the best "
+                   "electra_tf fp32 setting over each peer setting.")
     return p.parse_args(argv)
 
 
@@ -117,45 +115,6 @@ def measure_peak(dtype, m=2048, k=2048, n=2048, seconds=2.0, windows=5):
             fn()
         rates.append(2.0 * m * k * n * iters / (time.perf_counter() - t0) / 1e9)
     return statistics.median(rates)
-
-
-def write_records(directory, num_files, examples_per_file, seq_length, vocab_size, seed=0):
-    """Random pre-training records in the official format (Int64 input_ids, input_mask, segment_ids)."""
-    rng = np.random.RandomState(seed)
-    for f in range(num_files):
-        with tf.io.TFRecordWriter(os.path.join(directory, f"pretrain_data.tfrecord-{f}-of-{num_files}")) as writer:
-            for _ in range(examples_per_file):
-                n = rng.randint(seq_length // 2, seq_length + 1)
-                ids = [101] + list(rng.randint(999, vocab_size, n - 2)) + [102] + [0] * (seq_length - n)
-                mask = [1] * n + [0] * (seq_length - n)
-                segments = [0] * seq_length
-
-                def feature(values):
-                    return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
-
-                example = tf.train.Example(features=tf.train.Features(feature={
-                    "input_ids": feature(ids), "input_mask": feature(mask), "segment_ids": feature(segments)}))
-                writer.write(example.SerializeToString())
-    return os.path.join(directory, "pretrain_data.tfrecord-*")
-
-
-def measure_pipeline(config, batch_size, num_batches, warmup=10):
-    """Examples/s of `pretraining_dataset` alone (decode, shuffle, batch, id checks) over temp TFRecords."""
-    from electra_tf.data.pretraining_dataset import pretraining_dataset
-
-    vocab_size = max(config.vocab_size, 1000)
-    with tempfile.TemporaryDirectory() as directory:
-        pattern = write_records(directory, 8, 512, config.seq_length, vocab_size)
-        dataset = pretraining_dataset(pattern, batch_size=batch_size, seq_length=config.seq_length,
-                                      vocab_size=vocab_size, shuffle_buffer=config.shuffle_buffer, seed=config.seed)
-        iterator = iter(dataset)
-        for _ in range(warmup):
-            next(iterator)
-        t0 = time.perf_counter()
-        for _ in range(num_batches):
-            batch = next(iterator)
-        batch["token_ids"].numpy()
-        return num_batches * batch_size / (time.perf_counter() - t0)
 
 
 def _machine_busy_seconds():
@@ -238,9 +197,6 @@ def run(args):
     if args.peak:
         peaks = {"float32": measure_peak(tf.float32, seconds=args.peak_seconds),
                  "bfloat16": measure_peak(tf.bfloat16, seconds=args.peak_seconds)}
-    pipeline = measure_pipeline(config, config.batch_size, args.pipeline_batches) if args.pipeline else None
-
-    import keras_hub  # pylint: disable=import-outside-toplevel
 
     return dict(
         config=args.config, objective=config.objective, batch=config.batch_size, seq=config.seq_length,
@@ -249,9 +205,9 @@ def run(args):
         steps_per_s=rates, cpu_s_per_step=cpu_per_step, others_cpu_share=others,
         warmup_steps=warmup, steps=steps, warmup_s=round(warmup_s, 2), loss=loss,
         flops_per_seq=flops.train_flops_per_sequence(config), num_params=num_params,
-        peak_gflops=peaks, pipeline_examples_per_s=pipeline, peak_rss_mb=round(rss_mb, 1),
+        peak_gflops=peaks, peak_rss_mb=round(rss_mb, 1),
         load_avg=os.getloadavg()[0], date=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-        command="python -m benchmarks.train_step " + " ".join(sys.argv[1:]),
+        command=common.command_line("benchmarks.train_step"),
         versions=common.versions("keras_hub"),
     )
 
@@ -301,36 +257,6 @@ def table_row(rows, peak=None):
             f"{gflops:.1f} | {mfu32} | {mfu16} | {cpu} | {others} | {rss:,.0f} | {pipe} | {warm:.1f} |")
 
 
-def peer_figures(path=PEERS_SUMMARY):
-    """(peer, setting, batch, median steps/s) rows and the fp32 peak from the peers' summary.md."""
-    if not os.path.exists(path):
-        return [], None
-    rows, peak = [], None
-    for line in open(path, encoding="utf-8"):
-        m = re.match(r"\| (\S[^|]*) \| (\S[^|]*) \| (\d+) \| ([0-9.]+) \(", line)
-        if m:
-            rows.append((m.group(1), m.group(2), int(m.group(3)), float(m.group(4))))
-        m = re.match(r"machine peak used for MFU: ([0-9.]+)", line)
-        if m:
-            peak = float(m.group(1))
-    return rows, peak
-
-
-def _cpu_name():
-    """'model name, family F' from /proc/cpuinfo (family 25 = AMD Zen 3/4, 26 = Zen 5)."""
-    info = {}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                info.setdefault(key.strip(), value.strip())
-    except OSError:
-        return platform.processor() or "unknown CPU"
-    flags = info.get("flags", "").split()
-    extras = [f for f in ("avx512f", "avx512_bf16", "amx_bf16") if f in flags]
-    return f"{info.get('model name', '?')}, CPU family {info.get('cpu family', '?')}, {' '.join(extras)}"
-
-
 def summarize(path, output=None, notes=None):
     runs = [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
     groups = {}
@@ -340,7 +266,7 @@ def summarize(path, output=None, notes=None):
     first, last = runs[0], runs[-1]
     lines += [
         f"Runs: {len(runs)} processes, {first['date']} to {last['date']}; machine {platform.platform()}, "
-        f"{os.cpu_count()} CPU cores ({_cpu_name()}), shared with other jobs "
+        f"{os.cpu_count()} CPU cores ({platform.processor() or platform.machine()}), shared with other jobs "
         f"(load average {min(r['load_avg'] for r in runs):.1f}-{max(r['load_avg'] for r in runs):.1f} "
         "at the end of the runs). Versions: " + ", ".join(f"{k} {v}" for k, v in first["versions"].items()) + ".",
         "",
@@ -367,31 +293,6 @@ def summarize(path, output=None, notes=None):
     lines += [HEADER]
     for key in sorted(groups, key=lambda k: (k[0] != "tiny", k[1], k[3])):
         lines.append(table_row(groups[key], peak))
-    peers, peer_peak = peer_figures()
-    peers32 = [p for p in peers if p[2] == 32]
-    ours = {k[3]: statistics.median(x for r in v for x in r["steps_per_s"]) for k, v in groups.items()
-            if k[0] == "small" and k[1] == 32 and k[2] == 128}
-    if peers32 and ours:
-        best = max(peers32, key=lambda p: p[3])
-        lines += [
-            "",
-            "## Against the peers (small, batch 32, seq 128)",
-            "",
-            "Peer figures are quoted from `../shared/bench/peers/results/summary.md` (same machine, same day, "
-            "same workload and FLOP count, fp32); they were **not** measured side by side with these runs, "
-            "and the machine's load differed.",
-            f"Best peer: {best[0]} {best[1]}, {best[3]:.4f} steps/s (peers' fp32 peak {peer_peak} GFLOP/s).",
-            "",
-            "| ours | steps/s | GFLOP/s | MFU vs peers' fp32 peak | / best peer | "
-            + " | ".join(f"/ {p[0]} {p[1]}" for p in peers32) + " |",
-            "|---|---|---|---|---|" + "---|" * len(peers32),
-        ]
-        flops_per_seq = next(iter(groups.values()))[0]["flops_per_seq"]
-        for name, rate in sorted(ours.items()):
-            gflops = rate * 32 * flops_per_seq / 1e9
-            mfu = f"{gflops / peer_peak:.1%}" if peer_peak else "-"
-            lines.append(f"| {name} | {rate:.4f} | {gflops:.1f} | {mfu} | {rate / best[3]:.2f}x | "
-                         + " | ".join(f"{rate / p[3]:.2f}x" for p in peers32) + " |")
     text = "\n".join(lines) + "\n"
     if notes:
         with open(notes, encoding="utf-8") as f:
@@ -399,7 +300,52 @@ def summarize(path, output=None, notes=None):
     common.write_report(text, output)
 
 
+def side_by_side(path, output=None):
+    """The `benchmarks/side_by_side.sh` runs as a table: per setting, steps/s, MFU, RSS, electra_tf fp32 / it."""
+    from electra_tf.config import get_config
+    from electra_tf.training import flops
+
+    with open(path, encoding="utf-8") as f:
+        runs = [json.loads(line) for line in f if line.strip()]
+    per_seq = flops.train_flops_per_sequence(get_config("small"))
+    peaks = [r["peak_gflops"]["float32"] for r in runs if r.get("peak_gflops")]
+    peak = statistics.median(peaks) if peaks else None
+    groups = collections.defaultdict(list)
+    for r in runs:
+        groups[(r["batch_arg"], r["setting"])].append(r)
+    lines = [
+        f"fp32 matmul peak (2048^3, median of {len(peaks)} measurements in the run): "
+        + (f"{peak:.1f} GFLOP/s" if peak else "not measured"),
+        "",
+        "| batch | implementation / setting | steps/s median (min-max) | windows | seq/s | GFLOP/s | MFU | "
+        "peak RSS MB | machine busy | electra_tf fp32 best / it |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for batch in sorted({b for b, _ in groups}):
+        rows = {s: rs for (b, s), rs in groups.items() if b == batch}
+        medians = {s: statistics.median([x for r in rs for x in r["steps_per_s"]]) for s, rs in rows.items()}
+        ours = [m for s, m in medians.items() if s.startswith("ours") and "bf16" not in s]
+        best = max(ours) if ours else None
+        for setting, rs in sorted(rows.items(), key=lambda kv: -medians[kv[0]]):
+            windows = [x for r in rs for x in r["steps_per_s"]]
+            med = medians[setting]
+            gflops = med * batch * per_seq / 1e9
+            name = rs[0].get("peer") or "electra_tf"
+            lines.append(
+                f"| {batch} | {name} `{setting}` | {med:.4f} ({min(windows):.4f}-{max(windows):.4f}) | "
+                f"{len(windows)} | {med * batch:.2f} | {gflops:.1f} | "
+                + (f"{gflops / peak:.1%}" if peak else "-")
+                + f" | {statistics.median(r['max_rss_mb'] for r in rs):,.0f} | "
+                f"{statistics.median(r['busy_share'] for r in rs):.0%} | "
+                + (f"{best / med:.2f}x" if best else "-") + " |"
+            )
+    common.write_report("\n".join(lines) + "\n", output)
+
+
 def main(args):
+    if args.side_by_side:
+        side_by_side(args.side_by_side, args.output)
+        return
     if args.summarize:
         summarize(args.summarize, args.output, args.notes)
         return

@@ -12,9 +12,8 @@ r"""Fine-tunes a pre-trained ELECTRA discriminator: sentence(-pair) classificati
     python -m electra_tf.finetune --task squad --task_kind span_qa --data_dir ~/.cache/electra_tf/benchmarks/squad_v1.1 \
         --init runs/demo --output_dir runs/squad --seq_length 384 --doc_stride 128 --epochs 2
 
-`--init` is any form `electra_tf.run_files.load_init` reads: a pre-training
-`model_dir`, a `.keras` file, an exported encoder, `hf:DIR`, `official:DIR`,
-`bert:DIR` or `keras_hub:DIR` (the discriminator of a pair is taken). `--task` is a
+`--init` is any form `electra_tf.sources` lists (a pre-training `model_dir`,
+a `.keras` file, `hf:DIR`, `bert:DIR`, ...; the discriminator of a pair is taken). `--task` is a
 GLUE name (cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli), a CoNLL-2003
 name (conll2003 = NER, conll2003_chunk, conll2003_pos), or any name for a
 TSV/CSV read with `--text_a_column/--text_b_column/--label_column`, or (with

@@ -33,19 +33,34 @@ auto picks by extension, else by content):
 
 Output (`--output_file` or stdout): JSON Lines, one object per example, in input order:
 
-    classification  {"label": "positive", "probabilities": {"negative": 0.1, "positive": 0.9}}
-                    (regression: {"score": 3.2})
-    tagging         {"text": ..., "words": [...], "tags": [...], "entities":
+    classification  {"line": 2, "label": "positive", "probabilities": {"negative": 0.1, "positive": 0.9}}
+                    (regression: {"line": 2, "score": 3.2})
+    tagging         {"line": 3, "text": ..., "words": [...], "tags": [...], "entities":
                      [{"text": "Peter Blackburn", "type": "PER", "start": 0, "end": 15}]}
     QA              {"id": ..., "answer": ..., "start": 12, "end": 18, "score": -0.7,
                      "no_answer": false}
+    a blank line    {"line": 4, "skipped": "blank line"}
 
-Offsets are characters of the text (tagging: of the words joined by single
-spaces), end exclusive. When the input has gold labels (a label column,
-CoNLL tags, SQuAD answers) the predictions are scored (accuracy, entity F1,
-SQuAD EM / F1): one summary line on stderr and `--metrics_file` JSON. A
-progress line goes to stderr on long inputs when it is a terminal (or with
-`--progress`); stdout holds only the JSON Lines. Installed as `electra-predict`.
+Every record names its input: `line`, the 1-based line the example starts on
+(TSV/CSV, CoNLL: its first word, JSON Lines, text), or for SQuAD JSON, which has
+no line per question, the question `id`. Where one line is one example (text,
+JSON Lines, TSV/CSV rows), a blank line gives a `skipped` record, so the output
+has one record per input line (less a header). Offsets are characters of the
+text (tagging: of the words joined by single spaces), end exclusive; a QA
+answer is whole words (`qa_features.word_offsets`). When the input has gold
+labels (a label column, CoNLL tags, SQuAD answers) the predictions are scored
+(accuracy, entity F1, SQuAD EM / F1): one summary line on stderr and
+`--metrics_file` JSON. A gold label or tag the model does not have is an error
+naming the line. CoNLL tags are read in the file's own scheme (`--tag_scheme
+auto`: an `I-X` starting a span is IOB1, S-/E- tags BIOES, else IOB2; logged).
+A progress line goes to stderr on long inputs when it is a terminal (or with
+`--progress`); stdout holds only the JSON Lines.
+
+`--output_file` and `--metrics_file` never replace `--input`, `--init` or a file
+inside it, each other, or a file of a pre-training run, fine-tuning output,
+export or Hugging Face model (`writing.check_outputs`); they are written
+whole under a temporary name and renamed. SIGTERM stops the command at once,
+exit 143, the files being written removed. Installed as `electra-predict`.
 """
 
 import os
@@ -76,8 +91,8 @@ def define_flags(flag_values=None):
     cli.define("string", "label_column", None, "TSV/CSV: gold label column; CoNLL: tag column (default -1).", fv)
     cli.define("bool", "header", True, "TSV/CSV: the first line names the columns.", fv)
     cli.define("integer", "token_column", 0, "CoNLL: column of the word.", fv)
-    cli.define("enum", "tag_scheme", "IOB2", "CoNLL: scheme of the gold span tags.", fv,
-               enum_values=["IOB1", "IOB2", "BIOES"])
+    cli.define("enum", "tag_scheme", "auto", "CoNLL: scheme of the gold span tags (auto: the file's own).", fv,
+               enum_values=["auto", "IOB1", "IOB2", "BIOES"])
 
 
 def main(argv):
@@ -97,26 +112,30 @@ def main(argv):
             raise app.UsageError("--input is required (or pipe the examples into stdin).")
         path = "-"
     started = time.perf_counter()
-    writing.check_writable(FLAGS.output_file, FLAGS.metrics_file)
+    writing.check_outputs({"output_file": FLAGS.output_file, "metrics_file": FLAGS.metrics_file},
+                          {"input": path, "init": FLAGS.init})
     text = inputs.read_text(path)  # a missing or not-UTF-8 file fails before the model loads
-    model = predictor.open_model(FLAGS.init)
-    options = inputs.ReadOptions(
-        text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column, label_column=FLAGS.label_column,
-        header=FLAGS.header, token_column=FLAGS.token_column, tag_scheme=FLAGS.tag_scheme)
-    examples = inputs.read_examples(path, FLAGS.input_format, model.kind, model.settings, options, text=text)
-    try:
-        with writing.JsonLines(FLAGS.output_file) as out:
-            predictions = model.predict(examples, FLAGS.batch_size, out.write,
-                                        progress=FLAGS.progress or sys.stderr.isatty())
-    except BrokenPipeError:  # `predict ... | head`: the reader has what it wanted
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return
-    scores = scoring.score(model.kind, model.settings, examples, predictions)
-    if FLAGS.metrics_file and scores is not None:
-        writing.write_json(FLAGS.metrics_file, scores)
+    with writing.stop_on_sigterm("predict: stopped by SIGTERM; no output file written"
+                                 + ("" if FLAGS.output_file else " (stdout holds the records written so far)")):
+        model = predictor.open_model(FLAGS.init)
+        options = inputs.ReadOptions(
+            text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column, label_column=FLAGS.label_column,
+            header=FLAGS.header, token_column=FLAGS.token_column, tag_scheme=FLAGS.tag_scheme)
+        examples = inputs.read_examples(path, FLAGS.input_format, model.kind, model.settings, options, text=text)
+        try:
+            with writing.JsonLines(FLAGS.output_file) as out:
+                predictions = model.predict(examples, FLAGS.batch_size, out.write,
+                                            progress=FLAGS.progress or sys.stderr.isatty())
+        except BrokenPipeError:  # `predict ... | head`: the reader has what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return
+        scores = scoring.score(model.kind, model.settings, examples, predictions)
+        if FLAGS.metrics_file and scores is not None:
+            writing.write_json(FLAGS.metrics_file, scores)
     seconds = time.perf_counter() - started
     if scores is not None:
-        sys.stderr.write(scoring.summary(scores) + f" ({len(examples)} examples, {seconds:.1f} s)\n")
+        predicted = sum(not e.skipped for e in examples)
+        sys.stderr.write(scoring.summary(scores) + f" ({predicted} examples, {seconds:.1f} s)\n")
 
 
 def run():

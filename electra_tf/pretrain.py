@@ -5,9 +5,8 @@ preset. Re-running the same command resumes from the latest checkpoint in
 `--model_dir` (step, weights and optimizer state) and stops at `--train_steps`.
 `--data` is required; `--data demo` trains on the embedded demo corpus (built
 on first use), the default of `--config tiny` only. `--init` starts a new run
-from other weights: any `--init` form (`run_files.load_init`: another run,
-`hf:DIR`, `official:DIR`, `bert:DIR`, `keras_hub:DIR`, a `.keras` file, an
-encoder export); `--init_from` is its deprecated spelling. Installed as `electra-pretrain`.
+from other weights: any `--init` form (`electra_tf.sources` lists them: another
+run, `hf:DIR`, `bert:DIR`, a `.keras` file, ...); `--init_from` is its deprecated spelling. Installed as `electra-pretrain`.
 """
 
 import contextlib
@@ -54,6 +53,7 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     if not FLAGS.model_dir:
         raise app.UsageError("--model_dir is required.")
+    _check_model_dir(FLAGS.model_dir, FLAGS.init, FLAGS["data"].value if "data" in FLAGS else None)
     overrides = {name: FLAGS[name].value for name in config_lib.fields() if FLAGS[name].value is not None}
     config = config_lib.get_config(FLAGS.config, **overrides)
     strategy = distribute.create_strategy(FLAGS.strategy, FLAGS.tpu, FLAGS.num_cpu_devices,
@@ -61,6 +61,20 @@ def main(argv):
     # One writer per run: a second process on --model_dir is refused naming the holder (the chief holds it).
     with (run_lock.hold(FLAGS.model_dir) if distribute.is_chief(strategy) else contextlib.nullcontext()):
         _train(config, strategy, overrides)
+
+
+def _check_model_dir(model_dir, init, data):
+    """Refuses, before anything is written (the run lock included), a `--model_dir` that is or overlaps `--init`,
+    holds the `--data` records, holds another kind of artefact or lies inside one."""
+    from electra_tf import run_files, sources
+
+    run_files.refuse_foreign_output(model_dir, "model_dir", run_files.PRETRAINING_RUN,
+                                    inputs=sources.init_inputs(init))
+    for pattern in (data or "").split(","):
+        if pattern not in ("", "demo") and "://" not in pattern and os.path.abspath(os.path.dirname(pattern)) == os.path.abspath(
+                model_dir):
+            raise ValueError(f"`--model_dir={model_dir}` is the folder of the `--data` records ({pattern}): the run's "
+                             "files would mix with them. Choose another --model_dir.")
 
 
 def _train(config, strategy, overrides):

@@ -1,5 +1,7 @@
 """The run-directory contract: every file a pre-training run, a fine-tuning run and an export
-leaves, by name, and the functions that read them back. No other module spells these names.
+leaves, by name, and the guards that keep a command from writing over another's files. No other
+module spells these names; the models they hold are read by the `--init` registry
+(`electra_tf.sources`).
 
 A pre-training run (`electra_tf.pretrain --model_dir`):
 
@@ -29,8 +31,8 @@ An export (`electra_tf.export`): a SavedModel (`saved_model.pb`, `variables/`,
 `serving_config.json`, and `labels.txt` for serving), a Keras-Hub preset, or a LiteRT
 model folder (`model.tflite`, `tflite_config.json`, `labels.txt`, `vocab.txt`).
 A Hugging Face model (`electra_tf.convert --to hf`): `config.json` + `model.safetensors`.
-A standalone encoder (`save_encoder`, e.g. an experiment's untrained baseline): `encoder.keras`
-+ `vocab.txt`, a `--init` for fine-tuning.
+A standalone encoder (`sources.save_encoder`, e.g. an experiment's untrained baseline):
+`encoder.keras` + `vocab.txt`, a `--init` for fine-tuning.
 
 What a folder holds (`artefact_kind`), so a command never writes its files into
 another kind of artefact:
@@ -46,7 +48,6 @@ import dataclasses
 import json
 import os
 
-import keras
 import tensorflow as tf
 from absl import logging
 
@@ -54,9 +55,7 @@ from electra_tf.config import ElectraConfig
 from electra_tf.convert.hf_names import HF_CONFIG_FILE, HF_WEIGHTS_FILE, HF_WEIGHTS_INDEX_FILE  # noqa: F401  (convert owns the HF format)
 from electra_tf.data.tokenizer import SETTINGS_FILE, VOCAB_FILE  # noqa: F401  (the tokenizer owns its file names)
 from electra_tf.models import classifier, question_answerer, token_classifier  # noqa: F401  (registered for loading)
-from electra_tf.models.encoder import ElectraEncoder
-from electra_tf.models.pretrainer import ElectraPretrainer, build_pretrainer
-from electra_tf.training.named_checkpoint import CheckpointMismatchError, NamedCheckpoint
+from electra_tf.training.named_checkpoint import CheckpointMismatchError
 
 # --- A pre-training run ---
 CONFIG_FILE = "config.json"
@@ -194,87 +193,6 @@ def restore_latest_good(restore, model_dir):
     return None
 
 
-def restore_pretrainer(model_dir, checkpoint=None):
-    """Rebuilds the `ElectraPretrainer` of a run from its `config.json` and restores every weight.
-
-    The one way a run's checkpoint is read without its optimizer (`--init`,
-    fine-tuning, exports, benchmarks). Every variable of the model must be in
-    the checkpoint under its name, with its shape, or it raises
-    `CheckpointMismatchError` naming them; a 0.1 positional checkpoint is
-    mapped through the optimizer's order (see `NamedCheckpoint.restore`).
-
-    Args:
-        model_dir: str. A pre-training `model_dir`.
-        checkpoint: optional str. A checkpoint prefix; default the latest.
-
-    Returns:
-        `(pretrainer, config)`.
-
-    Example:
-        ```python
-        from electra_tf.config import get_config
-        from electra_tf.models.pretrainer import build_pretrainer
-        from electra_tf.run_files import restore_pretrainer, write_config
-        from electra_tf.training.named_checkpoint import NamedCheckpoint
-
-        # A run directory as `electra_tf.pretrain` leaves one: its config and a checkpoint.
-        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
-                            intermediate_dim=64)  # a tiny model
-        write_config(config, "runs/demo")
-        ckpt = NamedCheckpoint(build_pretrainer(config)).checkpoint.write("runs/demo/checkpoints/ckpt-1")
-
-        pretrainer, config = restore_pretrainer("runs/demo", checkpoint=ckpt)  # or its latest checkpoint
-        encoder = pretrainer.discriminator
-        ```
-    """
-    config = read_config(model_dir)
-    pretrainer = build_pretrainer(config)
-    if checkpoint:
-        NamedCheckpoint(pretrainer).restore(checkpoint)
-    elif restore_latest_good(NamedCheckpoint(pretrainer).restore, model_dir) is None:
-        raise FileNotFoundError(f"No checkpoint in {os.path.join(model_dir, CHECKPOINT_DIR)}.")
-    return pretrainer, config
-
-
-def load_discriminator(model_dir):
-    """The trained discriminator of a run: `discriminator.keras`, else the latest checkpoint.
-
-    Both give the same encoder: the `.keras` file is written from the live
-    model at the end of training, the checkpoint restores every weight by name.
-
-    Returns:
-        `(ElectraEncoder, ElectraConfig)`.
-    """
-    config = read_config(model_dir)
-    path = os.path.join(model_dir, DISCRIMINATOR_FILE)
-    if tf.io.gfile.exists(path):
-        try:
-            return keras.saving.load_model(path), config
-        except Exception as e:  # a truncated zip, a damaged weights file: Keras names none of it
-            if not kept_checkpoints(model_dir):
-                raise ValueError(f"{path} cannot be read ({type(e).__name__}: {str(e)[:200]}) and "
-                                 f"{model_dir} has no checkpoint to fall back to.") from None
-            logging.warning("%s cannot be read (%s: %s); using the latest checkpoint instead.",
-                            path, type(e).__name__, str(e)[:200])
-    pretrainer, config = restore_pretrainer(model_dir)
-    return pretrainer.discriminator, config
-
-
-def load_keras_model(path, flag="init"):
-    """`keras.saving.load_model(path)` with every electra_tf model class registered; one-line errors.
-
-    Reads the project's own `.keras` files (`discriminator.keras`, `encoder.keras`, a fine-tuned
-    `classifier.keras`, ...) whatever the caller imported before.
-    """
-    if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"`--{flag}={path}` does not exist.")
-    try:
-        return keras.saving.load_model(path, compile=False)  # the weights; a fine-tuned model's optimizer is not needed
-    except Exception as e:  # Keras reports a damaged zip as "File not found"
-        raise ValueError(f"`--{flag}={path}` cannot be read ({type(e).__name__}: {str(e)[:200]}): a truncated "
-                         "or damaged .keras file.") from None
-
-
 # --- What a folder holds ---
 PRETRAINING_RUN = "a pre-training run"
 FINETUNING_OUTPUT = "a fine-tuning output"
@@ -307,6 +225,73 @@ def artefact_kind(folder):
     if has(CONFIG_FILE):  # a run's config without results yet
         return PRETRAINING_RUN
     return None
+
+
+def enclosing_artefact(path):
+    """`(folder, kind)` of the nearest artefact that is or holds `path` (itself or a parent folder), or None.
+
+    A parent counts only with an artefact's results (a lone `config.json` makes
+    `path` itself a pre-training run, not every folder under it). A URL
+    (`gs://...`) is checked by itself only.
+
+    Example:
+        ```python
+        import os
+        from electra_tf.run_files import enclosing_artefact
+
+        os.makedirs("runs/ft/logs", exist_ok=True); open("runs/ft/results.json", "w").close()
+        enclosing_artefact("runs/ft/logs/notes.jsonl")  # ('.../runs/ft', 'a fine-tuning output')
+        enclosing_artefact("elsewhere/predictions.jsonl")  # None
+        ```
+    """
+    path = os.fspath(path)
+    if "://" in path:
+        kind = artefact_kind(path)
+        return None if kind is None else (path, kind)
+    folder = os.path.abspath(path)
+    while True:
+        kind = artefact_kind(folder)
+        weak = kind == PRETRAINING_RUN and not is_run(folder)  # config.json alone
+        if kind is not None and (folder == os.path.abspath(path) or not weak):
+            return folder, kind
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def refuse_foreign_output(folder, flag, own_kind, inputs=()):
+    """Refuses an output folder that a resumable command (pre-training, fine-tuning) would write into another's.
+
+    Refused, naming `--flag`, before anything is written: a folder that is,
+    holds or lies inside one of `inputs` (the paths an `--init` names,
+    `sources.init_inputs`; `--data_dir`);
+    one holding another kind of artefact than `own_kind`; and one lying inside
+    an artefact of any kind (another run's or export's folder). A folder of
+    `own_kind` itself is allowed (it resumes).
+    """
+    target = os.path.abspath(os.fspath(folder)) if "://" not in os.fspath(folder) else os.fspath(folder)
+    for item in inputs:
+        path = os.fspath(item or "")
+        if not path or "://" in path:
+            continue
+        source = os.path.abspath(path)
+        if _inside(target, source) or _inside(source, target):
+            raise ValueError(f"`--{flag}={folder}` is or overlaps the input {item}: writing there would mix "
+                             f"with (or replace) what is being read. Choose another --{flag}.")
+    found = enclosing_artefact(target)
+    if found is not None and (found[0] != target or found[1] != own_kind):
+        where = "holds" if found[0] == target else f"lies inside {found[0]}, which holds"
+        raise FileExistsError(f"`--{flag}={folder}` {where} {found[1]}; writing {own_kind} there would mix its "
+                              f"files with another artefact's. Choose another --{flag}.")
+
+
+def refuse_inside_artefact(path, flag):
+    """Refuses a new output `path` (file or folder) inside another artefact: a run, a fine-tuning output, an export."""
+    around = enclosing_artefact(os.path.dirname(os.path.abspath(path)))
+    if around is not None:
+        raise FileExistsError(f"`--{flag}={path}` lies inside {around[0]}, which holds {around[1]}; writing there "
+                              f"would mix with its files. Choose another --{flag}.")
 
 
 def refuse_other_artefact(folder, flag, own_kind):
@@ -385,59 +370,6 @@ def guard_output(path, flag, own_kind, inputs=(), writes=None):
                               f"Choose a new --{flag}.")
 
 
-# --- An encoder export, read back ---
-def load_encoder(export_dir):
-    """A trainable `ElectraEncoder` rebuilt from an `export_encoder` SavedModel.
-
-    Returns:
-        `(encoder, vocab_file)`; `vocab_file` is the exported asset's path.
-    """
-    config_file = os.path.join(export_dir, ASSETS_DIR, ENCODER_CONFIG_ASSET)
-    if not tf.io.gfile.exists(config_file):
-        raise FileNotFoundError(
-            f"{export_dir} is not an electra_tf encoder export (no assets/{ENCODER_CONFIG_ASSET})."
-        )
-    with tf.io.gfile.GFile(config_file) as f:
-        config = json.load(f)["encoder"]
-    encoder = ElectraEncoder.from_config(config)
-    encoder.build()
-    loaded = tf.saved_model.load(export_dir)
-    if len(loaded.encoder_weights) != len(encoder.weights):
-        raise ValueError(
-            f"{export_dir} holds {len(loaded.encoder_weights)} encoder weights; an encoder with its "
-            f"config has {len(encoder.weights)}."
-        )
-    for target, source in zip(encoder.weights, loaded.encoder_weights):
-        target.assign(source)
-    return encoder, os.path.join(export_dir, ASSETS_DIR, VOCAB_ASSET)
-
-
-# --- A standalone encoder ---
-def save_encoder(encoder, directory, vocab_file):
-    """Writes `directory/encoder.keras` (atomically) and a copy of `vocab_file` beside it; returns the path.
-
-    The result is a fine-tuning `--init` (`load_init`).
-    """
-    tf.io.gfile.makedirs(directory)
-    path, partial = os.path.join(directory, ENCODER_FILE), os.path.join(directory, "partial." + ENCODER_FILE)
-    encoder.save(partial)
-    tf.io.gfile.rename(partial, path, overwrite=True)
-    tf.io.gfile.copy(vocab_file, os.path.join(directory, VOCAB_FILE), overwrite=True)
-    return path
-
-
-def untrained_encoder(config, seed):
-    """The discriminator `build_pretrainer(config)` makes under `keras.utils.set_random_seed(seed)`, built.
-
-    The no-pre-training baseline of an experiment: the same encoder before any update. The draw
-    depends on everything `config` builds (e.g. its objective's generator), so callers keep theirs.
-    """
-    keras.utils.set_random_seed(seed)
-    encoder = build_pretrainer(config).discriminator
-    encoder.build()
-    return encoder
-
-
 # --- A fine-tuning run's results ---
 def write_results(output_dir, results, finetune_config):
     """Writes a fine-tuning run's `results.json` and `finetune_config.json` (what an export reads back).
@@ -479,154 +411,3 @@ def trial_log_dir(output_dir, trial, num_trials):
 def submission_file(task, split):
     """File name of a test split's predictions: GLUE's official name (`MNLI-m.tsv`), else `<task>.tsv`."""
     return GLUE_SUBMISSION_FILES.get((task.lower(), split), f"{task}{split[len('test'):]}.tsv")
-
-
-# --- Every command's `--init` ---
-INIT_KINDS = ("hf", "official", "bert", "keras_hub")  # `KIND:DIR` forms; the others are paths
-INIT_FORMS = ("a pre-training model_dir, a .keras file, an exported encoder (assets/encoder_config.json), "
-              "hf:DIR[,DIR], official:DIR, bert:DIR or keras_hub:DIR")
-
-
-def load_init_model(init):
-    """The model any `--init` form holds, and the vocabulary found with it.
-
-    Forms: a pre-training run (its `discriminator.keras` or latest
-    checkpoint: the whole pretrainer when it has checkpoints), a `.keras`
-    file (encoder, pretrainer or fine-tuned model), a folder holding
-    `encoder.keras`, an `export --kind encoder` SavedModel, and `hf:DIR[,DIR]`
-    (Hugging Face `ElectraModel` / `ElectraForPreTraining` /
-    `ElectraForMaskedLM`; a pair gives a pretrainer), `official:DIR` (a TF1
-    checkpoint), `bert:DIR` (a Hugging Face BERT folder), `keras_hub:DIR` (a
-    keras-hub `ElectraBackbone` preset). A bare Hugging Face or keras-hub
-    folder is recognised too.
-
-    Returns:
-        `(model, vocab_file or None)`.
-    """
-    if not init:
-        raise ValueError(f"`--init` is required: {INIT_FORMS}.")
-    kind, sep, rest = init.partition(":")
-    if sep and kind in INIT_KINDS:
-        return _load_converted(kind, rest, init)
-    if sep and not tf.io.gfile.exists(init) and "/" not in kind and len(kind) > 1:
-        raise ValueError(f"Unknown `--init={init}`: the KIND:DIR forms are {[k + ':DIR' for k in INIT_KINDS]}.")
-    found = artefact_kind(init)
-    if found == HUGGING_FACE:
-        return _load_converted("hf", init, init)
-    if found == KERAS_HUB_PRESET:
-        return _load_converted("keras_hub", init, init)
-    if found == PRETRAINING_RUN and tf.io.gfile.exists(os.path.join(init, CONFIG_FILE)):
-        if kept_checkpoints(init):
-            pretrainer, _ = restore_pretrainer(init)
-            return pretrainer, os.path.join(init, VOCAB_FILE)
-        encoder, _ = load_discriminator(init)
-        return encoder, os.path.join(init, VOCAB_FILE)
-    if tf.io.gfile.exists(os.path.join(init, ASSETS_DIR, ENCODER_CONFIG_ASSET)):
-        return load_encoder(init)
-    if tf.io.gfile.isdir(init) and tf.io.gfile.exists(os.path.join(init, ENCODER_FILE)):
-        init = os.path.join(init, ENCODER_FILE)
-    if init.endswith(".keras") and tf.io.gfile.exists(init):
-        return load_keras_model(init), os.path.join(os.path.dirname(init), VOCAB_FILE)
-    raise FileNotFoundError(f"Cannot read `--init={init}`: expected {INIT_FORMS}.")
-
-
-def _load_converted(kind, path, init):
-    """`(model, vocab_file)` of a `KIND:DIR` `--init` (the converters of `electra_tf.convert`)."""
-    from electra_tf import convert
-
-    if not path:
-        raise ValueError(f"`--init={init}` names no folder: {kind}:DIR.")
-    if kind == "keras_hub":
-        from electra_tf.convert.keras_hub import preset_tokenizer_settings, read_keras_hub_preset
-
-        encoder = read_keras_hub_preset(path)
-        vocab, settings = preset_tokenizer_settings(path)
-        return encoder, (_vocabulary_with_settings(vocab, settings) if vocab else None)
-    if kind == "hf":
-        from electra_tf.convert.hugging_face import expand_directories
-
-        folders = expand_directories(path)
-        model = convert.build_from_hugging_face(folders)
-        candidates = [p for p in path.split(",") if p] + folders
-    elif kind == "official":
-        model = convert.build_from_official(path)
-        candidates = [path if tf.io.gfile.isdir(path) else os.path.dirname(path)]
-    else:
-        model = convert.build_from_bert(path)
-        candidates = [path]
-    vocabs = [os.path.join(folder, VOCAB_FILE) for folder in candidates]
-    return model, next((v for v in vocabs if tf.io.gfile.exists(v)), vocabs[0])
-
-
-def _vocabulary_with_settings(vocab_file, settings):
-    """`vocab_file`, or a copy of it beside `settings` when those are not what `read_settings` gives it."""
-    import tempfile
-
-    from electra_tf.data.tokenizer import DEFAULT_SETTINGS, read_settings, write_settings
-
-    if (read_settings(vocab_file) or DEFAULT_SETTINGS) == settings:
-        return vocab_file
-    folder = tempfile.mkdtemp(prefix="electra_tf_vocab_")
-    tf.io.gfile.copy(vocab_file, os.path.join(folder, VOCAB_FILE))
-    write_settings(folder, settings)
-    return os.path.join(folder, VOCAB_FILE)
-
-
-def encoder_of(model, init="the model"):
-    """The encoder to fine-tune or export from any model `load_init_model` gives.
-
-    A pretrainer (a pair) gives its discriminator; a fine-tuned model its encoder.
-    """
-    if isinstance(model, ElectraEncoder):
-        return model
-    if isinstance(model, ElectraPretrainer):
-        return model.discriminator
-    encoder = getattr(model, "encoder", None)
-    if isinstance(encoder, ElectraEncoder):
-        return encoder
-    raise TypeError(f"`--init={init}` holds a {type(model).__name__}, not an ELECTRA encoder, pretrainer or "
-                    "fine-tuned model.")
-
-
-def load_init(init, vocab_file=None):
-    """The encoder to fine-tune or export and its vocabulary, from any `--init` form.
-
-    Args:
-        init: str. Any form of `load_init_model`: a pre-training `model_dir`,
-            a `.keras` file, an `export --kind encoder` folder, `hf:DIR`,
-            `official:DIR`, `bert:DIR`, `keras_hub:DIR`. A generator +
-            discriminator pair or a pretrainer gives its discriminator.
-        vocab_file: str or None. Overrides the vocabulary found beside `init`.
-
-    Returns:
-        `(ElectraEncoder, vocab_file)`.
-    """
-    model, found_vocab = load_init_model(init)
-    encoder = encoder_of(model, init)
-    vocab_file = vocab_file or found_vocab
-    if not vocab_file or not tf.io.gfile.exists(vocab_file):
-        raise FileNotFoundError(f"No vocabulary for `--init={init}`: {vocab_file or 'none found'} is missing; "
-                                "pass --vocab_file.")
-    return encoder, vocab_file
-
-
-def init_pretrainer(init, pretrainer):
-    """Initialises a new pre-training run's `pretrainer` from any `--init` form (continued pre-training).
-
-    `hf:`, `official:` and `bert:` go through `electra_tf.convert.init_from`; every other form
-    (another electra_tf run, e.g. phase 1 of the seq-128-then-512 recipe, a `.keras` file, an
-    encoder export, `keras_hub:DIR`) is read with `load_init_model` and its weights assigned by
-    their official names: all that match, the parts the source lacks (a lone encoder has no
-    generator) keep their initial values and are logged; a shape that differs is an error.
-    """
-    kind, sep, path = init.partition(":")
-    if sep and kind in ("hf", "official", "bert"):
-        from electra_tf.convert import init_from
-
-        return init_from(init, pretrainer)
-    from electra_tf.convert.weight_map import assign_weights, read_weights
-
-    model, _ = load_init_model(init)
-    if not isinstance(model, (ElectraEncoder, ElectraPretrainer)):
-        model = encoder_of(model, init)
-    return assign_weights(pretrainer, read_weights(model), f"`--init={init}`")

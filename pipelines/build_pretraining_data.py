@@ -272,6 +272,42 @@ def _prepare_output_dir(output_dir, num_shards):
                 tf.io.gfile.remove(path)
 
 
+def _owned(name):
+    """Whether the build writes or removes a file of this name in its output folder."""
+    return name in (SUCCESS_FILE, STATS_FILE, _PARTIAL_STATS) or name.startswith((_TMP_PREFIX, SHARD_PREFIX))
+
+
+def check_output_dir(output_dir, input_paths, only_a_build=True):
+    """Refuses, before any work, an output folder that holds an input or (`only_a_build`) other files.
+
+    `output_dir` must not be an input file nor hold one the build would replace or remove.
+    With `only_a_build` (the command's check) it may hold only a build's files and a vocabulary
+    (`vocab.txt`, its `electra_tokenizer.json`, which `pretrain` looks for beside the records): a
+    folder holding anything else (a run's checkpoints, an export, a corpus) is another
+    artefact's. (The demo data keeps its corpus beside its records: the library allows it.)
+    """
+    local = "://" not in output_dir
+    target = os.path.abspath(output_dir) if local else output_dir
+    for path in input_paths:
+        source = os.path.abspath(path) if local else path
+        if source == target or (os.path.dirname(source) == target and _owned(os.path.basename(source))):
+            raise ValueError(f"`--output_dir={output_dir}` would replace the input {path}. Choose another "
+                             "--output_dir.")
+    if not tf.io.gfile.isdir(output_dir):
+        if tf.io.gfile.exists(output_dir):
+            raise FileExistsError(f"`--output_dir={output_dir}` is an existing file, not a folder.")
+        return
+    if not only_a_build:
+        return
+    vocabulary = (tokenizer_lib.VOCAB_FILE, tokenizer_lib.SETTINGS_FILE)
+    other = sorted(n.rstrip("/") for n in tf.io.gfile.listdir(output_dir)
+                   if not _owned(n.rstrip("/")) and n.rstrip("/") not in vocabulary)
+    if other:
+        raise FileExistsError(f"`--output_dir={output_dir}` holds other files than a build's ({', '.join(other[:5])}"
+                              f"{', ...' if len(other) > 5 else ''}); the records would mix with them. Choose a new "
+                              "or empty --output_dir.")
+
+
 def is_complete_build(output_dir):
     """True when `output_dir` holds a finished build (`stats.json` and `_SUCCESS`)."""
     return all(tf.io.gfile.exists(os.path.join(output_dir, name)) for name in (STATS_FILE, SUCCESS_FILE))
@@ -428,8 +464,9 @@ def build_pretraining_data(
     Raises:
         FileNotFoundError/ValueError for a bad vocabulary or inputs matching
         nothing (before the pipeline starts), FileExistsError for a complete
-        earlier build without `overwrite`, ValueError if the inputs hold no
-        text, `text_io.CorruptInputError` for a truncated input.
+        earlier build without `overwrite`, ValueError if the inputs hold no text or
+        `output_dir` is an input (`check_output_dir`; the command also refuses a folder
+        holding other files), `text_io.CorruptInputError` for a truncated input.
 
     Example:
         ```python
@@ -456,6 +493,7 @@ def build_pretraining_data(
     tokenizer = tokenizer_lib.WordPieceTokenizer(vocab_file, lower_case=lower_case)  # fails fast on a bad vocabulary
     vocab_size, settings = tokenizer.vocab_size, tokenizer.settings
     files = sources.expand_inputs(inputs)
+    check_output_dir(output_dir, [f.path for f in files], only_a_build=False)
     logging.info("Building from %d files (%d sources) into %s", len(files),
                  len({f.source for f in files}), output_dir)
     if not is_complete_build(output_dir):
@@ -573,6 +611,7 @@ def main(argv):
     from electra_tf.pipelines import build_pretraining_data as lib  # pylint: disable=import-self
 
     FLAGS = flags.FLAGS
+    lib.check_output_dir(FLAGS.output_dir, [f.path for f in sources.expand_inputs(FLAGS.input)])
     with cli.quiet_beam_workers():
         stats = lib.build_pretraining_data(
             FLAGS.input, FLAGS.vocab_file, FLAGS.output_dir, FLAGS.seq_length, FLAGS.num_shards,

@@ -18,6 +18,11 @@ files (same order) and parameters. Inputs are read with `sources`, so
 `text:`, `wikipedia:` and `books:` specs all work.
 `--output` is the deprecated spelling of `--vocab_file`. Installed as
 `electra-build-vocab`.
+
+`--vocab_file` never replaces an input file; an existing one (a run's, an
+export's or an earlier build's vocabulary) is replaced only with
+`--overwrite`, and so is an `electra_tokenizer.json` beside it that holds
+other settings (another vocabulary's in that folder) (`check_output`).
 """
 
 if __name__ == "__main__":  # a program: quiet TensorFlow's start-up before it is imported (electra_tf.cli)
@@ -27,6 +32,7 @@ if __name__ == "__main__":  # a program: quiet TensorFlow's start-up before it i
 
 
 import collections
+import json
 import os
 
 from absl import app
@@ -40,7 +46,7 @@ from tokenizers import pre_tokenizers
 from tokenizers import trainers
 
 from electra_tf import cli
-from electra_tf.data.tokenizer import is_bert_punctuation, write_settings
+from electra_tf.data.tokenizer import SETTINGS_FILE, is_bert_punctuation, write_settings
 from electra_tf.pipelines import sources
 
 SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -144,6 +150,36 @@ def build_vocab(inputs, vocab_size, output, lower_case=True, num_unused=100, lim
     return vocab
 
 
+def check_output(inputs, output, lower_case, overwrite=False):
+    """Refuses, before any work, a `--vocab_file` that is an input, or would replace a file without `overwrite`.
+
+    Replaced only with `overwrite`: an existing `output`, and a tokenizer settings file beside it
+    that holds other settings than `lower_case` gives (shared by another vocabulary of the folder).
+    """
+    target = os.path.abspath(output)
+    for found in sources.expand_inputs(inputs):
+        if os.path.abspath(found.path) == target:
+            raise ValueError(f"`--vocab_file={output}` is an --input file ({found.path}): it would be replaced. "
+                             "Choose another --vocab_file.")
+    if overwrite:
+        return
+    if tf.io.gfile.exists(output):
+        raise FileExistsError(f"`--vocab_file={output}` exists (a run's, an export's or an earlier vocabulary); "
+                              "nothing is overwritten. Choose a new --vocab_file, or pass --overwrite.")
+    settings = os.path.join(os.path.dirname(output), SETTINGS_FILE)
+    if tf.io.gfile.exists(settings):
+        with tf.io.gfile.GFile(settings) as f:
+            saved = f.read()
+        try:
+            values = json.loads(saved)
+        except ValueError:
+            values = None
+        if values != {"lower_case": lower_case, "strip_accents": lower_case}:
+            raise FileExistsError(
+                f"`--vocab_file={output}`: {settings} beside it holds other settings ({saved.strip()[:80]}), another "
+                "vocabulary's; nothing is overwritten. Choose another folder, or pass --overwrite.")
+
+
 def define_flags():
     """Defines the CLI flags (only when run as a script)."""
     flags.DEFINE_list("input", None, "Input specs `[kind:]GLOB`, comma-separated.")
@@ -152,12 +188,14 @@ def define_flags():
     flags.DEFINE_bool("lower_case", True, "Uncased vocabulary (lower-case, strip accents); saved in "
                       "electra_tokenizer.json beside the vocab.txt.")
     flags.DEFINE_integer("num_unused", 100, "Number of [unusedK] slots.")
+    flags.DEFINE_bool("overwrite", False, "Replace an existing --vocab_file (and the tokenizer settings beside it).")
     flags.mark_flags_as_required(["input", "vocab_file"])
 
 
 def main(argv):
     del argv
     FLAGS = flags.FLAGS
+    check_output(FLAGS.input, FLAGS.vocab_file, FLAGS.lower_case, FLAGS.overwrite)
     build_vocab(FLAGS.input, FLAGS.vocab_size, FLAGS.vocab_file, FLAGS.lower_case, FLAGS.num_unused)
 
 

@@ -1,5 +1,6 @@
 """Helpers shared by the test modules (import as `from helpers import ...`)."""
 
+import hashlib
 import os
 import pathlib
 import shutil
@@ -167,3 +168,20 @@ def assert_trained_alike(one_loss, one_weights, loss, weights):
     assert len(one_weights) == len(weights) > 10
     for a, b in zip(one_weights, weights):
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-4, atol=1e-5)
+
+
+def digests(folder):
+    """path -> sha256 of every file under `folder` (to prove nothing changed)."""
+    out = {}
+    for root, _, files in os.walk(folder):
+        for name in files:
+            with open(os.path.join(root, name), "rb") as f:
+                out[os.path.join(root, name)] = hashlib.sha256(f.read()).hexdigest()
+    return out
+
+
+def error_line(result):
+    """The one `error: ...` line of a command that exited 1 without a traceback (asserted)."""
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert result.returncode == 1 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    return lines[0]

@@ -1,4 +1,4 @@
-"""Bad input to pre-training and the CLIs (issue 17): one clear message, nothing that existed changed.
+"""Bad input to pre-training and the CLIs: one clear message, nothing that existed changed.
 
 Each case writes its own fixtures, asserts the message names the flag, file or
 field, and (where something existed before) that every pre-existing file has
@@ -21,7 +21,7 @@ import pytest
 
 from helpers import REPO, run_python, write_records
 from electra_tf.config import get_config
-from electra_tf import run_files
+from electra_tf import run_files, sources
 from electra_tf.training import distribute
 from electra_tf.training.pretraining import resolve_data, train
 
@@ -196,7 +196,7 @@ def test_damaged_latest_checkpoint_falls_back_to_the_previous_one(trained, tmp_p
     assert latest.endswith("ckpt-4")
     _damage(latest, how)
     with caplog.at_level(logging.WARNING):
-        pretrainer, _ = run_files.restore_pretrainer(str(run))
+        pretrainer, _ = sources.restore_pretrainer(str(run))
     assert any("ckpt-4 is unreadable" in r.getMessage() for r in caplog.records)
     assert any("Restored" in r.getMessage() and r.getMessage().split()[1].endswith("ckpt-2")
                for r in caplog.records)
@@ -213,7 +213,7 @@ def test_every_checkpoint_damaged_is_an_error_naming_them(trained, tmp_path):
     for prefix in run_files.kept_checkpoints(str(run)):
         _damage(prefix, "truncated index")
     with pytest.raises(ValueError, match=r"No readable checkpoint in .*ckpt-4 \(.*ckpt-2 \("):
-        run_files.restore_pretrainer(str(run))
+        sources.restore_pretrainer(str(run))
 
 
 def test_corrupt_discriminator_keras_falls_back_to_the_checkpoint(trained, tmp_path, caplog):
@@ -221,12 +221,12 @@ def test_corrupt_discriminator_keras_falls_back_to_the_checkpoint(trained, tmp_p
     path = run / run_files.DISCRIMINATOR_FILE
     path.write_bytes(path.read_bytes()[:1000])
     with caplog.at_level(logging.WARNING):
-        encoder, _ = run_files.load_discriminator(str(run))
+        encoder, _ = sources.load_discriminator(str(run))
     assert encoder.num_layers == 2
     assert any("discriminator.keras cannot be read" in r.getMessage() for r in caplog.records)
     shutil.rmtree(run / run_files.CHECKPOINT_DIR)
     with pytest.raises(ValueError, match=r"discriminator.keras cannot be read .* no checkpoint to fall back to"):
-        run_files.load_discriminator(str(run))
+        sources.load_discriminator(str(run))
 
 
 def test_truncated_run_config_names_the_file(trained, tmp_path):

@@ -166,7 +166,7 @@ def test_beam_worker_lines_keep_the_pipelines_own_and_drop_start_up_and_tracebac
         "INFO:absl:Reading /data/cut.txt.gz",
         "ERROR:apache_beam.runners.common:Truncated or corrupt input '/data/cut.txt.gz' at byte 20,000",
         "Traceback (most recent call last):",
-        '  File "/work/pipelines/text_files.py", line 88, in read_text_batches',
+        '  File "/opt/app/pipelines/text_files.py", line 88, in read_text_batches',
         "    chunk = reader.file.read(read_size)",
         "EOFError: Compressed file ended before the end-of-stream marker was reached",
         "",

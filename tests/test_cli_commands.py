@@ -1,27 +1,11 @@
 """Every command as users run it: the documented successful invocations exit 0; refused outputs and non-finite
 flags are one `error:` line, exit 1, nothing pre-existing changed."""
 
-import hashlib
 import os
 
 import pytest
 
-from helpers import make_run_dir, run_python, write_vocab
-
-
-def error_line(result):
-    lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
-    assert result.returncode == 1 and len(lines) == 1, result.stderr[-3000:]
-    return lines[0]
-
-
-def digests(folder):
-    out = {}
-    for root, _, files in os.walk(folder):
-        for name in files:
-            with open(os.path.join(root, name), "rb") as f:
-                out[os.path.join(root, name)] = hashlib.sha256(f.read()).hexdigest()
-    return out
+from helpers import digests, error_line, make_run_dir, run_python, write_vocab
 
 
 @pytest.fixture(scope="module")

@@ -24,8 +24,10 @@ LAYERS = {
     "layers": ("electra_tf.layers",),
     "models": ("electra_tf.models",),
     "convert": ("electra_tf.convert",),
-    "training": ("electra_tf.run_files", "electra_tf.training", "electra_tf.finetuning", "electra_tf.export",
-                 "electra_tf.predicting"),
+    # The run-directory contract (file names, guards), named checkpoints and the `--init` registry:
+    # what every command reads a model through.
+    "sources": ("electra_tf.run_files", "electra_tf.training.named_checkpoint", "electra_tf.sources"),
+    "training": ("electra_tf.training", "electra_tf.finetuning", "electra_tf.export", "electra_tf.predicting"),
     "programs": ("electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export.__main__", "electra_tf.predict",
                  "electra_tf.convert.__main__", "electra_tf.demo_data", "electra_tf.data_scripts"),
 }
@@ -36,8 +38,9 @@ MAY_IMPORT = {
     "layers": ("core",),
     "models": ("core", "layers"),
     "convert": ("core", "layers", "models"),
-    "training": ("core", "layers", "models", "convert"),
-    "programs": ("core", "pipelines", "layers", "models", "convert", "training"),
+    "sources": ("core", "layers", "models", "convert"),
+    "training": ("core", "layers", "models", "convert", "sources"),
+    "programs": ("core", "pipelines", "layers", "models", "convert", "sources", "training"),
 }
 # Top-level names the package must never import (tools, tests, and the folders' old generic names).
 FORBIDDEN_TOP_LEVEL = ("pipelines", "configs", "benchmarks", "tests", "helpers", "conftest")

@@ -13,7 +13,7 @@ import tensorflow as tf
 from helpers import REPO, run_python
 from electra_tf.config import get_config
 from electra_tf.training.pretraining import train
-from electra_tf import run_files
+from electra_tf import run_files, sources
 
 TINY = dict(vocab_size=400, embedding_dim=16, hidden_dim=32, num_layers=2, num_heads=2,
             intermediate_dim=64, seq_length=32, max_sequence_length=32, batch_size=8,
@@ -128,7 +128,7 @@ def test_bad_data_mid_run_names_the_culprit_and_keeps_checkpoints(tmp_path, writ
         train(config.replace(data=big, train_steps=500), model_dir, verbose=0)
 
     assert run_files.latest_checkpoint(model_dir) == before
-    pretrainer, _ = run_files.restore_pretrainer(model_dir)  # still loads
+    pretrainer, _ = sources.restore_pretrainer(model_dir)  # still loads
     assert pretrainer.discriminator.num_layers == 2
 
 

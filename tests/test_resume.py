@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 from helpers import REPO, run_python, write_records
-from electra_tf import run_files
+from electra_tf import run_files, sources
 from electra_tf.training.named_checkpoint import all_finite
 
 TINY = dict(vocab_size=400, embedding_dim=16, hidden_dim=32, num_layers=2, num_heads=2,
@@ -193,5 +193,5 @@ def test_non_finite_loss_stops_naming_the_step_and_keeps_finite_checkpoints(tmp_
     train(config, model_dir, verbose=0)
     with pytest.raises(FloatingPointError, match=r"at step \d+"):
         train(config.replace(train_steps=40, learning_rate=1e30, save_checkpoints_steps=1), model_dir, verbose=0)
-    pretrainer, _ = run_files.restore_pretrainer(model_dir)
+    pretrainer, _ = sources.restore_pretrainer(model_dir)
     assert all_finite(pretrainer.variables)

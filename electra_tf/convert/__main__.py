@@ -13,7 +13,10 @@ written: `--to hf` writes `OUTPUT_DIR/discriminator` and `OUTPUT_DIR/generator`
 for both, `OUTPUT_DIR` itself for one part (`ElectraForPreTraining` /
 `ElectraForMaskedLM`) or an encoder (`ElectraModel`); `--to keras` and `--to
 official` take the discriminator (the encoder fine-tuning starts from) or both.
-A fine-tuned classifier, tagger or simple-head QA model goes `--to hf` as
+A generator-only Hugging Face folder (`ElectraForMaskedLM`) is refused unless
+`--part generator` asks for it. The input is read as `--init FROM:INPUT` is
+(`electra_tf.sources`: the same checks, weights finite). A fine-tuned
+classifier, tagger or simple-head QA model goes `--to hf` as
 `ElectraForSequenceClassification` / `ElectraForTokenClassification` /
 `ElectraForQuestionAnswering`. `--to keras` writes a `.keras` file
 (`keras.saving.load_model` reads it back), `--to official` a checkpoint prefix:
@@ -22,19 +25,22 @@ A fine-tuned classifier, tagger or simple-head QA model goes `--to hf` as
 Nothing existing is overwritten: an output that is or overlaps the input,
 lies in another artefact, or would replace a file (a non-empty `--to hf`
 folder, an existing `.keras` file, checkpoint or `checkpoint` list) is refused
-before anything is read. The vocabulary beside the input (`vocab.txt` and its
+before anything is read; a `--to hf` folder is written into a hidden folder
+beside it and renamed once complete, so a failed write (a full disk) leaves
+nothing to refuse on the re-run. The vocabulary beside the input (`vocab.txt` and its
 tokenizer settings) is copied next to each output, unless the same vocabulary
 is already there. Exits 0 on success. `--output` is the deprecated spelling of
 `--output_dir`. Installed as `electra-convert`.
 """
 
+import contextlib
 import os
 
 from absl import app, flags
 
 from electra_tf import cli
 
-SOURCES = ("official", "hf", "bert", "keras")
+INPUT_FORMATS = ("official", "hf", "bert", "keras")  # `--from F --input X` reads `--init F:X` (`electra_tf.sources`)
 TARGETS = ("hf", "keras", "official")
 PARTS = ("both", "discriminator", "generator")
 FLAGS = flags.FLAGS
@@ -45,37 +51,39 @@ REQUIRED = ("from", "input", "to", "output_dir")
 def define_flags(flag_values=None):
     """The flags (only when run as a program)."""
     fv = flags.FLAGS if flag_values is None else flag_values
-    cli.define("enum", "from", None, "Input format.", fv, enum_values=list(SOURCES))
+    cli.define("enum", "from", None, "Input format.", fv, enum_values=list(INPUT_FORMATS))
     cli.define("string", "input", None, "Checkpoint prefix/dir, HF dir(s) (comma-separated) or .keras file.", fv)
     cli.define("enum", "to", None, "Output format.", fv, enum_values=list(TARGETS))
     cli.define_output_dir("Output directory (--to hf), .keras file (--to keras) or checkpoint prefix "
                           "(--to official); never an existing one.", flag_values=fv)
     cli.define("enum", "part", "both", "What of a generator + discriminator pair to write (--to keras and "
-               "--to official: discriminator or both).", fv, enum_values=list(PARTS))
+               "--to official: discriminator or both); generator also reads a generator-only HF folder.", fv,
+               enum_values=list(PARTS))
     cli.define("integer", "num_heads", None, "official: discriminator heads (H // 64).", fv)
     cli.define("integer", "generator_num_heads", None, "official: generator heads (Hg // 64).", fv)
 
 
-def input_paths(source, path):
-    """The paths `--input` reads (a Hugging Face pair is comma-separated)."""
-    return [p for p in path.split(",") if p] if source == "hf" else [path]
+def load(source, path, num_heads=None, generator_num_heads=None, part="both"):
+    """`(model, vocab_file or None, part)`: what `path` holds in format `source` (one of `INPUT_FORMATS`).
 
+    Read through the `--init` registry (`electra_tf.sources.load_source`), as
+    `--init source:path`. A generator-only Hugging Face folder is refused unless
+    `part` is "generator"; then it is read as `hf_generator:` and written whole
+    (`part` "both").
+    """
+    from electra_tf import sources
 
-def load(source, path, num_heads=None, generator_num_heads=None):
-    """The model held by `path` in format `source` (one of `SOURCES`)."""
-    from electra_tf import convert
-
-    if source == "official":
-        return convert.build_from_official(
-            path, num_heads=num_heads, generator_num_heads=generator_num_heads
-        )
-    if source == "hf":
-        return convert.build_from_hugging_face(path)
-    if source == "bert":
-        return convert.build_from_bert(path)
-    from electra_tf.run_files import load_keras_model
-
-    return load_keras_model(path, "input")
+    options = {"num_heads": num_heads, "generator_num_heads": generator_num_heads} if source == "official" else {}
+    try:
+        model, vocab = sources.load_source(source, path, **options)
+    except sources.GeneratorFolderError as e:
+        if part != "generator":
+            raise ValueError(f"`--input={path}`: {e.folder} is an ELECTRA generator (ElectraForMaskedLM in its "
+                             "config.json), not a discriminator. Pass the discriminator folder, or both as "
+                             "--input DISC,GEN; to convert the generator itself, add --part generator.") from None
+        model, vocab = sources.load_source("hf_generator", path)
+        part = "both"
+    return model, (vocab if vocab and os.path.exists(vocab) else None), part
 
 
 def select_part(model, target, part):
@@ -126,7 +134,15 @@ def save(model, target, path, part="both", label_names=None):
         return convert.export_hugging_face(model, path, part=part)
     if target == "official":
         return [convert.export_official(model, path)]
-    model.save(path)
+    folder, name = os.path.split(os.path.abspath(path))
+    partial = os.path.join(folder, f".{name[:-len('.keras')]}.partial.keras")  # Keras wants the suffix
+    os.makedirs(folder, exist_ok=True)
+    try:
+        model.save(partial)
+        os.replace(partial, path)  # a `.keras` file that exists is complete
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
     return [path]
 
 
@@ -143,16 +159,6 @@ def label_names(source, input_path):
         return None
     with open(path, encoding="utf-8") as f:
         return json.load(f).get("label_names") or None
-
-
-def vocabulary_beside(source, input_path):
-    """The `vocab.txt` beside the (first) input, or None."""
-    from electra_tf.data.tokenizer import VOCAB_FILE
-
-    first = input_paths(source, input_path)[0]
-    folder = first if os.path.isdir(first) else os.path.dirname(first)
-    vocab = os.path.join(folder, VOCAB_FILE)
-    return vocab if os.path.exists(vocab) else None
 
 
 def vocab_targets(vocab, folders):
@@ -179,12 +185,13 @@ def convert(source, input_path, target, output_dir, num_heads=None, generator_nu
     """Reads `input_path` in format `source`, writes it to `output_dir` as `target`; returns the paths written.
 
     The output is checked before the (slow) load and again once the model is
-    known (`run_files.guard_output`): nothing existing is ever replaced.
+    known (`run_files.guard_output`): nothing existing is ever replaced. A Hugging
+    Face folder is written into a hidden folder beside `output_dir` and renamed once
+    complete (vocabulary included): a failed write (a full disk) leaves nothing.
     """
-    from electra_tf import run_files
-    from electra_tf.data.tokenizer import DEFAULT_SETTINGS, copy_vocab, read_settings, write_hugging_face_settings
+    from electra_tf import run_files, sources
 
-    inputs = input_paths(source, input_path)
+    inputs = sources.SOURCES[source].inputs(input_path)
     own_kind = run_files.HUGGING_FACE if target == "hf" else None
     if target == "keras" and not output_dir.endswith(".keras"):
         raise ValueError(f"`--to keras` writes a `.keras` file. Received: `--output_dir={output_dir!r}`")
@@ -196,18 +203,62 @@ def convert(source, input_path, target, output_dir, num_heads=None, generator_nu
 
         early = written_files(output_dir)
     run_files.guard_output(output_dir, "output_dir", own_kind, inputs=inputs, writes=early)
-    model = select_part(load(source, input_path, num_heads, generator_num_heads), target, part)
+    run_files.refuse_inside_artefact(output_dir, "output_dir")
+    model, vocab, part = load(source, input_path, num_heads, generator_num_heads, part)
+    model = select_part(model, target, part)
     folders, writes = planned_outputs(model, target, output_dir, part)
-    vocab = vocabulary_beside(source, input_path)
     vocab_files = vocab_targets(vocab, folders)
     run_files.guard_output(output_dir, "output_dir", own_kind, inputs=inputs, writes=writes)
-    written = save(model, target, output_dir, part, label_names(source, input_path))
+    if target == "hf":
+        with staged_folder(output_dir) as stage:
+            written = write(model, target, stage, part, label_names(source, input_path), vocab,
+                            [os.path.join(stage, os.path.relpath(v, output_dir)) for v in vocab_files])
+        written = [os.path.normpath(os.path.join(output_dir, os.path.relpath(w, stage))) for w in written]
+    else:
+        written = write(model, target, output_dir, part, label_names(source, input_path), vocab, vocab_files)
+    print(f"{type(model).__name__} from {source} {input_path!r} -> {target}: {', '.join(written)}")
+    return written
+
+
+def write(model, target, path, part, label_names, vocab, vocab_files):
+    """`save`, then the vocabulary (and its tokenizer settings) into each of `vocab_files`; returns `save`'s paths."""
+    from electra_tf.data.tokenizer import DEFAULT_SETTINGS, copy_vocab, read_settings, write_hugging_face_settings
+
+    written = save(model, target, path, part, label_names)
     for destination in vocab_files:
         copy_vocab(vocab, destination)
         if target == "hf":  # transformers' AutoTokenizer reads the casing from its own file
             write_hugging_face_settings(os.path.dirname(destination), read_settings(vocab) or DEFAULT_SETTINGS)
-    print(f"{type(model).__name__} from {source} {input_path!r} -> {target}: {', '.join(written)}")
     return written
+
+
+@contextlib.contextmanager
+def staged_folder(path):
+    """Yields a hidden folder beside `path` to write into; renamed to `path` (new or empty) when the block ends.
+
+    On an error the staged folder is removed and the error is one `OSError` naming
+    `--output_dir` (the cause, e.g. a full disk, in its text): nothing is left behind,
+    so the same command runs again once the cause is gone.
+    """
+    import shutil
+    import tempfile
+
+    parent, name = os.path.split(os.path.abspath(path))
+    os.makedirs(parent, exist_ok=True)
+    stage = tempfile.mkdtemp(prefix=f".{name}.", suffix=".partial", dir=parent)
+    umask = os.umask(0o022)
+    os.umask(umask)
+    os.chmod(stage, 0o777 & ~umask)  # as `os.makedirs` would have made it, not mkdtemp's 0700
+    try:
+        yield stage
+        os.replace(stage, os.path.join(parent, name))  # onto a new or empty folder (`guard_output` refused others)
+    except BaseException as e:
+        shutil.rmtree(stage, ignore_errors=True)
+        if isinstance(e, OSError) or type(e).__module__.startswith("tensorflow"):  # a full disk, a lost mount
+            reason = (getattr(e, "message", None) or str(e) or type(e).__name__).splitlines()[0][:300]
+            raise OSError(f"`--output_dir={path}` could not be written ({reason}); nothing was left "
+                          "there.") from e
+        raise
 
 
 def main(argv):

@@ -46,11 +46,7 @@ def read_bert(directory):
         bert["weights"]["electra/embeddings/word_embeddings"].shape  # (100, 32)
         ```
     """
-    config, state = read_safetensors_dir(directory)
-    if config.get("model_type") != "bert":
-        raise ValueError(
-            f"{directory!r} is not a BERT checkpoint. Received: `model_type={config.get('model_type')!r}`"
-        )
+    config, state = read_safetensors_dir(directory, model_type="bert")  # the family first, then the weights
     if config.get("position_embedding_type", "absolute") != "absolute":
         raise ValueError(
             "Only absolute position embeddings convert. Received: "
@@ -124,14 +120,11 @@ def build_from_bert(directory):
     Example:
         ```python
         import transformers
-
-        # A tiny BERT checkpoint, as `save_pretrained` writes one (E = H: BERT has no projection).
-        transformers.BertModel(transformers.BertConfig(
-            vocab_size=100, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-            intermediate_size=64, max_position_embeddings=128)).save_pretrained("bert")
-
         from electra_tf.convert.bert import build_from_bert
 
+        config = transformers.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=1,
+                                         num_attention_heads=2, intermediate_size=64)
+        transformers.BertForMaskedLM(config).save_pretrained("bert")  # a `BertFor*`: its `bert.` body is read
         encoder = build_from_bert("bert")
         encoder.hidden_dim, encoder.num_layers  # (32, 1)
         ```

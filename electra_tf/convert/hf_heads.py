@@ -20,9 +20,6 @@ that holds for h > -58 (the final LayerNorm keeps [CLS] components within a few
 units), and the rounding of h + 64 costs under 4e-6 per component.
 """
 
-import json
-import os
-
 import numpy as np
 
 from electra_tf.convert import hf_names
@@ -100,9 +97,7 @@ def export_task_model(model, directory, label_names=None):
         # {0: 'negative', 1: 'positive'}
         ```
     """
-    from safetensors.numpy import save_file
-
-    from electra_tf.convert.hugging_face import hf_config
+    from electra_tf.convert.hugging_face import hf_config, write_folder
 
     architecture, head = head_tensors(model)
     encoder = model.encoder
@@ -126,8 +121,5 @@ def export_task_model(model, directory, label_names=None):
             config["classifier_dropout"] = float(model.dropout)
             if num_labels == 1:
                 config["problem_type"] = "regression"
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, hf_names.HF_CONFIG_FILE), "w", encoding="utf-8") as f:
-        json.dump(config, f, indent=2, sort_keys=True)
-    save_file(state, os.path.join(directory, hf_names.HF_WEIGHTS_FILE), metadata={"format": "pt"})
+    write_folder(directory, config, state)
     return [directory]

@@ -61,13 +61,57 @@ def read_config(directory):
             raise ValueError(f"{config_path} is not valid JSON ({e}): truncated or damaged.") from None
 
 
-def read_safetensors_dir(directory):
+def check_model_type(directory, config, expected):
+    """Refuses a `config.json` of another family than `expected` ("electra" or "bert"), before any size is read.
+
+    The message names the file, what it describes (`model_type`, `architectures`) and what is read.
+
+    Example:
+        >>> from electra_tf.convert.hugging_face import check_model_type
+        >>> check_model_type("gpt2", {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"]}, "electra")
+        Traceback (most recent call last):
+        ...
+        ValueError: gpt2/config.json describes a 'gpt2' model (GPT2LMHeadModel), not electra: ...
+    """
+    found = config.get("model_type")
+    if found == expected:
+        return
+    architectures = ", ".join(map(str, config.get("architectures") or []))
+    what = f"a {found!r} model" if found else "no `model_type`"
+    raise ValueError(
+        f"{os.path.join(directory, hf_names.HF_CONFIG_FILE)} describes {what}"
+        f"{f' ({architectures})' if architectures else ''}, not {expected}: `hf` reads ELECTRA folders "
+        f"({', '.join(ARCHITECTURES)}), `bert` reads BERT folders (BertModel, BertFor*)."
+    )
+
+
+def folder_roles(source):
+    """`[(directory, config, role)]` of Hugging Face ELECTRA directories, from their `config.json` alone.
+
+    `role` is "model", "discriminator" or "generator" (`ARCHITECTURES`); every
+    folder's `model_type` is checked first, before any weight or size is read.
+
+    Args:
+        source: str or list of str. As `expand_directories` takes it.
+    """
+    roles = []
+    for directory in expand_directories(source):
+        config = read_config(directory)
+        check_model_type(directory, config, "electra")
+        architecture = (config.get("architectures") or ["ElectraModel"])[0]
+        roles.append((directory, config, ARCHITECTURES.get(architecture, "model")))
+    return roles
+
+
+def read_safetensors_dir(directory, model_type=None):
     """`(config, state_dict)` of a Hugging Face directory: `config.json` and safetensors weights.
 
     Sharded checkpoints (`model.safetensors.index.json`) are read shard by shard.
 
     Args:
         directory: str. A `save_pretrained` directory.
+        model_type: str or None. The `model_type` the folder must have (checked before
+            any weight is read; `check_model_type`).
 
     Returns:
         (dict, dict str -> numpy array).
@@ -96,6 +140,8 @@ def read_safetensors_dir(directory):
     from safetensors.numpy import load_file
 
     config = read_config(directory)
+    if model_type is not None:
+        check_model_type(directory, config, model_type)
     single = os.path.join(directory, hf_names.HF_WEIGHTS_FILE)
     index = os.path.join(directory, hf_names.HF_WEIGHTS_INDEX_FILE)
     if os.path.exists(single):
@@ -158,12 +204,7 @@ def read_hugging_face(directory):
         checkpoint["role"]  # 'discriminator'
         ```
     """
-    config, state = read_safetensors_dir(directory)
-    if config.get("model_type") != "electra":
-        raise ValueError(
-            f"{directory!r} is not an ELECTRA checkpoint. Received: "
-            f"`model_type={config.get('model_type')!r}` (use `bert:` for BERT)."
-        )
+    config, state = read_safetensors_dir(directory, model_type="electra")
     architectures = config.get("architectures") or ["ElectraModel"]
     if architectures[0] not in ARCHITECTURES:
         raise ValueError(
@@ -390,12 +431,9 @@ def build_from_hugging_face(source):
         pretrainer.generator.hidden_dim  # 8
         ```
     """
-    directories = expand_directories(source)
-    configs = {}
-    for directory in directories:
-        config = read_config(directory)
-        architecture = (config.get("architectures") or ["ElectraModel"])[0]
-        configs[ARCHITECTURES.get(architecture, "model")] = config
+    roles = folder_roles(source)
+    directories = [directory for directory, _, _ in roles]
+    configs = {role: config for _, config, role in roles}
     if len(directories) == 2 and set(configs) == {"discriminator", "generator"}:
         sizes = encoder_kwargs(configs["discriminator"])
         generator = encoder_kwargs(configs["generator"])
@@ -494,16 +532,35 @@ def export_hugging_face(model, directory, part="both"):
 
 
 def _write(directory, config, weights, role):
-    from safetensors.numpy import save_file
-
     state = {}
     for name, value in weights.items():
         mapped = hf_names.official_to_hf(name, role)
         if mapped is not None:
             hf_name, transpose = mapped
             state[hf_name] = np.ascontiguousarray(value.T if transpose else value)
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, hf_names.HF_CONFIG_FILE), "w", encoding="utf-8") as f:
-        json.dump(config, f, indent=2, sort_keys=True)
-    save_file(state, os.path.join(directory, hf_names.HF_WEIGHTS_FILE), metadata={"format": "pt"})
+    write_folder(directory, config, state)
     logging.info("Wrote %d tensors to %s (%s).", len(state), directory, config["architectures"][0])
+
+
+def write_folder(directory, config, state):
+    """Writes a Hugging Face folder: `config.json` and `model.safetensors` (tensors named as transformers names them).
+
+    A write that fails (a full disk) is one `OSError` naming the file; safetensors' own
+    error names none. `convert --to hf` writes into a hidden folder beside the output and
+    renames it once complete, so a failed write leaves nothing behind.
+
+    Args:
+        directory: str. Created if needed.
+        config: dict. The `config.json`.
+        state: dict str -> numpy array.
+    """
+    from safetensors.numpy import save_file
+
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, hf_names.HF_WEIGHTS_FILE)
+    try:
+        with open(os.path.join(directory, hf_names.HF_CONFIG_FILE), "w", encoding="utf-8") as f:
+            json.dump(config, f, indent=2, sort_keys=True)
+        save_file(state, path, metadata={"format": "pt"})
+    except Exception as e:  # safetensors' SafetensorError ("Error while serializing: IoError(...)") or an OSError
+        raise OSError(f"{directory} cannot be written ({type(e).__name__}: {str(e).splitlines()[0][:300]})") from None

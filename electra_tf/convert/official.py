@@ -54,15 +54,11 @@ def read_official_checkpoint(path):
     Example:
         ```python
         from electra_tf.config import get_config
-        from electra_tf.convert import export_official
+        from electra_tf.convert.official import export_official, read_official_checkpoint
         from electra_tf.models.pretrainer import build_pretrainer
 
-        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
-                            intermediate_dim=64)  # a tiny model
-        export_official(build_pretrainer(config), "electra_small/model.ckpt-0")
-
-        from electra_tf.convert.official import read_official_checkpoint
-
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64)
+        export_official(build_pretrainer(config), "electra_small/model.ckpt-0")  # a tiny checkpoint
         weights = read_official_checkpoint("electra_small")  # a directory or a prefix
         weights["electra/embeddings/word_embeddings"].shape  # (100, 16)
         ```
@@ -107,17 +103,13 @@ def load_official(path, model, strict=False):
     Example:
         ```python
         from electra_tf.config import get_config
-        from electra_tf.convert import export_official
+        from electra_tf.convert.official import export_official, load_official
         from electra_tf.models.pretrainer import build_pretrainer
 
-        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
-                            intermediate_dim=64)  # a tiny model
-        export_official(build_pretrainer(config), "electra_small/model.ckpt-0")
-
-        from electra_tf.convert.official import load_official
-
-        pretrainer = build_pretrainer(config)
-        load_official("electra_small", pretrainer)
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64)
+        export_official(build_pretrainer(config), "electra_small/model.ckpt-0")  # a tiny checkpoint
+        report = load_official("electra_small", build_pretrainer(config))  # a folder: its latest checkpoint
+        report["kept"]  # []: every part of the model was in the checkpoint
         ```
     """
     from electra_tf.models.encoder import ElectraEncoder
@@ -147,16 +139,12 @@ def build_from_official(path, num_heads=None, generator_num_heads=None):
     Example:
         ```python
         from electra_tf.config import get_config
-        from electra_tf.convert import export_official
+        from electra_tf.convert.official import build_from_official, export_official
         from electra_tf.models.pretrainer import build_pretrainer
 
-        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
-                            intermediate_dim=64)  # a tiny model
-        export_official(build_pretrainer(config), "electra_small/model.ckpt-0")
-
-        from electra_tf.convert.official import build_from_official
-
-        pretrainer = build_from_official("electra_small")
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64)
+        export_official(build_pretrainer(config), "electra_small/model.ckpt-0")  # a tiny checkpoint
+        pretrainer = build_from_official("electra_small")  # sizes read off the shapes
         pretrainer.discriminator.hidden_dim  # 32
         ```
     """

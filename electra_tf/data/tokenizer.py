@@ -366,6 +366,14 @@ class WordPieceTokenizer(tf.Module):
             self._line_marker = self._line_markers[0] if self._line_markers else None
         return self._line_markers
 
+    def continues_word(self):
+        """numpy bool array, one per id: True for a `##` piece (it continues the word before it).
+
+        A word is a first piece and the `##` pieces after it (an `[UNK]` is a whole word), as
+        the BERT basic tokenizer cuts words: at whitespace and around punctuation.
+        """
+        return np.array([token.startswith("##") for token in self.vocab], bool)
+
     def detokenize(self, ids):
         """Ids (dense or ragged, any rank) to word-piece strings, for inspection."""
         return tf.gather(self._id_to_token, ids)

@@ -11,10 +11,8 @@ r"""Exports a trained model: `python -m electra_tf.export --kind encoder|preset|
     python -m electra_tf.export --kind tflite --init runs/movie_polarity --output_dir /tmp/movie_tflite \
         --quantize dynamic_int8
 
-`--init` for encoder/preset: any `--init` form of `electra_tf.finetune`
-(`run_files.load_init`: a pre-training `model_dir`, a `.keras` file, an
-exported encoder, `hf:DIR`, `official:DIR`, `bert:DIR`, `keras_hub:DIR`; the
-discriminator of a pair); for
+`--init` for encoder/preset: any `--init` form (`electra_tf.sources` lists
+them; the discriminator of a pair); for
 serving: a `finetune --output_dir` (classifier.keras, token_classifier.keras or
 question_answerer.keras + vocab.txt + finetune_config.json; a span_qa run
 serves question + context -> answer, `electra_tf.export.qa_serving`); for tflite: a
@@ -52,15 +50,15 @@ def guard(kind, init, output_dir, model_name="electra", version=1):
     """Refuses the output before anything is loaded or written (`run_files.guard_output`)."""
     import os
 
-    from electra_tf import run_files
+    from electra_tf import run_files, sources
 
     if kind == "serving":  # the base folder holds versions; the new version folder must not exist
         path, own = os.path.join(output_dir, model_name, str(version)), run_files.SAVED_MODEL
     else:
         path = output_dir
         own = {"encoder": run_files.SAVED_MODEL, "tflite": run_files.TFLITE_MODEL}.get(kind, run_files.KERAS_HUB_PRESET)
-    spec_path = init.partition(":")[2] if init.partition(":")[0] in run_files.INIT_KINDS else init
-    run_files.guard_output(path, "output_dir", own, inputs=[p for p in spec_path.split(",") if p])
+    run_files.guard_output(path, "output_dir", own, inputs=sources.init_inputs(init))
+    run_files.refuse_inside_artefact(path, "output_dir")
 
 
 def main(argv):
@@ -87,7 +85,7 @@ def main(argv):
         path = export_serving(classifier, FLAGS.vocab_file or vocab_file, FLAGS.output_dir, FLAGS.model_name,
                               FLAGS.version, **serving_settings(config, FLAGS.seq_length))
     else:
-        from electra_tf.run_files import load_init
+        from electra_tf.sources import load_init
 
         encoder, vocab_file = load_init(FLAGS.init, FLAGS.vocab_file)
         if FLAGS.kind == "encoder":

@@ -40,6 +40,11 @@ class ServedModel(tf.Module):
         self.tokenizer = WordPieceTokenizer(vocab_file)
         self.seq_length = seq_length
 
+    def check_ids(self, token_ids, segment_ids, padding_mask):
+        """The `predict_ids` inputs, checked (`check_ids`) against the served model's tables."""
+        return check_ids({"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
+                         self._model.obj.encoder)
+
 
 def add_assets(module, prefix, vocab_file, config_name, config, label_names=None):
     """Writes the asset files into a fresh temporary folder and tracks them on `module`.
@@ -117,12 +122,30 @@ def check_texts(text, text_b=None):
     return text, text_b
 
 
-def check_ids(inputs):
-    """Runtime checks of id inputs: rank 2, all three of one shape."""
+def check_ids(inputs, encoder=None):
+    """Runtime checks of id inputs: rank 2, all three of one shape; with `encoder`, values and length too.
+
+    With `encoder` (the served model's `ElectraEncoder`): every token id in
+    `[0, vocab_size)`, segment id in `[0, num_segments)`, mask value 0 or 1, and
+    rows no longer than its position table (`max_sequence_length`), each an
+    `InvalidArgumentError` naming the input and the bound, where the model's
+    own gathers would fail with `indices[0,1] = 10000000 is not in [0, 8192)`.
+    """
     inputs = {k: tf.ensure_shape(v, [None, None], name=f"{k}_must_be_batch_by_seq_len") for k, v in inputs.items()}
     shape = tf.shape(inputs["token_ids"])
     checks = [tf.debugging.assert_equal(tf.shape(inputs[k]), shape,
                                         message=f"`{k}` must have the shape of `token_ids`")
               for k in ("segment_ids", "padding_mask")]
+    if encoder is not None:
+        with tf.control_dependencies(checks):  # the bounds below read rows of one shape
+            checks.append(tf.debugging.assert_less_equal(
+                shape[1], encoder.max_sequence_length, message=f"rows of `token_ids` must be at most "
+                f"{encoder.max_sequence_length} ids long, the position table of the model (max_sequence_length)"))
+        for name, high in (("token_ids", encoder.vocab_size), ("segment_ids", encoder.num_segments),
+                           ("padding_mask", 2)):
+            checks.append(tf.debugging.assert_non_negative(inputs[name], message=f"`{name}` must be in "
+                                                           f"[0, {high})"))
+            checks.append(tf.debugging.assert_less(inputs[name], high, message=f"`{name}` must be in [0, {high})"
+                                                   + (" (vocab_size of the model)" if name == "token_ids" else "")))
     with tf.control_dependencies(checks):
         return {k: tf.identity(v) for k, v in inputs.items()}

@@ -28,7 +28,8 @@ import tensorflow as tf
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.export.assets import Untracked, add_assets, check_ids, check_texts
 from electra_tf.models.encoder import ElectraEncoder
-from electra_tf.run_files import ENCODER_CONFIG_ASSET, SAVED_MODEL_FILE, load_encoder  # noqa: F401  (read back there)
+from electra_tf.run_files import ENCODER_CONFIG_ASSET, SAVED_MODEL_FILE  # noqa: F401  (the run-file names)
+from electra_tf.sources import load_encoder  # noqa: F401  (read back there)
 
 
 def _ids_spec(name):
@@ -66,7 +67,7 @@ class EncoderModule(tf.Module):
     @tf.function(input_signature=[_ids_spec("token_ids"), _ids_spec("segment_ids"), _ids_spec("padding_mask")])
     def encode(self, token_ids, segment_ids, padding_mask):
         inputs = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
-        inputs = check_ids(inputs)
+        inputs = check_ids(inputs, self._encoder.obj)
         sequence = self._encoder.obj(inputs, training=False)
         return {"sequence_output": sequence, "cls_output": sequence[:, 0, :]}
 
@@ -114,7 +115,7 @@ def export_encoder(encoder, vocab_file, export_dir, seq_length=128):
         tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", "a", "fine", "film"]
         pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
 
-        # A trained one in practice: `run_files.load_discriminator(run_dir)`.
+        # A trained one in practice: `sources.load_discriminator(run_dir)`.
         encoder = ElectraEncoder(vocab_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=32,
                                  embedding_dim=16, intermediate_dim=64)
         encoder.build()

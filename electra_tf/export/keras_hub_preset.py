@@ -107,7 +107,7 @@ def export_preset(encoder, vocab_file, preset_dir, lowercase=None):
         tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", "a", "fine", "film"]
         pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
 
-        # A trained one in practice: `run_files.load_discriminator(run_dir)`.
+        # A trained one in practice: `sources.load_discriminator(run_dir)`.
         encoder = ElectraEncoder(vocab_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=32,
                                  embedding_dim=16, intermediate_dim=64)
         encoder.build()

@@ -7,7 +7,7 @@ Layout as `electra_tf.export.serving` (`<base_dir>/<model_name>/<version>/`, ass
 
 Signature `serving_default`: `question`, `context` string `(batch,)` ->
 
-    answer      string  (batch,)   `context[start:end]`; "" when there is none
+    answer      string  (batch,)   `context[start:end]`, whole words; "" when there is none
     start, end  int32   (batch,)   character offsets in `context`, end exclusive (-1: no answer)
     score       float32 (batch,)   log p(start) + log p(end | start) of the best span
     no_answer   bool    (batch,)   SQuAD 2.0 models: null score - span score > the threshold
@@ -23,7 +23,9 @@ first `max_query_length` pieces; the context is cut into windows of
 `seq_length - len(question) - 3` pieces, `doc_stride` apart; each window's beam
 proposes spans, kept when both ends are context pieces, the start is
 predicted from this window (most context), `end >= start` and at most
-`max_answer_length` pieces; the best span over all windows is the answer. An
+`max_answer_length` pieces; the best span over all windows is the answer, as
+whole words (from its first piece's word start to its last piece's word end,
+as `qa_features.word_offsets`). An
 empty (or all-whitespace) question or context, or a context with no word
 piece, is an `InvalidArgumentError` naming the input; an empty batch gives
 empty outputs. The export refuses `max_query_length + 3 >= seq_length` (no room
@@ -32,7 +34,7 @@ left for the context).
 
 import tensorflow as tf
 
-from electra_tf.export.assets import (SERVING_CONFIG_ASSET, ServedModel, add_assets, check_ids, save_version,
+from electra_tf.export.assets import (SERVING_CONFIG_ASSET, ServedModel, add_assets, save_version,
                                       version_dir)
 from electra_tf.export.tagging_serving import _char_offset
 
@@ -69,6 +71,7 @@ class QAServingModule(ServedModel):
             {"task": task, "kind": "span_qa", "seq_length": seq_length, "doc_stride": doc_stride,
              "max_query_length": max_query_length, "max_answer_length": max_answer_length,
              "answerable": self.answerable, "null_threshold": self.null_threshold})
+        self.continues_word = tf.constant(self.tokenizer.continues_word())  # per id: a `##` piece
         self.serve = tf.function(self._serve, input_signature=[tf.TensorSpec([None], tf.string, name="question"),
                                                                tf.TensorSpec([None], tf.string, name="context")])
         ids = [tf.TensorSpec([None, None], tf.int32, name=n) for n in ("token_ids", "segment_ids", "padding_mask")]
@@ -154,8 +157,9 @@ class QAServingModule(ServedModel):
         e_doc = tf.gather(w_start, chosen) + tf.gather_nd(e_piece, tf.stack([chosen, i, j], 1))
         rows = pieces.row_starts()
         safe = lambda d: tf.clip_by_value(rows + d, 0, tf.maximum(tf.size(pieces.flat_values, tf.int64) - 1, 0))  # noqa: E731
-        b_start = tf.gather(byte_starts.flat_values, safe(s_doc))
-        b_end = tf.gather(byte_ends.flat_values, safe(e_doc))
+        first_piece, last_piece = self._word_pieces(pieces)
+        b_start = tf.gather(byte_starts.flat_values, tf.gather(first_piece, safe(s_doc)))
+        b_end = tf.gather(byte_ends.flat_values, tf.gather(last_piece, safe(e_doc)))
         answer = tf.strings.substr(context, tf.cast(b_start, tf.int32), tf.cast(b_end - b_start, tf.int32))
         start = _char_offset(context, b_start)
         end = _char_offset(context, b_end)
@@ -170,6 +174,19 @@ class QAServingModule(ServedModel):
                        end=tf.where(found, end, -1))
         return outputs
 
+    def _word_pieces(self, pieces):
+        """For every piece of the ragged `pieces`, the flat index of its word's first and last piece."""
+        flat = pieces.flat_values
+        size = tf.size(flat, out_type=tf.int64)
+        row_start = tf.equal(tf.ragged.range(pieces.row_lengths()).flat_values, 0)
+        starts_word = tf.logical_or(tf.logical_not(tf.gather(self.continues_word, flat)), row_start)
+        word = tf.cumsum(tf.cast(starts_word, tf.int64)) - 1
+        num_words = tf.reduce_sum(tf.cast(starts_word, tf.int64))
+        index = tf.range(size)
+        first = tf.math.unsorted_segment_min(index, word, num_words)
+        last = tf.math.unsorted_segment_max(index, word, num_words)
+        return tf.gather(first, word), tf.gather(last, word)
+
     def _predict(self, inputs):
         """The model's outputs for the windows `inputs`; an empty batch (no window) gives empty outputs."""
         num = tf.shape(inputs["token_ids"])[0]
@@ -181,8 +198,7 @@ class QAServingModule(ServedModel):
         return {k: v[:num] for k, v in self._model.obj(inputs, training=False).items()}
 
     def _predict_ids(self, token_ids, segment_ids, padding_mask):
-        return self._predict(check_ids({"token_ids": token_ids, "segment_ids": segment_ids,
-                                        "padding_mask": padding_mask}))
+        return self._predict(self.check_ids(token_ids, segment_ids, padding_mask))
 
     def signatures(self):
         return {"serving_default": self.serve, "predict_ids": self.predict_ids}

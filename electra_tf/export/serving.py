@@ -33,7 +33,7 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf.export.assets import (  # noqa: F401  (Untracked: its old home)
-    SERVING_CONFIG_ASSET, ServedModel, Untracked, add_assets, check_ids, check_texts, save_version, version_dir)
+    SERVING_CONFIG_ASSET, ServedModel, Untracked, add_assets, check_texts, save_version, version_dir)
 from electra_tf.models.classifier import ElectraClassifier
 from electra_tf.models.token_classifier import ElectraTokenClassifier
 from electra_tf import run_files
@@ -82,8 +82,7 @@ class ServingModule(ServedModel):
                 "label": tf.gather(self.label_names, label_id)}
 
     def _predict_ids(self, token_ids, segment_ids, padding_mask):
-        inputs = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
-        return self._outputs(check_ids(inputs))
+        return self._outputs(self.check_ids(token_ids, segment_ids, padding_mask))
 
     def _serve_text(self, text, text_b=None):
         text, text_b = check_texts(text, text_b)

@@ -48,7 +48,7 @@ Entities are read from the IOB2 tags as conlleval reads them
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from electra_tf.export.assets import (SERVING_CONFIG_ASSET, ServedModel, add_assets, check_ids, check_texts,
+from electra_tf.export.assets import (SERVING_CONFIG_ASSET, ServedModel, add_assets, check_texts,
                                       save_version, version_dir)
 
 # Python's `str.isspace` characters (BERT's whitespace plus the other separators).
@@ -114,8 +114,7 @@ class TaggingServingModule(ServedModel):
         self.predict_ids = tf.function(self._predict_ids, input_signature=ids)
 
     def _predict_ids(self, token_ids, segment_ids, padding_mask):
-        return self._outputs(check_ids({"token_ids": token_ids, "segment_ids": segment_ids,
-                                        "padding_mask": padding_mask}))
+        return self._outputs(self.check_ids(token_ids, segment_ids, padding_mask))
 
     def _outputs(self, inputs):
         """`predict_ids`' outputs (a tag per piece) for checked id inputs."""

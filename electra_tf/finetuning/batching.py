@@ -6,14 +6,19 @@ and trains on `epoch_batches`: epoch `e` of trial seed `s` visits the rows in
 batches it already trained on and continues with exactly the next one.
 Prediction runs one compiled function (`compiled_predictor`: one trace for
 every batch shape) over rows sorted by length, in batches cut to their longest
-row (`predict_in_batches`), padding being masked.
+row (`predict_in_batches`), padding being masked; a long one logs its progress.
 """
+
+import time
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 INPUTS = ("token_ids", "segment_ids", "padding_mask")
 LENGTH_MULTIPLE = 16  # batches are cut to their longest row, rounded up to this (few XLA shapes)
+PROGRESS_SECONDS = 10  # a prediction pass of more batches than `PROGRESS_BATCHES` logs this often
+PROGRESS_BATCHES = 50
 
 
 def epoch_order(num_rows, seed, epoch):
@@ -87,6 +92,10 @@ def predict_in_batches(predict, arrays, batch_size):
     and is cut to it (rounded up to `LENGTH_MULTIPLE`); the outputs come back in
     the rows' order. Padding is masked, so the order and cut change no output.
 
+    A pass of more than `PROGRESS_BATCHES` batches logs `predicting N rows in B batches` when it
+    starts and `predicted n / N rows` every `PROGRESS_SECONDS`. It runs batch by batch in Python, so
+    an exception raised by a signal handler (the fine-tuning loop's SIGTERM) ends it within a batch.
+
     Args:
         predict: a (compiled, `compiled_predictor`) function of an `INPUTS` dict, returning a tensor or a
             dict of tensors whose shapes do not depend on the cut (pad per-piece outputs back inside `predict`).
@@ -97,11 +106,18 @@ def predict_in_batches(predict, arrays, batch_size):
     num_rows, seq_length = arrays["token_ids"].shape
     lengths = np.asarray(arrays["padding_mask"]).sum(1)
     order = np.argsort(lengths, kind="stable")
+    batches = num_batches(num_rows, batch_size)
+    logged = time.monotonic() if batches > PROGRESS_BATCHES else None
+    if logged is not None:
+        logging.info("predicting %d rows in %d batches of %d", num_rows, batches, batch_size)
     for start in range(0, num_rows, batch_size):
         rows = order[start:start + batch_size]
         length = min(rounded_length(int(lengths[rows].max())), seq_length)
         out = predict({k: tf.constant(np.asarray(arrays[k])[rows, :length], tf.int32) for k in INPUTS})
         chunks.append(tf.nest.map_structure(lambda t: t.numpy(), out))
+        if logged is not None and time.monotonic() - logged >= PROGRESS_SECONDS:
+            logging.info("predicted %d / %d rows", min(start + batch_size, num_rows), num_rows)
+            logged = time.monotonic()
     if not chunks:
         return {}
     inverse = np.empty_like(order)

@@ -14,7 +14,7 @@ from electra_tf.training.distribute import STRATEGIES
 
 TASK_KINDS = ("auto", "classification", "tagging", "span_qa")
 QA_HEADS = ("official", "simple")
-TAG_SCHEMES = ("IOB1", "IOB2", "BIOES", "none")
+TAG_SCHEMES = ("auto", "IOB1", "IOB2", "BIOES", "none")
 
 
 def _field(default, help, choices=None):  # noqa: A002  (the absl word)
@@ -101,8 +101,9 @@ class FinetuneConfig:
     # --- Tagging ---
     token_column: int = _field(0, "Generic tagging: column of the word.")
     tag_scheme: str = _field(
-        "IOB2", "Generic tagging: span scheme of the labels (scored by entity F1); none: labels as "
-        "written (POS), scored by token accuracy.", TAG_SCHEMES)
+        "auto", "Generic tagging: span scheme of the labels (scored by entity F1); auto: the files' own (an I-X "
+        "starting a span: IOB1, S-/E- tags: BIOES, else IOB2); none: labels as written (POS), scored by token "
+        "accuracy.", TAG_SCHEMES)
     stride: typing.Optional[int] = _field(
         None, "Tagging: pieces between the starts of windows over a long sentence (default: half a window).")
     # --- Extractive question answering (span_qa: train.json / dev.json in SQuAD format) ---

@@ -10,6 +10,11 @@ span tags are converted to IOB2, the one scheme the rest of the package reads:
 - IOB2: every span starts with `B-X`.
 - BIOES: `S-X` for one-word spans, `E-X` for the last word of longer ones.
 
+`scheme="auto"` reads the scheme from the file (`detect_scheme`): BIOES when
+it has an `S-` or `E-` tag, IOB1 when an `I-X` starts a span (after `O`,
+another type, or at a sentence's start), else IOB2; one log line says which
+and why.
+
 Errors name the file and the 1-based line: a line whose column count differs
 from the file's first data line, an empty file, a tag that is not of the
 scheme, a label missing from the label set, a byte that is not UTF-8.
@@ -25,6 +30,7 @@ from absl import logging
 from electra_tf.data.utf8 import decode_utf8
 
 SCHEMES = ("IOB1", "IOB2", "BIOES")
+AUTO = "auto"  # the scheme the file is written in (`detect_scheme`)
 _PREFIXES = {"IOB1": "BI", "IOB2": "BI", "BIOES": "BIES"}
 DOCSTART = "-DOCSTART-"
 
@@ -61,7 +67,8 @@ def read_conll(path, token_column=0, label_column=-1, scheme="IOB2"):
             converted to IOB2 by `convert_scheme`. An `I-` tag starting a span
             in an "IOB2" file is ill-formed; it is read as `B-` (the span that
             conlleval and seqeval read) and a warning gives the count and the
-            first line. None: labels kept as written (POS tags).
+            first line. "auto": the file's own (`detect_scheme`), logged.
+            None: labels kept as written (POS tags).
 
     Returns:
         list of `Sentence`.
@@ -82,14 +89,18 @@ def read_conll(path, token_column=0, label_column=-1, scheme="IOB2"):
     >>> sentences[1].lines
     (7, 8)
     """
-    if scheme is not None and scheme not in SCHEMES:
-        raise ValueError(f"`scheme` must be one of {SCHEMES} or None. Received: `scheme={scheme!r}`")
+    if scheme is not None and scheme not in SCHEMES + (AUTO,):
+        raise ValueError(f"`scheme` must be one of {SCHEMES + (AUTO,)} or None. Received: `scheme={scheme!r}`")
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"CoNLL file not found: `path={path}`")
     with tf.io.gfile.GFile(path, "rb") as f:
         text = decode_utf8(f.read(), path)
+    rows_of_sentences = list(_sentence_rows(text, path))
+    if scheme == AUTO:
+        scheme, evidence = detect_scheme(_tags_in_order(rows_of_sentences, label_column))
+        logging.info("%s: span tags read as %s (%s).", path, scheme, evidence)
     sentences, repaired = [], []  # repaired: lines of I- tags that start a span
-    for rows in _sentence_rows(text, path):
+    for rows in rows_of_sentences:
         sentence, written = _sentence(rows, path, token_column, label_column, scheme)
         sentences.append(sentence)
         repaired += [line for line, old, new in zip(sentence.lines, written, sentence.tags)
@@ -102,6 +113,46 @@ def read_conll(path, token_column=0, label_column=-1, scheme="IOB2"):
             "the span conlleval and seqeval read.", path, len(repaired), repaired[0],
         )
     return sentences
+
+
+def detect_scheme(tags):
+    """The span scheme tags are written in, and why: `(scheme, evidence)`.
+
+    BIOES when an `S-X` or `E-X` tag is present; else IOB1 when an `I-X` starts
+    a span (after `O`, after another type, or first in its sentence), as in the
+    CoNLL-2003 release; else IOB2 (every span starts with `B-X`).
+
+    Args:
+        tags: iterable of `(line, tag)` in file order; a `(None, "O")` pair
+            marks a sentence's start.
+
+    Example:
+    >>> from electra_tf.finetuning.conll import detect_scheme
+    >>> detect_scheme([(None, "O"), (1, "I-ORG"), (2, "O")])
+    ('IOB1', 'I-ORG starts a span at line 1')
+    >>> detect_scheme([(None, "O"), (1, "B-PER"), (2, "I-PER")])
+    ('IOB2', 'every span starts with B-')
+    >>> detect_scheme([(None, "O"), (4, "S-LOC")])
+    ('BIOES', 'S-LOC at line 4')
+    """
+    previous, iob1 = "O", None
+    for line, tag in tags:
+        prefix, dash, type_ = tag.partition("-")
+        if dash and prefix in ("S", "E"):
+            return "BIOES", f"{tag} at line {line}"
+        if iob1 is None and dash and prefix == "I" and previous[2:] != type_:
+            iob1 = f"{tag} starts a span at line {line}"
+        previous = tag if tag == "O" or dash else "O"
+    return ("IOB1", iob1) if iob1 else ("IOB2", "every span starts with B-")
+
+
+def _tags_in_order(rows_of_sentences, label_column):
+    """`(line, tag)` of every word, a `(None, "O")` before each sentence (`detect_scheme`'s input)."""
+    for rows in rows_of_sentences:
+        yield None, "O"
+        for line, columns in rows:
+            if -len(columns) <= label_column < len(columns):  # else `_sentence` names the column
+                yield line, columns[label_column]
 
 
 def _sentence_rows(text, path):
@@ -294,7 +345,7 @@ class ConllTask:
         token_column: int. Column of the word.
         label_column: int. Column of the label (-1: last).
         scheme: str or None. Span scheme of the files ("IOB1", "IOB2",
-            "BIOES"), None for labels read as written (POS).
+            "BIOES", or "auto": each file's own), None for labels read as written (POS).
         metric: str. Headline dev metric: "entity_f1" or "token_accuracy".
         labels_file: str. File of the data folder naming the labels, read
             when present; otherwise `label_set` of the train split (with
@@ -341,9 +392,9 @@ _CONLL2003_SPLITS = {
 
 # CoNLL-2003 English (`token POS chunk NER`). The shared task released IOB1; the copy
 # that `shared/data/build/fetch_finetune_benchmarks.sh` fetches (train.txt, dev.txt) is
-# already IOB2, which reads the same as IOB1 (see `convert_scheme`).
-CONLL2003 = ConllTask("conll2003", _CONLL2003_SPLITS, label_column=-1, scheme="IOB1")
-CONLL2003_CHUNK = ConllTask("conll2003_chunk", _CONLL2003_SPLITS, label_column=2, scheme="IOB1")
+# already IOB2, which reads the same as IOB1 (see `convert_scheme`); each file's own is logged.
+CONLL2003 = ConllTask("conll2003", _CONLL2003_SPLITS, label_column=-1, scheme=AUTO)
+CONLL2003_CHUNK = ConllTask("conll2003_chunk", _CONLL2003_SPLITS, label_column=2, scheme=AUTO)
 CONLL2003_POS = ConllTask(
     "conll2003_pos", _CONLL2003_SPLITS, label_column=1, scheme=None, metric="token_accuracy"
 )

@@ -15,8 +15,12 @@ The reference layout and sliding window (BERT / ELECTRA `qa_tasks`):
   (`min(left, right) + 0.01 * window length`, first window on ties), as
   BERT's `_check_is_max_context`: `max_context` marks it.
 - Offsets come from the project's one tokenizer (`WordPieceTokenizer`, in-graph
-  tensorflow-text, byte offsets turned into character offsets here), so a
-  predicted span `(s, e)` is the text `context[token_start[s]:token_end[e]]`.
+  tensorflow-text, byte offsets turned into character offsets here), so the
+  pieces `(s, e)` are the text `context[token_start[s]:token_end[e]]`. An answer
+  is whole words (`word_offsets`): `context[word_start[s]:word_end[e]]`, from the
+  start of the word of piece `s` to the end of the word of piece `e`, never
+  "ow." out of "yellow." (no gold answer of the benchmark's SQuAD dev split
+  starts or ends at a `##` piece, so its label span is whole words already).
 
 Answers (`locate_answer`, `answer_token_span`): the gold text is looked up at its
 `answer_start`; if it is not there but close by (whitespace shifts of a few
@@ -70,7 +74,8 @@ class QAFeatures:
         arrays: dict of arrays, one row per window: int32 `token_ids`,
             `segment_ids`, `padding_mask`, `token_start`, `token_end`
             (character offsets in the context of each piece, -1 outside the
-            context) and bool `max_context`, all `(num_windows, seq_length)`;
+            context), `word_start`, `word_end` (those of the piece's whole
+            word) and bool `max_context`, all `(num_windows, seq_length)`;
             int32 `start_positions`, `end_positions`, `is_impossible`,
             `example_index` `(num_windows,)`.
         stats: dict of counts: `answers`, `exact`, `reanchored`, `partial`,
@@ -112,6 +117,31 @@ def tokenize_with_char_offsets(tokenizer, texts):
         cs, ce = char_offsets(text, s, e)
         out.append((np.asarray(i, np.int32), cs.astype(np.int32), ce.astype(np.int32)))
     return out
+
+
+def word_offsets(ids, starts, ends, continues):
+    """Each piece's whole word: `(word_start, word_end)`, the characters of its word's first and last piece.
+
+    Args:
+        ids: int array, the pieces of one text.
+        starts, ends: int arrays, their character offsets.
+        continues: bool array over the vocabulary (`WordPieceTokenizer.continues_word`).
+
+    Example:
+    >>> import numpy as np
+    >>> from electra_tf.finetuning.qa_features import word_offsets
+    >>> continues = np.array([False, False, True, False])  # ids: 0 "ye", 1 "yel", 2 "##low", 3 "."
+    >>> [w.tolist() for w in word_offsets(np.array([1, 2, 3]), np.array([0, 3, 6]), np.array([3, 6, 7]), continues)]
+    [[0, 0, 6], [6, 6, 7]]
+    """
+    ids = np.asarray(ids)
+    first = ~continues[ids]
+    if len(first):
+        first[0] = True
+    word = np.cumsum(first) - 1
+    firsts = np.flatnonzero(first)
+    lasts = np.append(firsts[1:] - 1, len(ids) - 1) if len(firsts) else firsts
+    return np.asarray(starts)[firsts][word], np.asarray(ends)[lasts][word]
 
 
 def locate_answer(context, text, start):
@@ -210,6 +240,8 @@ def build_qa_features(tokenizer, examples, seq_length=384, doc_stride=128, max_q
                          f"max_query_length={max_query_length}")
     contexts = list(dict.fromkeys(e.context for e in examples))
     context_pieces = dict(zip(contexts, tokenize_with_char_offsets(tokenizer, contexts)))
+    continues = tokenizer.continues_word()
+    context_words = {c: word_offsets(ids, starts, ends, continues) for c, (ids, starts, ends) in context_pieces.items()}
     question_ids = [q[0] for q in tokenize_with_char_offsets(tokenizer, [e.question for e in examples])]
     stats = collections.Counter()
     reasons = collections.Counter()
@@ -220,6 +252,7 @@ def build_qa_features(tokenizer, examples, seq_length=384, doc_stride=128, max_q
             logging.info("QA features: %d / %d questions, %d windows.", index, len(examples), len(rows["token_ids"]))
             last_log = time.monotonic()
         ids, starts, ends = context_pieces[example.context]
+        word_starts, word_ends = context_words[example.context]
         spans = []
         for text, answer_start in example.answers:
             stats["answers"] += 1
@@ -270,6 +303,10 @@ def build_qa_features(tokenizer, examples, seq_length=384, doc_stride=128, max_q
             token_end = np.full(seq_length, -1, np.int32)
             token_start[offset:offset + length] = starts[start:start + length]
             token_end[offset:offset + length] = ends[start:start + length]
+            word_start = np.full(seq_length, -1, np.int32)
+            word_end = np.full(seq_length, -1, np.int32)
+            word_start[offset:offset + length] = word_starts[start:start + length]
+            word_end[offset:offset + length] = word_ends[start:start + length]
             max_context = np.zeros(seq_length, bool)
             max_context[offset:offset + length] = best[start:start + length] == k
             start_position = end_position = 0
@@ -277,6 +314,7 @@ def build_qa_features(tokenizer, examples, seq_length=384, doc_stride=128, max_q
                 start_position, end_position = answer[0] - start + offset, answer[1] - start + offset
             for name, value in (("token_ids", row_ids), ("segment_ids", segment), ("padding_mask", mask),
                                 ("token_start", token_start), ("token_end", token_end),
+                                ("word_start", word_start), ("word_end", word_end),
                                 ("max_context", max_context), ("start_positions", start_position),
                                 ("end_positions", end_position),
                                 ("is_impossible", int(example.is_impossible)),
@@ -285,7 +323,7 @@ def build_qa_features(tokenizer, examples, seq_length=384, doc_stride=128, max_q
     stats["windows"] = len(rows["token_ids"])
     stats["examples"] = len(kept)
     arrays = {}
-    for name in ARRAYS + ("token_start", "token_end", "max_context"):
+    for name in ARRAYS + ("token_start", "token_end", "word_start", "word_end", "max_context"):
         dtype = bool if name == "max_context" else np.int32
         arrays[name] = np.array(rows[name], dtype).reshape(-1, seq_length)
     for name in ("start_positions", "end_positions", "is_impossible", "example_index"):

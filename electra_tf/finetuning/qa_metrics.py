@@ -7,7 +7,9 @@ piece is predicted from this window (`max_context`), `end >= start` and it has
 at most `max_answer_length` pieces. The spans of all the question's windows are
 ranked together (ties broken by position in the context, so the result does not
 depend on window order); the answer is the best one's text, cut from the
-context by the pieces' character offsets. For SQuAD 2.0 the null score is the
+context as whole words: from the start of its first piece's word to the end of
+its last piece's word (`qa_features.word_offsets`; a span starting at `##ow`
+of "yellow." answers "yellow.", not "ow."). For SQuAD 2.0 the null score is the
 answerability logit (the lowest over the windows), and a question is answered
 "" when `null score - best span score > threshold`; `best_threshold` tunes the
 threshold on dev for the best F1.
@@ -132,7 +134,7 @@ def postprocess(features, outputs, examples, n_best_size=20, max_answer_length=3
     """Every example's best answer from the beam outputs of its windows.
 
     Args:
-        features: `qa_features.QAFeatures` (`token_start`, `token_end`,
+        features: `qa_features.QAFeatures` (`token_start`, `word_start`, `word_end`,
             `max_context`, `example_index` are read).
         outputs: dict of arrays, one row per window: `start_top_log_probs`
             `(n, k)`, `start_top_index` `(n, k)`, `end_top_log_probs` `(n, k, k2)`,
@@ -159,7 +161,8 @@ def postprocess(features, outputs, examples, n_best_size=20, max_answer_length=3
         if answerable is not None:
             logit = float(np.asarray(answerable)[row])
             null_scores[example] = min(null_scores.get(example, logit), logit)
-        token_start, token_end, max_context = a["token_start"][row], a["token_end"][row], a["max_context"][row]
+        token_start, max_context = a["token_start"][row], a["max_context"][row]
+        word_start, word_end = a["word_start"][row], a["word_end"][row]
         seq_length = len(token_start)
         for i in range(start_index.shape[1]):
             s = int(start_index[row, i])
@@ -170,7 +173,7 @@ def postprocess(features, outputs, examples, n_best_size=20, max_answer_length=3
                 if not s <= e < seq_length or token_start[e] < 0 or e - s + 1 > max_answer_length:
                     continue
                 candidates[example].append((float(start_lp[row, i] + end_lp[row, i, j]),
-                                            int(token_start[s]), int(token_end[e])))
+                                            int(word_start[s]), int(word_end[e])))
     answers, n_best = [], []
     for index, example in enumerate(examples):
         ranked = sorted(set(candidates[index]), key=lambda c: (-c[0], c[1], c[2]))

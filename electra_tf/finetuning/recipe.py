@@ -12,7 +12,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from electra_tf import run_files
+from electra_tf import run_files, sources
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.finetuning.layerwise_lr import LayerwiseAdamW
 from electra_tf.models.encoder import ElectraEncoder
@@ -28,7 +28,8 @@ def check_required(config):
 
 
 def check_output_dir(config):
-    """Refuses an `output_dir` that is `init` or holds another artefact, before anything is written.
+    """Refuses an `output_dir` that is `init` or overlaps it, is `data_dir`, holds another artefact or lies inside
+    one (`run_files.refuse_foreign_output`), before anything is written.
 
     The one place fine-tuning guards its output folder (every kind calls it).
     """
@@ -36,7 +37,11 @@ def check_output_dir(config):
     if init and os.path.abspath(output_dir) == os.path.abspath(init):
         raise ValueError(f"`--output_dir={output_dir}` is `--init`: the fine-tuned model would be written into "
                          "the model it starts from. Choose another --output_dir.")
-    run_files.refuse_other_artefact(output_dir, "output_dir", run_files.FINETUNING_OUTPUT)
+    if config.data_dir and os.path.abspath(output_dir) == os.path.abspath(config.data_dir):
+        raise ValueError(f"`--output_dir={output_dir}` is `--data_dir`: the run's files would mix with (or "
+                         "replace) the task's. Choose another --output_dir.")
+    run_files.refuse_foreign_output(output_dir, "output_dir", run_files.FINETUNING_OUTPUT,
+                                    inputs=sources.init_inputs(init))
 
 
 def check_model(encoder, vocab_file, max_seq_length):

@@ -80,7 +80,8 @@ def read_squad(path, limit=None):
     Raises:
         FileNotFoundError, or ValueError naming `path` and the JSON path of the
         offending value (`data[3].paragraphs[0].qas[2].answers[0].answer_start`),
-        or the question id for an answer offset outside its context.
+        or the question id for an answer offset outside its context, or `path`
+        alone for a file with no question (`"data": []`).
     """
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"SQuAD file not found: {path}")
@@ -144,7 +145,11 @@ def _is_v2(root):
 
 
 def _checked(examples, places, unanswered, declared_v2, path):
-    """`examples`, after refusing repeated question ids and unanswerable questions in a SQuAD 1.1 file."""
+    """`examples`, after refusing no question at all, repeated question ids and unanswerable questions in a
+    SQuAD 1.1 file."""
+    if not examples:
+        raise ValueError(f"{path}: no questions (`data` holds no article with a paragraph with a question); "
+                         "nothing to train on or score.")
     repeated = {qid: where for qid, where in places.items() if len(where) > 1}
     if repeated:
         shown = "; ".join(f"{qid!r} at {', '.join(where)}" for qid, where in list(repeated.items())[:5])

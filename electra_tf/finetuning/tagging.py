@@ -46,7 +46,7 @@ def tagging_task(config):
     >>> from electra_tf.finetuning.tagging import tagging_task
     >>> task = tagging_task(FinetuneConfig(task="ner", task_kind="tagging", label_column="3"))
     >>> (task.token_column, task.label_column, task.scheme, task.metric)
-    (0, 3, 'IOB2', 'entity_f1')
+    (0, 3, 'auto', 'entity_f1')
     >>> tagging_task(FinetuneConfig(task="pos", task_kind="tagging", tag_scheme="none")).metric
     'token_accuracy'
     """

@@ -30,7 +30,8 @@ holds model, optimizer, dropout RNG, the epochs scored, the best epoch's
 weights and metrics, and the running loss of the current epoch; the step
 gives the data position. It is written every `--save_checkpoints_steps`
 updates, after each epoch's evaluation and on SIGTERM (at the next step
-boundary, then the command exits 0). Re-running the same command continues
+boundary, or at once during an epoch's evaluation, which the re-run does
+again; then the command exits 0). Re-running the same command continues
 from there and ends with the weights of an uninterrupted run
 (`--deterministic` for bit-equal kernels). A finished run re-run says so and
 changes nothing; the checkpoints are removed once `results.json` is written.
@@ -47,7 +48,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from electra_tf import run_files
+from electra_tf import run_files, sources
 from electra_tf.data.tokenizer import WordPieceTokenizer, copy_vocab
 from electra_tf.finetuning import recipe
 from electra_tf.finetuning import tasks as tasks_lib
@@ -111,7 +112,7 @@ def _run_trials(config, kind, strategy):
     task = KINDS[kind or kind_name(config)](config)  # reads the splits: bad files fail before anything is written
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
-    encoder, vocab_file = run_files.load_init(config.init, config.vocab_file)
+    encoder, vocab_file = sources.load_init(config.init, config.vocab_file)
     recipe.check_model(encoder, vocab_file, config.max_seq_length)
     _check_unfinished(config)
     task.prepare(WordPieceTokenizer(vocab_file))
@@ -159,7 +160,7 @@ def run_finetuning(spec, data_dir, init, output_dir, vocab_file=None, strategy=N
     Args:
         spec: `tasks.TaskSpec`.
         data_dir: str. The task's folder.
-        init: str. See `run_files.load_init`.
+        init: str. Any `--init` form (`sources.load_init`).
         output_dir: str. Written: `results.json`, `classifier.keras` (best
             trial), `vocab.txt`, `finetune_config.json`.
         vocab_file: str or None. Default: the one beside `init`.
@@ -367,7 +368,7 @@ def _run_trial(task, config, trial, encoder, strategy, output_dir):
     save.set_model(model)
     preemption = callbacks.SaveOnPreemption(save)
     best_outputs = None
-    with _sigterm_requests(preemption):
+    with _sigterm_requests(preemption) as sigterm:
         while int(progress.evaluated.numpy()) < config.epochs and not _stopped_early(progress, config):
             epoch = int(progress.evaluated.numpy())
             done = int(optimizer.iterations.numpy()) - epoch * per_epoch
@@ -383,7 +384,13 @@ def _run_trial(task, config, trial, encoder, strategy, output_dir):
                 progress.seconds.assign_add(time.time() - start)
                 if preemption.preempted_at is not None:
                     return _preempted(preemption.preempted_at)
-            outputs = _end_epoch(task, config, trial, model, progress, epoch_loss, writer)
+            try:
+                with sigterm.interrupting():  # a SIGTERM ends the evaluation within a batch
+                    scored = {split: task.evaluate(model, split) for split in task.eval_splits}
+            except _Preempted:
+                save.save(force=True)  # the epoch's training, as after a step; the re-run evaluates it
+                return _preempted(save.step())
+            outputs = _end_epoch(task, config, trial, model, progress, epoch_loss, writer, scored)
             if outputs is not None:
                 best_outputs = outputs
             save.save(force=True)
@@ -412,10 +419,10 @@ def _run_trial(task, config, trial, encoder, strategy, output_dir):
     return result, model, best_outputs
 
 
-def _end_epoch(task, config, trial, model, progress, epoch_loss, writer):
-    """Scores the eval splits after an epoch, logs them, keeps the best weights; the outputs if it is the best."""
+def _end_epoch(task, config, trial, model, progress, epoch_loss, writer, scored):
+    """Logs an epoch's scores of the eval splits (`scored`: split -> `task.evaluate`), keeps the best weights;
+    the outputs if it is the best."""
     epoch = int(progress.evaluated.numpy())
-    scored = {split: task.evaluate(model, split) for split in task.eval_splits}
     record = {"epoch": epoch + 1, "train_loss": recipe.finite({"loss": epoch_loss.mean()})["loss"],
               **{split: recipe.finite(metrics) for split, (metrics, _) in scored.items()}}
     records = progress.records()
@@ -467,11 +474,17 @@ def _number(value):
     return "n/a" if value is None else f"{value:.4f}"
 
 
+class _Preempted(BaseException):
+    """SIGTERM during an evaluation (a BaseException: no `except Exception` on the way swallows it)."""
+
+
 class _sigterm_requests:  # noqa: N801  (a context manager, used as a `with` block)
-    """Inside: SIGTERM asks `preemption` to stop at the next step boundary (in `fit`) or after the evaluation."""
+    """Inside: SIGTERM asks `preemption` to stop at the next step boundary (in `fit`), or, inside
+    `interrupting()`, stops an evaluation at once (`_Preempted`, raised in the main thread)."""
 
     def __init__(self, preemption):
         self.preemption, self.previous = preemption, None
+        self._interruptible = False
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
@@ -480,6 +493,20 @@ class _sigterm_requests:  # noqa: N801  (a context manager, used as a `with` blo
 
     def _request(self, signum, frame):
         self.preemption.requested = True
+        if self._interruptible:
+            self._interruptible = False
+            raise _Preempted()
+
+    @contextlib.contextmanager
+    def interrupting(self):
+        """Inside: a SIGTERM (or one that came since the last step) raises `_Preempted`."""
+        if self.preemption.requested:
+            raise _Preempted()
+        self._interruptible = True
+        try:
+            yield
+        finally:
+            self._interruptible = False
 
     def __exit__(self, *exc):
         if self.previous is not None:

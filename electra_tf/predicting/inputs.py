@@ -4,7 +4,17 @@
 strings each goes to the serving signature with, its gold label when the input
 has one, and its line. Errors name the file (`<stdin>` for stdin) and the line:
 a missing file, text that is not UTF-8, a malformed JSON line, missing or
-unknown columns, a wrong field or column count, a label the model does not know.
+unknown columns, a wrong field or column count, a label or tag the model does
+not know.
+
+Lines: every example of a line-based input (TSV/CSV, CoNLL, JSON Lines, text)
+knows the 1-based line it starts on (CoNLL: its first word's); SQuAD JSON
+examples have none (their question `id` names them). In TSV/CSV, JSON Lines and
+text, where one line is one example, a blank line is an `Example` too, with
+`skipped="blank line"` and no inputs, so the output keeps one record per line.
+
+CoNLL gold tags of a span model are read in the scheme the file is written in
+(`conll.detect_scheme`, unless `tag_scheme` names one) and converted to IOB2.
 
 Example:
 >>> import os, tempfile
@@ -42,14 +52,19 @@ class Example:
     """One example: `inputs` (signature argument -> string), its gold label (None: none), its line.
 
     `words`: tagging input given as words (CoNLL, `{"words": [...]}`), joined by single spaces in
-    `inputs["text"]`. `id`: QA question id.
+    `inputs["text"]`. `id`: QA question id. `line`: None for SQuAD JSON. `skipped`: why a line is
+    no example ("blank line"), its `inputs` None.
     """
 
-    inputs: dict
+    inputs: typing.Optional[dict]
     gold: typing.Any = None
-    line: int = 0
+    line: typing.Optional[int] = 0
     words: typing.Optional[list] = None
     id: typing.Optional[str] = None
+    skipped: typing.Optional[str] = None
+
+
+BLANK = "blank line"
 
 
 @dataclasses.dataclass
@@ -61,7 +76,7 @@ class ReadOptions:
     label_column: typing.Optional[str] = None
     header: bool = True
     token_column: int = 0
-    tag_scheme: str = "IOB2"
+    tag_scheme: str = "auto"
 
 
 def read_examples(path, input_format, kind, settings, options=None, text=None):
@@ -89,7 +104,7 @@ def read_examples(path, input_format, kind, settings, options=None, text=None):
     reader = {"tsv": _read_table, "csv": _read_table, "jsonl": _read_jsonl, "text": _read_lines,
               "conll": _read_conll, "squad": _read_squad}[input_format]
     examples = reader(name=name, text=text, kind=kind, settings=settings, options=options, input_format=input_format)
-    if not examples:
+    if all(e.skipped for e in examples):
         raise ValueError(f"{name}: no examples (the input is empty).")
     return examples
 
@@ -145,11 +160,11 @@ def _read_table(name, text, kind, settings, options, input_format):
         reader = csv.reader(text.splitlines(), delimiter="\t", quoting=csv.QUOTE_NONE)
     else:
         reader = csv.reader(text.splitlines(keepends=True))
-    rows = ((reader.line_num, row) for row in reader if row)
+    rows = _numbered(reader)
     pair = settings.get("pair", False)
     header = None
     if options.header:
-        first = next(rows, None)
+        first = next(((line, row) for line, row in rows if row), None)  # blank lines before the header: none
         if first is None:
             return []
         header = first[1]
@@ -173,6 +188,9 @@ def _read_table(name, text, kind, settings, options, input_format):
     label = column("label_column", options.label_column, LABEL_NAMES, "label", False)
     examples = []
     for line, row in rows:
+        if not row:
+            examples.append(Example(None, line=line, skipped=BLANK))
+            continue
         if width is None:
             width = len(row)
         if len(row) != width:
@@ -187,6 +205,14 @@ def _read_table(name, text, kind, settings, options, input_format):
         gold = None if label is None else _label(row[label], settings, name, line)
         examples.append(Example(inputs, gold, line))
     return examples
+
+
+def _numbered(reader):
+    """`(first line, row)` of each row of a `csv.reader` (a quoted field may span lines; a blank line: `[]`)."""
+    previous = 0
+    for row in reader:
+        yield previous + 1, row
+        previous = reader.line_num
 
 
 def _resolve(name, header, value, flag):
@@ -220,6 +246,7 @@ def _read_jsonl(name, text, kind, settings, options, input_format):
     examples = []
     for line, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
+            examples.append(Example(None, line=line, skipped=BLANK))
             continue
         try:
             record = json.loads(raw)
@@ -303,6 +330,7 @@ def _read_lines(name, text, kind, settings, options, input_format):
     examples = []
     for line, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
+            examples.append(Example(None, line=line, skipped=BLANK))
             continue
         if kind == CLASSIFICATION and settings.get("pair"):
             if "\t" not in raw:
@@ -346,27 +374,41 @@ def _read_conll(name, text, kind, settings, options, input_format):
                                                           scheme if labelled else None))
     examples = []
     for sentence in sentences:
-        gold = list(sentence.tags) if labelled else None
+        gold = _known_tags(sentence.tags, sentence.lines, settings, name) if labelled else None
         words = list(sentence.words)
         examples.append(Example({"text": " ".join(words)}, gold, sentence.lines[0], words=words))
     return examples
 
 
-def _iob2(tags, settings, name, line):
-    """JSON gold tags of a span model, checked as IOB2 (B-/I- repaired as conlleval reads them)."""
-    if not settings.get("spans"):
-        return list(tags)
-    for tag in tags:
-        if not re.fullmatch(r"O|[BI]-\S+", tag):
-            raise ValueError(f"{name}:{line}: {tag!r} is not an IOB2 tag (O, B-TYPE or I-TYPE).")
+def _known_tags(tags, lines, settings, name):
+    """Gold tags the model has (as a classification label must be one of its labels), else an error naming the
+    line: of a span model, each entity type; else each tag."""
+    known = settings.get("label_names") or []
+    spans = settings.get("spans")
+    types = sorted({tag[2:] for tag in known if tag != "O"}) if spans else known
+    for tag, line in zip(tags, lines):
+        if (tag[2:] if spans and tag != "O" else tag) not in (types if spans and tag != "O" else known):
+            what = f"entity type {tag[2:]!r}" if spans else f"tag {tag!r}"
+            raise ValueError(f"{name}:{line}: gold {what} is none of the model's {'types' if spans else 'tags'} "
+                             f"{types}: the model cannot predict it, so it cannot be scored (predict without the "
+                             "gold tags, or with a model trained on them).")
     return list(tags)
+
+
+def _iob2(tags, settings, name, line):
+    """JSON gold tags: of a span model, checked as IOB2 (B-/I- repaired as conlleval reads them); each known."""
+    if settings.get("spans"):
+        for tag in tags:
+            if not re.fullmatch(r"O|[BI]-\S+", tag):
+                raise ValueError(f"{name}:{line}: {tag!r} is not an IOB2 tag (O, B-TYPE or I-TYPE).")
+    return _known_tags(tags, [line] * len(tags), settings, name)
 
 
 def _read_squad(name, text, kind, settings, options, input_format):
     from electra_tf.finetuning.squad import read_squad
 
     examples = []
-    for number, e in enumerate(_spooled(name, text, read_squad), start=1):
+    for e in _spooled(name, text, read_squad):
         gold = [a for a, _ in e.answers]
-        examples.append(_qa_example(e.question, e.context, gold, number, e.qid, f"{name}, question id {e.qid!r}"))
+        examples.append(_qa_example(e.question, e.context, gold, None, e.qid, f"{name}, question id {e.qid!r}"))
     return examples

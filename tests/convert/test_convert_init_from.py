@@ -1,4 +1,4 @@
-"""`init_from` for continued pre-training: the first `fit` step runs on the imported weights."""
+"""`sources.init_pretrainer` for continued pre-training: the first `fit` step runs on the imported weights."""
 
 import keras
 import numpy as np
@@ -6,14 +6,14 @@ import pytest
 import tensorflow as tf
 
 from convert_helpers import inputs, keras_outputs
-from electra_tf.convert import init_from
 from electra_tf.models.pretrainer import build_pretrainer
+from electra_tf.sources import init_pretrainer
 
 
 def test_first_fit_step_losses_equal_compute_losses_on_the_import(hf_pair):
     config, disc_dir, gen_dir, _, _ = hf_pair  # dropout 0: training=True computes the same
     pretrainer = build_pretrainer(config)
-    init_from(f"hf:{disc_dir},{gen_dir}", pretrainer)
+    init_pretrainer(f"hf:{disc_dir},{gen_dir}", pretrainer)
     pretrainer.compile(optimizer=keras.optimizers.AdamW(1e-3), jit_compile=False)
     batch = inputs(config, batch=4, seed=5)
     seed = pretrainer._step_seed(0)  # the train_step seed at step 0, before training
@@ -59,12 +59,12 @@ def test_init_from_bert_leaves_generator_and_head_and_says_so(tmp_path, caplog):
     save_pretrained(bert, str(tmp_path))
     pretrainer = build_pretrainer(config)
     with caplog.at_level("WARNING"):
-        init_from(f"bert:{tmp_path}", pretrainer)
+        init_pretrainer(f"bert:{tmp_path}", pretrainer)
     assert "['discriminator_head', 'generator', 'generator_head']" in caplog.text
     with pytest.raises(
         ValueError, match=r"missing from the checkpoint: `discriminator_predictions/dense/bias`"
     ):
-        init_from(f"bert:{tmp_path}", pretrainer, strict=True)
+        init_pretrainer(f"bert:{tmp_path}", pretrainer, strict=True)
     np.testing.assert_array_equal(
         pretrainer.embeddings.token_embedding.embeddings.numpy(),
         bert.embeddings.word_embeddings.weight.detach().numpy(),

@@ -5,13 +5,14 @@ import pytest
 import tensorflow as tf
 
 from convert_helpers import inputs, keras_outputs, tiny_config, torch_outputs
-from electra_tf.convert import init_from, read_hugging_face, read_weights, write_official_checkpoint
+from electra_tf.convert import read_hugging_face, read_weights, write_official_checkpoint
 from electra_tf.convert.official import (
     build_from_official,
     export_official,
     read_official_checkpoint,
 )
 from electra_tf.models.pretrainer import build_pretrainer
+from electra_tf.sources import init_pretrainer
 
 
 def _official_from_hf(disc_dir, gen_dir):
@@ -34,7 +35,7 @@ def test_official_checkpoint_matches_transformers(hf_pair, tmp_path):
     assert names["generator/embeddings_project/kernel"] == [32, 16]
     assert "electra/embeddings/word_embeddings/adam_m" in names and "global_step" in names
     pretrainer = build_pretrainer(config)
-    init_from(f"official:{tmp_path}", pretrainer)  # a directory: its latest checkpoint
+    init_pretrainer(f"official:{tmp_path}", pretrainer)  # a directory: its latest checkpoint
     batch = inputs(config, seed=3)
     disc_logits, gen_logits = keras_outputs(pretrainer, batch)
     np.testing.assert_allclose(disc_logits, torch_outputs(discriminator, batch), atol=1e-4, rtol=0)
@@ -58,7 +59,7 @@ def test_checkpoint_of_another_size_is_an_error(tmp_path):
     small = build_pretrainer(tiny_config(hidden_dim=32, intermediate_dim=64, num_layers=3))
     export_official(small, str(tmp_path / "model.ckpt-0"))
     with pytest.raises(ValueError) as error:
-        init_from(f"official:{tmp_path}", build_pretrainer(tiny_config()))
+        init_pretrainer(f"official:{tmp_path}", build_pretrainer(tiny_config()))
     message = str(error.value)
     assert "discriminator.hidden_dim 32 vs 64" in message
     assert "discriminator.num_layers 3 vs 2" in message
@@ -71,7 +72,7 @@ def test_vocab_differing_from_the_embedding_table_is_an_error(tmp_path):
     pretrainer = build_pretrainer(tiny_config())
     before = read_weights(pretrainer)
     with pytest.raises(ValueError, match=r"vocab_size 250 vs 200") as error:
-        init_from(f"official:{tmp_path}", pretrainer)
+        init_pretrainer(f"official:{tmp_path}", pretrainer)
     assert "`electra/embeddings/word_embeddings` (250, 32) vs (200, 32)" in str(error.value)
     for name, value in read_weights(pretrainer).items():  # nothing was loaded
         np.testing.assert_array_equal(value, before[name])
@@ -80,6 +81,6 @@ def test_vocab_differing_from_the_embedding_table_is_an_error(tmp_path):
 def test_missing_path_and_bad_spec():
     pretrainer = build_pretrainer(tiny_config())
     with pytest.raises(FileNotFoundError, match="/no/such/ckpt"):
-        init_from("official:/no/such/ckpt", pretrainer)
-    with pytest.raises(ValueError, match="'tf1:/x'"):
-        init_from("tf1:/x", pretrainer)
+        init_pretrainer("official:/no/such/ckpt", pretrainer)
+    with pytest.raises(ValueError, match="Unknown `--init=tf1:/x`"):
+        init_pretrainer("tf1:/x", pretrainer)

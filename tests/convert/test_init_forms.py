@@ -10,26 +10,14 @@ import keras
 import numpy as np
 import pytest
 
-from convert_helpers import inputs, tiny_config, torch_outputs
+from convert_helpers import SIZE_FLAGS, inputs, tiny_config, torch_outputs, write_task
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from helpers import run_python, write_records, write_vocab  # noqa: E402
 
-from electra_tf import run_files  # noqa: E402  (registers the model classes for load_model)
+from electra_tf import run_files, sources  # noqa: E402  (registers the model classes for load_model)
 
 TOLERANCE = 1e-4
-SIZES = ["--embedding_dim", "32", "--hidden_dim", "64", "--num_layers", "2", "--num_heads", "2",
-         "--intermediate_dim", "128", "--max_sequence_length", "64", "--generator_hidden_fraction", "0.25"]
-
-
-def write_task(folder):
-    """A two-label classification task of `write_vocab` pieces (8 train, 4 dev rows)."""
-    os.makedirs(folder, exist_ok=True)
-    rows = "sentence\tlabel\n" + "".join(f"piece{i} piece{i + 1} piece{2 * i}\t{i % 2}\n" for i in range(8))
-    for split in ("train", "dev"):
-        with open(os.path.join(folder, f"{split}.tsv"), "w") as f:
-            f.write(rows)
-    return str(folder)
 
 
 def finetune(init, output_dir, task_dir):
@@ -76,12 +64,12 @@ def test_finetune_pretrain_and_export_take_a_transformers_pair(hf_folder, tmp_pa
     result = run_python(["-m", "electra_tf.export", "--kind", "encoder", "--init", f"hf:{root}",
                          "--output_dir", str(tmp_path / "export"), "--seq_length", "32"])
     assert result.returncode == 0
-    exported, _ = run_files.load_encoder(str(tmp_path / "export"))
+    exported, _ = sources.load_encoder(str(tmp_path / "export"))
     np.testing.assert_allclose(encoder_output(exported, batch), reference, atol=TOLERANCE)
 
     # pretrain --init hf:DIR (continued pre-training of both parts), then --init that run (phase 2, longer records)
     data = write_records(tmp_path / "data", num_files=1, num_examples=16, seq_length=16, vocab_size=config.vocab_size)
-    base = ["-m", "electra_tf.pretrain", "--config", "tiny", *SIZES, "--batch_size", "4", "--train_steps", "1",
+    base = ["-m", "electra_tf.pretrain", "--config", "tiny", *SIZE_FLAGS, "--batch_size", "4", "--train_steps", "1",
             "--learning_rate", "1e-9", "--verbose", "0", "--save_checkpoints_steps", "1"]
     result = run_python([*base, "--model_dir", str(tmp_path / "run1"), "--data", data, "--seq_length", "16",
                          "--init", f"hf:{root}"])
@@ -113,7 +101,7 @@ def test_finetune_takes_a_keras_hub_preset_saved_by_keras_hub(tmp_path):
     # keras-hub's tokenizer defaults to lowercase=False: a cased tokenizer over an uncased vocabulary is refused.
     keras_hub.tokenizers.ElectraTokenizer(vocabulary=vocab).save_to_preset(str(preset))
     with pytest.raises(ValueError, match=r"preset/tokenizer.json: lower_case false .* no upper-case piece"):
-        run_files.load_init(f"keras_hub:{preset}")
+        sources.load_init(f"keras_hub:{preset}")
     os.remove(preset / "tokenizer.json")
     keras_hub.tokenizers.ElectraTokenizer(vocabulary=vocab, lowercase=True).save_to_preset(str(preset))
     batch = inputs(config)
@@ -127,10 +115,10 @@ def test_load_init_reads_every_form_and_takes_the_discriminator_of_a_pair(hf_fol
     root, config, reference = hf_folder
     batch = inputs(config)
     for spec in (f"hf:{root}", f"hf:{root / 'discriminator'}", str(root / "discriminator")):
-        encoder, vocab = run_files.load_init(spec)
+        encoder, vocab = sources.load_init(spec)
         np.testing.assert_allclose(encoder_output(encoder, batch), reference, atol=TOLERANCE, err_msg=spec)
         assert vocab == str(root / "discriminator" / "vocab.txt")
     with pytest.raises(ValueError, match="Unknown `--init=onnx:x`"):
-        run_files.load_init("onnx:x")
+        sources.load_init("onnx:x")
     with pytest.raises(FileNotFoundError, match="not a keras-hub preset folder"):
-        run_files.load_init(f"keras_hub:{tmp_path}")
+        sources.load_init(f"keras_hub:{tmp_path}")

@@ -1,6 +1,6 @@
-"""experiments/efficiency/efficiency.py: equal-FLOPs plan, checkpoint steps, and the smoke budget end to end with resume."""
+"""The equal-compute experiment: its FLOPs plan and checkpoint steps, the encoder guard, the context probe's AUCs
+against independent references, merging invocations, the rate selection, and the smoke budget end to end with resume."""
 
-import importlib.util
 import json
 import os
 import pathlib
@@ -12,22 +12,19 @@ import time
 import pytest
 
 from electra_tf.config import OBJECTIVES, get_config
-from electra_tf import run_files
+from electra_tf import run_files, sources
 from electra_tf.training import flops
+from experiments.efficiency import guard, merge, probes
+from experiments.efficiency import report as reporting
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 TASK = REPO.parent / "shared" / "data" / "tasks" / "trec6"
 
 
 def load_efficiency():
-    spec = importlib.util.spec_from_file_location("efficiency_benchmark",
-                                                  REPO / "experiments" / "efficiency" / "efficiency.py")
-    module = sys.modules.get(spec.name)
-    if module is None:  # its absl flags may be defined once per process
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[spec.name] = module
-    return module
+    from experiments.efficiency import efficiency  # defines the harness's flags, once per process
+
+    return efficiency
 
 
 def test_plan_spends_the_same_flops_on_every_objective():
@@ -139,10 +136,9 @@ def test_smoke_budget_end_to_end_then_resumes(tmp_path):
     first_config = run_files.read_config(str(tmp_path / "pretrain" / "electra"))
     assert run_files.read_config(str(tmp_path / "seeds" / "pretrain" / "electra-s1")).seed == first_config.seed + 1
     import numpy as np
-    efficiency = load_efficiency()
-    batch0, out0, _ = efficiency.read_reference(str(tmp_path / "encoders" / "electra" / efficiency.GUARD_FILE))
-    batch1, out1, _ = efficiency.read_reference(
-        str(tmp_path / "seeds" / "encoders" / "electra-s1" / efficiency.GUARD_FILE))
+    batch0, out0, _ = guard.read_reference(str(tmp_path / "encoders" / "electra" / guard.GUARD_FILE))
+    batch1, out1, _ = guard.read_reference(
+        str(tmp_path / "seeds" / "encoders" / "electra-s1" / guard.GUARD_FILE))
     assert np.array_equal(batch0["token_ids"], batch1["token_ids"])  # the same batch, another model
     assert np.abs(out0 - out1).max() > 1e-3
     averages = [np.mean([100 * r["score"] for r in seeds["runs"] if r["encoder"] == name]) for name in
@@ -170,33 +166,32 @@ def id_batch(seed=0, size=8, seq=32):
     return {"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": mask}
 
 
-def export(efficiency, encoder, directory, batch, reference):
+def export(encoder, directory, batch, reference):
     directory.mkdir(parents=True)
     (directory / "vocab.src").write_text("[PAD]\n")
-    run_files.save_encoder(encoder, str(directory), str(directory / "vocab.src"))
-    efficiency.write_reference(str(directory / efficiency.GUARD_FILE), batch, reference, step=7, source="live")
+    sources.save_encoder(encoder, str(directory), str(directory / "vocab.src"))
+    guard.write_reference(str(directory / guard.GUARD_FILE), batch, reference, step=7, source="live")
     return dict(path=str(directory / run_files.ENCODER_FILE))
 
 
 def test_guard_accepts_an_equal_encoder_and_refuses_one_changed_block_weight(tmp_path):
-    efficiency = load_efficiency()
     pretrainer, _ = small_pretrainer()  # dropout 0.1: the guard must run with dropout off to accept
     batch = id_batch()
-    reference = efficiency.encoder_outputs(pretrainer.discriminator, batch)
+    reference = guard.encoder_outputs(pretrainer.discriminator, batch)
 
-    info = export(efficiency, pretrainer.discriminator, tmp_path / "same", batch, reference)
-    efficiency.guard_encoder("electra", info)  # saved, reloaded as fine-tuning loads it: equal
+    info = export(pretrainer.discriminator, tmp_path / "same", batch, reference)
+    guard.guard_encoder("electra", info)  # saved, reloaded as fine-tuning loads it: equal
     assert info["guard"]["max_abs_diff"] <= 1e-5 and info["guard"]["step"] == 7
 
     kernel = pretrainer.discriminator.transformer_layers[1]._feedforward_output_dense.kernel
     kernel.assign(kernel.numpy() + 1e-3 * (kernel.numpy() > 0))  # one weight matrix of the last block
-    info = export(efficiency, pretrainer.discriminator, tmp_path / "changed", batch, reference)
-    with pytest.raises(efficiency.EncoderMismatch, match="not the model pre-training produced"):
-        efficiency.guard_encoder("electra", info)
+    info = export(pretrainer.discriminator, tmp_path / "changed", batch, reference)
+    with pytest.raises(guard.EncoderMismatch, match="not the model pre-training produced"):
+        guard.guard_encoder("electra", info)
 
     fresh, _ = small_pretrainer()  # a restore that kept nothing: random blocks
-    with pytest.raises(efficiency.EncoderMismatch):
-        efficiency.check_encoder(fresh.discriminator, batch, reference, "fresh")
+    with pytest.raises(guard.EncoderMismatch):
+        guard.check_encoder(fresh.discriminator, batch, reference, "fresh")
 
 
 def test_export_refuses_a_restore_that_differs_from_the_live_model(tmp_path, write_records, monkeypatch):
@@ -217,15 +212,15 @@ def test_export_refuses_a_restore_that_differs_from_the_live_model(tmp_path, wri
                                    probe, probe_every=2)
     assert sorted(e["step"] for e in encoders.values()) == [2, 4]
     assert all(e["restore_max_diff"] <= 1e-5 for e in encoders.values())
-    records = json.loads((tmp_path / "run" / "pretrain" / "electra" / efficiency.CONTEXT_FILE).read_text())
+    records = json.loads((tmp_path / "run" / "pretrain" / "electra" / probes.CONTEXT_FILE).read_text())
     assert [r["step"] for r in records] == [0, 2, 4]
     assert all(0 <= r["disc_auc"] <= 1 and 0 <= r["token_auc"] <= 1 for r in records)
 
     from electra_tf.models.pretrainer import build_pretrainer
 
-    restore = run_files.restore_pretrainer
+    restore = sources.restore_pretrainer
 
-    def broken_restore(model_dir, checkpoint=None):  # the bug of issue 13: blocks left as initialised
+    def broken_restore(model_dir, checkpoint=None):  # a restore that leaves the blocks as initialised
         restored, cfg = restore(model_dir, checkpoint)
         fresh = build_pretrainer(cfg)
         for layer, new in zip(restored.discriminator.transformer_layers, fresh.discriminator.transformer_layers):
@@ -235,8 +230,8 @@ def test_export_refuses_a_restore_that_differs_from_the_live_model(tmp_path, wri
 
     for name in ("electra_f0.5", "electra"):
         shutil.rmtree(tmp_path / "run" / "encoders" / name)
-    monkeypatch.setattr(efficiency.run_files, "restore_pretrainer", broken_restore)
-    with pytest.raises(efficiency.EncoderMismatch, match="electra@0.5 restored from"):
+    monkeypatch.setattr(sources, "restore_pretrainer", broken_restore)
+    with pytest.raises(guard.EncoderMismatch, match="electra@0.5 restored from"):
         efficiency.pretrain("electra", config, str(tmp_path / "run"), [0.5, 1.0], units, guard_batch)
 
 
@@ -252,33 +247,30 @@ def brute_force_auc(scores, labels):
 def test_auc_equals_the_pairwise_count_with_ties():
     import numpy as np
 
-    efficiency = load_efficiency()
     rng = np.random.RandomState(0)
     for _ in range(5):
         scores = rng.randint(0, 6, 200).astype(float)  # many ties
         labels = rng.rand(200) < 0.3
-        assert efficiency.auc(scores, labels) == pytest.approx(brute_force_auc(scores, labels), abs=1e-12)
-    assert efficiency.auc([0.1, 0.9], [0, 1]) == 1.0 and efficiency.auc([0.9, 0.1], [0, 1]) == 0.0
-    assert np.isnan(efficiency.auc([0.1, 0.2], [1, 1]))
+        assert probes.auc(scores, labels) == pytest.approx(brute_force_auc(scores, labels), abs=1e-12)
+    assert probes.auc([0.1, 0.9], [0, 1]) == 1.0 and probes.auc([0.9, 0.1], [0, 1]) == 0.0
+    assert np.isnan(probes.auc([0.1, 0.2], [1, 1]))
 
 
 def test_token_identity_auc_is_one_when_the_token_decides_and_half_when_it_does_not():
     import numpy as np
 
-    efficiency = load_efficiency()
     rng = np.random.RandomState(1)
     ids = rng.randint(0, 50, 20000)
     folds = np.arange(len(ids)) % 2
-    assert efficiency.token_identity_auc(ids, ids % 3 == 0, folds) == pytest.approx(1.0, abs=1e-3)
+    assert probes.token_identity_auc(ids, ids % 3 == 0, folds) == pytest.approx(1.0, abs=1e-3)
     random_labels = rng.rand(len(ids)) < 0.15
-    assert efficiency.token_identity_auc(ids, random_labels, folds) == pytest.approx(0.5, abs=0.02)
+    assert probes.token_identity_auc(ids, random_labels, folds) == pytest.approx(0.5, abs=0.02)
 
 
 def test_token_identity_auc_matches_the_analytic_auc_of_per_token_rates():
     """Labels drawn with P(replaced | id) = q_id: the best token-only AUC is that of q itself, computed exactly."""
     import numpy as np
 
-    efficiency = load_efficiency()
     rng = np.random.RandomState(2)
     vocab = 40
     frequency = rng.dirichlet(np.ones(vocab))
@@ -288,7 +280,7 @@ def test_token_identity_auc_matches_the_analytic_auc_of_per_token_rates():
     exact = sum(pos[a] * neg[b] * ((q[a] > q[b]) + 0.5 * (a == b)) for a in range(vocab) for b in range(vocab))
     ids = rng.choice(vocab, 200000, p=frequency)
     labels = rng.rand(len(ids)) < q[ids]
-    found = efficiency.token_identity_auc(ids, labels, np.arange(len(ids)) % 2)
+    found = probes.token_identity_auc(ids, labels, np.arange(len(ids)) % 2)
     assert found == pytest.approx(exact, abs=0.01)
     assert 0.6 < exact < 0.9  # a case where the token says something, not everything
 
@@ -324,7 +316,6 @@ def test_merging_the_parts_of_a_real_report_gives_back_its_table(tmp_path):
     """The committed report split by encoder, then merged: the same runs, summary and markdown table."""
     if not COMMITTED.exists():
         pytest.skip(f"{COMMITTED} not committed")
-    efficiency = load_efficiency()
     report = json.loads(COMMITTED.read_text())
     report.pop("merged", None)
     first = [n for n in report["encoders"] if n.split("@")[0] == "electra"]
@@ -336,10 +327,10 @@ def test_merging_the_parts_of_a_real_report_gives_back_its_table(tmp_path):
     for run in other["runs"]:  # the baseline of the other invocation: slightly different scores
         if run["objective"] == "random_init":
             run["score"] += 0.001 * (run["seed"] + 1)
-    merged = efficiency.merge_reports(part_of(report, first), [("other/results.json", other)])
-    merged["summary"] = efficiency.summarize(merged["runs"], report["tasks"], report["seeds"])
+    merged = merge.merge_reports(part_of(report, first), [("other/results.json", other)])
+    merged["summary"] = reporting.summarize(merged["runs"], report["tasks"], report["seeds"])
 
-    original = efficiency.summarize(report["runs"], report["tasks"], report["seeds"])
+    original = reporting.summarize(report["runs"], report["tasks"], report["seeds"])
     assert merged["summary"] == original and list(merged["summary"])[0] == "random_init"
     assert set(merged["encoders"]) == set(report["encoders"])
     assert list(merged["pretraining"]) == [o for o in OBJECTIVES if o in report["pretraining"]]
@@ -348,8 +339,8 @@ def test_merging_the_parts_of_a_real_report_gives_back_its_table(tmp_path):
     assert merged["merged"][0]["baseline_max_abs_diff"] == pytest.approx(0.001 * report["seeds"])
 
     report["summary"] = original
-    efficiency.write_markdown(tmp_path / "original.md", report)
-    efficiency.write_markdown(tmp_path / "merged.md", merged)
+    reporting.write_markdown(tmp_path / "original.md", report)
+    reporting.write_markdown(tmp_path / "merged.md", merged)
     table = lambda text: [line for line in text.splitlines() if line.startswith("| ")]  # noqa: E731
     assert table((tmp_path / "merged.md").read_text()) == table((tmp_path / "original.md").read_text())
     assert f"Merged (`--merge`) from `other/results.json`: encoders {', '.join(rest)}" in \
@@ -358,30 +349,28 @@ def test_merging_the_parts_of_a_real_report_gives_back_its_table(tmp_path):
 
 
 def test_run_names_carry_objective_and_pretraining_seed():
-    efficiency = load_efficiency()
     for objective in OBJECTIVES:
         for seed in (0, 1, 12):
-            name = efficiency.run_name(objective, seed)
+            name = reporting.run_name(objective, seed)
             assert (name == objective) == (seed == 0)
             for encoder in (name, name + "@0.25"):
-                assert efficiency.objective_of(encoder) == objective and efficiency.run_seed(encoder) == seed
+                assert reporting.objective_of(encoder) == objective and reporting.run_seed(encoder) == seed
 
 
 def test_merge_refuses_a_report_with_other_settings_naming_file_and_field():
     if not COMMITTED.exists():
         pytest.skip(f"{COMMITTED} not committed")
-    efficiency = load_efficiency()
     report = json.loads(COMMITTED.read_text())
     other = json.loads(COMMITTED.read_text())
     other["finetune"]["learning_rate"] *= 2
-    with pytest.raises(efficiency.MergeMismatch, match=r"--merge b/results.json: field 'finetune'"):
-        efficiency.merge_reports(report, [("b/results.json", other)])
+    with pytest.raises(merge.MergeMismatch, match=r"--merge b/results.json: field 'finetune'"):
+        merge.merge_reports(report, [("b/results.json", other)])
     other = json.loads(COMMITTED.read_text())
-    other["budget"]["corpus"] = other["budget"]["corpus"].replace("/data/", "/x/../data/")  # the same glob
-    efficiency.check_mergeable("b/results.json", other, report)
+    other["budget"]["corpus"] = other["budget"]["corpus"].replace("/corpus/", "/x/../corpus/")  # the same glob
+    merge.check_mergeable("b/results.json", other, report)
 
 
-# --- Fine-tuning rate chosen on dev per encoder, test reported (issue 27) ---
+# --- Fine-tuning rate chosen on dev per encoder, test reported ---
 
 def grid_run(encoder, task, seed, lr, n, dev, test, objective=None, pretrain_seed=0):
     return dict(encoder=encoder, objective=objective or encoder.split("-")[0], fraction=1.0,
@@ -411,8 +400,7 @@ def synthetic_grid():
 
 
 def test_rate_is_chosen_on_dev_and_test_read_at_it():
-    efficiency = load_efficiency()
-    selection = efficiency.select_rates(synthetic_grid(), ["a", "b"], 2, [1e-3, 2e-3])
+    selection = reporting.select_rates(synthetic_grid(), ["a", "b"], 2, [1e-3, 2e-3])
     assert list(selection) == [100] and set(selection[100]) == {"electra", "electra-s1"}  # mlm incomplete
     e = selection[100]["electra"]
     assert e["tasks"]["a"]["rate"] == 1e-3 and e["tasks"]["a"]["test"] == pytest.approx(51.0)
@@ -421,14 +409,14 @@ def test_rate_is_chosen_on_dev_and_test_read_at_it():
     s1 = selection[100]["electra-s1"]
     assert [s1["tasks"][t]["rate"] for t in "ab"] == [2e-3, 1e-3] and s1["test"] == pytest.approx((61.0 + 80.0) / 2)
 
-    rows = efficiency.objective_rows(selection, recipe_rate=2e-3)[100]
+    rows = reporting.objective_rows(selection, recipe_rate=2e-3)[100]
     assert list(rows) == ["electra"] and rows["electra"]["rates"] == {"a": [1e-3, 2e-3], "b": [1e-3, 1e-3]}
     import numpy as np
     tests = [(51.0 + 71.0) / 2, (61.0 + 80.0) / 2]
     assert rows["electra"]["test"] == {"mean": pytest.approx(np.mean(tests)), "std": pytest.approx(np.std(tests))}
     recipe_tests = [(91.0 + 75.0) / 2, (61.0 + 10.0) / 2]  # everything at 2e-3
     assert rows["electra"]["recipe"]["test"]["mean"] == pytest.approx(np.mean(recipe_tests))
-    assert efficiency.objective_rows(selection, recipe_rate=5e-3)[100]["electra"]["recipe"] is None
+    assert reporting.objective_rows(selection, recipe_rate=5e-3)[100]["electra"]["recipe"] is None
 
 
 def test_grid_points_leave_out_the_recipe_point():
@@ -437,51 +425,6 @@ def test_grid_points_leave_out_the_recipe_point():
     points = efficiency.grid_points(["1e-4", "2e-3"], ["2000", "200"], recipe)
     assert points == [(2000, 1e-4), (200, 1e-4), (200, 2e-3)]
     assert efficiency.grid_points([], [], recipe) == []
-
-
-def before_the_grid(report):
-    """`report` as the harness wrote it before the rate grid (2026-11-25): no grid, rates, limits or test scores."""
-    for key in ("grid_runs", "learning_rates", "train_limits", "finetune_keep", "selection"):
-        report.pop(key, None)
-    for r in report["runs"]:
-        for key in ("learning_rate", "train_limit", "test_score", "test"):
-            r.pop(key, None)
-    return report
-
-
-def test_merge_unions_the_grids_and_reads_a_report_from_before_the_grid(tmp_path):
-    """A report from before the grid (no test scores) merged into one with a grid: both kept, nothing guessed."""
-    if not COMMITTED.exists():
-        pytest.skip(f"{COMMITTED} not committed")
-    efficiency = load_efficiency()
-    old = before_the_grid(json.loads(COMMITTED.read_text()))
-    new = part_of(before_the_grid(json.loads(COMMITTED.read_text())), ["electra"])
-    recipe = new["finetune"]
-    for r in new["runs"]:  # this invocation ran electra again: its recipe runs moved by 0.01 at most
-        r.update(learning_rate=recipe["learning_rate"], train_limit=recipe["train_limit"], test_score=r["score"])
-        if r["encoder"] == "electra":
-            r["score"] += 0.01 * (r["seed"] == 1)
-    new["grid_runs"] = [dict(r, learning_rate=1e-4, score=r["score"] / 2, test_score=r["score"] / 2)
-                        for r in new["runs"] if r["encoder"] in ("electra", "random_init")]
-    new.update(learning_rates=[1e-4, recipe["learning_rate"]], train_limits=[recipe["train_limit"]],
-               finetune_keep="last")
-    merged = efficiency.merge_reports(new, [("old/results.json", old)])
-    assert len(merged["grid_runs"]) == len(new["grid_runs"]) and merged["learning_rates"] == [1e-4, 2e-3]
-    assert merged["merged"][0]["rerun"] == ["electra"]
-    assert merged["merged"][0]["rerun_max_abs_diff"] == pytest.approx(0.01)
-    assert all(r["test_score"] is None for r in merged["runs"] if r["encoder"] == "mlm")
-    selection = efficiency.select_rates(merged["runs"] + merged["grid_runs"], merged["tasks"], merged["seeds"],
-                                        merged["learning_rates"])
-    # Only encoders with both rates and test scores everywhere; the recipe rate wins (twice the score).
-    assert set(selection[recipe["train_limit"]]) == {"random_init", "electra"}
-    assert all(t["rate"] == 2e-3 for t in selection[2000]["electra"]["tasks"].values())
-    merged["summary"] = efficiency.summarize(merged["runs"], merged["tasks"], merged["seeds"])
-    merged["selection"] = selection
-    efficiency.write_markdown(tmp_path / "merged.md", merged)
-    text = (tmp_path / "merged.md").read_text()
-    assert "## Fine-tuning rate chosen on dev per encoder, test reported (grid {0.0001, 0.002})" in text
-    assert "differ from that file's by at most 1.00 points" in text
-    assert "Not in this table (their grid is not complete in this report): electra-s1, electra-s2, mlm, mlm-s1" in text
 
 
 def recompute_selection(report):

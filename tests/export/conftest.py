@@ -38,7 +38,7 @@ def artifacts(tmp_path_factory):
     from electra_tf.export.keras_hub_preset import export_preset
     from electra_tf.export.serving import export_serving
     from electra_tf.models.classifier import ElectraClassifier
-    from electra_tf.run_files import load_discriminator
+    from electra_tf.sources import load_discriminator
 
     root = tmp_path_factory.mktemp("export")
     vocab = SHARED_VOCAB if os.path.exists(SHARED_VOCAB) else write_tiny_vocab(root / "vocab.txt")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import finetuned_runs, run_python, shared_data
+from helpers import error_line, finetuned_runs, run_python, shared_data
 
 TASKS = ("movie_polarity", "trec6", "sms_spam")
 TEXT_OPS = ["FastBertNormalize", "FastWordpieceTokenizeWithOffsets"]
@@ -61,12 +61,6 @@ def run_litert(requests, tmp_path):
 def export_cli(init, output_dir, *flags):
     return run_python(["-m", "electra_tf.export", "--kind", "tflite", "--init", str(init), "--output_dir",
                        str(output_dir), *flags], check=False)
-
-
-def error_line(result):
-    lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
-    assert result.returncode == 1 and len(lines) == 1, result.stderr[-3000:]
-    return lines[0]
 
 
 def test_pack_ids_equals_the_served_packing_on_every_task_dev_set():
@@ -305,24 +299,3 @@ def test_a_question_answering_model_is_refused_naming_the_serving_export(tmp_pat
                       str(tmp_path / "qa"), {}, ids_only=True)
     assert not (tmp_path / "qa").exists()
 
-
-@pytest.mark.large  # fine-tunes a tiny model, then five exports: ~3 min on 2 shared cores
-def test_benchmark_script_writes_its_report_at_tiny_size(tmp_path):
-    """`benchmarks/tflite_export.py` end to end (fine-tuning included), at a tiny size."""
-    from helpers import make_run_dir
-
-    vocab = shared_data("vocab", "bert_uncased_vocab.txt")
-    init = make_run_dir(tmp_path / "run", str(vocab), num_layers=1, hidden_dim=16, embedding_dim=16,
-                        intermediate_dim=32)
-    report = tmp_path / "tflite_export.md"
-    command = ["-m", "benchmarks.tflite_export", "--task_dir", str(shared_data("tasks", "sms_spam")), "--init", init,
-               "--train_limit", "16", "--epochs", "1", "--seq_length", "16", "--dev_limit", "24", "--repeats", "3",
-               "--warmup", "1", "--output", str(report)]
-    run_python(command)
-    lines = report.read_text().splitlines()
-    assert lines[0] == f"`python {' '.join(command)}`"
-    assert "python -m electra_tf.finetune --task sms_spam --data_dir $TASK_DIR" in report.read_text()
-    rows = {line.split(" | ")[0].strip("| ") for line in lines if line.startswith("| ")}
-    for name in ("text", "text_int8", "ids", "ids_int8"):
-        assert f"`{name}` model.tflite" in rows and f"`{name}`" in rows and f"LiteRT `{name}`" in rows
-    assert "Dev set: 24 rows" in report.read_text()

@@ -1,4 +1,4 @@
-"""Bad input to fine-tuning, export and conversion (issue 17): refused before any work, files named, nothing replaced."""
+"""Bad input to fine-tuning, export and conversion: refused before any work, files named, nothing replaced."""
 
 import hashlib
 import logging
@@ -94,7 +94,7 @@ def test_max_seq_length_beyond_the_position_table_and_a_larger_vocabulary_are_na
 
 
 def test_corrupt_keras_init_names_the_file(tiny_run, tmp_path):
-    from electra_tf.run_files import load_init
+    from electra_tf.sources import load_init
 
     path = tmp_path / "encoder.keras"
     path.write_bytes((pathlib.Path(tiny_run["run"]) / "discriminator.keras").read_bytes()[:2000])

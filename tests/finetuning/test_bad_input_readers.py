@@ -1,4 +1,4 @@
-"""Bad data files through `electra_tf.finetune` (issue 28): one `error:` line naming file and line
+"""Bad data files through `electra_tf.finetune`: one `error:` line naming file and line
 (or question id), exit 1, and nothing that existed changed (checksums of the data, the run and the output dir).
 
 Encoding: a CoNLL, TSV, SQuAD or vocabulary file saved as UTF-16 or Latin-1.

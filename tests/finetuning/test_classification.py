@@ -65,11 +65,11 @@ def test_multiple_trials_report_spread(run_dir, tmp_path):
 
 
 def test_an_untrained_encoder_saved_as_init_loads_back_equal(tmp_path):
-    """`run_files.untrained_encoder` is the seeded pre-trainer's discriminator; `save_encoder` makes it a `--init`."""
+    """`sources.untrained_encoder` is the seeded pre-trainer's discriminator; `save_encoder` makes it a `--init`."""
     import keras
     import numpy as np
 
-    from electra_tf import run_files
+    from electra_tf import run_files, sources
     from electra_tf.config import get_config
     from electra_tf.models.pretrainer import build_pretrainer
 
@@ -81,11 +81,11 @@ def test_an_untrained_encoder_saved_as_init_loads_back_equal(tmp_path):
     direct = build_pretrainer(config).discriminator  # built by its first call, not by build()
     expected = keras.ops.convert_to_numpy(direct(batch, training=False))
 
-    encoder = run_files.untrained_encoder(config, seed=3)
-    other = run_files.untrained_encoder(config, seed=4)
+    encoder = sources.untrained_encoder(config, seed=3)
+    other = sources.untrained_encoder(config, seed=4)
     (tmp_path / "vocab.src").write_text("[PAD]\n[UNK]\n")
-    path = run_files.save_encoder(encoder, str(tmp_path / "init"), str(tmp_path / "vocab.src"))
-    loaded, vocab_file = run_files.load_init(path)
+    path = sources.save_encoder(encoder, str(tmp_path / "init"), str(tmp_path / "vocab.src"))
+    loaded, vocab_file = sources.load_init(path)
     found = keras.ops.convert_to_numpy(loaded(batch, training=False))
     np.testing.assert_allclose(found, expected, atol=1e-6)
     assert not np.allclose(keras.ops.convert_to_numpy(other(batch, training=False)), expected)

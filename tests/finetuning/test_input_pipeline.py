@@ -1,5 +1,5 @@
-"""The classification input pipeline tokenises once (issue 24) and gives the batches of packing each batch
-in a `map`, each cut to its longest row, epoch by epoch and from a resumed position."""
+"""The classification input pipeline tokenises each text once (not again every epoch) and gives the batches of
+packing each batch in a `map`, each cut to its longest row, epoch by epoch and from a resumed position."""
 
 import numpy as np
 import pytest

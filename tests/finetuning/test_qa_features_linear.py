@@ -1,4 +1,4 @@
-"""QA features in linear time (issue 28) equal the quadratic reference they replace.
+"""QA features are built in time linear in the context length and equal the quadratic reference they replace.
 
 The reference below is the loop `build_qa_features` ran before: for every
 context piece, a pass over every window (BERT's `_check_is_max_context`), and

@@ -1,4 +1,4 @@
-"""Bad input to the data builders (issue 17): an earlier build kept, silent failures made loud, files named."""
+"""Bad input to the data builders: an earlier build kept, silent failures made loud, files named."""
 
 import gzip
 import hashlib

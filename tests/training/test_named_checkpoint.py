@@ -10,7 +10,7 @@ import tensorflow as tf
 from electra_tf.config import get_config
 from helpers import write_records
 from electra_tf.models.pretrainer import build_pretrainer
-from electra_tf import run_files
+from electra_tf import run_files, sources
 from electra_tf.training.named_checkpoint import CheckpointMismatchError, NamedCheckpoint, model_variables
 from electra_tf.training.optimization import create_optimizer
 from electra_tf.training.pretraining import train
@@ -70,7 +70,7 @@ def test_every_model_weight_and_slot_is_listed_under_a_readable_name(trained_run
 def test_restore_without_optimizer_reproduces_the_writer_exactly(trained_run):
     model_dir, live = trained_run
     x = batch()
-    restored, _ = run_files.restore_pretrainer(model_dir)
+    restored, _ = sources.restore_pretrainer(model_dir)
     for got, want in zip(outputs(restored, x), outputs(live, x)):
         np.testing.assert_array_equal(got, want)
 
@@ -123,8 +123,8 @@ def test_discriminator_keras_deleted_gives_the_same_encoder(trained_run, tmp_pat
             shutil.copytree(source, copy / name)
         elif os.path.exists(source):
             tf.io.gfile.copy(source, str(copy / name))
-    from_file, _ = run_files.load_discriminator(model_dir)
-    from_checkpoint, _ = run_files.load_discriminator(str(copy))
+    from_file, _ = sources.load_discriminator(model_dir)
+    from_checkpoint, _ = sources.load_discriminator(str(copy))
     x = batch(2)
     np.testing.assert_array_equal(from_checkpoint(x).numpy(), from_file(x).numpy())
     np.testing.assert_array_equal(from_file(x).numpy(), live.discriminator(x).numpy())

@@ -1,0 +1,254 @@
+"""The `--init` registry: every form a command reads a model from, parsed here and nowhere else.
+
+| `--init` | reads (`Source`) |
+|---|---|
+| `runs/x` | a pre-training run: its checkpoints (the whole pretrainer), else `discriminator.keras` (`runs.PretrainingRun`) |
+| `m.keras`, `keras:m.keras`, a folder with `encoder.keras` | an encoder, a pretrainer or a fine-tuned model (`encoders.KerasFile`) |
+| `exports/encoder` | an `export --kind encoder` SavedModel (`encoders.EncoderExport`) |
+| `hf:DIR[,DIR]`, a bare HF folder | transformers `ElectraModel` / `ElectraForPreTraining` (+ `ElectraForMaskedLM`) (`converted.HuggingFace`) |
+| `hf_generator:DIR` | the generator (`ElectraForMaskedLM`) itself, asked for by name (`converted.HuggingFaceGenerator`) |
+| `official:DIR` | a google-research/electra TF1 checkpoint (`converted.Official`) |
+| `bert:DIR`, a bare BERT folder | a Hugging Face BERT (E = H) (`converted.Bert`) |
+| `keras_hub:DIR`, a bare preset folder | a keras-hub `ElectraBackbone` preset and its `ElectraTokenizer` (`converted.KerasHub`) |
+
+Every command takes these: `pretrain --init` (continued pre-training, `init_pretrainer`),
+`finetune --init` and `export --init` (`load_init`: the encoder and its vocabulary), and
+`convert --from F --input X` reads `F:X` (`load_source`). Whatever the form, the weights
+read must be finite (a NaN or infinity names the tensor); a Hugging Face or BERT folder's
+`config.json` is checked before anything else; a generator-only Hugging Face folder is
+refused as `hf:` (`hf_generator:` asks for it).
+
+Example:
+    ```python
+    from electra_tf.config import get_config
+    from electra_tf.models.pretrainer import build_pretrainer
+    from electra_tf.sources import load_init, save_encoder
+
+    config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64)
+    open("vocab.txt", "w").write("".join(f"t{i}\\n" for i in range(100)))
+    save_encoder(build_pretrainer(config).discriminator, "encoders/tiny", "vocab.txt")
+
+    encoder, vocab_file = load_init("encoders/tiny")  # the folder form; hf:DIR, bert:DIR, ... alike
+    vocab_file  # 'encoders/tiny/vocab.txt'
+    ```
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.sources.base import Source, encoder_of
+from electra_tf.sources.converted import Bert, GeneratorFolderError, HuggingFace, HuggingFaceGenerator, KerasHub, Official
+from electra_tf.sources.encoders import (EncoderExport, KerasFile, load_encoder, load_keras_model, save_encoder,
+                                         untrained_encoder)
+from electra_tf.sources.runs import PretrainingRun, load_discriminator, restore_pretrainer
+
+# prefix -> source: the `KIND:PATH` forms.
+SOURCES = {source.prefix: source for source in (
+    HuggingFace(), HuggingFaceGenerator(), Official(), Bert(), KerasHub(), KerasFile())}
+# The bare paths recognised, tried in this order (a BERT folder before the ELECTRA reading of an HF folder).
+PATH_FORMS = (PretrainingRun(), EncoderExport(), SOURCES["keras"], SOURCES["bert"], SOURCES["hf"],
+              SOURCES["keras_hub"])
+FORMS = ", ".join(dict.fromkeys(s.form for s in PATH_FORMS[:3] + tuple(SOURCES.values())))
+
+
+def _split(spec):
+    """`(prefix, source or None, path)`: the one place an `--init` is split at its `KIND:`.
+
+    `prefix` is what stands before a colon (None without one); `source` its form when
+    it is a known `KIND`, and then `path` what follows, else the whole `spec`.
+    """
+    prefix, sep, path = spec.partition(":")
+    if not sep:
+        return None, None, spec
+    source = SOURCES.get(prefix)
+    return prefix, source, path if source is not None else spec
+
+
+def resolve(spec, flag="init"):
+    """`(Source, path)` of an `--init`: its `KIND:` prefix, else the first path form that recognises it.
+
+    Raises:
+        ValueError: an unknown `KIND:`, or a prefix with no path.
+        FileNotFoundError: a path no form recognises (each form is listed).
+
+    Example:
+        >>> from electra_tf.sources import resolve
+        >>> source, path = resolve("bert:all-MiniLM-L6-v2")  # a prefixed form: nothing is read yet
+        >>> type(source).__name__, path
+        ('Bert', 'all-MiniLM-L6-v2')
+    """
+    if not spec:
+        raise ValueError(f"`--{flag}` is required: {FORMS}.")
+    prefix, source, path = _split(spec)
+    if source is not None:
+        if not path:
+            raise ValueError(f"`--{flag}={spec}` names no folder: {prefix}:DIR.")
+        return source, path
+    if prefix and "/" not in prefix and len(prefix) > 1 and not tf.io.gfile.exists(spec):
+        raise ValueError(f"Unknown `--{flag}={spec}`: the KIND:DIR forms are {[k + ':DIR' for k in SOURCES]}.")
+    for form in PATH_FORMS:
+        if form.recognises(spec):
+            return form, spec
+    raise FileNotFoundError(f"Cannot read `--{flag}={spec}`: expected {FORMS}.")
+
+
+def init_inputs(init):
+    """The files or folders an `--init` names, without reading them: an output must not overlap them.
+
+    Example:
+        >>> from electra_tf.sources import init_inputs
+        >>> init_inputs("hf:electra/discriminator,electra/generator")
+        ['electra/discriminator', 'electra/generator']
+    """
+    _, source, path = _split(init or "")
+    return source.inputs(path) if source is not None else [init] if init else []
+
+
+def check_finite(model, what):
+    """Raises `ValueError` naming the first weight of `model` that holds a NaN or an infinity.
+
+    Args:
+        model: a Keras model (encoder, pretrainer, fine-tuned model).
+        what: str. Names the source in the message (`--init=hf:DIR`).
+
+    Example:
+        ```python
+        import numpy as np
+        from electra_tf.models.encoder import ElectraEncoder
+        from electra_tf.sources import check_finite
+
+        encoder = ElectraEncoder(vocab_size=100, num_layers=1, num_heads=1, hidden_dim=32, embedding_dim=16,
+                                 intermediate_dim=64)
+        encoder.build()
+        encoder.embeddings.token_embedding.embeddings.assign(np.full((100, 16), np.nan, "float32"))
+        try:
+            check_finite(encoder, "`--init=m.keras`")
+        except ValueError as e:
+            print(e)  # `--init=m.keras`: electra/embeddings/word_embeddings holds 1600 non-finite value(s) ...
+        ```
+    """
+    names = _official_names(model)
+    for variable in model.weights:
+        value = keras.ops.convert_to_numpy(variable)
+        finite = np.isfinite(value)
+        if not finite.all():
+            bad, nan = value.size - int(finite.sum()), int(np.isnan(value).sum())
+            name = names.get(variable.path, variable.path)
+            raise ValueError(f"{what}: {name} holds {bad} non-finite value(s) ({nan} NaN, {bad - nan} infinite) "
+                             f"of {value.size}: the weights are damaged; nothing was used. Read them again from "
+                             "their source.")
+
+
+def _official_names(model):
+    """Keras variable path -> official name (`electra/embeddings/word_embeddings`) where the model has them."""
+    from electra_tf.convert.weight_map import model_variables
+
+    for candidate in (model, getattr(model, "encoder", None)):
+        try:
+            return {variable.path: name for name, variable in model_variables(candidate).items()}
+        except (TypeError, ValueError):
+            continue
+    return {}
+
+
+def load_source(prefix, path, flag="input", **options):
+    """`(model, vocab_file or None)` of `path` read as the form `prefix` (`convert --from PREFIX --input PATH`).
+
+    The same reading as `--init PREFIX:PATH`, weights checked finite; `options` go to
+    the form (`official`: `num_heads`, `generator_num_heads`).
+
+    Args:
+        prefix: str. A key of `SOURCES` (`hf`, `official`, `bert`, `keras`, ...).
+        path: str. What follows the prefix.
+        flag: str. The flag that named `path`, for messages.
+    """
+    return _load(SOURCES[prefix], path, f"`--{flag}={path}`", flag, options)
+
+
+def load_init_model(init, flag="init"):
+    """The model any `--init` form holds, and the vocabulary found with it.
+
+    Args:
+        init: str. Any form of `FORMS` (the module docstring lists them).
+        flag: str. The flag that named it, for messages.
+
+    Returns:
+        `(model, vocab_file or None)`: an `ElectraEncoder`, an `ElectraPretrainer`
+        (a run with checkpoints, an `hf:` pair, an official pair) or a fine-tuned model.
+    """
+    source, path = resolve(init, flag)
+    return _load(source, path, f"`--{flag}={init}`", flag, {})
+
+
+def _load(source, path, what, flag, options):
+    model = source.load(path, flag=flag, **options)
+    check_finite(model, what)
+    vocab_file = source.vocabulary(path)
+    return model, vocab_file
+
+
+def load_init(init, vocab_file=None):
+    """The encoder to fine-tune or export and its vocabulary, from any `--init` form.
+
+    Args:
+        init: str. Any form of `load_init_model`. A generator + discriminator pair
+            or a pretrainer gives its discriminator; a fine-tuned model its encoder.
+        vocab_file: str or None. Overrides the vocabulary found beside `init`.
+
+    Returns:
+        `(ElectraEncoder, vocab_file)`.
+    """
+    model, found_vocab = load_init_model(init)
+    encoder = encoder_of(model, init)
+    vocab_file = vocab_file or found_vocab
+    if not vocab_file or not tf.io.gfile.exists(vocab_file):
+        raise FileNotFoundError(f"No vocabulary for `--init={init}`: {vocab_file or 'none found'} is missing; "
+                                "pass --vocab_file.")
+    return encoder, vocab_file
+
+
+def init_pretrainer(init, pretrainer, strict=False):
+    """Initialises a new pre-training run's `pretrainer` from any `--init` form (continued pre-training).
+
+    Each form fills what it has by official names: an `hf:` pair or an official
+    checkpoint every part, heads included; another electra_tf run (phase 1 of the
+    seq-128-then-512 recipe) its pretrainer; an encoder or BERT the embeddings and
+    the discriminator. The parts the source lacks keep their initial values and are
+    logged (an error when `strict`); a shape that differs is an error before any
+    variable changes, and so is a non-finite weight.
+
+    Args:
+        init: str. Any `--init` form.
+        pretrainer: `ElectraPretrainer` (or `ElectraEncoder`), freshly built.
+        strict: bool. Require every part of `pretrainer`.
+
+    Returns:
+        The report of `convert.weight_map.assign_weights` (`loaded`, `kept`).
+
+    Example:
+        ```python
+        from electra_tf.config import get_config
+        from electra_tf.convert import export_hugging_face
+        from electra_tf.models.pretrainer import build_pretrainer
+        from electra_tf.sources import init_pretrainer
+
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)
+        export_hugging_face(build_pretrainer(config), "hf")  # hf/discriminator, hf/generator
+        pretrainer = build_pretrainer(config)
+        init_pretrainer("hf:hf/discriminator,hf/generator", pretrainer)["kept"]  # []
+        ```
+    """
+    source, path = resolve(init)
+    report = source.initialise(path, pretrainer, strict=strict)
+    check_finite(pretrainer, f"`--init={init}`")
+    return report
+
+
+__all__ = [
+    "FORMS", "PATH_FORMS", "SOURCES", "GeneratorFolderError", "Source",
+    "check_finite", "encoder_of", "init_inputs", "init_pretrainer", "load_discriminator", "load_encoder",
+    "load_init", "load_init_model", "load_keras_model", "load_source", "resolve", "restore_pretrainer",
+    "save_encoder", "untrained_encoder",
+]

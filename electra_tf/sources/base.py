@@ -1,0 +1,93 @@
+"""One form of `--init`: how its files are recognised, read and initialise a pretrainer, where its vocabulary is.
+
+Every form is one `Source` object in the registry (`electra_tf.sources.SOURCES` for the
+`KIND:` prefixed forms, `electra_tf.sources.PATH_FORMS` for the bare paths it recognises).
+"""
+
+from electra_tf.models.encoder import ElectraEncoder
+from electra_tf.models.pretrainer import ElectraPretrainer
+
+
+class Source:
+    """A kind of model files `--init` reads.
+
+    Subclasses set `prefix` (the `KIND` of `KIND:PATH`, or None for a path form only),
+    `form` (how a user writes it, for messages and the docs) and implement `load`;
+    `recognises` makes a bare path of theirs work without the prefix.
+
+    Example:
+        ```python
+        from electra_tf.sources import SOURCES
+
+        SOURCES["bert"].form  # 'bert:DIR'
+        ```
+    """
+
+    prefix = None
+    form = ""
+
+    def recognises(self, path):
+        """Whether the bare path `path` (no `KIND:`) is of this form."""
+        del path
+        return False
+
+    def inputs(self, path):
+        """The files or folders `path` names: an output must not overlap them."""
+        return [path]
+
+    def load(self, path, flag="init", **options):
+        """The model `path` holds: an `ElectraEncoder`, an `ElectraPretrainer` or a fine-tuned model.
+
+        Args:
+            path: str. The path part of the `--init` (after `KIND:`).
+            flag: str. The flag that named it, for messages.
+            **options: what the form takes besides (`official`: `num_heads`).
+        """
+        raise NotImplementedError
+
+    def vocabulary(self, path):
+        """The `vocab.txt` that goes with `path` (it may not exist), or None."""
+        del path
+        return None
+
+    def initialise(self, path, pretrainer, strict=False, flag="init"):
+        """Fills a new `pretrainer` from `path` by official names (continued pre-training).
+
+        The default reads the model (`load`) and assigns every weight that has a
+        counterpart; the parts the source lacks (a lone encoder has no generator) keep
+        their initial values and are logged (an error when `strict`); a shape that
+        differs is an error before any variable changes.
+        """
+        from electra_tf.convert.weight_map import assign_weights, read_weights
+
+        model = self.load(path, flag=flag)
+        if not isinstance(model, (ElectraEncoder, ElectraPretrainer)):
+            model = encoder_of(model, path, flag)
+        return assign_weights(pretrainer, read_weights(model), f"`--{flag}={path}`", strict=strict)
+
+
+def encoder_of(model, init="the model", flag="init"):
+    """The encoder to fine-tune or export from any model an `--init` holds.
+
+    A pretrainer (a pair) gives its discriminator; a fine-tuned model its encoder.
+
+    Example:
+        ```python
+        from electra_tf.config import get_config
+        from electra_tf.models.pretrainer import build_pretrainer
+        from electra_tf.sources import encoder_of
+
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64)
+        pretrainer = build_pretrainer(config)
+        encoder_of(pretrainer) is pretrainer.discriminator  # True
+        ```
+    """
+    if isinstance(model, ElectraEncoder):
+        return model
+    if isinstance(model, ElectraPretrainer):
+        return model.discriminator
+    encoder = getattr(model, "encoder", None)
+    if isinstance(encoder, ElectraEncoder):
+        return encoder
+    raise TypeError(f"`--{flag}={init}` holds a {type(model).__name__}, not an ELECTRA encoder, pretrainer or "
+                    "fine-tuned model.")

@@ -1,0 +1,201 @@
+"""Every benchmark still produces its report, run as a user runs it at a tiny size; committed reports
+regenerate from their committed raw data; the comparisons' link to the package (recipe fields, `--init`).
+
+The quick ones run in CI's slow step (`large`), the ones that fine-tune MiniLM-sized models on both
+sides in the release tier. `benchmarks/pipeline_throughput.py` has its own tests.
+"""
+
+import json
+import os
+import pathlib
+import shutil
+
+import pytest
+
+from helpers import REPO, make_run_dir, run_python, shared_data
+
+BENCH_DATA = pathlib.Path(os.path.expanduser(os.environ.get("BENCH_DATA", "~/.cache/electra_tf/benchmarks")))
+
+
+def bench_data(*parts):
+    """A path under `$BENCH_DATA`, or skip the test when the benchmarks are not fetched."""
+    path = BENCH_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} not fetched (bash ../shared/data/build/fetch_finetune_benchmarks.sh)")
+    return path
+
+
+def report(module, tmp_path, *args, timeout=1800):
+    """Runs `python -m benchmarks.<module> ... --output REPORT`; returns the report's text, checked at its top."""
+    output = tmp_path / f"{module}.md"
+    run_python(["-m", f"benchmarks.{module}", *args, "--output", str(output)], timeout=timeout)
+    text = output.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert lines[0].startswith("# ") and f"python -m benchmarks.{module} " in "\n".join(lines[:4]), text[:500]
+    return text
+
+
+def table_rows(text):
+    return [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| ---")]
+
+
+# --- Fast: the link to the package, and a committed report regenerated from its raw data ---
+
+def test_the_hf_recipe_reads_the_fine_tuning_config_by_its_field_names():
+    from benchmarks import common
+    from electra_tf import finetune
+    from electra_tf.finetuning.config import FinetuneConfig, fields
+
+    seq_field = next(name for name in fields() if finetune.flag_name(name) == "seq_length")  # the command's spelling
+    config = FinetuneConfig(epochs=4, learning_rate=2e-5, layerwise_lr_decay=0.7, clip_norm=0.5, seed=3, keep="last",
+                            **{seq_field: 77})
+    recipe = common.hf_recipe(config)
+    assert recipe["seq_length"] == 77 == common.seq_length(config)
+    assert {k: recipe[k] for k in ("epochs", "learning_rate", "layerwise_lr_decay", "clip_norm", "seed", "keep")} == \
+        dict(epochs=4, learning_rate=2e-5, layerwise_lr_decay=0.7, clip_norm=0.5, seed=3, keep="last")
+    assert common.hf_model_dir("bert:/some/bert") == "/some/bert"
+
+
+def test_reports_record_portable_paths():
+    from benchmarks import common
+
+    text = f"--data_dir {common.bench_data('conll2003')} --vocab {common.shared_data('vocab', 'v.txt')} " \
+           f"--output {common.REPO}/benchmarks/results/x.md --init bert:{common.minilm_dir()}"
+    assert common.portable(text) == ("--data_dir $BENCH_DATA/conll2003 --vocab $SHARED_DATA/vocab/v.txt "
+                                     "--output benchmarks/results/x.md --init bert:$MINILM")
+
+
+def test_the_side_by_side_report_regenerates_from_its_committed_runs(tmp_path):
+    """`side_by_side.md`'s table, from `side_by_side.jsonl` by the command the report names."""
+    committed = (REPO / "benchmarks" / "results" / "side_by_side.md").read_text(encoding="utf-8")
+    assert "python -m benchmarks.train_step --side_by_side benchmarks/results/side_by_side.jsonl" in committed
+    output = tmp_path / "table.md"
+    run_python(["-m", "benchmarks.train_step", "--side_by_side", "benchmarks/results/side_by_side.jsonl",
+                "--output", str(output)])
+    rows = table_rows(output.read_text(encoding="utf-8"))
+    assert len(rows) == 9 and all(row in committed for row in rows), rows
+
+
+# --- Large: the quick benchmarks at tiny size ---
+
+@pytest.mark.large
+def test_train_step_times_the_step_and_summarises_its_runs(tmp_path):
+    runs = tmp_path / "runs.jsonl"
+    for precision in ("float32", "mixed_bfloat16"):
+        run_python(["-m", "benchmarks.train_step", "--config", "tiny", "--batch_size", "4", "--seq_length", "32",
+                    "--precision", precision, "--warmup", "1", "--repeats", "2", "--steps", "2", "--peak", "0",
+                    "--json", str(runs)], timeout=600)
+    records = [json.loads(line) for line in runs.read_text().splitlines()]
+    assert [len(r["steps_per_s"]) for r in records] == [2, 2] and all(x > 0 for r in records for x in r["steps_per_s"])
+    run_python(["-m", "benchmarks.train_step", "--summarize", str(runs), "--output", str(tmp_path / "r.md")])
+    settings = [r.split(" | ")[0][2:] for r in table_rows((tmp_path / "r.md").read_text()) if " | 4 x 32 | " in r]
+    assert [s.split(" onednn=")[0] for s in settings] == ["tiny float32 xla=0 spe=1", "tiny mixed_bfloat16 xla=0 spe=1"]
+
+
+@pytest.mark.large
+def test_data_position_compares_iterator_checkpoint_and_replay(tmp_path):
+    text = report("data_position", tmp_path, "--files", "4", "--examples_per_file", "16", "--shuffle_buffer", "32",
+                  "--batch_size", "4", "--positions", "2,6", "--repeats", "1")
+    assert [r.split("|")[1].strip() for r in table_rows(text)[1:]] == ["2", "6"]  # the same next batch: asserted
+    assert "Can a `tf.distribute` iterator be checkpointed" in text
+
+
+@pytest.mark.large
+def test_qa_features_scaling_times_each_context(tmp_path):
+    dev = bench_data("squad_v1.1", "dev.json")
+    text = report("qa_features_scaling", tmp_path, "--squad", str(dev), "--pieces", "2000,4000", "--megabytes",
+                  "0.02", "--repeats", "1")
+    assert [r.split("|")[1].strip() for r in table_rows(text)[1:]] == ["2,000 pieces", "4,000 pieces", "0.02 MB"]
+
+
+@pytest.mark.large
+def test_finetune_conll_pretrained_compares_the_two_encoders(tmp_path):
+    conll = bench_data("conll2003")
+    run_dir = make_run_dir(tmp_path / "run", str(shared_data("vocab", "bert_uncased_vocab.txt")))
+    text = report("finetune_conll_pretrained", tmp_path, "--model_dir", run_dir, "--data_dir", str(conll),
+                  "--train_limit", "16", "--dev_limit", "16", "--epochs", "1", "--num_trials", "1", "--batch_size",
+                  "8", "--seq_length", "32", "--workdir", str(tmp_path / "work"))
+    assert [r.split("|")[1].strip() for r in table_rows(text)[1:]] == ["pretrained", "random_init"]
+
+
+@pytest.mark.large
+def test_the_converged_squad_report_regenerates_from_its_committed_runs(tmp_path):
+    """The report's own command, over a copy of its committed runs: every run read back, the same figures."""
+    bench_data("squad_v1.1", "train.json")
+    bench_data("squad_shifts", "new_wiki.json")
+    committed = (REPO / "benchmarks" / "results" / "finetune_squad_converged.md").read_text(encoding="utf-8")
+    shutil.copytree(REPO / "benchmarks" / "results" / "finetune_squad_converged", tmp_path / "runs")
+    text = report("finetune_squad", tmp_path, "--runs_dir", str(tmp_path / "runs"), "--seeds", "0,1",
+                  "--qa_heads", "official,simple", "--seq_length", "256", "--epochs", "2", timeout=900)
+    assert "running in" not in text
+    for label in ("electra_tf, official head", "electra_tf, simple head", "hf BertForQuestionAnswering, simple head"):
+        row = next(r for r in table_rows(text) if r.startswith(f"| {label} |"))
+        dev_em, dev_f1, wiki_em, wiki_f1 = [c.strip() for c in row.split("|")[2:6]]
+        assert f"| {dev_em} | {dev_f1} | {wiki_em} | {wiki_f1} |" in committed, row
+
+
+# --- Release: the comparisons that fine-tune on both sides ---
+
+@pytest.mark.release
+def test_finetune_end_to_end_runs_both_commands_and_times_their_phases(tmp_path):
+    text = report("finetune_end_to_end", tmp_path, "--data_dir", str(shared_data("tasks", "movie_polarity")),
+                  "--train_limit", "32", "--dev_limit", "16", "--seq_length", "32", "--batch_size", "8",
+                  "--repeats", "1")
+    rows = {r.split("|")[1].strip(): r for r in table_rows(text)[1:]}
+    assert set(rows) == {"electra_tf", "hf"}
+    assert all(0 <= float(r.split("|")[4]) <= 1 for r in rows.values())  # dev accuracy
+    assert "- hf: start-up (interpreter, imports)" in text and "train" in text
+
+
+@pytest.mark.release
+def test_finetune_squad_runs_both_sides_and_resumes_from_its_runs(tmp_path):
+    bench_data("squad_v1.1")
+    args = ["--runs_dir", str(tmp_path / "runs"), "--train_limit", "16", "--dev_limit", "8", "--shifts_limit", "8",
+            "--epochs", "1", "--seq_length", "64", "--doc_stride", "32", "--max_query_length", "16", "--batch_size",
+            "8", "--qa_heads", "simple"]
+    text = report("finetune_squad", tmp_path, *args)
+    labels = [r.split("|")[1].strip() for r in table_rows(text)[1:]]
+    assert labels == ["electra_tf, simple head", "hf BertForQuestionAnswering, simple head"]
+    results = sorted(p.parent.name for p in (tmp_path / "runs").glob("*/result.json"))
+    assert results == ["electra_tf_simple_seed0", "hf_simple_seed0"]
+    again = run_python(["-m", "benchmarks.finetune_squad", *args])
+    assert "running in" not in again.stdout  # every run read back
+    refused = run_python(["-m", "benchmarks.finetune_squad", *args[:-2], "--epochs", "2"], check=False)
+    assert refused.returncode == 2 and "holds runs of another recipe" in refused.stderr
+
+
+@pytest.mark.release
+def test_finetune_speed_alternates_the_two_steps(tmp_path):
+    text = report("finetune_speed", tmp_path, "--num_layers", "1", "--hidden_dim", "32", "--num_heads", "2",
+                  "--intermediate_dim", "64", "--steps", "2", "--rounds", "1", "--batch_size", "4")
+    rows = table_rows(text)[1:]
+    assert [r.split("|")[1].strip() for r in rows] == ["classification", "tagging"]
+    assert all(float(r.split("|")[5]) > 0 for r in rows)  # electra_tf / HF
+
+
+@pytest.mark.release
+def test_fit_end_runs_both_strategies(tmp_path):
+    text = report("fit_end", tmp_path, "--repeats", "1", "--train_limit", "64", "--epochs", "2")
+    assert [r.split("|")[1].strip() for r in table_rows(text)[1:]] == ["TF `OneDeviceStrategy`",
+                                                                      "`HostStrategy` (the default)"]
+
+
+@pytest.mark.release
+def test_serving_latency_times_every_path(tmp_path):
+    text = report("serving_latency", tmp_path, "--kinds", "tagging", "--batch_sizes", "1", "--repeats", "2",
+                  "--warmup", "1", "--seq_length", "64")
+    paths = [r.split("|")[4].strip() for r in table_rows(text)[1:]]
+    assert len(paths) == 6 and any(p.startswith("HF transformers") for p in paths)
+
+
+@pytest.mark.large  # fine-tunes a tiny model, then the SavedModel and four LiteRT exports: ~2 min
+def test_tflite_export_compares_the_litert_models_with_the_saved_model(tmp_path):
+    run_dir = make_run_dir(tmp_path / "run", str(shared_data("vocab", "bert_uncased_vocab.txt")), num_layers=1,
+                           hidden_dim=16, embedding_dim=16, intermediate_dim=32)
+    text = report("tflite_export", tmp_path, "--task_dir", str(shared_data("tasks", "sms_spam")), "--init", run_dir,
+                  "--train_limit", "16", "--epochs", "1", "--seq_length", "16", "--dev_limit", "24", "--repeats", "3",
+                  "--warmup", "1")
+    assert "python -m electra_tf.finetune --task sms_spam" in text and "Dev set: 24 rows" in text
+    names = [r.split("|")[1].strip() for r in table_rows(text)]
+    for name in ("text", "text_int8", "ids", "ids_int8"):
+        assert f"`{name}` model.tflite" in names and f"`{name}`" in names and f"LiteRT `{name}`" in names

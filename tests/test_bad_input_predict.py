@@ -1,0 +1,288 @@
+"""`python -m electra_tf.predict` on bad input, run as a user runs it: its outputs never replace its model, its
+input or another artefact's files; blank lines keep their place; a folder it cannot write is named by its
+flag; gold tags the model lacks are refused as unknown labels are; CoNLL tags are read in the file's own
+scheme; SIGTERM stops it at once (exit 143) leaving no partial file. Each checks the exit status, the one
+`error:` line and, by checksum, that nothing that existed before changed."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import keras
+import pytest
+
+from helpers import REPO, digests, run_python, shared_data
+
+LABELS = ["negative", "positive"]
+TAGS = ["O", "B-LOC", "B-PER", "I-LOC", "I-PER"]  # no MISC, no ORG
+# CoNLL-2003 as released: IOB1 (I- everywhere, B- only between two spans of one type).
+IOB1 = ("-DOCSTART- -X- O O\n\n"
+        "Peter NNP I-NP I-PER\nBlackburn NNP I-NP I-PER\nlives VBZ I-VP O\nin IN I-PP O\nZurich NNP I-NP I-LOC\n\n"
+        "Paris NNP I-NP I-LOC\nBerlin NNP I-NP B-LOC\nand CC O O\nAnna NNP I-NP I-PER\nmet VBD I-VP O\n"
+        "Bob NNP I-NP I-PER\nSmith NNP I-NP I-PER\n")
+
+
+def errors(result):
+    return [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+
+
+def predict(*args, check=False, **kwargs):
+    return run_python(["-m", "electra_tf.predict", *map(str, args)], check=check, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """A tiny classifier and a tiny tagger, as `finetune` leaves them (untrained), and inputs."""
+    from electra_tf import run_files
+    from electra_tf.models.classifier import ElectraClassifier
+    from electra_tf.models.encoder import ElectraEncoder
+    from electra_tf.models.token_classifier import ElectraTokenClassifier
+
+    vocab = shared_data("vocab", "bert_uncased_vocab.txt").read_text()
+    root = tmp_path_factory.mktemp("predict_bad")
+    for i, (name, build, file_name, config) in enumerate((
+            ("ft", lambda e: ElectraClassifier(e, num_labels=2), run_files.CLASSIFIER_FILE,
+             {"task": "toy", "kind": "classification", "label_names": LABELS, "regression": False, "pair": False,
+              "max_seq_length": 16}),
+            ("tagger", lambda e: ElectraTokenClassifier(e, num_labels=len(TAGS)), run_files.TOKEN_CLASSIFIER_FILE,
+             {"task": "ner", "kind": "tagging", "label_names": TAGS, "scheme": "IOB2", "max_seq_length": 16}))):
+        keras.utils.set_random_seed(20 + i)
+        encoder = ElectraEncoder(vocab_size=30522, num_layers=1, num_heads=2, hidden_dim=16, embedding_dim=16,
+                                 intermediate_dim=32, max_sequence_length=64)
+        model = build(encoder)
+        model.build()
+        (root / name).mkdir()
+        model.save(str(root / name / file_name))
+        (root / name / run_files.VOCAB_FILE).write_text(vocab)
+        (root / name / run_files.FINETUNE_CONFIG_FILE).write_text(json.dumps(config))
+        (root / name / run_files.RESULTS_FILE).write_text("{}")
+    (root / "other_ft").mkdir()  # another fine-tuning output
+    (root / "other_ft" / run_files.RESULTS_FILE).write_text("{}")
+    (root / "pre").mkdir()  # a pre-training run
+    (root / "pre" / run_files.CONFIG_FILE).write_text("{}")
+    (root / "pre" / run_files.DISCRIMINATOR_FILE).write_text("model")
+    (root / "serving" / "toy" / "1").mkdir(parents=True)  # a TF Serving export
+    (root / "serving" / "toy" / "1" / run_files.SAVED_MODEL_FILE).write_text("graph")
+    (root / "dev.tsv").write_text("sentence\tlabel\nA very good film!\t1\nboring\t0\n")
+    (root / "work").mkdir()
+    return root
+
+
+REFUSED = [
+    ("--output_file", "ft/classifier.keras", r"`--output_file=.*classifier\.keras` lies inside `--init="),
+    ("--output_file", "dev.tsv", r"`--output_file=.*dev\.tsv` is `--input="),
+    ("--metrics_file", "ft/results.json", r"`--metrics_file=.*results\.json` lies inside `--init="),
+    ("--output_file", "other_ft/predictions.jsonl", r"`--output_file=.*` lies inside a fine-tuning output"),
+    ("--output_file", "pre/predictions.jsonl", r"`--output_file=.*` lies inside a pre-training run"),
+    ("--metrics_file", "serving/toy/1/metrics.json", r"`--metrics_file=.*` lies inside an exported SavedModel"),
+    ("--output_file", "serving/toy/predictions.jsonl", r"`--output_file=.*` lies inside a TF Serving export"),
+    ("--metrics_file", "work/out.jsonl", r"`--metrics_file=.*out\.jsonl` is also `--output_file`"),
+]
+
+
+def test_outputs_are_checked_before_anything_loads(runs):
+    """Every refused case, through `writing.check_outputs` (what `predict` calls first); an ordinary file passes."""
+    from electra_tf.predicting.writing import check_outputs
+
+    for flag, target, message in REFUSED:
+        outputs = {"output_file": str(runs / "work" / "out.jsonl"), flag[2:]: str(runs / target)}
+        with pytest.raises((ValueError, FileExistsError)) as error:
+            check_outputs(outputs, {"input": str(runs / "dev.tsv"), "init": str(runs / "ft")})
+        assert re.search(message, str(error.value)), str(error.value)
+    (runs / "work" / "earlier.jsonl").write_text("an earlier run's predictions\n")
+    check_outputs({"output_file": str(runs / "work" / "earlier.jsonl"), "metrics_file": None},
+                  {"input": "-", "init": str(runs / "ft")})
+    (runs / "work" / "earlier.jsonl").unlink()
+    assert not [name for name in os.listdir(runs / "work") if name.startswith(".partial")]
+
+
+@pytest.mark.parametrize("flag,target,message", [
+    pytest.param(*case, id=case[1], marks=[pytest.mark.large] if i > 1 else []) for i, case in enumerate(REFUSED)])
+def test_outputs_never_replace_the_model_the_input_or_another_artefacts_files(runs, flag, target, message):
+    before = digests(runs)
+    result = predict("--init", runs / "ft", "--input", runs / "dev.tsv", "--output_file", runs / "work" / "out.jsonl",
+                     flag, runs / target)
+    assert (result.returncode, result.stdout) == (1, ""), result.stderr[-2000:]
+    assert len(errors(result)) == 1 and re.search(message, errors(result)[0]), result.stderr[-2000:]
+    assert digests(runs) == before
+
+
+def test_a_folder_it_cannot_write_is_named_by_its_flag(runs, tmp_path):
+    """Before the model loads; the message names `--output_file`, not a temporary file."""
+    if os.geteuid() != 0:
+        folder = tmp_path / "read_only"
+        folder.mkdir()
+        folder.chmod(0o555)
+    else:  # root writes anywhere but where the kernel refuses files (sysfs)
+        folder = "/sys"
+        try:
+            os.close(os.open("/sys/.electra_tf_probe", os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+            os.remove("/sys/.electra_tf_probe")
+            pytest.skip("no folder this user cannot write")
+        except PermissionError:
+            pass
+    before = digests(runs)
+    result = predict("--init", runs / "ft", "--input", runs / "dev.tsv", "--output_file",
+                     os.path.join(folder, "predictions.jsonl"))
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert errors(result) == [f"error: Cannot write `--output_file={os.path.join(folder, 'predictions.jsonl')}`: "
+                              f"Permission denied (in {folder})."]
+    assert ".partial" not in result.stderr and digests(runs) == before
+
+
+@pytest.mark.large
+def test_every_input_line_gives_one_record_with_its_line_and_files_get_the_umask_mode(runs, tmp_path):
+    """Text lines with blanks: one record per line, blanks `skipped`; TSV rows carry their line; 0666 less umask."""
+    text = tmp_path / "reviews.txt"
+    text.write_text("A very good film!\n\nboring\n   \nThe plot is fine\n")
+    out, metrics = tmp_path / "out.jsonl", tmp_path / "metrics.json"
+    result = predict("--init", runs / "ft", "--input", text, "--output_file", out, preexec_fn=lambda: os.umask(0o027))
+    assert result.returncode == 0, result.stderr[-2000:]
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["line"] for r in records] == [1, 2, 3, 4, 5]
+    assert [r.get("skipped") for r in records] == [None, "blank line", None, "blank line", None]
+    assert [set(r) for r in records[::2]] == [{"line", "label", "probabilities"}] * 3
+    assert records[1] == {"line": 2, "skipped": "blank line"}
+    assert oct(out.stat().st_mode & 0o777) == oct(0o640)
+
+    table = tmp_path / "dev.tsv"
+    table.write_text("sentence\tlabel\nA very good film!\t1\n\nboring\t0\n")
+    result = predict("--init", runs / "ft", "--input", table, "--output_file", out, "--metrics_file", metrics)
+    assert result.returncode == 0, result.stderr[-2000:]
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["line"], "label" in r, r.get("skipped")) for r in records] == [
+        (2, True, None), (3, False, "blank line"), (4, True, None)]
+    assert json.loads(metrics.read_text())["examples"] == 2
+    assert oct(metrics.stat().st_mode & 0o777) == oct(0o666 & ~current_umask())
+    assert sorted(os.listdir(tmp_path)) == ["dev.tsv", "metrics.json", "out.jsonl", "reviews.txt"]
+
+
+def current_umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_reading_a_gold_tag_the_model_lacks_is_an_error_as_an_unknown_label_is(tmp_path):
+    from electra_tf.predicting.inputs import read_examples
+
+    path = tmp_path / "dev.conll"
+    path.write_text("EU NNP B-ORG\nrejects VBZ O\n")
+    with pytest.raises(ValueError, match=r"dev\.conll:1: gold entity type 'ORG' is none of the model's types "
+                                         r"\['LOC', 'PER'\]"):
+        read_examples(str(path), "auto", "tagging", {"label_names": TAGS, "spans": True})
+    path = tmp_path / "dev.jsonl"
+    path.write_text('{"words": ["EU", "rejects"], "tags": ["B-MISC", "O"]}\n')
+    with pytest.raises(ValueError, match=r"dev\.jsonl:1: gold entity type 'MISC' is none of the model's types"):
+        read_examples(str(path), "auto", "tagging", {"label_names": TAGS, "spans": True})
+    path.write_text('{"words": ["EU", "rejects"], "tags": ["NNP", "VBD"]}\n')  # POS: tags as they are
+    with pytest.raises(ValueError, match=r"dev\.jsonl:1: gold tag 'VBD' is none of the model's tags \['NNP'"):
+        read_examples(str(path), "auto", "tagging", {"label_names": ["NNP", "VBZ"], "spans": False})
+    path = tmp_path / "dev.tsv"
+    path.write_text("sentence\tlabel\ngood\tneutral\n")
+    with pytest.raises(ValueError, match=r"dev\.tsv:2: label 'neutral' is none of the model's labels"):
+        read_examples(str(path), "auto", "classification", {"label_names": LABELS})
+
+
+@pytest.mark.large
+def test_gold_tags_the_model_lacks_are_one_error_line(runs, tmp_path):
+    path = tmp_path / "dev.txt"
+    path.write_text(IOB1 + "\nEU NNP I-NP I-ORG\nrejects VBZ I-VP O\n")
+    before = digests(runs)
+    result = predict("--init", runs / "tagger", "--input", path, "--metrics_file", tmp_path / "metrics.json")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert errors(result) == [f"error: {path}:17: gold entity type 'ORG' is none of the model's types ['LOC', "
+                              "'PER']: the model cannot predict it, so it cannot be scored (predict without the gold "
+                              "tags, or with a model trained on them)."]
+    assert digests(runs) == before and not (tmp_path / "metrics.json").exists()
+
+
+@pytest.mark.large
+def test_an_iob1_file_is_read_as_iob1_and_scored_as_seqeval_scores_it(runs, tmp_path):
+    """The scheme is detected and said (a log line); entity scores equal seqeval's on the file's own tags."""
+    import seqeval.metrics
+
+    path = tmp_path / "eng.testa"
+    path.write_text(IOB1)
+    metrics = tmp_path / "metrics.json"
+    result = predict("--init", runs / "tagger", "--input", path, "--input_format", "conll", "--metrics_file", metrics,
+                     check=True)
+    assert "span tags read as IOB1 (I-PER starts a span at line 3)" in result.stderr
+    assert "ill-formed" not in result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["line"] for r in records] == [3, 9]  # each sentence's first word
+    gold = [[line.split()[-1] for line in block.splitlines()] for block in IOB1.split("\n\n")[1:]]
+    predicted = [r["tags"] for r in records]  # CoNLL words are served as they are: one tag per word
+    scores = json.loads(metrics.read_text())
+    assert scores["f1"] == pytest.approx(seqeval.metrics.f1_score(gold, predicted))
+    assert scores["precision"] == pytest.approx(seqeval.metrics.precision_score(gold, predicted))
+    assert scores["num_true"] == len(seqeval.metrics.sequence_labeling.get_entities(gold)) == 6  # Berlin: B-
+    as_iob2 = predict("--init", runs / "tagger", "--input", path, "--tag_scheme", "IOB2", "--metrics_file",
+                      tmp_path / "iob2.json", check=True)
+    assert "ill-formed IOB2" in as_iob2.stderr  # the user said IOB2: the warning stays
+    assert json.loads((tmp_path / "iob2.json").read_text()) == scores  # IOB1 and IOB2 read the spans alike
+
+
+def test_the_scheme_is_detected_from_the_file(tmp_path):
+    from electra_tf.finetuning import conll
+
+    for i, (text, scheme) in enumerate(((IOB1, "IOB1"), ("a B-PER\nb I-PER\nc O\n", "IOB2"),
+                                        ("a S-PER\nb O\n", "BIOES"), ("a B-PER\nb I-LOC\n", "IOB1"),
+                                        ("a B-PER\n\nb I-PER\n", "IOB1"))):  # the last: I- opens a sentence
+        path = tmp_path / f"{i}.txt"
+        path.write_text(text)
+        written = conll.read_conll(str(path), scheme=None)  # the tags as written
+        found = conll.detect_scheme([pair for s in written for pair in [(None, "O"), *zip(s.lines, s.tags)]])
+        assert found[0] == scheme, (text, found)
+    assert [s.tags for s in conll.read_conll(str(tmp_path / "0.txt"), scheme="auto")][1] == (
+        "B-LOC", "B-LOC", "O", "B-PER", "O", "B-PER", "I-PER")
+
+
+@pytest.mark.large
+def test_sigterm_stops_prediction_at_once_with_143_and_no_partial_file(runs, tmp_path):
+    """A long input: SIGTERM once the progress line shows prediction started; stopped within 10 s."""
+    text = tmp_path / "long.txt"
+    text.write_text("".join(f"review number {i} of a rather long film\n" for i in range(20000)))
+    out = tmp_path / "predictions.jsonl"
+    out.write_text("an earlier file\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    process = subprocess.Popen([sys.executable, "-m", "electra_tf.predict", "--init", str(runs / "ft"), "--input",
+                                str(text), "--output_file", str(out), "--batch_size", "4", "--progress"],
+                               cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    stderr = wait_for(process, "predict: 4/20000")
+    sent = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    code = process.wait(timeout=60)
+    stopped = time.monotonic() - sent
+    stderr += process.stderr.read().decode()
+    assert code == 143, stderr[-2000:]
+    assert stopped < 10
+    assert "predict: stopped by SIGTERM; no output file written" in stderr
+    assert out.read_text() == "an earlier file\n"
+    assert sorted(os.listdir(tmp_path)) == ["long.txt", "predictions.jsonl"]
+
+
+def wait_for(process, text, timeout=600):
+    """stderr of `process` until `text` shows in it (its state, not a time); fails if the process ends first."""
+    seen, found = [], threading.Event()
+
+    def read():
+        while True:
+            chunk = os.read(process.stderr.fileno(), 4096)
+            if not chunk:
+                found.set()
+                return
+            seen.append(chunk.decode(errors="replace"))
+            if text in "".join(seen):
+                found.set()
+                return
+
+    threading.Thread(target=read, daemon=True).start()
+    assert found.wait(timeout), "".join(seen)[-2000:]
+    assert text in "".join(seen), "".join(seen)[-3000:]
+    return "".join(seen)

@@ -1,0 +1,103 @@
+"""Every command that writes a file refuses an output that is its input, its model, or a file of another run or
+export: one `error:` line naming the flag, exit 1, before any model is built, every file unchanged (checksums).
+
+The commands that write (each module read for what it writes): `pretrain` (`--model_dir`), `finetune`
+(`--output_dir`), `export` (`--output_dir`), `convert` (`--output_dir`), `predict` (`--output_file`,
+`--metrics_file`), `pipelines.build_vocab` (`--vocab_file`, and `electra_tokenizer.json` beside it),
+`pipelines.build_pretraining_data` (`--output_dir`). `pipelines.inspect_records` writes only to stdout.
+
+The artefacts here only look like their kind (the files `run_files.artefact_kind` reads): every refusal
+happens before anything is loaded, so a real model would change nothing but the time. Each case is a
+process (TensorFlow's import is most of its time): each command's first case runs in the fast suite.
+"""
+
+import os
+import re
+
+import pytest
+
+from helpers import digests, run_python, write_vocab
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """A pre-training run, a fine-tuning output, a serving export, a task folder, a corpus and records."""
+    root = tmp_path_factory.mktemp("guards")
+    files = {
+        "pre/config.json": "{}", "pre/discriminator.keras": "model", "pre/vocab.txt": None,
+        "ft/classifier.keras": "model", "ft/finetune_config.json": "{}", "ft/results.json": "{}",
+        "ft/vocab.txt": None,
+        "serving/toy/1/saved_model.pb": "graph", "serving/toy/1/assets/vocab.txt": None,
+        "task/train.tsv": "sentence\tlabel\ngood\t1\n", "task/dev.tsv": "sentence\tlabel\nbad\t0\n",
+        "corpus/text.txt": "The cat sat on the mat.\nIt purred.\n",
+        "records/pretrain_data.tfrecord-00000-of-00001": "records", "records/vocab.txt": None,
+        "dev.tsv": "sentence\tlabel\ngood\t1\n",
+    }
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if text is None:
+            write_vocab(path)
+        else:
+            path.write_text(text)
+    return root
+
+
+# (command, arguments with {root}, the flag named, what the line says)
+CASES = [
+    ("pretrain", "--config tiny --model_dir {root}/pre --init {root}/pre --data demo", "model_dir",
+     "is or overlaps the input"),
+    ("pretrain", "--config tiny --model_dir {root}/ft/more --data demo", "model_dir", "lies inside .*fine-tuning"),
+    ("pretrain", "--config tiny --model_dir {root}/records --data {root}/records/pretrain_data.tfrecord-*",
+     "model_dir", "the folder of the `--data` records"),
+    ("finetune", "--task toy --data_dir {root}/task --init {root}/pre --output_dir {root}/pre", "output_dir",
+     "is `--init`"),
+    ("finetune", "--task toy --data_dir {root}/task --init {root}/pre --output_dir {root}/serving/toy/1/ft",
+     "output_dir", "lies inside .*SavedModel"),
+    ("finetune", "--task toy --data_dir {root}/task --init {root}/pre --output_dir {root}/task", "output_dir",
+     "is `--data_dir`"),
+    ("export", "--kind encoder --init {root}/pre --output_dir {root}/pre/export", "output_dir",
+     "is or overlaps the input"),
+    ("export", "--kind serving --init {root}/ft --output_dir {root}/pre", "output_dir",
+     "lies inside .*pre-training run"),
+    ("convert", "--from keras --input {root}/ft/classifier.keras --to keras --output_dir {root}/ft/classifier.keras",
+     "output_dir", "is or overlaps the input"),
+    ("convert", "--from keras --input {root}/ft/classifier.keras --to hf --output_dir {root}/pre/hf", "output_dir",
+     "lies inside .*pre-training run"),
+    ("predict", "--init {root}/ft --input {root}/dev.tsv --output_file {root}/dev.tsv", "output_file",
+     "is `--input="),
+    ("predict", "--init {root}/ft --input {root}/dev.tsv --output_file {root}/ft/classifier.keras", "output_file",
+     "lies inside `--init="),
+    ("predict", "--init {root}/ft --input {root}/dev.tsv --metrics_file {root}/serving/toy/1/m.json", "metrics_file",
+     "lies inside an exported SavedModel"),
+    ("pipelines.build_vocab", "--input {root}/corpus/text.txt --vocab_size 200 --vocab_file {root}/corpus/text.txt",
+     "vocab_file", "is an --input file"),
+    ("pipelines.build_vocab", "--input {root}/corpus/text.txt --vocab_size 200 --vocab_file {root}/pre/vocab.txt",
+     "vocab_file", "exists .*nothing is overwritten"),
+    ("pipelines.build_pretraining_data", "--input {root}/corpus/text.txt --vocab_file {root}/records/vocab.txt "
+     "--output_dir {root}/corpus/text.txt", "output_dir", "would replace the input"),
+    ("pipelines.build_pretraining_data", "--input {root}/corpus/text.txt --vocab_file {root}/records/vocab.txt "
+     "--output_dir {root}/ft", "output_dir", "holds other files than a build's"),
+]
+
+
+def cases():
+    """Every case; each command's first runs in the fast suite, the others are large (a process each)."""
+    seen = set()
+    for i, case in enumerate(CASES):
+        large = case[0] in seen
+        seen.add(case[0])
+        yield pytest.param(*case, id=f"{case[0].split('.')[-1]}-{i}", marks=[pytest.mark.large] if large else [])
+
+
+@pytest.mark.parametrize("command,arguments,flag,expected", cases())
+def test_every_writing_command_refuses_its_input_its_model_and_another_artefacts_files(world, command, arguments,
+                                                                                       flag, expected):
+    before = digests(world)
+    result = run_python(["-m", f"electra_tf.{command}", *arguments.format(root=world).split()], check=False)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert result.returncode == 1 and len(errors) == 1, result.stderr[-3000:]
+    assert f"--{flag}=" in errors[0] and re.search(expected, errors[0]), errors[0]
+    assert digests(world) == before
+    assert not [p for p in os.listdir(world) if p not in ("pre", "ft", "serving", "task", "corpus", "records",
+                                                          "dev.tsv")]
