@@ -198,16 +198,16 @@ def finetune_config(**overrides):
     """The `FinetuneConfig` the fine-tuning flags (`define_finetune_flags`) spell, with `overrides` (fields)."""
     from absl import flags
 
-    from electra_tf import finetune
-    from electra_tf.finetuning.config import FinetuneConfig, fields
+    from electra_tf.config_fields import fields
+    from electra_tf.finetuning.config import FinetuneConfig
 
-    values = {name: flags.FLAGS[finetune.flag_name(name)].value for name in fields()}
+    values = {name: flags.FLAGS[name].value for name in fields(FinetuneConfig)}
     return FinetuneConfig(**{**values, **overrides})
 
 
 def seq_length(config):
     """A `FinetuneConfig`'s tokens per example."""
-    return config.max_seq_length
+    return config.seq_length
 
 
 HF_RECIPE = ("epochs", "batch_size", "learning_rate", "layerwise_lr_decay", "warmup_proportion", "weight_decay",

@@ -91,11 +91,11 @@ def converted_init(folder):
 
 def finetune_command(run_config):
     """`python -m electra_tf.finetune` with every field of `run_config` that differs from the command's default."""
-    from electra_tf import finetune
-    from electra_tf.finetuning.config import FinetuneConfig, fields
+    from electra_tf.config_fields import fields
+    from electra_tf.finetuning.config import FinetuneConfig
 
     default = FinetuneConfig()
-    return [f"--{finetune.flag_name(name)}={getattr(run_config, name)}" for name in fields()
+    return [f"--{name}={getattr(run_config, name)}" for name in fields(FinetuneConfig)
             if getattr(run_config, name) != getattr(default, name) and getattr(run_config, name) is not None]
 
 

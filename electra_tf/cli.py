@@ -32,6 +32,8 @@ import traceback
 
 from absl import app, flags
 
+from electra_tf import config_fields
+
 USAGE_EXIT = 2
 ERROR_EXIT = 1
 PREEMPTED_EXIT = 128 + signal.SIGTERM  # SIGTERM stopped a run after saving its checkpoint: re-run to resume
@@ -133,9 +135,31 @@ def _parse_flags(known_only, table=None):
         try:
             return flags.FLAGS(rewrite_deprecated(argv, table), known_only=known_only)
         except flags.Error as e:
-            fail(str(e).replace("\n", " "), USAGE_EXIT, " (see --help)")
+            text, named = flag_error(e)
+            fail(text, USAGE_EXIT, "" if named else " (see --help)")
 
     return parse
+
+
+_RANGE_ERROR = re.compile(r"^flag --\w+=.*?: (`--\w+` must be .*)$")
+
+
+def flag_error(error):
+    """(one line, whether it says what the flag takes) of an absl flag error.
+
+    A range error (`config_fields.define_flag`) says what the flag takes; it loses absl's prefix.
+
+    Example:
+    >>> from absl import flags
+    >>> from electra_tf.cli import flag_error
+    >>> flag_error(flags.IllegalFlagValueError("flag --num=-1: `--num` must be >= 1. Received: `--num=-1`"))
+    ('`--num` must be >= 1. Received: `--num=-1`', True)
+    """
+    lines = [line for line in str(error).splitlines() if line.strip()]
+    ranges = [_RANGE_ERROR.match(line) for line in lines]
+    if lines and all(ranges):
+        return "; ".join(match.group(1) for match in ranges), True
+    return " ".join(lines), False
 
 
 def _show_in_help():
@@ -226,20 +250,24 @@ def rewrite_deprecated(argv, table, stderr=None):
     return out
 
 
-def define(kind, name, default, help_text, flag_values=None, **kwargs):
-    """`flags.DEFINE_<kind>(name, ...)` unless `name` is already defined (so defining twice is harmless)."""
+def define(kind, name, default, help_text, flag_values=None, range=None, check=None, **kwargs):  # noqa: A002
+    """`flags.DEFINE_<kind>(name, ...)` unless `name` is already defined (so defining twice is harmless).
+
+    `range` (e.g. "[0, inf)") and `check` (a function raising `ValueError`) apply when the flags
+    are parsed, as a config field's range does: a value they refuse is a bad flag, refused
+    naming it (`config_fields.define_flag`).
+    """
     flag_values = flags.FLAGS if flag_values is None else flag_values
-    if name not in flag_values:
-        getattr(flags, f"DEFINE_{kind}")(name=name, default=default, help=help_text, flag_values=flag_values,
-                                         **kwargs)
+    config_fields.define_flag(kind, name, default, help_text, flag_values, range=range, check=check, **kwargs)
 
 
 def define_vocab_file(help_text="WordPiece vocab.txt.", default=None, flag_values=None):
     define("string", "vocab_file", default, help_text, flag_values)
 
 
-def define_seq_length(default, help_text="Tokens per example, [CLS]/[SEP] included.", flag_values=None):
-    define("integer", "seq_length", default, help_text, flag_values)
+def define_seq_length(default, help_text="Tokens per example, [CLS]/[SEP] included.", flag_values=None,
+                      range="[3, inf)"):  # noqa: A002  ([CLS] x [SEP])
+    define("integer", "seq_length", default, help_text, flag_values, range=range)
 
 
 def define_init(help_text="The model to start from.", flag_values=None):

@@ -1,8 +1,11 @@
 """The one config system: a flat dataclass of plain values, presets that override it.
 
-A preset (`configs/<name>.py`) is a dict of the fields that differ from the
+Each field is declared once, with its default, its help and its range or choices
+(`electra_tf.config_fields.field`), as `FinetuneConfig`'s are. A preset
+(`configs/<name>.py`) is a dict of the fields that differ from the
 defaults below; `get_config("small", learning_rate=1e-4)` applies a preset then
-overrides. Every field is also an absl flag of `electra_tf.pretrain`. Derived
+overrides. Every field is also an absl flag of `electra_tf.pretrain` (its help the
+field's; unset, the preset's value stays). Derived
 values (generator size, max predictions) are computed by properties, never
 stored twice. Defaults are the paper's ELECTRA-Small values
 (`../shared/docs/electra-reference.md`, sections 1-3).
@@ -10,11 +13,9 @@ stored twice. Defaults are the paper's ELECTRA-Small values
 
 import dataclasses
 import importlib
-import json
-import math
 import pkgutil
-import typing
 
+from electra_tf.config_fields import Config, field
 from electra_tf.objectives import OBJECTIVES
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -23,91 +24,106 @@ INITIALIZERS = ("glorot_uniform", "truncated_normal")  # see electra_tf/layers/i
 
 
 @dataclasses.dataclass
-class ElectraConfig:
+class ElectraConfig(Config):
+    """Every setting of a pre-training run: the model, the objective, the data, the optimiser, the run."""
+
     # --- Discriminator encoder (the model kept after pre-training) ---
-    vocab_size: int = 30522  # rows of the shared token-embedding table
-    embedding_dim: int = 128  # E, width of the shared embeddings
-    hidden_dim: int = 256  # H
-    num_layers: int = 12
-    num_heads: int = 4
-    intermediate_dim: int = 1024  # feed-forward width, 4 H
-    max_sequence_length: int = 512  # rows of the position-embedding table
-    num_segments: int = 2
-    dropout: float = 0.1  # hidden and attention dropout
-    activation: str = "gelu"  # exact erf GELU as released; "gelu_approximate" = keras-hub's
-    layer_norm_epsilon: float = 1e-12
-    initializer_range: float = 0.02  # truncated-normal std
+    vocab_size: int = field(30522, "Rows of the shared token-embedding table, the vocabulary's size.",
+                            range="[1, inf)")
+    embedding_dim: int = field(128, "E, width of the shared token embeddings.", range="[1, inf)")
+    hidden_dim: int = field(256, "H, width of the discriminator's layers.", range="[1, inf)")
+    num_layers: int = field(12, "Transformer layers (the generator has as many).", range="[1, inf)")
+    num_heads: int = field(4, "Attention heads; hidden_dim must be a multiple.", range="[1, inf)")
+    intermediate_dim: int = field(1024, "Feed-forward width, 4 H.", range="[1, inf)")
+    max_sequence_length: int = field(512, "Rows of the position-embedding table.", range="[1, inf)")
+    num_segments: int = field(2, "Rows of the segment-embedding table.", range="[1, inf)")
+    dropout: float = field(0.1, "Hidden and attention dropout.", range="[0, 1)")
+    activation: str = field(
+        "gelu", "Feed-forward activation: gelu, the exact erf GELU as released; gelu_approximate, keras-hub's.")
+    layer_norm_epsilon: float = field(1e-12, "LayerNorm epsilon.", range="(0, inf)")
+    initializer_range: float = field(0.02, "Standard deviation of the truncated-normal initializer.", range="(0, inf)")
     # The official code builds two dense layers with `tf.layers.dense` and no initializer, so they
     # start glorot_uniform; "truncated_normal" (initializer_range) was this package's choice before.
-    embeddings_project_initializer: str = "glorot_uniform"  # E -> H projection, discriminator and generator
-    discriminator_output_initializer: str = "glorot_uniform"  # the discriminator head's dense(1)
+    embeddings_project_initializer: str = field(
+        "glorot_uniform", "Initializer of the E -> H projection (discriminator and generator).",
+        choices=INITIALIZERS)
+    discriminator_output_initializer: str = field(
+        "glorot_uniform", "Initializer of the discriminator head's dense(1).", choices=INITIALIZERS)
     # --- Generator: same depth, hidden = fraction * H, FFN 4x, heads hidden // 64 ---
-    generator_hidden_fraction: float = 0.25
+    generator_hidden_fraction: float = field(
+        0.25, "Generator width as a fraction of hidden_dim (its FFN is 4x, its heads width // 64).", range="(0, inf)")
     # --- Objective ---
-    objective: str = "electra"  # a key of `electra_tf.objectives.OBJECTIVES`; "mlm" is the BERT baseline
-    mask_prob: float = 0.15
-    max_predictions_per_seq: int = 0  # 0: int((mask_prob + 0.005) * seq_length)
-    mask_token_prob: float = 0.85  # chosen positions set to [MASK]; the rest keep their token
-    mask_with_replacement: bool = True  # reference: positions drawn with replacement
-    gen_weight: float = 1.0
-    disc_weight: float = 50.0  # lambda
-    temperature: float = 1.0  # generator sampling temperature
-    disallow_correct: bool = False  # never sample the original token
-    sampler: str = "gumbel"  # "gumbel" (reference) or "inverse_cdf": same distribution, one uniform per draw
+    objective: str = field("electra", "Pre-training objective; mlm is the BERT baseline.", choices=OBJECTIVES)
+    mask_prob: float = field(0.15, "Share of the real tokens of a sequence chosen for prediction.", range="(0, 1)")
+    max_predictions_per_seq: int = field(
+        0, "Prediction slots per sequence, at most seq_length; 0: int((mask_prob + 0.005) * seq_length).",
+        range="[0, inf)")
+    mask_token_prob: float = field(0.85, "Share of the chosen positions set to [MASK]; the rest keep their token.",
+                                   range="[0, 1]")
+    mask_with_replacement: bool = field(True, "Draw the positions with replacement (the reference).")
+    gen_weight: float = field(1.0, "Weight of the generator's MLM loss.", range="[0, inf)")
+    disc_weight: float = field(50.0, "Weight of the discriminator's loss (lambda).", range="[0, inf)")
+    temperature: float = field(1.0, "Temperature of the generator's sampling.", range="(0, inf)")
+    disallow_correct: bool = field(False, "Never sample the original token.")
+    sampler: str = field(
+        "gumbel", "Generator sampling: gumbel (the reference) or inverse_cdf (same distribution, one uniform per "
+        "draw).")
     # --- Special token ids (read from `vocab_file` when one is given) ---
-    pad_id: int = 0
-    cls_id: int = 101
-    sep_id: int = 102
-    mask_id: int = 103
+    pad_id: int = field(0, "Id of [PAD].", range="[0, inf)")
+    cls_id: int = field(101, "Id of [CLS].", range="[0, inf)")
+    sep_id: int = field(102, "Id of [SEP].", range="[0, inf)")
+    mask_id: int = field(103, "Id of [MASK].", range="[0, inf)")
     # --- Data ---
-    data: str = ""  # TFRecord glob(s), comma-separated; "demo" builds the embedded corpus (the tiny preset's default)
-    vocab_file: str = ""
-    seq_length: int = 128  # length of the records
-    batch_size: int = 128  # global batch, summed over replicas
-    shuffle_buffer: int = 1000
-    eval_data: str = ""  # held-out TFRecord glob(s): evaluated at every checkpoint
-    eval_steps: int = 100  # batches per evaluation (the same batches each time)
+    data: str = field(
+        "", "TFRecord glob(s), comma-separated; demo: the embedded demo corpus (built on first use), the tiny "
+        "preset's default.")
+    vocab_file: str = field("", "WordPiece vocab.txt of the records; default: the one beside them.")
+    seq_length: int = field(128, "Tokens per record, [CLS]/[SEP] included.", range="[2, inf)")
+    batch_size: int = field(128, "Global batch size, summed over replicas.", range="[1, inf)")
+    shuffle_buffer: int = field(1000, "Examples in the shuffle buffer.", range="[1, inf)")
+    eval_data: str = field("", "Held-out TFRecord glob(s), evaluated at every checkpoint.")
+    eval_steps: int = field(100, "Batches per evaluation (the same batches each time).", range="[1, inf)")
     # --- Optimisation ---
-    optimizer: str = "adamw"  # one of OPTIMIZERS
-    learning_rate: float = 5e-4
-    warmup_steps: int = 10000
-    train_steps: int = 1000000
-    weight_decay: float = 0.01  # not on LayerNorm or bias
-    adam_beta1: float = 0.9
-    adam_beta2: float = 0.999
-    adam_epsilon: float = 1e-6
-    adam_bias_correction: bool = False  # official AdamWeightDecayOptimizer: none; True = Keras' AdamW (adamw only)
-    clip_norm: float = 1.0  # global-norm clipping; 0 disables
-    gradient_accumulation_steps: int = 1
+    optimizer: str = field("adamw", "Update rule.", choices=OPTIMIZERS)
+    learning_rate: float = field(5e-4, "Peak learning rate.", range="(0, inf)")
+    warmup_steps: int = field(10000, "Steps of linear warmup, then linear decay to 0.", range="[0, inf)")
+    train_steps: int = field(1000000, "Optimizer updates in all.", range="[1, inf)")
+    weight_decay: float = field(0.01, "Decoupled weight decay (not on LayerNorm or bias).", range="[0, inf)")
+    adam_beta1: float = field(0.9, "Adam beta1.", range="[0, 1)")
+    adam_beta2: float = field(0.999, "Adam beta2.", range="[0, 1)")
+    adam_epsilon: float = field(1e-6, "Adam epsilon.", range="(0, inf)")
+    adam_bias_correction: bool = field(
+        False, "Adam bias correction: off in the official AdamWeightDecayOptimizer; on is Keras' AdamW (adamw only).")
+    clip_norm: float = field(1.0, "Global-norm gradient clipping; 0 disables.", range="[0, inf)")
+    gradient_accumulation_steps: int = field(1, "Batches whose gradients are summed per update.", range="[1, inf)")
     # --- Performance ---
-    precision: str = "float32"  # one of PRECISIONS
-    jit_compile: bool = False  # XLA-compile the whole train step
-    steps_per_execution: int = 1
+    precision: str = field("float32", "Keras dtype policy.", choices=PRECISIONS)
+    jit_compile: bool = field(False, "XLA-compile the whole train step.")
+    steps_per_execution: int = field(1, "Train steps per call into TensorFlow.", range="[1, inf)")
     # --- Checkpoints, logs, randomness ---
-    save_checkpoints_steps: int = 1000
-    keep_checkpoint_max: int = 5
-    log_steps: int = 100  # TensorBoard scalars every N steps
-    seed: int = 0  # initialisation, dropout, masking, sampling and data order
-    deterministic: bool = False  # TF op determinism: bit-equal reruns and resumes (README, Reliability)
+    save_checkpoints_steps: int = field(1000, "Updates between checkpoints.", range="[1, inf)")
+    keep_checkpoint_max: int = field(5, "Checkpoints kept (the newest).", range="[1, inf)")
+    log_steps: int = field(100, "TensorBoard scalars every N updates.", range="[1, inf)")
+    seed: int = field(0, "Seed of initialisation, dropout, masking, sampling and data order.", range="[0, inf)")
+    deterministic: bool = field(
+        False, "TF op determinism: bit-equal reruns and resumes (slower on GPU; README, Reliability).")
 
     def __post_init__(self):
-        for name, (low, high, closed) in RANGES.items():
-            _check_range(name, getattr(self, name), low, high, closed)
-        _check_choice("objective", self.objective, OBJECTIVES)
-        _check_choice("precision", self.precision, PRECISIONS)
-        _check_choice("optimizer", self.optimizer, OPTIMIZERS)
-        _check_choice("embeddings_project_initializer", self.embeddings_project_initializer, INITIALIZERS)
-        _check_choice("discriminator_output_initializer", self.discriminator_output_initializer, INITIALIZERS)
+        super().__post_init__()  # types, ranges and choices of every field
         if self.hidden_dim % self.num_heads:
             raise ValueError(
                 f"`hidden_dim={self.hidden_dim}` must be divisible by `num_heads={self.num_heads}`."
             )
-        if not 0 < self.mask_prob < 1:
-            raise ValueError(f"`mask_prob` must be in (0, 1). Received: `mask_prob={self.mask_prob}`")
         if self.seq_length > self.max_sequence_length:
             raise ValueError(
                 f"`seq_length={self.seq_length}` exceeds `max_sequence_length="
                 f"{self.max_sequence_length}` (the position-embedding table)."
+            )
+        if self.max_predictions_per_seq > self.seq_length:
+            raise ValueError(
+                f"`--max_predictions_per_seq={self.max_predictions_per_seq}` exceeds `--seq_length="
+                f"{self.seq_length}`: a sequence has no more positions to predict (the default, 0, "
+                f"predicts int((mask_prob + 0.005) * seq_length) = {int((self.mask_prob + 0.005) * self.seq_length)})."
             )
 
     # --- Derived values ---
@@ -128,104 +144,10 @@ class ElectraConfig:
         """Masked positions per sequence (the reference's max_predictions_per_seq)."""
         return self.max_predictions_per_seq or int((self.mask_prob + 0.005) * self.seq_length)
 
-    def to_json(self):
-        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
-
-    def replace(self, **overrides):
-        return apply_overrides(self, overrides)
-
-
-# field -> (low, high, (low included, high included)); None: unbounded. Checked before anything is written.
-RANGES = {
-    **{name: (1, None, (True, True)) for name in (
-        "vocab_size", "embedding_dim", "hidden_dim", "num_layers", "num_heads", "intermediate_dim",
-        "max_sequence_length", "num_segments", "batch_size", "shuffle_buffer", "eval_steps", "train_steps",
-        "gradient_accumulation_steps", "steps_per_execution", "save_checkpoints_steps", "keep_checkpoint_max",
-        "log_steps")},
-    "seq_length": (2, None, (True, True)),  # [CLS] and [SEP]
-    "warmup_steps": (0, None, (True, True)),
-    "max_predictions_per_seq": (0, None, (True, True)),
-    "learning_rate": (0, None, (False, True)),
-    "adam_epsilon": (0, None, (False, True)),
-    "layer_norm_epsilon": (0, None, (False, True)),
-    "initializer_range": (0, None, (False, True)),
-    "temperature": (0, None, (False, True)),
-    "generator_hidden_fraction": (0, None, (False, True)),
-    "dropout": (0, 1, (True, False)),
-    "adam_beta1": (0, 1, (True, False)),
-    "adam_beta2": (0, 1, (True, False)),
-    "mask_token_prob": (0, 1, (True, True)),
-    "weight_decay": (0, None, (True, True)),
-    "clip_norm": (0, None, (True, True)),
-    "gen_weight": (0, None, (True, True)),
-    "disc_weight": (0, None, (True, True)),
-    "seed": (0, None, (True, True)),
-}
-
-
-def _check_range(name, value, low, high, closed):
-    """Raises the one-line range error naming `--name` for a value outside [low, high] (per `closed`), NaN or infinite.
-
-    NaN compares false with everything, so it is refused first, as are infinities (a float flag is a finite number).
-    """
-    non_finite = isinstance(value, float) and not math.isfinite(value)
-    below = low is not None and (value < low if closed[0] else value <= low)
-    above = high is not None and (value > high if closed[1] else value >= high)
-    if non_finite or below or above:
-        if low is None and high is None:
-            wanted = "a finite number"
-        elif high is None:
-            wanted = f"{'a finite number ' if non_finite else ''}{'>=' if closed[0] else '>'} {low}"
-        else:
-            wanted = f"in {'[' if closed[0] else '('}{low}, {high}{']' if closed[1] else ')'}"
-        raise ValueError(f"`--{name}` must be {wanted}. Received: `--{name}={value}`")
-
-
-def _check_choice(name, value, choices):
-    if value not in choices:
-        raise ValueError(f"Unknown `{name}={value!r}`. Choose one of {list(choices)}.")
-
-
-def fields():
-    """dict name -> (type, default) of every config field."""
-    hints = typing.get_type_hints(ElectraConfig)
-    return {f.name: (hints[f.name], f.default) for f in dataclasses.fields(ElectraConfig)}
-
 
 def apply_overrides(config, overrides):
-    """A copy of `config` with `overrides` applied; unknown keys are an error."""
-    known = fields()
-    unknown = sorted(set(overrides) - set(known))
-    if unknown:
-        raise ValueError(
-            f"Unknown config key(s) {unknown}. Known keys: {sorted(known)}."
-        )
-    values = dataclasses.asdict(config)
-    for key, value in overrides.items():
-        values[key] = _coerce(key, value, known[key][0])
-    return ElectraConfig(**values)
-
-
-def _coerce(key, value, kind):
-    if isinstance(value, str) and kind is not str:
-        try:
-            return {bool: _parse_bool, int: int, float: float}[kind](value)
-        except ValueError as e:
-            raise ValueError(f"Config key `{key}` expects {kind.__name__}; received {value!r}.") from e
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if not isinstance(value, kind):
-        raise ValueError(f"Config key `{key}` expects {kind.__name__}; received {value!r}.")
-    return value
-
-
-def _parse_bool(text):
-    lowered = text.lower()
-    if lowered in ("1", "true", "yes"):
-        return True
-    if lowered in ("0", "false", "no"):
-        return False
-    raise ValueError(text)
+    """A copy of `config` with `overrides` applied (`Config.replace`); unknown keys are an error."""
+    return config.replace(**overrides)
 
 
 def preset_names():

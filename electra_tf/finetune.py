@@ -24,8 +24,7 @@ dev.json, extractive QA (`electra_tf.finetuning.qa`: predictions.json and
 official EM/F1 in the output_dir).
 
 Every flag is a field of `electra_tf.finetuning.config.FinetuneConfig`, which
-holds the defaults (`--seq_length` is its `max_seq_length`; `--max_seq_length` is the
-deprecated spelling). The loop is `electra_tf.finetuning.trials.run_trials`:
+holds the defaults (`--max_seq_length` is the deprecated spelling of `--seq_length`). The loop is `electra_tf.finetuning.trials.run_trials`:
 the reference recipe (section 5), dev scored every epoch (one line each,
 TensorBoard under `output_dir/logs`), the best epoch kept (`--keep`), a
 checkpoint every `--save_checkpoints_steps` (re-run the same command after a
@@ -44,15 +43,7 @@ from absl import app, flags
 
 from electra_tf import cli
 
-# FinetuneConfig field -> its flag, where the CLI vocabulary spells it otherwise.
-FLAG_NAMES = {"max_seq_length": "seq_length"}
 ALIASES = cli.aliases("max_seq_length")
-_FLAG_TYPES = {int: "integer", float: "float", bool: "bool", str: "string"}
-
-
-def flag_name(field):
-    """The flag of a `FinetuneConfig` field."""
-    return FLAG_NAMES.get(field, field)
 
 
 def define_flags(flag_values=flags.FLAGS):
@@ -61,31 +52,24 @@ def define_flags(flag_values=flags.FLAGS):
     Called when the module runs as a program, so importing it next to
     another CLI (`electra_tf.pretrain` defines `--seed` too) is harmless.
     """
-    from electra_tf.finetuning import config as finetune_config
+    from electra_tf.config_fields import define_flags as define_field_flags
+    from electra_tf.finetuning.config import FinetuneConfig
 
-    for name, (kind, default, help_text, choices) in finetune_config.fields().items():
-        if choices:
-            cli.define("enum", flag_name(name), default, help_text, flag_values, enum_values=list(choices))
-        else:
-            cli.define(_FLAG_TYPES[kind], flag_name(name), default, help_text, flag_values)
+    define_field_flags(FinetuneConfig, flag_values)
 
 
 FLAGS = flags.FLAGS
 
 
-def _column(value):
-    return int(value) if value is not None and value.lstrip("-").isdigit() else value
-
-
 def main(argv):
-    from electra_tf.finetuning import config as finetune_config
+    from electra_tf.config_fields import fields
+    from electra_tf.finetuning.config import FinetuneConfig
     from electra_tf.finetuning.trials import run_trials
     from electra_tf.run_files import RESULTS_FILE
 
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    config = finetune_config.FinetuneConfig(**{name: FLAGS[flag_name(name)].value
-                                               for name in finetune_config.fields()})
+    config = FinetuneConfig(**{name: FLAGS[name].value for name in fields(FinetuneConfig)})
     for name in ("task", "data_dir", "init", "output_dir"):
         if not getattr(config, name):
             raise app.UsageError(f"--{name} is required.")

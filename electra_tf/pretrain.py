@@ -1,7 +1,8 @@
 r"""Pre-trains ELECTRA: `python -m electra_tf.pretrain --config small --data 'gs://b/*' --model_dir DIR`.
 
-Every `ElectraConfig` field is a flag (`--learning_rate 1e-4`), applied over the
-preset. Re-running the same command resumes from the latest checkpoint in
+Every `ElectraConfig` field is a flag (`--learning_rate 1e-4`, its help the
+field's), applied over the preset: a flag left unset keeps the preset's value.
+Re-running the same command resumes from the latest checkpoint in
 `--model_dir` (step, weights and optimizer state) and stops at `--train_steps`.
 `--data` is required; `--data demo` trains on the embedded demo corpus (built
 on first use), the default of `--config tiny` only. `--init` starts a new run
@@ -23,6 +24,7 @@ ALIASES = cli.aliases("init_from")
 def define_flags(flag_values=None):
     """The flags: every `ElectraConfig` field plus the run's own (only when run as a program)."""
     from electra_tf import config as config_lib
+    from electra_tf import config_fields
     from electra_tf.training import distribute
 
     fv = flags.FLAGS if flag_values is None else flag_values
@@ -32,21 +34,21 @@ def define_flags(flag_values=None):
                "GPUs, the one GPU, else the CPU (logged at start).", fv, enum_values=distribute.STRATEGIES)
     cli.define("string", "tpu", None, "TPU name or address for --strategy=tpu.", fv)
     cli.define("float", "worker_startup_timeout", distribute.STARTUP_TIMEOUT,
-               "--strategy=multi_worker: seconds to wait for every worker of TF_CONFIG.", fv)
-    cli.define("integer", "num_cpu_devices", 0, "Logical CPU devices for --strategy=mirrored without GPUs.", fv)
+               "--strategy=multi_worker: seconds to wait for every worker of TF_CONFIG.", fv, range="(0, inf)")
+    cli.define("integer", "num_cpu_devices", 0, "Logical CPU devices for --strategy=mirrored without GPUs.", fv,
+               range="[0, inf)")
     cli.define_init("Start a new run from other weights: another run's model_dir (continued pre-training, e.g. "
                     "seq 128 then 512), a .keras file, an encoder export, hf:DIR[,DIR], official:DIR, bert:DIR "
                     "or keras_hub:DIR.", flag_values=fv)
     cli.define("string", "demo_dir", os.path.join("~", ".cache", "electra_tf", "demo"),
                "Where the embedded demo corpus is built (--data=demo).", fv)
-    cli.define("integer", "verbose", 1, "Keras progress: 1 bar, 2 one line per epoch, 0 silent.", fv)
-    kinds = {int: "integer", float: "float", bool: "bool", str: "string"}
-    for name, (kind, default) in config_lib.fields().items():
-        cli.define(kinds[kind], name, None, f"Config override (default: the preset's, else {default!r}).", fv)
+    cli.define("integer", "verbose", 1, "Keras progress: 1 bar, 2 one line per epoch, 0 silent.", fv, range="[0, 2]")
+    config_fields.define_flags(config_lib.ElectraConfig, fv, preset_defaults=True)
 
 
 def main(argv):
     from electra_tf import config as config_lib
+    from electra_tf.config_fields import fields
     from electra_tf.training import distribute, run_lock
 
     if len(argv) > 1:
@@ -54,12 +56,12 @@ def main(argv):
     if not FLAGS.model_dir:
         raise app.UsageError("--model_dir is required.")
     _check_model_dir(FLAGS.model_dir, FLAGS.init, FLAGS["data"].value if "data" in FLAGS else None)
-    overrides = {name: FLAGS[name].value for name in config_lib.fields() if FLAGS[name].value is not None}
+    overrides = {name: FLAGS[name].value for name in fields(config_lib.ElectraConfig) if FLAGS[name].value is not None}
     config = config_lib.get_config(FLAGS.config, **overrides)
     strategy = distribute.create_strategy(FLAGS.strategy, FLAGS.tpu, FLAGS.num_cpu_devices,
                                           FLAGS.worker_startup_timeout)
     # One writer per run: a second process on --model_dir is refused naming the holder (the chief holds it).
-    with (run_lock.hold(FLAGS.model_dir) if distribute.is_chief(strategy) else contextlib.nullcontext()):
+    with (run_lock.hold(FLAGS.model_dir, "model_dir") if distribute.is_chief(strategy) else contextlib.nullcontext()):
         _train(config, strategy, overrides)
 
 
@@ -90,7 +92,7 @@ def _train(config, strategy, overrides):
                  "".join(f" --{k}={v}" for k, v in sorted(overrides.items())),
                  os.path.join(FLAGS.model_dir, run_files.CONFIG_FILE))
     logging.debug("Config:\n%s", config.to_json())
-    train(config, FLAGS.model_dir, strategy, init_from=FLAGS.init, verbose=FLAGS.verbose)
+    train(config, FLAGS.model_dir, strategy, init=FLAGS.init, verbose=FLAGS.verbose)
 
 
 def run():

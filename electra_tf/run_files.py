@@ -19,7 +19,7 @@ A fine-tuning run (`electra_tf.finetune --output_dir`):
     output_dir/classifier.keras       the best trial's `ElectraClassifier` (classification)
     output_dir/token_classifier.keras the best trial's `ElectraTokenClassifier` (tagging)
     output_dir/vocab.txt              its vocabulary (+ electra_tokenizer.json)
-    output_dir/finetune_config.json   task, kind, label names, pair or single / tag scheme, max_seq_length
+    output_dir/finetune_config.json   task, kind, label names, pair or single / tag scheme, seq_length
     output_dir/question_answerer.keras, predictions.json, null_odds.json   (span_qa)
     output_dir/<TASK>.tsv             GLUE test predictions to submit (`submission_file`), when test is unlabelled
     output_dir/logs/[trial-N/]        TensorBoard: train loss and learning rate per step, dev metrics per epoch
@@ -106,8 +106,13 @@ def read_config(model_dir):
             values = json.load(f)
         except json.JSONDecodeError as e:
             raise ValueError(f"{path} is not valid JSON ({e}): a truncated or damaged run config.") from None
+    if not isinstance(values, dict):
+        raise ValueError(f"{path} holds no JSON object of config fields: a damaged run config.")
     known = {f.name for f in dataclasses.fields(ElectraConfig)}
-    return ElectraConfig(**{k: v for k, v in values.items() if k in known})
+    try:
+        return ElectraConfig(**{k: v for k, v in values.items() if k in known})
+    except ValueError as e:  # a field of the wrong type or out of range: a hand-edited or damaged file
+        raise ValueError(f"{path}: {e}") from None
 
 
 # Fields that decide the variables a run's checkpoints hold: a run resumes only with the same values.
@@ -268,8 +273,10 @@ def refuse_foreign_output(folder, flag, own_kind, inputs=()):
     `sources.init_inputs`; `--data_dir`);
     one holding another kind of artefact than `own_kind`; and one lying inside
     an artefact of any kind (another run's or export's folder). A folder of
-    `own_kind` itself is allowed (it resumes).
+    `own_kind` itself is allowed (it resumes); a file is refused (it is not a folder).
     """
+    if tf.io.gfile.exists(folder) and not tf.io.gfile.isdir(folder):
+        raise NotADirectoryError(f"`--{flag}={folder}` is a file, not a folder. Choose a folder.")
     target = os.path.abspath(os.fspath(folder)) if "://" not in os.fspath(folder) else os.fspath(folder)
     for item in inputs:
         path = os.fspath(item or "")
@@ -362,7 +369,7 @@ def guard_output(path, flag, own_kind, inputs=(), writes=None):
                                   f"{', ...' if len(names) > 5 else ''}); nothing is overwritten. Choose a new "
                                   f"or empty --{flag}.")
         if tf.io.gfile.exists(target) and not tf.io.gfile.isdir(target):
-            raise FileExistsError(f"`--{flag}={path}` is an existing file, not a folder.")
+            raise FileExistsError(f"`--{flag}={path}` is a file, not a folder. Choose a folder.")
         return
     existing = [name for name in writes if tf.io.gfile.exists(name)]
     if existing:

@@ -295,7 +295,7 @@ def check_output_dir(output_dir, input_paths, only_a_build=True):
                              "--output_dir.")
     if not tf.io.gfile.isdir(output_dir):
         if tf.io.gfile.exists(output_dir):
-            raise FileExistsError(f"`--output_dir={output_dir}` is an existing file, not a folder.")
+            raise FileExistsError(f"`--output_dir={output_dir}` is a file, not a folder. Choose a folder.")
         return
     if not only_a_build:
         return
@@ -597,8 +597,8 @@ def define_flags():
     flags.DEFINE_list("input", None, "Input specs `[kind:]GLOB` (kind: text, wikipedia, books).")
     cli.define_vocab_file("WordPiece vocab.txt.")
     cli.define_output_dir("Output directory.")
-    cli.define_seq_length(128, "Example length including [CLS]/[SEP].")
-    flags.DEFINE_integer("num_shards", 8, "Number of TFRecord shards.")
+    cli.define_seq_length(128, "Example length including [CLS]/[SEP].", range="[5, inf)")
+    cli.define("integer", "num_shards", 8, "Number of TFRecord shards.", range="[1, inf)")
     flags.DEFINE_integer("seed", 0, "Packing seed.")
     flags.DEFINE_bool("overwrite", False, "Replace a complete earlier build in --output_dir (only once the new "
                       "build has succeeded).")

@@ -46,6 +46,7 @@ from tokenizers import pre_tokenizers
 from tokenizers import trainers
 
 from electra_tf import cli
+from electra_tf.config_fields import check_range
 from electra_tf.data.tokenizer import SETTINGS_FILE, is_bert_punctuation, write_settings
 from electra_tf.pipelines import sources
 
@@ -102,6 +103,7 @@ def build_vocab(inputs, vocab_size, output, lower_case=True, num_unused=100, lim
         vocab[0], vocab[101:104]  # ('[PAD]', ['[UNK]', '[CLS]', '[SEP]'])
         ```
     """
+    check_range("num_unused", num_unused, "[0, inf)")
     head = ["[PAD]"] + [f"[unused{i}]" for i in range(num_unused)] + list(SPECIAL_TOKENS)
     if vocab_size <= len(head) + 1:
         raise ValueError(
@@ -183,11 +185,11 @@ def check_output(inputs, output, lower_case, overwrite=False):
 def define_flags():
     """Defines the CLI flags (only when run as a script)."""
     flags.DEFINE_list("input", None, "Input specs `[kind:]GLOB`, comma-separated.")
-    flags.DEFINE_integer("vocab_size", 30522, "Total vocabulary size, special tokens included.")
+    cli.define("integer", "vocab_size", 30522, "Total vocabulary size, special tokens included.", range="[1, inf)")
     cli.define_vocab_file("Path of the vocab.txt to write.")
     flags.DEFINE_bool("lower_case", True, "Uncased vocabulary (lower-case, strip accents); saved in "
                       "electra_tokenizer.json beside the vocab.txt.")
-    flags.DEFINE_integer("num_unused", 100, "Number of [unusedK] slots.")
+    cli.define("integer", "num_unused", 100, "Number of [unusedK] slots.", range="[0, inf)")
     flags.DEFINE_bool("overwrite", False, "Replace an existing --vocab_file (and the tokenizer settings beside it).")
     flags.mark_flags_as_required(["input", "vocab_file"])
 

@@ -23,6 +23,7 @@ from absl import flags
 import tensorflow as tf
 
 from electra_tf import cli
+from electra_tf.config_fields import check_range
 from electra_tf.data import tokenizer as tokenizer_lib
 from electra_tf.data.records import FEATURES, check_vocabulary
 
@@ -76,6 +77,7 @@ def decode_examples(data, vocab_file, num=5):
             print(ex["a"], "||", ex["b"])  # the cat || sat .
         ```
     """
+    check_range("num", num, "[1, inf)")
     vocab = tokenizer_lib.load_vocab(vocab_file)
     special = {vocab.index(t) for t in ("[CLS]", "[SEP]")}
     files = sorted(tf.io.gfile.glob(data))
@@ -123,7 +125,7 @@ def define_flags():
     """Defines the CLI flags (only when run as a script)."""
     flags.DEFINE_string("data", None, "Glob of TFRecord files.")
     cli.define_vocab_file("vocab.txt used for the build.")
-    flags.DEFINE_integer("num", 5, "Number of examples to print.")
+    cli.define("integer", "num", 5, "Number of examples to print.", range="[1, inf)")
     flags.mark_flags_as_required(["data", "vocab_file"])
 
 

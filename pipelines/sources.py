@@ -47,11 +47,19 @@ def parse_specs(inputs):
                 continue
             kind, sep, pattern = part.partition(":")
             if not sep or kind not in KINDS:
+                if sep and _looks_like_a_kind(kind, pattern) and not tf.io.gfile.glob(part):
+                    raise ValueError(f"Unknown source kind `{kind}:` in the input `{part}`. The kinds are "
+                                     f"{', '.join(k + ':' for k in KINDS)} (or no prefix: guessed from the name).")
                 kind, pattern = _guess_kind(part), part
             specs.append((kind, pattern))
     if not specs:
         raise ValueError(f"No input given. Received: `inputs={inputs!r}`")
     return specs
+
+
+def _looks_like_a_kind(prefix, rest):
+    """`prefix:rest` reads as `kind:GLOB` (`pdf:docs/*.pdf`), not a URL (`gs://...`) or a Windows drive (`C:\\`)."""
+    return prefix.isidentifier() and len(prefix) > 1 and not rest.startswith("//")
 
 
 def _guess_kind(pattern):
@@ -102,6 +110,10 @@ def expand_inputs(inputs):
             ]
         else:
             paths = [p for p in tf.io.gfile.glob(pattern) if not tf.io.gfile.isdir(p)]
+        if not paths and tf.io.gfile.isdir(pattern):
+            raise IsADirectoryError(f"Input `{source}` is a folder; give a glob of its files, e.g. "
+                                    f"`{kind}:{os.path.join(pattern, '*')}` (only books: reads a folder: a book "
+                                    "per .txt file).")
         if not paths:
             raise ValueError(f"Input `{pattern}` ({kind}) matched no files.")
         found.extend((source, kind, path) for path in sorted(paths))

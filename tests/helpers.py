@@ -34,6 +34,53 @@ def run_python(args, env=None, timeout=600, check=True, **kwargs):
     return result
 
 
+class LineReader:
+    """Collects a process's text stream (`proc.stderr`) line by line in a thread, so a test waits for a state.
+
+    `wait_for(text)` returns once a line holding `text` has arrived; `guard` seconds are only a
+    hang guard, far above any expected wait. `text()` is everything read, once the stream ends.
+    """
+
+    def __init__(self, stream):
+        import threading
+
+        self.lines, self.ended = [], False
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream):
+        for line in stream:
+            with self._changed:
+                self.lines.append(line)
+                self._changed.notify_all()
+        with self._changed:
+            self.ended = True
+            self._changed.notify_all()
+
+    def wait_for(self, text, guard=600):
+        def seen():
+            return any(text in line for line in self.lines)
+
+        with self._changed:
+            self._changed.wait_for(lambda: seen() or self.ended, timeout=guard)
+            assert seen(), f"no line with {text!r} ({'the stream ended' if self.ended else 'hang guard'}):\n" + \
+                "".join(self.lines)[-3000:]
+
+    def text(self, guard=600):
+        self._thread.join(timeout=guard)
+        return "".join(self.lines)
+
+
+def checksums(folder):
+    """sha256 of every file under `folder`, by relative path (what a refused command must leave as it was)."""
+    import hashlib
+
+    folder = pathlib.Path(folder)
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
 def make_run_dir(model_dir, vocab_file, seed=0, **overrides):
     """A pre-training `model_dir` as `electra_tf.pretrain` leaves it, with an untrained tiny model."""
     import keras
@@ -180,8 +227,9 @@ def digests(folder):
     return out
 
 
-def error_line(result):
-    """The one `error: ...` line of a command that exited 1 without a traceback (asserted)."""
+def error_line(result, exit_code=1):
+    """The one `error: ...` line of a command that exited `exit_code` (1; a bad flag: 2) without a traceback."""
     lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
-    assert result.returncode == 1 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.returncode == exit_code and len(lines) == 1 and "Traceback" not in result.stderr, \
+        result.stderr[-3000:]
     return lines[0]

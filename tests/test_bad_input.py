@@ -5,7 +5,6 @@ field, and (where something existed before) that every pre-existing file has
 the same checksum afterwards.
 """
 
-import hashlib
 import json
 import logging
 import os
@@ -19,7 +18,7 @@ import time
 
 import pytest
 
-from helpers import REPO, run_python, write_records
+from helpers import REPO, LineReader, checksums, run_python, write_records
 from electra_tf.config import get_config
 from electra_tf import run_files, sources
 from electra_tf.training import distribute
@@ -28,13 +27,6 @@ from electra_tf.training.pretraining import resolve_data, train
 TINY = dict(vocab_size=400, embedding_dim=16, hidden_dim=32, num_layers=2, num_heads=2,
             intermediate_dim=64, seq_length=32, max_sequence_length=32, batch_size=8,
             warmup_steps=2, log_steps=5)
-
-
-def checksums(folder):
-    """sha256 of every file under `folder`, by relative path."""
-    folder = pathlib.Path(folder)
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def config_for(data, **overrides):
@@ -81,7 +73,7 @@ def stderr_lines(result):
 
 @pytest.mark.parametrize("args,exit_code,message", [
     (["-m", "electra_tf.pretrain", "--config", "tiny"], 2, "error: --model_dir is required. (see --help)"),
-    (["-m", "electra_tf.pretrain", "--config", "tiny", "--model_dir", "{tmp}/run", "--batch_size=0"], 1,
+    (["-m", "electra_tf.pretrain", "--config", "tiny", "--model_dir", "{tmp}/run", "--batch_size=0"], 2,
      "error: `--batch_size` must be >= 1. Received: `--batch_size=0`"),
     (["-m", "electra_tf.pipelines.build_pretraining_data", "--vocab_file", "v.txt", "--output_dir", "{tmp}/out"], 2,
      "error: flag --input=None: Flag --input must have a value other than None. (see --help)"),
@@ -98,9 +90,9 @@ def test_cli_errors_are_one_line_without_traceback_or_flag_list(tmp_path, args, 
 
 def test_debug_adds_the_traceback(tmp_path):
     result = run_python(["-m", "electra_tf.pretrain", "--config", "tiny", "--model_dir", str(tmp_path / "run"),
-                         "--train_steps=0", "--debug"], check=False, timeout=300)
+                         "--num_heads=3", "--debug"], check=False, timeout=300)
     assert result.returncode == 1 and "Traceback" in result.stderr
-    assert stderr_lines(result)[-1] == "error: `--train_steps` must be >= 1. Received: `--train_steps=0`"
+    assert stderr_lines(result)[-1] == "error: `hidden_dim=128` must be divisible by `num_heads=3`."
 
 
 # --- Pre-training data: every file checked, the vocabulary found or refused --------------------
@@ -265,13 +257,16 @@ def _lonely_worker(tmp_path, timeout):
 
 
 def test_multi_worker_start_up_times_out_naming_the_absent_worker(tmp_path):
-    start = time.monotonic()
     proc, absent = _lonely_worker(tmp_path, timeout=5)
+    stderr = LineReader(proc.stderr)
     try:
-        _, stderr = proc.communicate(timeout=55)
+        stderr.wait_for("Waiting up to 5 s")
+        waiting = time.monotonic()
+        proc.wait(timeout=600)  # a hang guard only
     finally:
         proc.kill()
-    assert time.monotonic() - start < 60
+    stderr = stderr.text()
+    assert time.monotonic() - waiting < distribute.STARTUP_TIMEOUT  # its --worker_startup_timeout, not the default
     assert proc.returncode == 1, stderr[-3000:]
     assert stderr.splitlines()[-1] == (
         f"error: multi-worker start-up: worker:1 ({absent}) never came up within 5 s (TF_CONFIG; this is "
@@ -281,16 +276,13 @@ def test_multi_worker_start_up_times_out_naming_the_absent_worker(tmp_path):
 
 def test_sigterm_ends_a_multi_worker_run_waiting_for_its_peers(tmp_path):
     proc, absent = _lonely_worker(tmp_path, timeout=600)
+    stderr = LineReader(proc.stderr)
     try:
-        deadline = time.monotonic() + 50
-        lines = []
-        for line in proc.stderr:  # wait until it is waiting
-            lines.append(line)
-            if "Waiting up to" in line or time.monotonic() > deadline:
-                break
+        stderr.wait_for("Waiting up to")  # it is waiting: its SIGTERM handler is installed before this line
         proc.send_signal(signal.SIGTERM)
-        rest = proc.communicate(timeout=20)[1]
+        proc.wait(timeout=600)  # a hang guard only
     finally:
         proc.kill()
-    assert proc.returncode == 128 + signal.SIGTERM, "".join(lines) + rest
-    assert rest.splitlines()[-1] == f"error: SIGTERM while waiting for worker:1 ({absent}); no training started."
+    stderr = stderr.text()
+    assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+    assert stderr.splitlines()[-1] == f"error: SIGTERM while waiting for worker:1 ({absent}); no training started."

@@ -48,9 +48,9 @@ def runs(tmp_path_factory):
     for i, (name, build, file_name, config) in enumerate((
             ("ft", lambda e: ElectraClassifier(e, num_labels=2), run_files.CLASSIFIER_FILE,
              {"task": "toy", "kind": "classification", "label_names": LABELS, "regression": False, "pair": False,
-              "max_seq_length": 16}),
+              "seq_length": 16}),
             ("tagger", lambda e: ElectraTokenClassifier(e, num_labels=len(TAGS)), run_files.TOKEN_CLASSIFIER_FILE,
-             {"task": "ner", "kind": "tagging", "label_names": TAGS, "scheme": "IOB2", "max_seq_length": 16}))):
+             {"task": "ner", "kind": "tagging", "label_names": TAGS, "scheme": "IOB2", "seq_length": 16}))):
         keras.utils.set_random_seed(20 + i)
         encoder = ElectraEncoder(vocab_size=30522, num_layers=1, num_heads=2, hidden_dim=16, embedding_dim=16,
                                  intermediate_dim=32, max_sequence_length=64)

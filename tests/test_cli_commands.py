@@ -1,5 +1,5 @@
-"""Every command as users run it: the documented successful invocations exit 0; refused outputs and non-finite
-flags are one `error:` line, exit 1, nothing pre-existing changed."""
+"""Every command as users run it: the documented successful invocations exit 0; refused outputs (exit 1) and
+non-finite flags (a bad flag: exit 2) are one `error:` line, nothing pre-existing changed."""
 
 import os
 
@@ -51,6 +51,6 @@ def test_non_finite_float_flags_are_one_range_error_line(tmp_path, command):
     flag, value = command[-2], command[-1]
     result = run_python([*command, "--model_dir" if "pretrain" in command[1] else "--output_dir",
                          str(tmp_path / "out")], check=False)
-    line = error_line(result)
+    line = error_line(result, exit_code=2)
     assert line.startswith(f"error: `{flag}` must be ") and line.endswith(f"Received: `{flag}={value}`")
     assert not (tmp_path / "out").exists()

@@ -29,7 +29,7 @@ def test_presets_have_the_papers_sizes():
 def test_overrides_coerce_strings_and_reject_unknown_keys():
     c = get_config("small", learning_rate="1e-4", jit_compile="true", train_steps="10")
     assert (c.learning_rate, c.jit_compile, c.train_steps) == (1e-4, True, 10)
-    with pytest.raises(ValueError, match="expects int"):
+    with pytest.raises(ValueError, match="`train_steps` expects an int; received 'ten'"):
         get_config("small", train_steps="ten")
     with pytest.raises(ValueError, match=r"Unknown config key\(s\) \['learning_rat'\]"):
         get_config("small", learning_rat=1.0)

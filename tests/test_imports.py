@@ -18,8 +18,8 @@ FOLDERS = {"electra_tf": "electra_tf", "configs": "electra_tf.configs", "pipelin
 # MAY_IMPORT for it. A module belongs to the layer of its longest matching prefix (a prefix matches
 # the module itself and its submodules); every module must belong to one.
 LAYERS = {
-    "core": ("electra_tf.cli", "electra_tf.config", "electra_tf.configs", "electra_tf.objectives",
-             "electra_tf.data"),  # presets and config, the tokenizer and the record schema
+    "core": ("electra_tf.cli", "electra_tf.config", "electra_tf.config_fields", "electra_tf.configs",
+             "electra_tf.objectives", "electra_tf.data"),  # presets and config, the tokenizer and the record schema
     "pipelines": ("electra_tf.pipelines",),  # data tools: text -> vocabulary -> TFRecords
     "layers": ("electra_tf.layers",),
     "models": ("electra_tf.models",),

@@ -91,13 +91,13 @@ def models(tmp_path_factory):
     configs = {
         "classification": (lambda e: ElectraClassifier(e, num_labels=2), run_files.CLASSIFIER_FILE,
                            {"task": "toy", "kind": "classification", "label_names": LABELS, "regression": False,
-                            "pair": False, "max_seq_length": 16}),
+                            "pair": False, "seq_length": 16}),
         "tagging": (lambda e: ElectraTokenClassifier(e, num_labels=len(TAGS)), run_files.TOKEN_CLASSIFIER_FILE,
-                    {"task": "ner", "kind": "tagging", "label_names": TAGS, "scheme": "IOB2", "max_seq_length": 8,
+                    {"task": "ner", "kind": "tagging", "label_names": TAGS, "scheme": "IOB2", "seq_length": 8,
                      "stride": 3}),  # 6 pieces a window: the long sentence is windowed
         "span_qa": (lambda e: ElectraQuestionAnswerer(e, start_n_top=3, end_n_top=3, joint_hidden_dim=16),
                     run_files.QUESTION_ANSWERER_FILE,
-                    {"task": "squad", "kind": "span_qa", "max_seq_length": 32, "doc_stride": 8,
+                    {"task": "squad", "kind": "span_qa", "seq_length": 32, "doc_stride": 8,
                      "max_query_length": 8, "max_answer_length": 10, "answerable": False, "null_threshold": None}),
     }
     dirs, exports = finetuned_runs(root, configs, vocab, seed=10, num_layers=1, num_heads=2, hidden_dim=16,

@@ -165,11 +165,16 @@ def test_sigterm_saves_the_current_step_and_exits_0(tmp_path, data):
     model_dir = tmp_path / "preempted"
     proc = subprocess.Popen([sys.executable, *command(data, model_dir, train_steps=60, save_checkpoints_steps=20)],
                             cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 300
-    while latest_step(model_dir) < 20 and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.02)
+    deadline = time.time() + 600  # a hang guard only: the test waits for the checkpoint of step 20
+    try:
+        while latest_step(model_dir) < 20:
+            assert proc.poll() is None and time.time() < deadline, "training ended (or hung) before step 20"
+            time.sleep(0.02)
+    except BaseException:
+        proc.kill()
+        raise
     proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=300)
+    _, stderr = proc.communicate(timeout=600)
     assert proc.returncode == 0, stderr[-3000:]
     saved = latest_step(model_dir)
     assert 20 <= saved < 60 and f"saved the checkpoint of step {saved}" in stderr

@@ -59,8 +59,9 @@ def define_flags(flag_values=None):
     cli.define("enum", "part", "both", "What of a generator + discriminator pair to write (--to keras and "
                "--to official: discriminator or both); generator also reads a generator-only HF folder.", fv,
                enum_values=list(PARTS))
-    cli.define("integer", "num_heads", None, "official: discriminator heads (H // 64).", fv)
-    cli.define("integer", "generator_num_heads", None, "official: generator heads (Hg // 64).", fv)
+    cli.define("integer", "num_heads", None, "official: discriminator heads (H // 64).", fv, range="[1, inf)")
+    cli.define("integer", "generator_num_heads", None, "official: generator heads (Hg // 64).", fv,
+               range="[1, inf)")
 
 
 def load(source, path, num_heads=None, generator_num_heads=None, part="both"):

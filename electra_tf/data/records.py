@@ -25,17 +25,25 @@ def check_vocabulary(directory, vocab_file):
 
     import tensorflow as tf
 
-    from electra_tf.data.tokenizer import vocab_digest
+    from electra_tf.data.tokenizer import built_with, load_vocab
 
     stats_path = os.path.join(directory, STATS_FILE)
     if not tf.io.gfile.exists(stats_path):
         return None
     with tf.io.gfile.GFile(stats_path) as f:
-        stats = json.load(f)
-    if stats.get("vocab_sha256") not in (None, vocab_digest(vocab_file)):
+        try:
+            stats = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{stats_path} is not valid JSON ({e}): the build's statistics are damaged. Rebuild "
+                             "the records, or delete that file to use them unchecked.") from None
+    if not isinstance(stats, dict):
+        raise ValueError(f"{stats_path} holds no JSON object: the build's statistics are damaged.")
+    if stats.get("vocab_sha256") is not None and not built_with(vocab_file, stats["vocab_sha256"]):
+        sizes = (f"; {stats['vocab_size']} tokens there, {len(load_vocab(vocab_file))} in --vocab_file"
+                 if "vocab_size" in stats else "")
         raise ValueError(
             f"The records in {directory} were built with another vocabulary than `--vocab_file="
-            f"{vocab_file}` ({stats_path}: vocab_sha256 {stats['vocab_sha256'][:12]}...). Pass the "
+            f"{vocab_file}` ({stats_path}: vocab_sha256 {stats['vocab_sha256'][:12]}...{sizes}). Pass the "
             "vocabulary they were built with."
         )
     return stats

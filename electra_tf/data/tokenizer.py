@@ -129,11 +129,39 @@ def write_hugging_face_settings(directory, settings):
 
 
 def vocab_digest(vocab_file):
-    """SHA-256 of a vocabulary file's bytes: which vocabulary records were built with."""
+    """SHA-256 of a vocabulary's tokens, one a line: which vocabulary records were built with.
+
+    Over the tokens `load_vocab` reads, not the file's bytes: a copy with Windows line ends or
+    a UTF-8 byte-order mark is the same vocabulary. For a file as `build_vocab` writes it (each
+    token on a line ending in `\\n`) it is the SHA-256 of the file's bytes.
+
+    Example:
+        ```python
+        import pathlib
+
+        from electra_tf.data.tokenizer import vocab_digest
+
+        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the"]
+        pathlib.Path("vocab.txt").write_text("".join(t + "\\n" for t in tokens))
+        pathlib.Path("copy.txt").write_bytes(b"\\xef\\xbb\\xbf" + "".join(t + "\\r\\n" for t in tokens).encode())
+        assert vocab_digest("vocab.txt") == vocab_digest("copy.txt")
+        ```
+    """
     import hashlib
 
+    text = "".join(token + "\n" for token in load_vocab(vocab_file))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def built_with(vocab_file, digest):
+    """Whether `digest` (a build's `vocab_sha256`) is that of `vocab_file`: of its tokens, or of its bytes
+    (a build of an earlier version, for a file that `vocab_digest` reads otherwise)."""
+    import hashlib
+
+    if digest == vocab_digest(vocab_file):
+        return True
     with tf.io.gfile.GFile(vocab_file, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
+        return digest == hashlib.sha256(f.read()).hexdigest()
 
 
 def copy_vocab(vocab_file, destination):
@@ -160,7 +188,7 @@ def load_vocab(vocab_file):
         raise FileNotFoundError(f"Vocabulary file not found: `vocab_file={vocab_file}`")
     with tf.io.gfile.GFile(vocab_file, "rb") as f:  # one read: gfile's per-line reads cost 0.2 s here
         raw = f.read()
-    text = decode_utf8(raw, vocab_file)
+    text = decode_utf8(raw, vocab_file).removeprefix("\ufeff")  # a UTF-8 byte-order mark (Windows editors)
     tokens = [line.rstrip("\r") for line in text.split("\n")]
     while tokens and not tokens[-1]:
         tokens.pop()

@@ -38,12 +38,19 @@ def define_flags(flag_values=None):
     cli.define_output_dir("Output folder (serving: the base folder).", flag_values=fv)
     cli.define_vocab_file("Vocabulary; default: the one beside --init.", flag_values=fv)
     cli.define_seq_length(None, "Tokens per text in the exported preprocessing "
-                          "(default: 128, or the fine-tuning max_seq_length for serving).", flag_values=fv)
-    cli.define("string", "model_name", "electra", "Serving: TF Serving model name.", fv)
-    cli.define("integer", "version", 1, "Serving: version folder.", fv)
+                          "(default: 128, or the fine-tuning --seq_length for serving).", flag_values=fv)
+    cli.define("string", "model_name", "electra", "Serving: TF Serving model name (the model's folder).", fv,
+               check=_model_name)
+    cli.define("integer", "version", 1, "Serving: version folder.", fv, range="[1, inf)")
     cli.define("bool", "ids", False, "tflite: token ids in, no custom op (default: raw text in).", fv)
     cli.define("enum", "quantize", "none", "tflite: dynamic_int8 stores the weights as int8.", fv,
                enum_values=["none", "dynamic_int8"])
+
+
+def _model_name(value):
+    from electra_tf.export.assets import check_model_name
+
+    check_model_name(value)
 
 
 def guard(kind, init, output_dir, model_name="electra", version=1):

@@ -81,8 +81,16 @@ def add_assets(module, prefix, vocab_file, config_name, config, label_names=None
     return folder
 
 
+def check_model_name(model_name):
+    """Raises a `ValueError` naming `--model_name` unless it is one folder name (TF Serving's model folder)."""
+    if not model_name or model_name in (".", "..") or "/" in model_name or os.sep in model_name:
+        raise ValueError(f"`--model_name` must be one folder name, not empty and without '/': the version goes in "
+                         f"<output_dir>/<model_name>/<version>. Received: `--model_name={model_name!r}`")
+
+
 def version_dir(base_dir, model_name, version):
     """`base_dir/model_name/version`: a new TF Serving model version, checked not to exist yet."""
+    check_model_name(model_name)
     if not isinstance(version, int) or version < 1:
         raise ValueError(f"`version` must be a positive int (TF Serving folder name). Received: `version={version!r}`")
     path = os.path.join(base_dir, model_name, str(version))

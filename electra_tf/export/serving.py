@@ -34,6 +34,7 @@ from absl import logging
 
 from electra_tf.export.assets import (  # noqa: F401  (Untracked: its old home)
     SERVING_CONFIG_ASSET, ServedModel, Untracked, add_assets, check_texts, save_version, version_dir)
+from electra_tf.finetuning.config import with_current_keys
 from electra_tf.models.classifier import ElectraClassifier
 from electra_tf.models.token_classifier import ElectraTokenClassifier
 from electra_tf import run_files
@@ -155,10 +156,11 @@ def serving_settings(config, seq_length=None):
 
     Args:
         config: dict. What `load_finetuned` returns beside the model.
-        seq_length: int or None. Default: the fine-tuning `max_seq_length` (else 128).
+        seq_length: int or None. Default: the fine-tuning `seq_length` (else 128).
     """
+    config = with_current_keys(config)  # a finetune_config.json of an earlier version says max_seq_length
     return dict(
-        label_names=config.get("label_names") or None, seq_length=seq_length or config.get("max_seq_length", 128),
+        label_names=config.get("label_names") or None, seq_length=seq_length or config.get("seq_length", 128),
         pair=config.get("pair", False), task=config.get("task", ""), stride=config.get("stride"),
         qa_settings={k: config.get(k) for k in ("doc_stride", "max_query_length", "max_answer_length",
                                                 "null_threshold")})
@@ -175,7 +177,7 @@ def serving_module(model, vocab_file, config, seq_length=None):
         model: `ElectraClassifier`, `ElectraTokenClassifier` or `ElectraQuestionAnswerer`.
         vocab_file: str. Its vocabulary.
         config: dict. Its `finetune_config.json` (`load_finetuned`).
-        seq_length: int or None. Default: the fine-tuning `max_seq_length`.
+        seq_length: int or None. Default: the fine-tuning `seq_length`.
 
     Example:
         ```python
@@ -193,7 +195,7 @@ def serving_module(model, vocab_file, config, seq_length=None):
                                  embedding_dim=16, intermediate_dim=64)
         classifier = ElectraClassifier(encoder, num_labels=2)  # fine-tuned, in practice
         classifier.build()
-        module = serving_module(classifier, "vocab.txt", {"label_names": ["neg", "pos"], "max_seq_length": 16})
+        module = serving_module(classifier, "vocab.txt", {"label_names": ["neg", "pos"], "seq_length": 16})
         module.signatures()["serving_default"](text=tf.constant(["a fine film"]))["label"].shape  # (1,)
         ```
     """
@@ -275,7 +277,7 @@ def load_finetuned(model_dir):
     if tf.io.gfile.exists(config_file):
         with tf.io.gfile.GFile(config_file) as f:
             try:
-                config = json.load(f)
+                config = with_current_keys(json.load(f))
             except json.JSONDecodeError as e:
                 raise ValueError(f"{config_file} is not valid JSON ({e}): truncated or damaged.") from None
     else:

@@ -345,7 +345,7 @@ def export_tagging_serving(tagger, vocab_file, base_dir, model_name="electra", v
         version: int. Version folder; must not exist yet.
         label_names: list of str. One per output unit.
         seq_length: int. Pieces per window, [CLS]/[SEP] included (the fine-tuning
-            `max_seq_length`); longer texts are windowed, every word is tagged.
+            `seq_length`); longer texts are windowed, every word is tagged.
         spans: bool or None. IOB2 span tags (entities output); default: every
             label is O, B-X or I-X.
         task: str. Recorded in the assets.

@@ -209,9 +209,9 @@ def export_tflite(model, vocab_file, output_dir, config, seq_length=None, ids_on
         output_dir: str. A new or empty local folder; written as a whole (a hidden
             `.<name>.partial-*` folder beside it, renamed when complete).
         config: dict. Its `finetune_config.json` (`serving.load_finetuned`): label names, task,
-            pair, max_seq_length.
+            pair, seq_length.
         seq_length: int or None. Tokens per input, special tokens included (default: the
-            fine-tuning `max_seq_length`, else 128).
+            fine-tuning `seq_length`, else 128).
         ids_only: bool. Ids in, no custom op (else raw text in, tensorflow-text's two ops).
         quantize: None, "none" or "dynamic_int8".
 
@@ -234,7 +234,7 @@ def export_tflite(model, vocab_file, output_dir, config, seq_length=None, ids_on
                                                        embedding_dim=8, intermediate_dim=32), num_labels=3)
         tagger.build()  # fine-tuned, in practice
         path = export_tflite(tagger, "vocab.txt", "ner_tflite", {"label_names": ["O", "B-PER", "I-PER"],
-                             "max_seq_length": 16}, ids_only=True, quantize="dynamic_int8")  # 'ner_tflite/model.tflite'
+                             "seq_length": 16}, ids_only=True, quantize="dynamic_int8")  # 'ner_tflite/model.tflite'
         config = json.loads(pathlib.Path("ner_tflite/tflite_config.json").read_text())
         assert config["inputs"] == ["token_ids", "segment_ids", "padding_mask"] and config["custom_ops"] == []
         ```

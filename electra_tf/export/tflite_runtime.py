@@ -94,7 +94,7 @@ def load_interpreter(model_path, num_threads=None):
         classifier = ElectraClassifier(ElectraEncoder(vocab_size=9, num_layers=1, num_heads=1, hidden_dim=8,
                                                       embedding_dim=8, intermediate_dim=16), num_labels=2)
         classifier.build()  # fine-tuned, in practice
-        path = export_tflite(classifier, "vocab.txt", "spam_tflite", {"label_names": ["ham", "spam"], "max_seq_length": 8})
+        path = export_tflite(classifier, "vocab.txt", "spam_tflite", {"label_names": ["ham", "spam"], "seq_length": 8})
         custom_ops(path)  # ['FastBertNormalize', 'FastWordpieceTokenizeWithOffsets']
 
         # On the device side (no TensorFlow import needed):

@@ -141,11 +141,11 @@ class ClassificationKind(TaskKind):
 
     def prepare(self, tokenizer):
         self.tokenizer = tokenizer
-        self.packed_train = pack_examples(self.train, tokenizer, self.config.max_seq_length)  # once, not per epoch
+        self.packed_train = pack_examples(self.train, tokenizer, self.config.seq_length)  # once, not per epoch
 
     def train_dataset(self, seed, epoch, skip):
         c = self.config
-        return make_dataset(self.train, self.tokenizer, c.max_seq_length, c.batch_size, self.spec.is_regression,
+        return make_dataset(self.train, self.tokenizer, c.seq_length, c.batch_size, self.spec.is_regression,
                             seed, epoch, skip, packed=self.packed_train)
 
     def build_model(self, encoder):
@@ -158,7 +158,7 @@ class ClassificationKind(TaskKind):
         """Predicted ids (scores for regression) of `examples`, the split named `split`, in order."""
         predict, c = self.predictor(model), self.config
         if split not in self.packed_eval:  # packed once per split, scored every epoch
-            self.packed_eval[split] = pack_examples(examples, self.tokenizer, c.max_seq_length)
+            self.packed_eval[split] = pack_examples(examples, self.tokenizer, c.seq_length)
         logits = predict_in_batches(predict, self.packed_eval[split], 4 * c.batch_size)
         return logits[:, 0] if self.spec.is_regression else logits.argmax(-1)
 
@@ -197,6 +197,6 @@ class ClassificationKind(TaskKind):
             "label_names": self.spec.names,
             "regression": self.spec.is_regression,
             "pair": self.train[0].text_b is not None,
-            "max_seq_length": self.config.max_seq_length,
+            "seq_length": self.config.seq_length,
         }
 

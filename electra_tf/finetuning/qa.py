@@ -109,10 +109,10 @@ class SpanQAKind(TaskKind):
     metric = "f1"
 
     def __init__(self, config):
-        if config.max_query_length + 3 >= config.max_seq_length:
+        if config.max_query_length + 3 >= config.seq_length:
             raise ValueError(
                 f"`--max_query_length={config.max_query_length}` leaves no room for the context: "
-                f"max_query_length + 3 ([CLS] and two [SEP]) must be < `--seq_length={config.max_seq_length}`."
+                f"max_query_length + 3 ([CLS] and two [SEP]) must be < `--seq_length={config.seq_length}`."
             )
         super().__init__(config)
         self.questions = {"train": read_split(config, "train", config.train_limit),
@@ -129,7 +129,7 @@ class SpanQAKind(TaskKind):
         c = self.config
         for split, questions in self.questions.items():
             self.features[split] = build_qa_features(tokenizer, questions, training=split == "train",
-                                                     seq_length=c.max_seq_length, doc_stride=c.doc_stride,
+                                                     seq_length=c.seq_length, doc_stride=c.doc_stride,
                                                      max_query_length=c.max_query_length)
         logging.info("Features: %s", {k: v.stats for k, v in self.features.items()})
         self.num_train_rows = len(self.features["train"].arrays["token_ids"])
@@ -172,7 +172,7 @@ class SpanQAKind(TaskKind):
         return {
             "task": c.task,
             "kind": self.name,
-            "max_seq_length": c.max_seq_length,
+            "seq_length": c.seq_length,
             "doc_stride": c.doc_stride,
             "max_query_length": c.max_query_length,
             "max_answer_length": c.max_answer_length,

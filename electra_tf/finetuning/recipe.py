@@ -44,10 +44,10 @@ def check_output_dir(config):
                                     inputs=sources.init_inputs(init))
 
 
-def check_model(encoder, vocab_file, max_seq_length):
-    """The encoder's tables hold `max_seq_length` positions and every id of `vocab_file`."""
-    if max_seq_length > encoder.max_sequence_length:
-        raise ValueError(f"`--seq_length={max_seq_length}` exceeds the encoder's position table "
+def check_model(encoder, vocab_file, seq_length):
+    """The encoder's tables hold `seq_length` positions and every id of `vocab_file`."""
+    if seq_length > encoder.max_sequence_length:
+        raise ValueError(f"`--seq_length={seq_length}` exceeds the encoder's position table "
                          f"(max_sequence_length={encoder.max_sequence_length}).")
     vocab_size = WordPieceTokenizer(vocab_file).vocab_size
     if vocab_size > encoder.vocab_size:

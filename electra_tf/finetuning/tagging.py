@@ -137,7 +137,7 @@ def piece_predictor(model):
 
 
 def predict_piece_labels(model, features, batch_size=128, predict=None):
-    """Arg-max label id at every piece of every `build_features` row, `(num_rows, max_seq_length)`."""
+    """Arg-max label id at every piece of every `build_features` row, `(num_rows, seq_length)`."""
     pieces = predict_in_batches(predict or piece_predictor(model), features, batch_size)
     return pieces[:, :features["token_ids"].shape[1]]
 
@@ -170,7 +170,7 @@ def evaluate(model, features, sentences, labels, span_tags, batch_size=128, pred
     return metrics, per_type
 
 
-def long_sentences(sentences, word_pieces, max_seq_length):
+def long_sentences(sentences, word_pieces, seq_length):
     """What happens to sentences longer than a window, naming the first one's file and line; None if none is.
 
     Such sentences are not an error: they are split into overlapping windows
@@ -183,15 +183,15 @@ def long_sentences(sentences, word_pieces, max_seq_length):
     >>> from electra_tf.finetuning.tagging_features import WordPieces
     >>> pieces = WordPieces(np.arange(9, dtype=np.int32), np.array([0, 3, 6, 9]), np.array([], np.int64))
     >>> long_sentences([conll.Sentence(("a", "b", "c"), ("O",) * 3, "train.txt", (4, 5, 6))], [pieces], 8)
-    '1 sentence(s) longer than max_seq_length - 2 = 6 pieces are split into overlapping windows (no word is dropped); the first at train.txt:4 (9 pieces).'
+    '1 sentence(s) longer than seq_length - 2 = 6 pieces are split into overlapping windows (no word is dropped); the first at train.txt:4 (9 pieces).'
     """
-    limit = max_seq_length - 2
+    limit = seq_length - 2
     long = [(s, p) for s, p in zip(sentences, word_pieces) if len(p.ids) > limit]
     if not long:
         return None
     sentence, pieces = long[0]
     where = f"{sentence.path}:{sentence.lines[0]}" if sentence.lines else sentence.path or "?"
-    return (f"{len(long)} sentence(s) longer than max_seq_length - 2 = {limit} pieces are split into overlapping "
+    return (f"{len(long)} sentence(s) longer than seq_length - 2 = {limit} pieces are split into overlapping "
             f"windows (no word is dropped); the first at {where} ({len(pieces.ids)} pieces).")
 
 
@@ -220,10 +220,10 @@ class TaggingKind(TaskKind):
         c = self.config
         for split, sentences in self.sentences.items():
             pieces = tokenize_words(tokenizer, [s.words for s in sentences])
-            message = long_sentences(sentences, pieces, c.max_seq_length)
+            message = long_sentences(sentences, pieces, c.seq_length)
             if message:
                 logging.info(message)
-            self.features[split] = build_features(tokenizer, pieces, self.label_ids[split], c.max_seq_length,
+            self.features[split] = build_features(tokenizer, pieces, self.label_ids[split], c.seq_length,
                                                   c.stride)
         self.num_train_rows = len(self.features["train"]["label_ids"])
 
@@ -251,7 +251,7 @@ class TaggingKind(TaskKind):
             "kind": self.name,
             "label_names": self.labels,
             "scheme": "IOB2" if self.task.scheme else None,
-            "max_seq_length": self.config.max_seq_length,
+            "seq_length": self.config.seq_length,
             "stride": self.config.stride,
         }
 

@@ -5,7 +5,7 @@ first WordPiece; its other pieces, `[CLS]`, `[SEP]` and padding get
 `IGNORE_INDEX`. A word that tokenizes to no piece at all (a control or
 zero-width character) gets one `[UNK]`, so no word is lost.
 
-A sentence longer than `max_seq_length - 2` pieces is split into windows that
+A sentence longer than `seq_length - 2` pieces is split into windows that
 start and end at word boundaries and overlap (`stride`). Each word is
 predicted, and labelled for training, in exactly one window: the one where
 its first piece has the most context (`min(left, right) + 0.01 * length`, as
@@ -22,7 +22,7 @@ Example:
 ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "new", "york", "##er", "lives", "here"]))
 >>> tokenizer = WordPieceTokenizer(vocab)
 >>> pieces = tokenize_words(tokenizer, [["New", "Yorker", "lives", "here"]])
->>> features = build_features(tokenizer, pieces, [np.array([1, 2, 0, 0])], max_seq_length=8)
+>>> features = build_features(tokenizer, pieces, [np.array([1, 2, 0, 0])], seq_length=8)
 >>> features["token_ids"]
 array([[2, 5, 6, 7, 8, 9, 3, 0]], dtype=int32)
 >>> features["label_ids"]
@@ -135,7 +135,7 @@ def plan_windows(word_splits, max_pieces, stride):
 
     Args:
         word_splits: int array `(num_words + 1,)` (see `WordPieces`).
-        max_pieces: int. Pieces per window (`max_seq_length - 2`).
+        max_pieces: int. Pieces per window (`seq_length - 2`).
         stride: int. Pieces the window moves forward, 1 to `max_pieces`.
 
     Returns:
@@ -178,34 +178,34 @@ def _most_context(starts, spans):
     return np.argmax(scores, axis=0)
 
 
-def build_features(tokenizer, word_pieces, labels=None, max_seq_length=128, stride=None):
+def build_features(tokenizer, word_pieces, labels=None, seq_length=128, stride=None):
     """Model inputs `[CLS] pieces [SEP] [PAD]...`, one row per window.
 
     Args:
         tokenizer: `WordPieceTokenizer` (for the `[CLS]`, `[SEP]`, `[PAD]` ids).
         word_pieces: list of `WordPieces` (`tokenize_words`).
         labels: list of int arrays `(num_words,)`, or None at prediction time.
-        max_seq_length: int. Row length, `[CLS]` and `[SEP]` included.
+        seq_length: int. Row length, `[CLS]` and `[SEP]` included.
         stride: int or None. Pieces between window starts; default half a window.
 
     Returns:
         dict of int32 arrays: `token_ids`, `segment_ids`, `padding_mask`,
         `label_ids` (`IGNORE_INDEX` except on the first piece of the words
         the window predicts) and `word_ids` (that word's index, -1 elsewhere),
-        all `(num_windows, max_seq_length)`; `sentence_ids` `(num_windows,)`.
+        all `(num_windows, seq_length)`; `sentence_ids` `(num_windows,)`.
     """
-    max_pieces = max_seq_length - 2
+    max_pieces = seq_length - 2
     stride = max(1, max_pieces // 2) if stride is None else stride
     if max_pieces < 1 or not 1 <= stride <= max_pieces:
         raise ValueError(
-            f"Need `max_seq_length >= 3` and `1 <= stride <= max_seq_length - 2`. "
-            f"Received: `max_seq_length={max_seq_length}`, `stride={stride}`"
+            f"Need `seq_length >= 3` and `1 <= stride <= seq_length - 2`. "
+            f"Received: `seq_length={seq_length}`, `stride={stride}`"
         )
     if labels is not None:
         _check_labels(word_pieces, labels)
     rows = [(i, window) for i, pieces in enumerate(word_pieces)
             for window in plan_windows(pieces.word_splits, max_pieces, stride)]
-    shape = (len(rows), max_seq_length)
+    shape = (len(rows), seq_length)
     features = dict(
         token_ids=np.full(shape, tokenizer.pad_id, np.int32),
         segment_ids=np.zeros(shape, np.int32),
@@ -241,7 +241,7 @@ def word_predictions(piece_values, features, num_words):
     """Per-piece model outputs of all windows -> one value per word, per sentence.
 
     Args:
-        piece_values: array `(num_windows, max_seq_length, ...)`: label ids,
+        piece_values: array `(num_windows, seq_length, ...)`: label ids,
             logits or probabilities, in the row order of `features`.
         features: dict from `build_features` (`word_ids`, `sentence_ids` are read).
         num_words: sequence of int. Words of each sentence.

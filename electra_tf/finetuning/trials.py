@@ -54,7 +54,7 @@ from electra_tf.finetuning import recipe
 from electra_tf.finetuning import tasks as tasks_lib
 from electra_tf.finetuning.batching import num_batches
 from electra_tf.finetuning.classification import ClassificationKind
-from electra_tf.finetuning.config import FinetuneConfig
+from electra_tf.finetuning.config import FinetuneConfig, with_current_keys
 from electra_tf.finetuning.conll import TASKS as CONLL_TASKS
 from electra_tf.finetuning.qa import SpanQAKind
 from electra_tf.finetuning.tagging import TaggingKind
@@ -113,7 +113,7 @@ def _run_trials(config, kind, strategy):
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     encoder, vocab_file = sources.load_init(config.init, config.vocab_file)
-    recipe.check_model(encoder, vocab_file, config.max_seq_length)
+    recipe.check_model(encoder, vocab_file, config.seq_length)
     _check_unfinished(config)
     task.prepare(WordPieceTokenizer(vocab_file))
     output_dir = distribute.worker_dir(config.output_dir, strategy)  # multi_worker: the chief's is output_dir
@@ -196,7 +196,7 @@ def _check_unfinished(config):
 
 
 def _refuse_other_settings(saved, config, what):
-    given = settings(config)
+    given, saved = settings(config), with_current_keys(saved)  # a run of an earlier version says max_seq_length
     differ = [f"--{name}={given.get(name)!r} vs {saved.get(name)!r}" for name in sorted(set(given) | set(saved))
               if given.get(name) != saved.get(name)]
     if differ:

@@ -15,6 +15,7 @@ from electra_tf.data.pretraining_dataset import check_record_format, list_files,
 from electra_tf.data import records
 from electra_tf.data import tokenizer as tokenizer_lib
 from electra_tf.models.pretrainer import build_pretrainer
+from electra_tf.objectives import OBJECTIVES
 from electra_tf import run_files, sources
 from electra_tf.training import callbacks, distribute
 from electra_tf.training.named_checkpoint import NamedCheckpoint
@@ -75,6 +76,36 @@ def find_vocabulary(patterns, model_dir=None):
     )
 
 
+TENSOR_LIMIT = 2**31 - 1  # elements of one TensorFlow tensor (int32 shapes and offsets)
+
+
+def check_batch_size(config, num_replicas=1):
+    """Refuses a `--batch_size` whose generator logits would not fit one tensor on a replica, before anything runs.
+
+    The generator (the MLM head of `mlm`) scores every vocabulary entry at each predicted position: a replica's
+    `batch x positions x vocab_size` values, where positions are the `num_predictions` slots
+    (every position for `all_tokens_mlm`). Past 2**31 - 1 values TensorFlow cannot shape the
+    tensor, and the first step fails with a reshape error that names no flag.
+
+    Example:
+    >>> from electra_tf.config import get_config
+    >>> from electra_tf.training.pretraining import check_batch_size
+    >>> check_batch_size(get_config("tiny", batch_size=200000))
+    Traceback (most recent call last):
+    ValueError: `--batch_size=200000` is too large: ...
+    """
+    positions = config.seq_length if OBJECTIVES[config.objective].task == "mlm_all" else config.num_predictions
+    per_replica = -(-config.batch_size // num_replicas)
+    values = per_replica * positions * config.vocab_size
+    if values > TENSOR_LIMIT:
+        most = TENSOR_LIMIT // (positions * config.vocab_size) * num_replicas
+        raise ValueError(
+            f"`--batch_size={config.batch_size}` is too large: the generator scores {per_replica} sequences x "
+            f"{positions} positions x {config.vocab_size} vocabulary entries = {values:,} values on a replica, "
+            f"more than a TensorFlow tensor holds (2**31 - 1). Use --batch_size <= {most} here (or more replicas)."
+        )
+
+
 def check_inputs(config):
     """Every record file of `--data` (and `--eval_data`) exists and starts with a well-formed record."""
     for flag, patterns in (("data", config.data), ("eval_data", config.eval_data)):
@@ -101,14 +132,14 @@ def check_data_vocabulary(patterns, vocab_file, settings):
             )
 
 
-def train(config, model_dir, strategy=None, init_from=None, verbose=1, extra_callbacks=()):
+def train(config, model_dir, strategy=None, init=None, verbose=1, extra_callbacks=()):
     """Trains `config` into `model_dir`, resuming from its latest checkpoint.
 
     Args:
         config: `ElectraConfig` with `data` resolved (see `resolve_data`).
         model_dir: str.
         strategy: `tf.distribute.Strategy` (default: the current one).
-        init_from: optional str. Weights to start a new run from (ignored on resume): any
+        init: optional str. Weights to start a new run from (ignored on resume): any
             `--init` form (`sources.init_pretrainer`), another electra_tf run included.
         verbose: int. Keras progress-bar mode.
         extra_callbacks: Keras callbacks to run after the loop's own (probes, benchmarks).
@@ -132,7 +163,8 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1, extra_cal
     keras.mixed_precision.set_global_policy(config.precision)  # also resets an earlier run's policy
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
-    # Nothing is written before the data, the vocabulary and any existing run are found compatible.
+    # Nothing is written before the batch, the data, the vocabulary and any existing run are found compatible.
+    check_batch_size(config, strategy.num_replicas_in_sync)
     check_inputs(config)
     run_files.check_resumable(config, model_dir)
     _check_run_vocabulary(config, model_dir)
@@ -161,9 +193,9 @@ def train(config, model_dir, strategy=None, init_from=None, verbose=1, extra_cal
         latest = run_files.restore_latest_good(state.restore, model_dir)
         if latest:
             logging.info("Resumed from %s", latest)
-        elif init_from:
-            sources.init_pretrainer(init_from, pretrainer)
-            logging.info("Initialised from %s", init_from)
+        elif init:
+            sources.init_pretrainer(init, pretrainer)
+            logging.info("Initialised from %s", init)
 
     if chief:
         run_files.write_config(config, model_dir)

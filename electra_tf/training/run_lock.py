@@ -26,12 +26,13 @@ class RunLockedError(OSError):
 
 
 def _holder(path):
-    """The holder's dict of a lock file, or None when it vanished or is unreadable (being written)."""
+    """The holder's dict of a lock file, or None when it vanished or is unreadable (being written, or not a lock)."""
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            holder = json.load(f)
     except (OSError, ValueError):
         return None
+    return holder if isinstance(holder, dict) else None
 
 
 def _alive(pid):
@@ -59,11 +60,13 @@ def acquire(directory):
     path = os.path.join(directory, run_files.LOCK_FILE)
     record = {"host": socket.gethostname(), "pid": os.getpid(),
               "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    unreadable = 0
     for _ in range(20):
         if _try_create(path, record):
             return path
         holder = _holder(path)
         if holder is None:  # created but not yet written, or just released: look again
+            unreadable += os.path.exists(path)
             time.sleep(0.05)
             continue
         if holder.get("host") == record["host"] and not _alive(int(holder.get("pid", -1))):
@@ -81,12 +84,18 @@ def acquire(directory):
             f"{holder.get('since')}; {path}). Wait for it to finish or use another directory; if that process is "
             f"gone (another host), delete {path}."
         )
+    if unreadable == 20:  # never a holder's record in a second: no process of this program wrote it
+        raise RunLockedError(
+            f"The lock {path} is unreadable (not a host and pid as this program writes them): if no run is using "
+            f"{directory}, delete {path} and start again.")
     raise RunLockedError(f"Could not take the lock {path}: it changed hands 20 times.")
 
 
 @contextlib.contextmanager
-def hold(directory):
+def hold(directory, flag=None):
     """Holds the lock of run `directory` inside the block; released (and an empty directory it made removed) after.
+
+    `flag` (e.g. "model_dir") names the flag that gave `directory` in an error.
 
     Example:
         ```python
@@ -100,6 +109,9 @@ def hold(directory):
         logging.warning("%s is not a local folder: not locked against a second writer.", directory)
         yield
         return
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        given = f"`--{flag}={directory}`" if flag else directory
+        raise NotADirectoryError(f"{given} is a file, not a folder: a run needs a folder (new, or its own).")
     created = not os.path.isdir(directory)
     os.makedirs(directory, exist_ok=True)
     try:

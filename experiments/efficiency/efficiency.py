@@ -43,6 +43,7 @@ from electra_tf import run_files, sources  # noqa: E402
 from electra_tf.config import OBJECTIVES, get_config  # noqa: E402
 from electra_tf.data.pretraining_dataset import list_files, pretraining_dataset  # noqa: E402
 from electra_tf.demo_data import resolve_data  # noqa: E402
+from electra_tf.finetuning.config import with_current_keys  # noqa: E402
 from electra_tf.finetuning.tasks import load_task  # noqa: E402
 from electra_tf.finetuning.trials import run_finetuning  # noqa: E402
 from electra_tf.training import flops  # noqa: E402
@@ -57,7 +58,7 @@ BUDGETS = {
         corpus="demo", model=TINY, electra_steps=4, batch_size=8, learning_rate=5e-4,
         adam_bias_correction=False,  # the official AdamWeightDecayOptimizer (the `tiny` preset turns it on)
         warmup_fraction=0.1, fractions="0.5,1.0", seeds=1,
-        finetune=dict(epochs=1, batch_size=16, learning_rate=2e-3, max_seq_length=64, train_limit=32, dev_limit=32),
+        finetune=dict(epochs=1, batch_size=16, learning_rate=2e-3, seq_length=64, train_limit=32, dev_limit=32),
     ),
     # About 2 h on an idle 2-core machine (vocab 30522, batch 32): pre-training ~2.0 CPU s per electra-step of
     # budget over the five objectives, fine-tuning ~24 CPU s per run x 90 runs; ~8.4k CPU s in all.
@@ -69,7 +70,7 @@ BUDGETS = {
         learning_rate=1e-3, adam_bias_correction=False, warmup_fraction=0.1, fractions="0.25,0.5,1.0", seeds=3,
         # Tiny encoders need a larger fine-tuning LR than ELECTRA-Small's 3e-4: on trec6 (2000 examples,
         # 3 epochs) 2e-3 beat 1e-3 for both a random and a barely pre-trained encoder.
-        finetune=dict(epochs=3, batch_size=32, learning_rate=2e-3, max_seq_length=64, train_limit=2000,
+        finetune=dict(epochs=3, batch_size=32, learning_rate=2e-3, seq_length=64, train_limit=2000,
                       dev_limit=None),
     ),
 }
@@ -390,6 +391,8 @@ def check_settings(output_dir, settings):
     """Records the settings that decide the results at the first invocation; refuses other ones later."""
     os.makedirs(output_dir, exist_ok=True)
     previous = common.read_json(os.path.join(output_dir, "settings.json"))
+    if previous and "finetune" in previous:  # a run of an earlier version says max_seq_length
+        previous["finetune"] = with_current_keys(previous["finetune"])
     if previous and previous != json.loads(json.dumps(settings)):
         raise app.UsageError(f"{output_dir} holds a run with other settings {previous}; use a new --output_dir.")
     common.write_json(os.path.join(output_dir, "settings.json"), settings)

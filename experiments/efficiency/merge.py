@@ -9,6 +9,7 @@ import json
 import os
 
 from benchmarks.common import read_json
+from electra_tf.finetuning.config import with_current_keys
 from experiments.efficiency.report import BASELINE, in_row_order, row_rank
 
 # Fields two invocations must share for their runs to sit in one table (`--merge`).
@@ -24,6 +25,8 @@ def comparable(report, field):
     value = json.loads(json.dumps(report.get(field)))
     if field == "budget":  # the corpus glob may be spelled through another checkout's (or a link's) ../shared
         value["corpus"] = os.path.realpath(value["corpus"])
+    if field == "finetune" and value:  # a report of an earlier version says max_seq_length
+        value = with_current_keys(value)
     return value
 
 

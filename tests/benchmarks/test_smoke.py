@@ -43,12 +43,10 @@ def table_rows(text):
 
 def test_the_hf_recipe_reads_the_fine_tuning_config_by_its_field_names():
     from benchmarks import common
-    from electra_tf import finetune
-    from electra_tf.finetuning.config import FinetuneConfig, fields
+    from electra_tf.finetuning.config import FinetuneConfig
 
-    seq_field = next(name for name in fields() if finetune.flag_name(name) == "seq_length")  # the command's spelling
     config = FinetuneConfig(epochs=4, learning_rate=2e-5, layerwise_lr_decay=0.7, clip_norm=0.5, seed=3, keep="last",
-                            **{seq_field: 77})
+                            seq_length=77)
     recipe = common.hf_recipe(config)
     assert recipe["seq_length"] == 77 == common.seq_length(config)
     assert {k: recipe[k] for k in ("epochs", "learning_rate", "layerwise_lr_decay", "clip_norm", "seed", "keep")} == \

@@ -55,7 +55,7 @@ def artifacts(tmp_path_factory):
     label_names = ["negative", "neutral", "positive"]
     with open(finetuned / "finetune_config.json", "w") as f:
         json.dump({"task": "toy", "label_names": label_names, "regression": False, "pair": False,
-                   "max_seq_length": 32}, f)
+                   "seq_length": 32}, f)
 
     serving_base = root / "serving"
     serving_path = export_serving(classifier, vocab, str(serving_base), "toy", 1, label_names, seq_length=32)

@@ -32,7 +32,7 @@ def test_tf_only_process_matches_encoder(artifacts, texts, tmp_path):
     texts_file, out_file = tmp_path / "texts.json", tmp_path / "out.npz"
     texts_file.write_text(json.dumps(texts))
     subprocess.run([sys.executable, "-c", TF_ONLY, artifacts.encoder_path, str(texts_file), str(out_file)],
-                   check=True, capture_output=True, timeout=120)
+                   check=True, capture_output=True, timeout=600)
     out = np.load(out_file)
     tokenizer = WordPieceTokenizer(artifacts.vocab)
     inputs = tokenizer.pack(tf.constant(texts), seq_length=artifacts.seq_length)

@@ -34,7 +34,7 @@ def test_keras_hub_alone_matches_encoder(artifacts, texts, tmp_path):
     inputs_file, out_file = tmp_path / "inputs.json", str(tmp_path / "out.npy")
     inputs_file.write_text(json.dumps({"texts": texts, "inputs": {k: v.numpy().tolist() for k, v in inputs.items()}}))
     subprocess.run([sys.executable, "-c", KERAS_HUB_ONLY, artifacts.preset_path, str(inputs_file), out_file],
-                   check=True, capture_output=True, timeout=180)
+                   check=True, capture_output=True, timeout=600)
     assert artifacts.encoder.activation == "gelu_approximate"
     expected = artifacts.encoder(inputs, training=False).numpy()
     np.testing.assert_allclose(np.load(out_file), expected, atol=1e-5, rtol=0)

@@ -19,7 +19,7 @@ VOCAB = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."
                                      "bert_uncased_vocab.txt"))
 RUN = {}
 DEV = os.path.join(os.path.expanduser("~"), ".cache", "electra_tf", "benchmarks", "squad_v1.1", "dev.json")
-SETTINGS = {"max_seq_length": 48, "doc_stride": 16, "max_query_length": 12, "max_answer_length": 8,
+SETTINGS = {"seq_length": 48, "doc_stride": 16, "max_query_length": 12, "max_answer_length": 8,
             "null_threshold": 0.05}
 TOY = [("Where does Anna live?", "The weather was good. Anna lives in Zürich, near the café! " * 6),
        ("Who?", "Paris."),
@@ -63,7 +63,7 @@ def exported(tmp_path_factory):
     loaded, vocab_file, config = load_finetuned(str(run))  # what `python -m electra_tf.export --kind serving` does
     assert isinstance(loaded, ElectraQuestionAnswerer)
     path = export_serving(loaded, vocab_file, str(tmp_path_factory.mktemp("serving")), "squad", 1,
-                          seq_length=config["max_seq_length"], task=config["task"],
+                          seq_length=config["seq_length"], task=config["task"],
                           qa_settings={k: config.get(k) for k in ("doc_stride", "max_query_length",
                                                                   "max_answer_length", "null_threshold")})
     RUN["dir"] = str(run)  # for the CLI test
@@ -81,7 +81,7 @@ def keras_answers(model, items):
     from electra_tf.finetuning.config import FinetuneConfig
     from electra_tf.finetuning.qa import predict_windows
 
-    features = qa_features.build_qa_features(WordPieceTokenizer(VOCAB), items, SETTINGS["max_seq_length"],
+    features = qa_features.build_qa_features(WordPieceTokenizer(VOCAB), items, SETTINGS["seq_length"],
                                              SETTINGS["doc_stride"], SETTINGS["max_query_length"])
     config = FinetuneConfig(max_answer_length=SETTINGS["max_answer_length"], batch_size=8)
     outputs = predict_windows(model, features, config.batch_size)

@@ -42,7 +42,7 @@ def test_fresh_process_matches_keras(artifacts, texts, tmp_path):
     texts_file, out_file = tmp_path / "texts.json", tmp_path / "out.npz"
     texts_file.write_text(json.dumps(texts))
     subprocess.run([sys.executable, "-c", TF_ONLY, artifacts.serving_path, str(texts_file), str(out_file)],
-                   check=True, capture_output=True, timeout=120)
+                   check=True, capture_output=True, timeout=600)
     out = np.load(out_file)
     expected = keras_probabilities(artifacts.classifier, artifacts.vocab, texts, artifacts.seq_length)
     np.testing.assert_allclose(out["probabilities"], expected, atol=1e-5, rtol=0)
@@ -55,7 +55,7 @@ def test_fresh_process_matches_keras(artifacts, texts, tmp_path):
 def test_layout_and_saved_model_cli_lists_both_signatures(artifacts):
     assert artifacts.serving_path == os.path.join(artifacts.serving_base, "toy", "1")
     result = subprocess.run([os.path.join(BIN, "saved_model_cli"), "show", "--all", "--dir", artifacts.serving_path],
-                            check=True, capture_output=True, text=True, timeout=120)
+                            check=True, capture_output=True, text=True, timeout=600)
     assert "signature_def['serving_default']" in result.stdout
     assert "signature_def['predict_ids']" in result.stdout
     assert "inputs['text'] tensor_info:\n        dtype: DT_STRING\n        shape: (-1)" in result.stdout
@@ -137,7 +137,7 @@ def test_cli_exports_finetuned_dir(artifacts, tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "electra_tf.export", "--kind", "serving", "--init", artifacts.finetuned,
          "--output_dir", str(tmp_path), "--model_name", "toy", "--version", "7"],
-        capture_output=True, text=True, timeout=120)
+        capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     path = tmp_path / "toy" / "7"
     config = json.loads((path / "assets" / "serving_config.json").read_text())

@@ -171,11 +171,11 @@ def exported(tmp_path_factory):
     tagger.save(str(run / TOKEN_CLASSIFIER_FILE))
     (run / "vocab.txt").write_text(open(VOCAB).read())
     (run / FINETUNE_CONFIG_FILE).write_text(json.dumps({"task": "ner", "kind": "tagging", "label_names": LABELS,
-                                                        "max_seq_length": SEQ_LENGTH, "stride": STRIDE}))
+                                                        "seq_length": SEQ_LENGTH, "stride": STRIDE}))
     model, vocab_file, config = load_finetuned(str(run))  # what `python -m electra_tf.export --kind serving` does
     assert isinstance(model, ElectraTokenClassifier)
     path = export_serving(model, vocab_file, str(tmp_path_factory.mktemp("serving")), "ner", 1,
-                          label_names=config["label_names"], seq_length=config["max_seq_length"],
+                          label_names=config["label_names"], seq_length=config["seq_length"],
                           task=config["task"], stride=config["stride"])
     return tagger, path
 

@@ -92,15 +92,15 @@ def finetuned(tmp_path_factory):
     kinds = {
         "classifier": (lambda e: ElectraClassifier(e, num_labels=2), run_files.CLASSIFIER_FILE,
                        {"task": "movie_polarity", "kind": "classification", "label_names": ["negative", "positive"],
-                        "regression": False, "pair": False, "max_seq_length": 32}),
+                        "regression": False, "pair": False, "seq_length": 32}),
         "pair": (lambda e: ElectraClassifier(e, num_labels=3), run_files.CLASSIFIER_FILE,
                  {"task": "toy_pairs", "kind": "classification", "label_names": ["no", "maybe", "yes"],
-                  "regression": False, "pair": True, "max_seq_length": 24}),
+                  "regression": False, "pair": True, "seq_length": 24}),
         "regression": (lambda e: ElectraClassifier(e, num_labels=1), run_files.CLASSIFIER_FILE,
                        {"task": "toy_scores", "kind": "classification", "label_names": [], "regression": True,
-                        "pair": False, "max_seq_length": 16}),
+                        "pair": False, "seq_length": 16}),
         "tagger": (lambda e: ElectraTokenClassifier(e, num_labels=len(TAGS)), run_files.TOKEN_CLASSIFIER_FILE,
-                   {"task": "ner", "kind": "tagging", "label_names": TAGS, "scheme": "IOB2", "max_seq_length": 16}),
+                   {"task": "ner", "kind": "tagging", "label_names": TAGS, "scheme": "IOB2", "seq_length": 16}),
     }
     dirs, served = finetuned_runs(root, kinds, str(shared_data("vocab", "bert_uncased_vocab.txt")), seed=20,
                                   num_layers=2, num_heads=2, hidden_dim=32, embedding_dim=16, intermediate_dim=64)
@@ -276,14 +276,14 @@ def test_raw_text_refuses_a_normalisation_litert_lacks_and_ids_take_it(tmp_path)
 
     model, vocab = _tiny_model_dir(tmp_path, {"lower_case": True, "strip_accents": False})
     with pytest.raises(ValueError, match="export it with --ids"):
-        export_tflite(model, vocab, str(tmp_path / "text"), {"max_seq_length": 8})
+        export_tflite(model, vocab, str(tmp_path / "text"), {"seq_length": 8})
     assert not (tmp_path / "text").exists()
-    path = export_tflite(model, vocab, str(tmp_path / "ids"), {"max_seq_length": 8}, ids_only=True)
+    path = export_tflite(model, vocab, str(tmp_path / "ids"), {"seq_length": 8}, ids_only=True)
     assert json.loads((tmp_path / "ids" / "tflite_config.json").read_text())["tokenizer"] == {
         "lower_case": True, "strip_accents": False}
     assert os.path.getsize(path) > 0
     with pytest.raises(ValueError, match="`quantize` must be one of"):
-        export_tflite(model, vocab, str(tmp_path / "q"), {"max_seq_length": 8}, quantize="int4")
+        export_tflite(model, vocab, str(tmp_path / "q"), {"seq_length": 8}, quantize="int4")
 
 
 def test_a_question_answering_model_is_refused_naming_the_serving_export(tmp_path):

@@ -63,7 +63,7 @@ def test_bad_task_files_name_the_file(tmp_path, train, message):
 
 @pytest.mark.parametrize("flag,value,wanted", [
     ("epochs", 0, ">= 1"), ("epochs", -1, ">= 1"), ("batch_size", 0, ">= 1"), ("batch_size", -4, ">= 1"),
-    ("num_trials", 0, ">= 1"), ("learning_rate", -1.0, "> 0"), ("max_seq_length", 2, ">= 3"),
+    ("num_trials", 0, ">= 1"), ("learning_rate", -1.0, "> 0"), ("seq_length", 2, ">= 3"),
     ("warmup_proportion", 1.5, r"in \[0, 1\]"), ("dropout", 1.0, r"in \[0, 1\)"),
 ])
 def test_finetuning_flag_out_of_range_names_the_flag(tiny_run, tmp_path, flag, value, wanted):
@@ -86,7 +86,7 @@ def test_output_dir_equal_to_init_or_holding_another_artefact_is_refused(tiny_ru
 def test_max_seq_length_beyond_the_position_table_and_a_larger_vocabulary_are_named(tiny_run, tmp_path):
     with pytest.raises(ValueError, match=r"`--seq_length=256` exceeds the encoder's position table "
                                          r"\(max_sequence_length=128\)"):
-        finetune(tiny_run, tmp_path / "out", max_seq_length=256)
+        finetune(tiny_run, tmp_path / "out", seq_length=256)
     big = write_vocab(tmp_path / "big_vocab.txt", 500)
     with pytest.raises(ValueError, match=r"big_vocab.txt has 500 entries, more than the encoder's token table \(400\)"):
         finetune(tiny_run, tmp_path / "out", vocab_file=big)

@@ -35,7 +35,7 @@ def test_cli_beats_majority_class_on_movie_polarity(run_dir, tmp_path):
     assert results["summary"]["dev_accuracy"]["median"] == accuracy
     assert set(results["trials"][0]["dev"]) == {"accuracy", "f1", "mcc"}
     config = json.loads((output_dir / "finetune_config.json").read_text())
-    assert config["label_names"] == ["negative", "positive"] and config["max_seq_length"] == 64
+    assert config["label_names"] == ["negative", "positive"] and config["seq_length"] == 64
     assert (output_dir / "classifier.keras").exists() and (output_dir / "vocab.txt").exists()
 
 
@@ -53,7 +53,7 @@ def test_multiple_trials_report_spread(run_dir, tmp_path):
     (data / "labels.txt").write_text("negative\npositive\n")
     spec = tasks.load_task("toy", str(data), text_a_column="premise", text_b_column="hypothesis")
     results = run_finetuning(spec, str(data), run_dir, str(tmp_path / "out"), epochs=1, batch_size=8,
-                             learning_rate=1e-3, max_seq_length=8, num_trials=2, verbose=0)
+                             learning_rate=1e-3, seq_length=8, num_trials=2, verbose=0)
     assert [t["seed"] for t in results["trials"]] == [0, 1]
     values = [t["dev"]["accuracy"] for t in results["trials"]]
     summary = results["summary"]["dev_accuracy"]

@@ -51,7 +51,7 @@ tmp, vocab = sys.argv[1:]
 run_dir = make_run_dir(os.path.join(tmp, "run"), vocab, dropout=0.0, num_layers=2, hidden_dim=32,
                        embedding_dim=16, intermediate_dim=64, max_sequence_length=32, seq_length=16)
 data = write_toy_tasks(os.path.join(tmp, "data"))
-settings = dict(epochs=2, batch_size=8, learning_rate=2e-3, dropout=0.0, max_seq_length=16, verbose=0,
+settings = dict(epochs=2, batch_size=8, learning_rate=2e-3, dropout=0.0, seq_length=16, verbose=0,
                 clip_norm=0.05)  # a clip that binds: it must see the global gradient
 
 def train(name, strategy):
@@ -88,7 +88,7 @@ def test_mixed_bfloat16_and_xla_fine_tune_on_cpu(kind, run_dir, tmp_path, float3
     from electra_tf.finetuning.trials import run_finetuning, run_trials
 
     data = write_toy_tasks(tmp_path / "data", num_sentences=32)
-    settings = dict(epochs=2, batch_size=8, learning_rate=2e-3, max_seq_length=16, verbose=0,
+    settings = dict(epochs=2, batch_size=8, learning_rate=2e-3, seq_length=16, verbose=0,
                     precision="mixed_bfloat16", jit_compile=True)
     if kind in ("classification", "regression"):
         spec = tasks.load_task("toy", data, text_a_column="sentence", label_column="label",
@@ -118,7 +118,7 @@ WORKER_SCRIPT = textwrap.dedent(
     from electra_tf.finetuning.trials import run_finetuning, run_trials
 
     run_dir, data, out, strategy_name = sys.argv[1:]
-    settings = dict(epochs=2, batch_size=8, learning_rate=2e-3, dropout=0.0, max_seq_length=16, verbose=0,
+    settings = dict(epochs=2, batch_size=8, learning_rate=2e-3, dropout=0.0, seq_length=16, verbose=0,
                     clip_norm=0.05)
     config = FinetuneConfig(task="toy", task_kind="tagging", data_dir=data, init=run_dir,
                             output_dir=os.path.join(out, "tag"), strategy=strategy_name, **settings)

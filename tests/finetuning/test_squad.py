@@ -45,7 +45,7 @@ def write_toy_squad(directory, articles=(("train", 6), ("dev", 2)), questions=4,
     return str(directory)
 
 
-SETTINGS = dict(epochs=2, batch_size=8, learning_rate=2e-3, max_seq_length=48, doc_stride=16, max_query_length=12,
+SETTINGS = dict(epochs=2, batch_size=8, learning_rate=2e-3, seq_length=48, doc_stride=16, max_query_length=12,
                 verbose=0, start_n_top=4, end_n_top=4)
 
 

@@ -109,7 +109,7 @@ def test_tagging_learns_and_scores_as_seqeval(run_dir, tmp_path):
     data = write_conll(tmp_path / "data")
     config = FinetuneConfig(task="toy_ner", task_kind="tagging", data_dir=data, init=run_dir,
                             output_dir=str(tmp_path / "out"), epochs=5, batch_size=16, learning_rate=3e-3,
-                            max_seq_length=32, num_trials=2, verbose=0)
+                            seq_length=32, num_trials=2, verbose=0)
     results = run_trials(config, "tagging")
     out = tmp_path / "out"
     assert {"results.json", "token_classifier.keras", "vocab.txt", "finetune_config.json"} <= set(os.listdir(out))
@@ -144,7 +144,7 @@ def test_pos_tags_are_scored_by_token_accuracy(run_dir, tmp_path):
     data = write_conll(tmp_path / "data", splits=(("train", 32), ("dev", 16)), columns="{w} {t} X")
     config = FinetuneConfig(task="toy_pos", task_kind="tagging", tag_scheme="none", label_column="1",
                             data_dir=data, init=run_dir, output_dir=str(tmp_path / "out"), epochs=1,
-                            batch_size=16, max_seq_length=16, verbose=0)
+                            batch_size=16, seq_length=16, verbose=0)
     results = run_trials(config, "tagging")
     assert results["metric"] == "token_accuracy" and set(results["trials"][0]["dev"]) == {"token_accuracy"}
     assert results["trials"][0]["dev_per_type"] is None
@@ -199,7 +199,7 @@ def test_sentence_longer_than_max_seq_length_is_windowed_and_named(bert_vocab, t
     tokenizer = WordPieceTokenizer(bert_vocab)
     pieces = tokenize_words(tokenizer, [s.words for s in sentences])
     message = tagging.long_sentences(sentences, pieces, 16)
-    assert message.startswith("1 sentence(s) longer than max_seq_length - 2 = 14 pieces are split")
+    assert message.startswith("1 sentence(s) longer than seq_length - 2 = 14 pieces are split")
     assert f"the first at {path}:4 (40 pieces)" in message
     assert tagging.long_sentences(sentences, pieces, 64) is None
     labels = conll.encode_labels(sentences, ["O", "B-PER"])

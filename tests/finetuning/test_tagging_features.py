@@ -31,7 +31,7 @@ def test_pieces_labels_and_word_ids_by_hand(tokenizer):
     assert pieces[0].unknown_words.tolist() == [2]
     assert pieces[1].ids.tolist() == [ID["a"]] and pieces[1].unknown_words.tolist() == []
     features = build_features(tokenizer, pieces, [np.array([1, 2, 3, 4, 5, 6]), np.array([7])],
-                              max_seq_length=14)
+                              seq_length=14)
     i = IGNORE_INDEX
     assert features["token_ids"][0].tolist() == [ID["[CLS]"]] + pieces[0].ids.tolist() + [ID["[SEP]"], 0, 0]
     assert features["label_ids"][0].tolist() == [i, 1, 2, i, i, 3, 4, i, i, 5, 6, i, i, i]
@@ -60,21 +60,21 @@ def test_plan_windows_by_hand():
     assert [(w.start, w.end) for w in plan_windows([0, 9], 4, 2)] == [(0, 4)]
 
 
-def check_windows(pieces, features, max_seq_length, stride):
+def check_windows(pieces, features, seq_length, stride):
     """Independent checks: each row is [CLS] + a word-aligned slice of its sentence + [SEP], and
     the window that predicts a word gives its first piece the most context min(left, right)."""
     for row, sentence in enumerate(features["sentence_ids"]):
         p = pieces[sentence]
         n = int(features["padding_mask"][row].sum()) - 2
         position = np.flatnonzero(features["word_ids"][row] >= 0)
-        assert len(position) and 1 <= n <= max_seq_length - 2
+        assert len(position) and 1 <= n <= seq_length - 2
         start = p.word_splits[features["word_ids"][row, position[0]]] - (position[0] - 1)
         end = start + n
         assert start in p.word_splits and end in p.word_splits
         assert features["token_ids"][row, 1:n + 1].tolist() == p.ids[start:end].tolist()
         assert features["token_ids"][row, [0, n + 1]].tolist() == [ID["[CLS]"], ID["[SEP]"]]
         for first in p.word_splits[features["word_ids"][row, position]]:
-            best = max(min(first - s, e - 1 - first) for s, e in all_windows(p, max_seq_length - 2, stride)
+            best = max(min(first - s, e - 1 - first) for s, e in all_windows(p, seq_length - 2, stride)
                        if s <= first < e)
             assert min(first - start, end - 1 - first) == best
 
@@ -83,28 +83,28 @@ def all_windows(pieces, max_pieces, stride):
     return [(w.start, w.end) for w in plan_windows(pieces.word_splits, max_pieces, stride)]
 
 
-@pytest.mark.parametrize("max_seq_length, stride", [(5, 1), (6, 2), (8, 3), (8, 6), (12, None), (64, None)])
-def test_random_sentences_round_trip_over_windows(tokenizer, max_seq_length, stride):
-    rng = np.random.RandomState(max_seq_length)
+@pytest.mark.parametrize("seq_length, stride", [(5, 1), (6, 2), (8, 3), (8, 6), (12, None), (64, None)])
+def test_random_sentences_round_trip_over_windows(tokenizer, seq_length, stride):
+    rng = np.random.RandomState(seq_length)
     words = ["new", "yorkers", "unaffable", "lives", "here", ".", "zzz", "\u200b", "abc", "cab"]
     sentences = [list(rng.choice(words, rng.randint(1, 40))) for _ in range(60)]
     labels = [rng.randint(0, 9, len(s)) for s in sentences]
     pieces = tokenize_words(tokenizer, sentences, max_words_per_call=50)
-    features = build_features(tokenizer, pieces, labels, max_seq_length, stride)
-    assert features["token_ids"].shape[1] == max_seq_length
+    features = build_features(tokenizer, pieces, labels, seq_length, stride)
+    assert features["token_ids"].shape[1] == seq_length
     got = word_predictions(features["label_ids"], features, [len(s) for s in sentences])
     assert all(np.array_equal(g, l) for g, l in zip(got, labels))
     logits = np.eye(9)[np.maximum(features["label_ids"], 0)]  # a 3-D model output
     got = word_predictions(logits, features, [len(s) for s in sentences])
     assert all(np.array_equal(g.argmax(-1), l) for g, l in zip(got, labels))
-    check_windows(pieces, features, max_seq_length, stride or (max_seq_length - 2) // 2)
+    check_windows(pieces, features, seq_length, stride or (seq_length - 2) // 2)
     # Each word exactly once, from the one window that labels it.
     assert (features["label_ids"] != IGNORE_INDEX).sum() == sum(len(s) for s in sentences)
 
 
 def test_word_predictions_rejects_missing_or_repeated_words(tokenizer):
     pieces = tokenize_words(tokenizer, [["a", "b"], ["c"]])
-    features = build_features(tokenizer, pieces, max_seq_length=8)
+    features = build_features(tokenizer, pieces, seq_length=8)
     with pytest.raises(ValueError, match="Sentence 1, word 1: predicted 0 times"):
         word_predictions(features["word_ids"], features, [2, 2])
     features["word_ids"][0, 2] = 0  # word 0 of sentence 0 twice, word 1 never
@@ -117,7 +117,7 @@ def test_bad_lengths_and_arguments(tokenizer):
     with pytest.raises(ValueError, match="Sentence 0: 3 labels for 2 words"):
         build_features(tokenizer, pieces, [np.array([0, 1, 2])])
     with pytest.raises(ValueError, match="`stride=7`"):
-        build_features(tokenizer, pieces, max_seq_length=8, stride=7)
+        build_features(tokenizer, pieces, seq_length=8, stride=7)
 
 
 def test_real_conll2003_dev_round_trips(conll2003_dir, bert_vocab):
@@ -129,8 +129,8 @@ def test_real_conll2003_dev_round_trips(conll2003_dir, bert_vocab):
     # Independent tokenization: the sentence as one text gives the same pieces when no word is empty.
     whole = tokenizer.tokenize([" ".join(w) for w in words]).to_list()
     assert all(p.ids.tolist() == w for p, w in zip(pieces, whole) if not len(p.unknown_words))
-    for max_seq_length in (128, 24):
-        features = build_features(tokenizer, pieces, labels, max_seq_length)
+    for seq_length in (128, 24):
+        features = build_features(tokenizer, pieces, labels, seq_length)
         got = word_predictions(features["label_ids"], features, [len(w) for w in words])
         assert all(np.array_equal(g, l) for g, l in zip(got, labels))
         first_pieces = features["token_ids"][features["word_ids"] >= 0]

@@ -33,16 +33,15 @@ def data(tmp_path_factory):
 def config_for(kind, data, init, output_dir, **overrides):
     """A tiny run of `kind` on the toy data."""
     values = dict(task="toy", task_kind=kind, data_dir=data["text"], init=str(init), output_dir=str(output_dir),
-                  epochs=2, batch_size=8, learning_rate=2e-3, max_seq_length=32, verbose=0)
+                  epochs=2, batch_size=8, learning_rate=2e-3, seq_length=32, verbose=0)
     if kind == "span_qa":
-        values.update(data_dir=data["squad"], max_seq_length=48, doc_stride=16, max_query_length=12,
+        values.update(data_dir=data["squad"], seq_length=48, doc_stride=16, max_query_length=12,
                       start_n_top=4, end_n_top=4)
     return FinetuneConfig(**dict(values, **overrides))
 
 
 def cli_args(config):
-    return ["-m", "electra_tf.finetune"] + [f"--{'seq_length' if k == 'max_seq_length' else k}={v}"
-                                           for k, v in vars(config).items() if v is not None]
+    return ["-m", "electra_tf.finetune"] + [f"--{k}={v}" for k, v in vars(config).items() if v is not None]
 
 
 # --- Every argument check, for every kind: refused before anything is written --------------------------
@@ -81,7 +80,7 @@ def test_seq_length_beyond_the_position_table_and_a_larger_vocabulary_are_named(
     out = tmp_path / "out"
     with pytest.raises(ValueError, match=r"`--seq_length=256` exceeds the encoder's position table "
                                          r"\(max_sequence_length=128\)"):
-        run_trials(config_for(kind, data, run_dir, out, max_seq_length=256))
+        run_trials(config_for(kind, data, run_dir, out, seq_length=256))
     big = write_vocab(tmp_path / "big_vocab.txt", 30600)
     with pytest.raises(ValueError, match=r"big_vocab.txt has 30600 entries, more than the encoder's token table"):
         run_trials(config_for(kind, data, run_dir, out, vocab_file=big))
@@ -90,7 +89,7 @@ def test_seq_length_beyond_the_position_table_and_a_larger_vocabulary_are_named(
 
 def test_qa_query_length_must_leave_room_for_the_context(data, run_dir, tmp_path):
     with pytest.raises(ValueError, match=r"`--max_query_length=61` leaves no room .* < `--seq_length=64`"):
-        run_trials(config_for("span_qa", data, run_dir, tmp_path / "out", max_seq_length=64, max_query_length=61))
+        run_trials(config_for("span_qa", data, run_dir, tmp_path / "out", seq_length=64, max_query_length=61))
     assert not (tmp_path / "out").exists()
 
 
@@ -225,7 +224,7 @@ def test_conll_style_run_prints_dev_f1_per_epoch_keeps_the_best_and_scores_test(
     data = write_conll(tmp_path / "conll", splits=(("train", 48), ("dev", 16), ("test", 16)))
     out = tmp_path / "out"
     config = FinetuneConfig(task="toy_ner", task_kind="tagging", data_dir=data, init=run_dir, output_dir=str(out),
-                            epochs=3, batch_size=8, learning_rate=3e-3, max_seq_length=32, verbose=0)
+                            epochs=3, batch_size=8, learning_rate=3e-3, seq_length=32, verbose=0)
     result = run_python(cli_args(config))
     lines = [line for line in result.stdout.splitlines() if line.startswith("epoch ")]
     assert len(lines) == 3 and all(" dev entity_f1 " in line for line in lines)
@@ -255,7 +254,7 @@ def test_glue_layout_unlabelled_test_split_gets_the_submission_file(run_dir, tmp
     (data / "test.tsv").write_text("index\tsentence\n" + "".join(f"{i + 100}\t{r}\n" for i, r in enumerate(test_rows)))
     out = tmp_path / "out"
     config = FinetuneConfig(task="SST-2", data_dir=str(data), init=run_dir, output_dir=str(out), epochs=1,
-                            batch_size=8, max_seq_length=32, verbose=0)
+                            batch_size=8, seq_length=32, verbose=0)
     run_python(cli_args(config))
     lines = (out / "SST-2.tsv").read_text().splitlines()
     assert lines[0] == "index\tprediction" and [l.split("\t")[0] for l in lines[1:]] == [str(i + 100) for i in range(7)]
