@@ -28,7 +28,8 @@ A fine-tuning run (`electra_tf.finetune --output_dir`):
 
 An export (`electra_tf.export`): a SavedModel (`saved_model.pb`, `variables/`,
 `assets/`: `vocab.txt`, `electra_tokenizer.json`, `encoder_config.json` or
-`serving_config.json`, and `labels.txt` for serving), or a Keras-Hub preset.
+`serving_config.json`, and `labels.txt` for serving), a Keras-Hub preset, or a LiteRT
+model folder (`model.tflite`, `tflite_config.json`, `labels.txt`, `vocab.txt`).
 A Hugging Face model (`electra_tf.convert --to hf`): `config.json` + `model.safetensors`.
 A standalone encoder (`sources.save_encoder`, e.g. an experiment's untrained baseline):
 `encoder.keras` + `vocab.txt`, a `--init` for fine-tuning.
@@ -39,6 +40,7 @@ another kind of artefact:
     a pre-training run         config.json with checkpoints/ or discriminator.keras
     a fine-tuning output       finetune_config.json, results.json or trials/
     an exported SavedModel     saved_model.pb (export --kind encoder|serving)
+    a LiteRT model             model.tflite (export --kind tflite)
     a Hugging Face model       config.json + model.safetensors (convert --to hf)
 """
 
@@ -83,6 +85,8 @@ ENCODER_CONFIG_ASSET = "encoder_config.json"  # export --kind encoder
 SERVING_CONFIG_ASSET = "serving_config.json"  # export --kind serving
 LABELS_ASSET = "labels.txt"  # export --kind serving: label i on line i
 VOCAB_ASSET = VOCAB_FILE  # the vocabulary asset keeps its file name
+TFLITE_MODEL_FILE = "model.tflite"  # export --kind tflite, beside LABELS_ASSET and VOCAB_FILE
+TFLITE_CONFIG_FILE = "tflite_config.json"  # what the .tflite takes and returns (electra_tf.export.tflite)
 HF_WEIGHTS_FILES = (HF_WEIGHTS_FILE, HF_WEIGHTS_INDEX_FILE)
 # --- A standalone encoder ---
 ENCODER_FILE = "encoder.keras"  # with VOCAB_FILE beside it
@@ -195,6 +199,7 @@ PRETRAINING_RUN = "a pre-training run"
 FINETUNING_OUTPUT = "a fine-tuning output"
 SAVED_MODEL = "an exported SavedModel"
 HUGGING_FACE = "a Hugging Face model"
+TFLITE_MODEL = "a LiteRT model"
 KERAS_HUB_PRESET = "a keras-hub preset"
 KERAS_HUB_PRESET_FILES = ("metadata.json", "model.weights.h5")  # keras-hub's own names (save_to_preset)
 
@@ -212,6 +217,8 @@ def artefact_kind(folder):
         return FINETUNING_OUTPUT
     if has(SAVED_MODEL_FILE):
         return SAVED_MODEL
+    if has(TFLITE_MODEL_FILE):
+        return TFLITE_MODEL
     if has(*HF_WEIGHTS_FILES):
         return HUGGING_FACE
     if all(has(name) for name in KERAS_HUB_PRESET_FILES):
