@@ -49,12 +49,10 @@ import json
 import os
 
 import tensorflow as tf
-from absl import logging
 
 from electra_tf.config import ElectraConfig
 from electra_tf.convert.hf_names import HF_CONFIG_FILE, HF_WEIGHTS_FILE, HF_WEIGHTS_INDEX_FILE  # noqa: F401  (convert owns the HF format)
 from electra_tf.data.tokenizer import SETTINGS_FILE, VOCAB_FILE  # noqa: F401  (the tokenizer owns its file names)
-from electra_tf.training.named_checkpoint import CheckpointMismatchError
 
 # --- A pre-training run ---
 CONFIG_FILE = "config.json"
@@ -155,43 +153,6 @@ def kept_checkpoints(model_dir):
         return []
     paths = [state.model_checkpoint_path] + list(reversed(state.all_model_checkpoint_paths))
     return list(dict.fromkeys(p for p in paths if p))
-
-
-# A damaged checkpoint: missing or truncated files ("not an sstable", "Read less bytes than requested").
-DAMAGE = (tf.errors.OpError, IndexError)
-
-
-def restore_latest_good(restore, model_dir):
-    """Calls `restore(path)` on the newest readable checkpoint of `model_dir`, falling back over damaged ones.
-
-    A checkpoint that cannot be read (truncated, files missing) is named in a
-    warning and the one before it is tried; a checkpoint that reads but does
-    not fit the model (`CheckpointMismatchError`) is an error at once.
-
-    Returns:
-        The restored path, or None when `model_dir` has no checkpoint.
-
-    Raises:
-        ValueError naming every damaged checkpoint when none can be read.
-    """
-    damaged = []
-    for path in kept_checkpoints(model_dir):
-        try:
-            restore(path)
-        except CheckpointMismatchError:
-            raise
-        except DAMAGE as e:
-            reason = (getattr(e, "message", None) or str(e)).splitlines()[0][:200]
-            damaged.append(f"{path} ({reason})")
-            logging.warning("Checkpoint %s is unreadable (%s); falling back to the one before it.", path, reason)
-            continue
-        if damaged:
-            logging.warning("Restored %s instead of the damaged %s.", path, "; ".join(damaged))
-        return path
-    if damaged:
-        raise ValueError(f"No readable checkpoint in {os.path.join(model_dir, CHECKPOINT_DIR)}: "
-                         + "; ".join(damaged))
-    return None
 
 
 # --- What a folder holds ---
@@ -295,16 +256,6 @@ def refuse_inside_artefact(path, flag):
     if around is not None:
         raise FileExistsError(f"`--{flag}={path}` lies inside {around[0]}, which holds {around[1]}; writing there "
                               f"would mix with its files. Choose another --{flag}.")
-
-
-def refuse_other_artefact(folder, flag, own_kind):
-    """Raises `FileExistsError` when `folder` holds an artefact of another kind than `own_kind`, before anything is written."""
-    kind = artefact_kind(folder)
-    if kind not in (None, own_kind):
-        raise FileExistsError(
-            f"`--{flag}={folder}` holds {kind}; writing {own_kind} there would replace its files. "
-            "Choose another folder."
-        )
 
 
 def _inside(path, folder):
