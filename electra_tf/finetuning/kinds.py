@@ -7,8 +7,8 @@ output holds), `load_finetuned` and `serving_module` (export and predict).
 
 Example:
 >>> from electra_tf.finetuning import kinds
->>> sorted(kinds.KINDS)
-['classification', 'multiple_choice', 'span_qa', 'tagging']
+>>> kinds.get("tagging").model_file
+'token_classifier.keras'
 >>> from electra_tf.finetuning.config import FinetuneConfig
 >>> kinds.for_config(FinetuneConfig(task="conll2003")).name, kinds.for_config(FinetuneConfig(task="sst-2")).name
 ('tagging', 'classification')
