@@ -73,7 +73,7 @@ def rounded_length(longest):
 def trim(inputs, *rest):
     """Cuts the `INPUTS` of a batch (and any `(batch, seq)` labels) to its longest row, rounded up.
 
-    The `INPUTS` are `(batch, seq)` or, for multiple choice, `(batch, choices, seq)`: the last axis is cut.
+    The `INPUTS` are `(batch, seq)` or, for a kind that scores several sequences per example, `(batch, n, seq)`: the last axis is cut.
     """
     length = tf.reduce_max(tf.reduce_sum(tf.cast(inputs["padding_mask"], tf.int32), axis=-1))
     length = tf.minimum(rounded_length(length), tf.shape(inputs["token_ids"])[-1])
@@ -85,7 +85,7 @@ def trim(inputs, *rest):
 def compiled_predictor(function, rank=2):
     """`function` (of an `INPUTS` dict) compiled once for int32 batches of any size and length (no retrace).
 
-    `rank`: 2 for `(batch, seq)` inputs, 3 for `(batch, choices, seq)` (multiple choice).
+    `rank`: 2 for `(batch, seq)` inputs, 3 for `(batch, n, seq)` (several sequences per example).
     """
     return tf.function(function, input_signature=[{name: tf.TensorSpec([None] * rank, tf.int32, name=name)
                                                    for name in INPUTS}])
