@@ -22,6 +22,8 @@ class ElectraDiscriminator(keras.Model):
         encoder: `ElectraEncoder`. The discriminator body.
         head: `DiscriminatorHead` or None. None builds a new one named
             `discriminator_predictions` (the official name), sized for `encoder`.
+        activation: str or None. The new head's activation; None: the encoder's (as the official
+            head and transformers' read `hidden_act`).
         output_initializer: str. The new head's dense(1) kernel initializer (see `DiscriminatorHead`).
 
     Call inputs: dict with int32 `token_ids`, `segment_ids`, `padding_mask`
@@ -40,19 +42,20 @@ class ElectraDiscriminator(keras.Model):
     (2, 8)
     """
 
-    def __init__(self, encoder, head=None, output_initializer="glorot_uniform", **kwargs):
+    def __init__(self, encoder, head=None, activation=None, output_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         # === Layers ===
         self.encoder = encoder
         self.head = head or DiscriminatorHead(
             encoder.hidden_dim,
+            activation=activation or encoder.activation,
             initializer_range=encoder.initializer_range,
             output_initializer=output_initializer,
             dtype=self.dtype_policy,
             name="discriminator_predictions",
         )
         # === Config ===
-        self.output_initializer = output_initializer
+        self.output_initializer = self.head.output_initializer
         self.build()
 
     @classmethod
@@ -62,8 +65,7 @@ class ElectraDiscriminator(keras.Model):
         if pretrainer.discriminator_head is None:
             raise ValueError(f"The pretrainer was trained with `objective={pretrainer.objective!r}`, which has no "
                              "replaced-token head (discriminator_predictions): it scores no replaced tokens.")
-        return cls(pretrainer.discriminator, pretrainer.discriminator_head,
-                   pretrainer.discriminator_output_initializer, name="electra_discriminator")
+        return cls(pretrainer.discriminator, pretrainer.discriminator_head, name="electra_discriminator")
 
     def build(self, input_shape=None):
         if self.built:
@@ -82,6 +84,7 @@ class ElectraDiscriminator(keras.Model):
             "name": self.name,
             "trainable": self.trainable,
             "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "activation": self.head.activation,
             "output_initializer": self.output_initializer,
         }
 

@@ -203,7 +203,7 @@ class Detector(typing.NamedTuple):
     vocab_file: typing.Optional[str]
 
 
-def load_detector(init, flag="init", generator_for=None):
+def load_detector(init, flag="init", generator_for=None, vocab_file=None):
     """The replaced-token detector an `--init` holds: the pre-trained discriminator with its head.
 
     A pre-training run with checkpoints, an `hf:DISC,GEN` pair, an official checkpoint with
@@ -217,9 +217,10 @@ def load_detector(init, flag="init", generator_for=None):
         flag: str. The flag that named it, for messages.
         generator_for: str or None. What needs the generator too (e.g. "`--corrupt`"): a source
             without one is refused, naming it (a Hugging Face folder before any weight is read).
+        vocab_file: str or None. Overrides the vocabulary found beside `init`.
 
     Returns:
-        `Detector(discriminator, pretrainer or None, vocab_file or None)`.
+        `Detector(discriminator, pretrainer or None, vocab_file)`; the vocabulary must exist.
 
     Example:
         ```python
@@ -254,7 +255,7 @@ def load_detector(init, flag="init", generator_for=None):
     if generator_for and (pretrainer is None or pretrainer.generator is None):
         raise ValueError(f"{generator_for} needs the generator: {what} holds the discriminator alone. Pass a "
                          f"pre-training run or a generator and discriminator pair, or leave out {generator_for}.")
-    return Detector(model, pretrainer, source.vocabulary(path))
+    return Detector(model, pretrainer, _vocabulary(init, vocab_file or source.vocabulary(path)))
 
 
 def _a(name):
@@ -274,11 +275,15 @@ def load_init(init, vocab_file=None):
     """
     model, found_vocab = load_init_model(init)
     encoder = encoder_of(model, init)
-    vocab_file = vocab_file or found_vocab
+    return encoder, _vocabulary(init, vocab_file or found_vocab)
+
+
+def _vocabulary(init, vocab_file):
+    """`vocab_file`, checked to exist; an error naming `--init` and `--vocab_file` otherwise."""
     if not vocab_file or not tf.io.gfile.exists(vocab_file):
         raise FileNotFoundError(f"No vocabulary for `--init={init}`: {vocab_file or 'none found'} is missing; "
                                 "pass --vocab_file.")
-    return encoder, vocab_file
+    return vocab_file
 
 
 def init_pretrainer(init, pretrainer, strict=False):
