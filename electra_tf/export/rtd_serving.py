@@ -51,7 +51,7 @@ import tensorflow as tf
 
 from electra_tf.export.assets import (SERVING_CONFIG_ASSET, ServedModel, Untracked, add_assets, check_texts,
                                       save_version, version_dir)
-from electra_tf.export.tagging_serving import _char_offset, split_words, word_windows
+from electra_tf.export.tagging_serving import _char_offset, split_words, window_stride, word_windows
 
 KIND = "rtd"  # the "kind" of its `serving_config.json` (`predicting.served_kinds`)
 CORRUPT_SIGNATURE = "serve_corrupted"
@@ -73,11 +73,7 @@ class ReplacedTokenServingModule(ServedModel):
 
     def __init__(self, discriminator, vocab_file, seq_length=128, stride=None, pretrainer=None, source="",
                  name=None):
-        max_pieces = seq_length - 2
-        stride = max(1, max_pieces // 2) if stride is None else int(stride)
-        if max_pieces < 1 or not 1 <= stride <= max_pieces:
-            raise ValueError(f"Need `seq_length >= 3` and `1 <= stride <= seq_length - 2`. "
-                             f"Received: `seq_length={seq_length}`, `stride={stride}`")
+        stride = window_stride(seq_length, stride)
         super().__init__(discriminator, vocab_file, seq_length, name=name)
         self.stride = stride
         generator = pretrainer is not None and pretrainer.generator is not None

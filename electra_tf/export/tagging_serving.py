@@ -95,11 +95,7 @@ class TaggingServingModule(ServedModel):
 
     def __init__(self, tagger, vocab_file, label_names, seq_length=128, spans=True, task="", stride=None,
                  name=None):
-        max_pieces = seq_length - 2
-        stride = max(1, max_pieces // 2) if stride is None else int(stride)
-        if max_pieces < 1 or not 1 <= stride <= max_pieces:
-            raise ValueError(f"Need `seq_length >= 3` and `1 <= stride <= seq_length - 2`. "
-                             f"Received: `seq_length={seq_length}`, `stride={stride}`")
+        stride = window_stride(seq_length, stride)
         super().__init__(tagger, vocab_file, seq_length, name=name)
         self.stride = stride
         self.spans = spans
@@ -158,6 +154,16 @@ class TaggingServingModule(ServedModel):
 
     def signatures(self):
         return {"serving_default": self.serve_text, "serve_words": self.serve_words, "predict_ids": self.predict_ids}
+
+
+def window_stride(seq_length, stride=None):
+    """The pieces between window starts (`stride`, default half a window), checked against `seq_length`."""
+    max_pieces = seq_length - 2
+    stride = max(1, max_pieces // 2) if stride is None else int(stride)
+    if max_pieces < 1 or not 1 <= stride <= max_pieces:
+        raise ValueError(f"Need `seq_length >= 3` and `1 <= stride <= seq_length - 2`. "
+                         f"Received: `seq_length={seq_length}`, `stride={stride}`")
+    return stride
 
 
 class WordWindows(typing.NamedTuple):
