@@ -42,6 +42,9 @@ setuptools.setup(
         # `build_pretraining_data --runner DaskRunner` on a dask.distributed cluster: where the build is
         # submitted and on every worker (the versions Beam's DaskRunner asks for; tested with 2026.8).
         "dask": DASK,
+        # `export --kind tflite` and running its models (`electra_tf.export.tflite_runtime`): the LiteRT
+        # interpreter; a raw-text model also needs tensorflow-text's TFLite kernels (a core requirement).
+        "tflite": ["ai-edge-litert~=2.3"],
         # The suite checks conversions against transformers itself (PyTorch, CPU).
         "test": [
             "pytest>=8",
@@ -53,6 +56,7 @@ setuptools.setup(
             "matplotlib>=3.8",
             "seqeval>=1.2",  # independent reference for the tagging metrics
             *DASK,  # the corpus build on a local Dask cluster
+            "ai-edge-litert~=2.3",  # the LiteRT export's models run in its interpreter
         ],
     },
     entry_points={

@@ -171,6 +171,19 @@ def _show_in_help():
                 flags.FLAGS.register_key_flag_for_module(program, flag)
 
 
+def console_script(program):
+    """The console script of a command module: TensorFlow's start prepared, the module's flags defined
+    (`define_flags`), its `main` run behind the error boundary (`run`) with its deprecated spellings
+    (`ALIASES`). Each command ends with `run = cli.console_script(sys.modules[__name__])`."""
+    def script():
+        prepare_tensorflow()  # before `define_flags`, which may import TensorFlow
+        program.define_flags()
+        run(program.main, aliases=getattr(program, "ALIASES", None))
+
+    script.__doc__ = f"The `{program.__name__}` command."
+    return script
+
+
 def run(main, known_only=False, aliases=None):
     """`absl.app.run(main)` behind the error boundary; defines `--debug`.
 

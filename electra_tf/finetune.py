@@ -38,6 +38,7 @@ std / min / max go to `output_dir/results.json`. The best trial's model is saved
 """
 
 import os
+import sys
 
 from absl import app, flags
 
@@ -92,12 +93,7 @@ def _number(value):
     return "n/a" if value is None else f"{value:.4f}"
 
 
-def run():
-    """The `electra-finetune` console script."""
-    cli.prepare_tensorflow()
-    define_flags()
-    cli.run(main, aliases=ALIASES)
-
+run = cli.console_script(sys.modules[__name__])  # the `electra-finetune` console script
 
 if __name__ == "__main__":
     run()

@@ -170,12 +170,7 @@ def main(argv):
         sys.stderr.write(scoring.summary(scores) + f" ({predicted} examples, {seconds:.1f} s)\n")
 
 
-def run():
-    """The `electra-predict` console script."""
-    cli.prepare_tensorflow()
-    define_flags()
-    cli.run(main, aliases=ALIASES)
-
+run = cli.console_script(sys.modules[__name__])  # the `electra-predict` console script
 
 if __name__ == "__main__":
     run()

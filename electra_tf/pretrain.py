@@ -12,6 +12,7 @@ run, `hf:DIR`, `bert:DIR`, a `.keras` file, ...); `--init_from` is its deprecate
 
 import contextlib
 import os
+import sys
 
 from absl import app, flags
 
@@ -95,12 +96,7 @@ def _train(config, strategy, overrides):
     train(config, FLAGS.model_dir, strategy, init=FLAGS.init, verbose=FLAGS.verbose)
 
 
-def run():
-    """The `electra-pretrain` console script."""
-    cli.prepare_tensorflow()
-    define_flags()
-    cli.run(main, aliases=ALIASES)
-
+run = cli.console_script(sys.modules[__name__])  # the `electra-pretrain` console script
 
 if __name__ == "__main__":
     run()

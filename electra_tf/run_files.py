@@ -17,8 +17,7 @@ A fine-tuning run (`electra_tf.finetune --output_dir`):
 
     output_dir/results.json           per-trial dev metrics and their summary
     output_dir/<model file>           the best trial's model: its task kind names the file
-                                      (`TaskKind.model_file`: classifier.keras, token_classifier.keras,
-                                      question_answerer.keras, multiple_choice.keras)
+                                      (`TaskKind.model_file`: classifier.keras, token_classifier.keras, ...)
     output_dir/vocab.txt              its vocabulary (+ electra_tokenizer.json)
     output_dir/finetune_config.json   task, kind, label names, pair or single / tag scheme, seq_length
     output_dir/predictions.json, null_odds.json   (span_qa)
@@ -29,7 +28,8 @@ A fine-tuning run (`electra_tf.finetune --output_dir`):
 
 An export (`electra_tf.export`): a SavedModel (`saved_model.pb`, `variables/`,
 `assets/`: `vocab.txt`, `electra_tokenizer.json`, `encoder_config.json` or
-`serving_config.json`, and `labels.txt` for serving), or a Keras-Hub preset.
+`serving_config.json`, and `labels.txt` for serving), a Keras-Hub preset, or a LiteRT
+model folder (`model.tflite`, `tflite_config.json`, `labels.txt`, `vocab.txt`).
 A Hugging Face model (`electra_tf.convert --to hf`): `config.json` + `model.safetensors`.
 A standalone encoder (`sources.save_encoder`, e.g. an experiment's untrained baseline):
 `encoder.keras` + `vocab.txt`, a `--init` for fine-tuning.
@@ -40,6 +40,7 @@ another kind of artefact:
     a pre-training run         config.json with checkpoints/ or discriminator.keras
     a fine-tuning output       finetune_config.json, results.json or trials/
     an exported SavedModel     saved_model.pb (export --kind encoder|serving)
+    a LiteRT model             model.tflite (export --kind tflite)
     a Hugging Face model       config.json + model.safetensors (convert --to hf)
 """
 
@@ -48,12 +49,10 @@ import json
 import os
 
 import tensorflow as tf
-from absl import logging
 
 from electra_tf.config import ElectraConfig
 from electra_tf.convert.hf_names import HF_CONFIG_FILE, HF_WEIGHTS_FILE, HF_WEIGHTS_INDEX_FILE  # noqa: F401  (convert owns the HF format)
 from electra_tf.data.tokenizer import SETTINGS_FILE, VOCAB_FILE  # noqa: F401  (the tokenizer owns its file names)
-from electra_tf.training.named_checkpoint import CheckpointMismatchError
 
 # --- A pre-training run ---
 CONFIG_FILE = "config.json"
@@ -84,6 +83,8 @@ ENCODER_CONFIG_ASSET = "encoder_config.json"  # export --kind encoder
 SERVING_CONFIG_ASSET = "serving_config.json"  # export --kind serving
 LABELS_ASSET = "labels.txt"  # export --kind serving: label i on line i
 VOCAB_ASSET = VOCAB_FILE  # the vocabulary asset keeps its file name
+TFLITE_MODEL_FILE = "model.tflite"  # export --kind tflite, beside LABELS_ASSET and VOCAB_FILE
+TFLITE_CONFIG_FILE = "tflite_config.json"  # what the .tflite takes and returns (electra_tf.export.tflite)
 HF_WEIGHTS_FILES = (HF_WEIGHTS_FILE, HF_WEIGHTS_INDEX_FILE)
 # --- A standalone encoder ---
 ENCODER_FILE = "encoder.keras"  # with VOCAB_FILE beside it
@@ -154,48 +155,12 @@ def kept_checkpoints(model_dir):
     return list(dict.fromkeys(p for p in paths if p))
 
 
-# A damaged checkpoint: missing or truncated files ("not an sstable", "Read less bytes than requested").
-DAMAGE = (tf.errors.OpError, IndexError)
-
-
-def restore_latest_good(restore, model_dir):
-    """Calls `restore(path)` on the newest readable checkpoint of `model_dir`, falling back over damaged ones.
-
-    A checkpoint that cannot be read (truncated, files missing) is named in a
-    warning and the one before it is tried; a checkpoint that reads but does
-    not fit the model (`CheckpointMismatchError`) is an error at once.
-
-    Returns:
-        The restored path, or None when `model_dir` has no checkpoint.
-
-    Raises:
-        ValueError naming every damaged checkpoint when none can be read.
-    """
-    damaged = []
-    for path in kept_checkpoints(model_dir):
-        try:
-            restore(path)
-        except CheckpointMismatchError:
-            raise
-        except DAMAGE as e:
-            reason = (getattr(e, "message", None) or str(e)).splitlines()[0][:200]
-            damaged.append(f"{path} ({reason})")
-            logging.warning("Checkpoint %s is unreadable (%s); falling back to the one before it.", path, reason)
-            continue
-        if damaged:
-            logging.warning("Restored %s instead of the damaged %s.", path, "; ".join(damaged))
-        return path
-    if damaged:
-        raise ValueError(f"No readable checkpoint in {os.path.join(model_dir, CHECKPOINT_DIR)}: "
-                         + "; ".join(damaged))
-    return None
-
-
 # --- What a folder holds ---
 PRETRAINING_RUN = "a pre-training run"
 FINETUNING_OUTPUT = "a fine-tuning output"
 SAVED_MODEL = "an exported SavedModel"
 HUGGING_FACE = "a Hugging Face model"
+TFLITE_MODEL = "a LiteRT model"
 KERAS_HUB_PRESET = "a keras-hub preset"
 KERAS_HUB_PRESET_FILES = ("metadata.json", "model.weights.h5")  # keras-hub's own names (save_to_preset)
 
@@ -213,6 +178,8 @@ def artefact_kind(folder):
         return FINETUNING_OUTPUT
     if has(SAVED_MODEL_FILE):
         return SAVED_MODEL
+    if has(TFLITE_MODEL_FILE):
+        return TFLITE_MODEL
     if has(*HF_WEIGHTS_FILES):
         return HUGGING_FACE
     if all(has(name) for name in KERAS_HUB_PRESET_FILES):
@@ -289,16 +256,6 @@ def refuse_inside_artefact(path, flag):
     if around is not None:
         raise FileExistsError(f"`--{flag}={path}` lies inside {around[0]}, which holds {around[1]}; writing there "
                               f"would mix with its files. Choose another --{flag}.")
-
-
-def refuse_other_artefact(folder, flag, own_kind):
-    """Raises `FileExistsError` when `folder` holds an artefact of another kind than `own_kind`, before anything is written."""
-    kind = artefact_kind(folder)
-    if kind not in (None, own_kind):
-        raise FileExistsError(
-            f"`--{flag}={folder}` holds {kind}; writing {own_kind} there would replace its files. "
-            "Choose another folder."
-        )
 
 
 def _inside(path, folder):

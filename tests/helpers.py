@@ -106,6 +106,44 @@ def make_run_dir(model_dir, vocab_file, seed=0, **overrides):
     return str(model_dir)
 
 
+def finetuned_runs(root, kinds, vocab_file, seed=0, **encoder_sizes):
+    """Tiny untrained fine-tuning output dirs, as `finetune` leaves them, and their TF Serving exports.
+
+    Args:
+        root: pathlib.Path. Each run goes to `root/<name>`, its export to `root/serving/<name>/1`.
+        kinds: dict name -> (build(encoder) -> model, its file name, its `finetune_config.json` dict).
+        vocab_file: str. The vocabulary (30522 pieces: the encoder's vocabulary size).
+        seed: int. Run i is built under seed `seed + i`.
+        **encoder_sizes: `ElectraEncoder` sizes.
+
+    Returns:
+        `({name: run dir}, {name: SavedModel version dir})`, str paths.
+    """
+    import json
+
+    import keras
+
+    from electra_tf.finetuning import kinds as task_kinds
+    from electra_tf.models.encoder import ElectraEncoder
+    from electra_tf import run_files
+
+    dirs, exports = {}, {}
+    for i, (name, (build, file_name, config)) in enumerate(kinds.items()):
+        keras.utils.set_random_seed(seed + i)
+        model = build(ElectraEncoder(vocab_size=30522, max_sequence_length=64, **encoder_sizes))
+        model.build()
+        run = pathlib.Path(root) / name
+        run.mkdir()
+        model.save(str(run / file_name))
+        shutil.copyfile(vocab_file, run / run_files.VOCAB_FILE)
+        (run / run_files.FINETUNE_CONFIG_FILE).write_text(json.dumps(config))
+        dirs[name] = str(run)
+        finetuned = task_kinds.load_finetuned(str(run))  # what `export --kind serving` does
+        exports[name] = task_kinds.export_serving(finetuned.model, finetuned.vocab_file,
+                                                  str(pathlib.Path(root) / "serving"), name, 1, finetuned.settings)
+    return dirs, exports
+
+
 def write_vocab(path, vocab_size=400):
     """A `vocab.txt` laid out as BERT's ([PAD], [unused0-99], [UNK] [CLS]=101 [SEP]=102 [MASK], pieces)."""
     tokens = ["[PAD]"] + [f"[unused{i}]" for i in range(100)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]

@@ -7,11 +7,10 @@ import json
 import os
 import re
 
-import keras
 import numpy as np
 import pytest
 
-from helpers import official_exact, official_f1, run_python, shared_data
+from helpers import finetuned_runs, official_exact, official_f1, run_python, shared_data
 
 from electra_tf.finetuning import kinds
 from electra_tf.finetuning.classification import ClassificationKind
@@ -86,10 +85,8 @@ def squad_questions():
 def models(tmp_path_factory):
     """Three tiny fine-tuning output dirs (as `finetune` leaves them), their exports, the input files."""
     from electra_tf.models.classifier import ElectraClassifier
-    from electra_tf.models.encoder import ElectraEncoder
     from electra_tf.models.question_answerer import ElectraQuestionAnswerer
     from electra_tf.models.token_classifier import ElectraTokenClassifier
-    from electra_tf import run_files
 
     vocab = str(shared_data("vocab", "bert_uncased_vocab.txt"))
     root = tmp_path_factory.mktemp("predict")
@@ -105,22 +102,8 @@ def models(tmp_path_factory):
                     {"task": "squad", "kind": "span_qa", "seq_length": 32, "doc_stride": 8,
                      "max_query_length": 8, "max_answer_length": 10, "answerable": False, "null_threshold": None}),
     }
-    dirs, exports = {}, {}
-    for i, (kind, (build, file_name, config)) in enumerate(configs.items()):
-        keras.utils.set_random_seed(10 + i)
-        encoder = ElectraEncoder(vocab_size=30522, num_layers=1, num_heads=2, hidden_dim=16, embedding_dim=16,
-                                 intermediate_dim=32, max_sequence_length=64)
-        model = build(encoder)
-        model.build()
-        run = root / kind
-        run.mkdir()
-        model.save(str(run / file_name))
-        (run / run_files.VOCAB_FILE).write_text(open(vocab).read())
-        (run / run_files.FINETUNE_CONFIG_FILE).write_text(json.dumps(config))
-        dirs[kind] = str(run)
-        finetuned = kinds.load_finetuned(str(run))  # what `export --kind serving` does
-        exports[kind] = kinds.export_serving(finetuned.model, finetuned.vocab_file, str(root / "serving"), kind, 1,
-                                             finetuned.settings)
+    dirs, exports = finetuned_runs(root, configs, vocab, seed=10, num_layers=1, num_heads=2, hidden_dim=16,
+                                   embedding_dim=16, intermediate_dim=32)
     inputs = {"classification": root / "dev.tsv", "tagging": root / "dev.txt", "span_qa": root / "dev.json"}
     inputs["classification"].write_text(TSV)
     inputs["tagging"].write_text(CONLL)

@@ -16,9 +16,8 @@ official` take the discriminator (the encoder fine-tuning starts from) or both.
 A generator-only Hugging Face folder (`ElectraForMaskedLM`) is refused unless
 `--part generator` asks for it. The input is read as `--init FROM:INPUT` is
 (`electra_tf.sources`: the same checks, weights finite). A fine-tuned model goes
-`--to hf` as its task kind's transformers class (`ElectraForSequenceClassification`,
-`ElectraForTokenClassification`, `ElectraForQuestionAnswering` (simple head),
-`ElectraForMultipleChoice`). `--to keras` writes a `.keras` file
+`--to hf` as the transformers class its task kind gives (`TaskKind.hf_head`:
+`ElectraForSequenceClassification` for a classifier, and so on). `--to keras` writes a `.keras` file
 (`keras.saving.load_model` reads it back), `--to official` a checkpoint prefix:
 `--output_dir` names that file or prefix.
 
@@ -35,6 +34,7 @@ is already there. Exits 0 on success. `--output` is the deprecated spelling of
 
 import contextlib
 import os
+import sys
 
 from absl import app, flags
 
@@ -294,12 +294,7 @@ def main(argv):
             FLAGS.generator_num_heads, FLAGS.part)  # returns nothing: absl exits with main's value
 
 
-def run():
-    """The `electra-convert` console script."""
-    cli.prepare_tensorflow()
-    define_flags()
-    cli.run(main, aliases=ALIASES)
-
+run = cli.console_script(sys.modules[__name__])  # the `electra-convert` console script
 
 if __name__ == "__main__":
     run()

@@ -449,14 +449,33 @@ def is_bert_punctuation(char):
 
 
 def _truncate_longest_first(a, b, budget):
-    """BERT pair truncation: pop from the end of the longer segment until both fit.
+    """BERT pair truncation of two ragged segments to `budget` pieces together (`pair_lengths`)."""
+    keep_a, keep_b = pair_lengths(a.row_lengths(), b.row_lengths(), budget)
+    return [_head(a, keep_a), _head(b, keep_b)]
+
+
+def pair_lengths(len_a, len_b, budget):
+    """Pieces kept of each segment of a pair by BERT's longest-first truncation to `budget` pieces.
 
     Closed form of BERT's `_truncate_seq_pair` loop, which pops from `b` on ties:
     a segment no longer than half the budget is kept whole, otherwise the two
     end at `ceil(budget / 2)` for `a` and `floor(budget / 2)` for `b`.
+
+    Args:
+        len_a: int tensor `(batch,)`. Pieces of the first segments.
+        len_b: int tensor `(batch,)`. Pieces of the second segments.
+        budget: int. Pieces the two may keep together.
+
+    Returns:
+        `(keep_a, keep_b)`, int32 tensors `(batch,)`.
+
+    Example:
+        >>> from electra_tf.data.tokenizer import pair_lengths
+        >>> [k.numpy().tolist() for k in pair_lengths([3, 10, 2], [4, 10, 9], 8)]
+        [[3, 4, 2], [4, 4, 6]]
     """
-    len_a = tf.cast(a.row_lengths(), tf.int32)
-    len_b = tf.cast(b.row_lengths(), tf.int32)
+    len_a = tf.cast(len_a, tf.int32)
+    len_b = tf.cast(len_b, tf.int32)
     half_hi = (budget + 1) // 2
     half_lo = budget // 2
     keep_a = tf.where(
@@ -465,7 +484,7 @@ def _truncate_longest_first(a, b, budget):
         tf.where(len_a <= half_lo, len_a, tf.maximum(budget - len_b, half_hi)),
     )
     keep_b = tf.minimum(len_b, budget - keep_a)
-    return [_head(a, keep_a), _head(b, keep_b)]
+    return keep_a, keep_b
 
 
 def _head(ragged, lengths):

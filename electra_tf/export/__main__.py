@@ -1,4 +1,4 @@
-r"""Exports a trained model: `python -m electra_tf.export --kind encoder|preset|serving|rtd`.
+r"""Exports a trained model: `python -m electra_tf.export --kind encoder|preset|serving|tflite|rtd`.
 
     # pre-trained discriminator -> SavedModel (tf.saved_model.load alone)
     python -m electra_tf.export --kind encoder --init runs/demo --output_dir /tmp/electra_encoder
@@ -7,6 +7,9 @@ r"""Exports a trained model: `python -m electra_tf.export --kind encoder|preset|
     # fine-tuned classifier -> TF Serving <output_dir>/<model_name>/<version>/
     python -m electra_tf.export --kind serving --init runs/movie_polarity --output_dir /tmp/serving \
         --model_name movie_polarity --version 1
+    # fine-tuned classifier -> LiteRT (TFLite) model for phones: raw text in (or --ids), int8 weights
+    python -m electra_tf.export --kind tflite --init runs/movie_polarity --output_dir /tmp/movie_tflite \
+        --quantize dynamic_int8
     # pre-trained discriminator (and generator) -> TF Serving: each word's probability of being replaced
     python -m electra_tf.export --kind rtd --init runs/demo --output_dir /tmp/serving --model_name rtd
 
@@ -15,15 +18,18 @@ them; the discriminator of a pair); for serving: a `finetune --output_dir` (its
 task kind's model file + vocab.txt + finetune_config.json), served by that
 kind's serving module (`finetuning.kinds`: a classifier serves text -> label, a
 tagger text -> words, tags and entities, a span_qa run question + context ->
-answer, a multiple-choice run context + choices -> the chosen index); for rtd: an
-`--init` form with the discriminator's replaced-token head (a pre-training run with its
-checkpoints, `hf:DIR` of an `ElectraForPreTraining` folder or `hf:DISC,GEN`, `official:DIR`;
-`sources.load_detector`), served text -> words, offsets and the probability that each was
-replaced (`export.rtd_serving`; with the generator, also its own corruption of the text).
+answer, and so on); for tflite: a classifier's `finetune --output_dir` (`--ids`:
+a tagger's too; `electra_tf.export.tflite`); for rtd: an `--init` form with the
+discriminator's replaced-token head (a pre-training run with its checkpoints, `hf:DIR` of an
+`ElectraForPreTraining` folder or `hf:DISC,GEN`, `official:DIR`; `sources.load_detector`),
+served text -> words, offsets and the probability that each was replaced
+(`export.rtd_serving`; with the generator, also its own corruption of the text).
 The output must be new or empty (a serving version folder: new); it never
 holds or lies in `--init`. `--output` is the deprecated spelling of `--output_dir`. Installed as
 `electra-export`.
 """
+
+import sys
 
 from absl import app, flags
 
@@ -36,7 +42,8 @@ ALIASES = cli.aliases("output")
 def define_flags(flag_values=None):
     """The flags (only when run as a program)."""
     fv = flags.FLAGS if flag_values is None else flag_values
-    cli.define("enum", "kind", None, "What to export.", fv, enum_values=["encoder", "preset", "serving", "rtd"])
+    cli.define("enum", "kind", None, "What to export.", fv,
+               enum_values=["encoder", "preset", "serving", "tflite", "rtd"])
     cli.define_init("Model to export (see the module docstring).", flag_values=fv)
     cli.define_output_dir("Output folder (serving: the base folder).", flag_values=fv)
     cli.define_vocab_file("Vocabulary; default: the one beside --init.", flag_values=fv)
@@ -46,6 +53,9 @@ def define_flags(flag_values=None):
     cli.define("string", "model_name", "electra", "Serving, rtd: TF Serving model name (the model's folder).", fv,
                check=_model_name)
     cli.define("integer", "version", 1, "Serving, rtd: version folder.", fv, range="[1, inf)")
+    cli.define("bool", "ids", False, "tflite: token ids in, no custom op (default: raw text in).", fv)
+    cli.define("enum", "quantize", "none", "tflite: dynamic_int8 stores the weights as int8.", fv,
+               enum_values=["none", "dynamic_int8"])
 
 
 def _model_name(value):
@@ -64,7 +74,7 @@ def guard(kind, init, output_dir, model_name="electra", version=1):
         path, own = os.path.join(output_dir, model_name, str(version)), run_files.SAVED_MODEL
     else:
         path = output_dir
-        own = run_files.SAVED_MODEL if kind == "encoder" else run_files.KERAS_HUB_PRESET
+        own = {"encoder": run_files.SAVED_MODEL, "tflite": run_files.TFLITE_MODEL}.get(kind, run_files.KERAS_HUB_PRESET)
     run_files.guard_output(path, "output_dir", own, inputs=sources.init_inputs(init))
     run_files.refuse_inside_artefact(path, "output_dir")
 
@@ -93,8 +103,16 @@ def main(argv):
     for name in ("kind", "init", "output_dir"):
         if not FLAGS[name].value:
             raise app.UsageError(f"--{name} is required.")
+    if FLAGS.kind != "tflite" and (FLAGS["ids"].present or FLAGS["quantize"].present):
+        raise app.UsageError("--ids and --quantize are for --kind tflite.")
     guard(FLAGS.kind, FLAGS.init, FLAGS.output_dir, FLAGS.model_name, FLAGS.version)
-    if FLAGS.kind == "serving":
+    if FLAGS.kind == "tflite":
+        from electra_tf.finetuning import kinds
+
+        finetuned = kinds.load_finetuned(FLAGS.init)
+        path = kinds.export_tflite(finetuned.model, FLAGS.vocab_file or finetuned.vocab_file, FLAGS.output_dir,
+                                   finetuned.settings, FLAGS.seq_length, ids_only=FLAGS.ids, quantize=FLAGS.quantize)
+    elif FLAGS.kind == "serving":
         from electra_tf.finetuning import kinds
 
         finetuned = kinds.load_finetuned(FLAGS.init)
@@ -119,12 +137,7 @@ def main(argv):
     print(path)
 
 
-def run():
-    """The `electra-export` console script."""
-    cli.prepare_tensorflow()
-    define_flags()
-    cli.run(main, aliases=ALIASES)
-
+run = cli.console_script(sys.modules[__name__])  # the `electra-export` console script
 
 if __name__ == "__main__":
     run()

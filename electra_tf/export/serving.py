@@ -102,25 +102,7 @@ def classification_serving_module(classifier, vocab_file, label_names=None, seq_
         task: str. Recorded in the assets.
         metric: str or None. The task's headline metric (what `predict` reports first).
 
-    Example:
-        ```python
-        import pathlib
-
-        import tensorflow as tf
-
-        from electra_tf.export.serving import classification_serving_module
-        from electra_tf.models.classifier import ElectraClassifier
-        from electra_tf.models.encoder import ElectraEncoder
-
-        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "fine", "film"]
-        pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
-        encoder = ElectraEncoder(vocab_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=32,
-                                 embedding_dim=16, intermediate_dim=64)
-        classifier = ElectraClassifier(encoder, num_labels=2)  # fine-tuned, in practice
-        classifier.build()
-        module = classification_serving_module(classifier, "vocab.txt", ["neg", "pos"], seq_length=16)
-        module.signatures()["serving_default"](text=tf.constant(["a fine film"]))["label"].shape  # (1,)
-        ```
+    `finetuning.kinds.export_serving` saves it (its example exports a classifier).
     """
     regression = classifier.num_labels == 1 and (label_names is None or len(label_names) <= 1)
     if label_names is None:

@@ -112,7 +112,10 @@ class TaggingServingModule(ServedModel):
         self.predict_ids = tf.function(self._predict_ids, input_signature=ids)
 
     def _predict_ids(self, token_ids, segment_ids, padding_mask):
-        inputs = self.check_ids(token_ids, segment_ids, padding_mask)
+        return self._outputs(self.check_ids(token_ids, segment_ids, padding_mask))
+
+    def _outputs(self, inputs):
+        """`predict_ids`' outputs (a tag per piece) for checked id inputs."""
         logits = tf.cast(self._model.obj(inputs, training=False), tf.float32)
         label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
         return {"probabilities": tf.nn.softmax(logits, axis=-1), "label_id": label_id,

@@ -242,6 +242,10 @@ class ClassificationKind(TaskKind):
         return classifier_head(model, settings.get("label_names"))
 
     @classmethod
+    def tflite_module(cls, model, vocab_file, settings, seq_length=None, ids_only=False):
+        return cls.serving_module(model, vocab_file, settings, seq_length)  # raw text or ids, both convert
+
+    @classmethod
     def read_examples(cls, name, text, input_format, settings, options):
         """TSV/CSV rows (text columns by header name or `--text_a_column`...), JSON Lines or text lines."""
         if input_format in ("tsv", "csv"):

@@ -24,12 +24,12 @@ class FinetuneConfig(Config):
 
     # --- Task and files ---
     task: typing.Optional[str] = field(
-        None, "GLUE name, CoNLL name (conll2003, conll2003_chunk, conll2003_pos), squad, swag, or any name with "
-        "--task_kind for files of that kind's layout.")
+        None, "GLUE name, CoNLL name (conll2003, conll2003_chunk, conll2003_pos), squad, or a name another "
+        "task kind claims, or any name with --task_kind for files of that kind's layout.")
     task_kind: str = field(
-        "auto", "A task kind of electra_tf.finetuning.kinds (classification, tagging, span_qa, multiple_choice); "
-        "auto: the kind that claims the task's name (tagging for the CoNLL names, span_qa for names starting "
-        "with squad, multiple_choice for swag), else classification.")
+        "auto", "A task kind of electra_tf.finetuning.kinds.KINDS (classification, tagging, span_qa, ...); auto: "
+        "the kind that claims the task's name (tagging for the CoNLL names, span_qa for names starting with "
+        "squad, ...), else classification.")
     data_dir: typing.Optional[str] = field(
         None, "Folder with train/dev(/test).tsv (+ labels.txt); tagging: train.txt/dev.txt or eng.train/eng.testa.")
     init: typing.Optional[str] = field(

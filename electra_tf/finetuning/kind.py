@@ -31,6 +31,7 @@ export, its `serving_config.json`):
     claims(task)                                                    `--task_kind auto` gives it this task
     missing_settings(model)                                         what an export assumes without settings
     serving_module(model, vocab_file, settings, seq_length=None)   what `export --kind serving` saves
+    tflite_module(model, vocab_file, settings, seq_length, ids_only)   what `export --kind tflite` converts
     sniff_format(text)                                              a predict input format told by content
     read_examples(name, text, input_format, settings, options)      predict's `examples.Example`s
     format_prediction(row, example, settings)                       an `examples.Prediction` (one record)
@@ -110,3 +111,8 @@ class TaskKind:
     def hf_head(cls, model, settings):
         """`(transformers architecture, {name: array}, config entries)` of the head; raises when there is none."""
         raise ValueError(f"A {cls.name} model has no Hugging Face counterpart.")
+
+    @classmethod
+    def tflite_module(cls, model, vocab_file, settings, seq_length=None, ids_only=False):
+        """The serving module whose model `export --kind tflite` converts; raises where the kind has none."""
+        raise ValueError(f"A {cls.name} model has no LiteRT export: serve it with `--kind serving`.")

@@ -7,8 +7,8 @@ output holds), `load_finetuned` and `serving_module` (export and predict).
 
 Example:
 >>> from electra_tf.finetuning import kinds
->>> sorted(kinds.KINDS)
-['classification', 'multiple_choice', 'span_qa', 'tagging']
+>>> kinds.get("tagging").model_file
+'token_classifier.keras'
 >>> from electra_tf.finetuning.config import FinetuneConfig
 >>> kinds.for_config(FinetuneConfig(task="conll2003")).name, kinds.for_config(FinetuneConfig(task="sst-2")).name
 ('tagging', 'classification')
@@ -138,6 +138,42 @@ def serving_module(model, vocab_file, settings, seq_length=None):
         seq_length: int or None. Default: the fine-tuning `seq_length`.
     """
     return for_model(model).serving_module(model, vocab_file, settings, seq_length)
+
+
+def export_tflite(model, vocab_file, output_dir, settings=None, seq_length=None, ids_only=False, quantize=None):
+    """Writes a fine-tuned `model` as a LiteRT model folder (`export.tflite`); returns the `model.tflite` path.
+
+    Its task kind gives the serving module to convert (`TaskKind.tflite_module`: a classifier, raw
+    text or ids in; a tagger, ids in) or refuses with the reason.
+
+    Example:
+        ```python
+        # A tagger, ids in, int8 weights (`export.tflite_runtime.load_interpreter` runs the file).
+        import json
+        import pathlib
+
+        from electra_tf.finetuning.kinds import export_tflite
+        from electra_tf.models.encoder import ElectraEncoder
+        from electra_tf.models.token_classifier import ElectraTokenClassifier
+
+        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "peter", "lives", "in", "paris"]
+        pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
+        tagger = ElectraTokenClassifier(ElectraEncoder(vocab_size=len(tokens), num_layers=1, num_heads=1, hidden_dim=16,
+                                                       embedding_dim=8, intermediate_dim=32), num_labels=3)
+        tagger.build()  # fine-tuned, in practice
+        path = export_tflite(tagger, "vocab.txt", "ner_tflite", {"label_names": ["O", "B-PER", "I-PER"],
+                             "seq_length": 16}, ids_only=True, quantize="dynamic_int8")  # 'ner_tflite/model.tflite'
+        config = json.loads(pathlib.Path("ner_tflite/tflite_config.json").read_text())
+        assert config["inputs"] == ["token_ids", "segment_ids", "padding_mask"] and config["custom_ops"] == []
+        ```
+    """
+    from electra_tf.export import tflite
+
+    settings = settings or {}
+    kind = for_model(model)
+    served = kind.tflite_module(model, vocab_file, settings, seq_length, ids_only)
+    return tflite.export_tflite(served, vocab_file, output_dir, settings.get("task", ""), kind.name, ids_only,
+                                quantize)
 
 
 def export_serving(model, vocab_file, base_dir, model_name="electra", version=1, settings=None, seq_length=None):

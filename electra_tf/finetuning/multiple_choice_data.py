@@ -29,7 +29,6 @@ Example:
 import csv
 import dataclasses
 import io
-import json
 import os
 import re
 import typing
@@ -37,6 +36,7 @@ import typing
 import tensorflow as tf
 
 from electra_tf.data.utf8 import decode_utf8
+from electra_tf.finetuning.examples import json_object
 
 ENDING = re.compile(r"ending(\d+)$")
 # Split files in `--data_dir`, the first that exists (SWAG's own names first for `--task swag`).
@@ -119,15 +119,8 @@ def _read_csv(text, name):
 
 def _read_jsonl(text, name):
     for line, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{name}:{line}: not valid JSON ({e.msg} at column {e.colno}).") from None
-        if not isinstance(record, dict):
-            raise ValueError(f"{name}:{line}: expected a JSON object, found {type(record).__name__}.")
-        yield question_of_record(record, name, line)
+        if raw.strip():
+            yield question_of_record(json_object(name, line, raw), name, line)
 
 
 def question_of_record(record, name, line):

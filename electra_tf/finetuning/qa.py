@@ -205,6 +205,11 @@ class SpanQAKind(TaskKind):
         return question_answerer_head(model)
 
     @classmethod
+    def tflite_module(cls, model, vocab_file, settings, seq_length=None, ids_only=False):
+        raise ValueError("A question-answering model has no LiteRT export: its windows and span search run in "
+                         "TensorFlow string and loop ops that have no LiteRT kernel. Serve it with `--kind serving`.")
+
+    @classmethod
     def read_examples(cls, name, text, input_format, settings, options):
         """SQuAD 1.1 / 2.0 JSON (answers scored), or JSON Lines `{"id", "question", "context", "answers"}`."""
         if input_format == "squad":

@@ -283,6 +283,14 @@ class TaggingKind(TaskKind):
         return token_classifier_head(model, settings.get("label_names"))
 
     @classmethod
+    def tflite_module(cls, model, vocab_file, settings, seq_length=None, ids_only=False):
+        if not ids_only:
+            raise ValueError("A tagger exports to LiteRT with --ids only (ids in, a tag per piece out): its raw-text "
+                             "word split uses tensorflow-text's RegexSplitWithOffsets and string ops, which have no "
+                             "LiteRT kernel.")
+        return cls.serving_module(model, vocab_file, settings, seq_length)
+
+    @classmethod
     def sniff_format(cls, text):
         """CoNLL columns: every one of the first data lines ends in a tag (O, X-TYPE) or is `-DOCSTART-`."""
         rows = [line.split() for line in text.splitlines()[:50] if line.strip()]

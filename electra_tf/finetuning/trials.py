@@ -42,6 +42,7 @@ from electra_tf.finetuning import recipe
 from electra_tf.finetuning.batching import num_batches
 from electra_tf.finetuning.config import with_current_keys
 from electra_tf.training import callbacks, distribute, run_lock
+from electra_tf.training import named_checkpoint
 from electra_tf.training.named_checkpoint import NamedCheckpoint
 
 # Settings that do not change what a run computes: a run may resume with other values.
@@ -307,7 +308,7 @@ def _run_trial(task, config, trial, encoder, strategy, output_dir):
                      os.path.join(run_files.trial_dir(output_dir, trial), run_files.CHECKPOINT_DIR),
                      every=config.save_checkpoints_steps, max_to_keep=MAX_CHECKPOINTS, strategy=strategy,
                      before_save=[writer.flush])
-    restored = run_files.restore_latest_good(state.restore, directory)
+    restored = named_checkpoint.restore_latest_good(state.restore, directory)
     if restored:
         print(f"trial {trial}: resumed at step {int(optimizer.iterations.numpy())} (epoch "
               f"{int(progress.evaluated.numpy()) + 1}) from {restored}", flush=True)

@@ -9,6 +9,7 @@ from absl import logging
 from electra_tf import run_files
 from electra_tf.models.pretrainer import build_pretrainer
 from electra_tf.sources.base import Source
+from electra_tf.training import named_checkpoint
 from electra_tf.training.named_checkpoint import NamedCheckpoint
 
 
@@ -50,7 +51,7 @@ def restore_pretrainer(model_dir, checkpoint=None):
     pretrainer = build_pretrainer(config)
     if checkpoint:
         NamedCheckpoint(pretrainer).restore(checkpoint)
-    elif run_files.restore_latest_good(NamedCheckpoint(pretrainer).restore, model_dir) is None:
+    elif named_checkpoint.restore_latest_good(NamedCheckpoint(pretrainer).restore, model_dir) is None:
         raise FileNotFoundError(f"No checkpoint in {os.path.join(model_dir, run_files.CHECKPOINT_DIR)}.")
     return pretrainer, config
 

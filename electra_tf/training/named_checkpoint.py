@@ -27,11 +27,15 @@ electra_tf 0.1 (the positional layout) are recognised and mapped through the
 optimizer's variable order, verified against every shape (`restore_legacy`).
 """
 
+import os
+
 import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
 from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+from electra_tf import run_files
 
 MODEL = "model"
 OPTIMIZER = "optimizer"
@@ -326,3 +330,40 @@ def _assign_positional(reader, path, chain, variables, what):
         values.append(value)
     for variable, value in zip(variables, values):  # only once every shape matched
         variable.assign(np.asarray(value, dtype=variable.dtype))
+
+
+# A damaged checkpoint: missing or truncated files ("not an sstable", "Read less bytes than requested").
+DAMAGE = (tf.errors.OpError, IndexError)
+
+
+def restore_latest_good(restore, model_dir):
+    """Calls `restore(path)` on the newest readable checkpoint of `model_dir`, falling back over damaged ones.
+
+    A checkpoint that cannot be read (truncated, files missing) is named in a
+    warning and the one before it is tried; a checkpoint that reads but does
+    not fit the model (`CheckpointMismatchError`) is an error at once.
+
+    Returns:
+        The restored path, or None when `model_dir` has no checkpoint.
+
+    Raises:
+        ValueError naming every damaged checkpoint when none can be read.
+    """
+    damaged = []
+    for path in run_files.kept_checkpoints(model_dir):
+        try:
+            restore(path)
+        except CheckpointMismatchError:
+            raise
+        except DAMAGE as e:
+            reason = (getattr(e, "message", None) or str(e)).splitlines()[0][:200]
+            damaged.append(f"{path} ({reason})")
+            logging.warning("Checkpoint %s is unreadable (%s); falling back to the one before it.", path, reason)
+            continue
+        if damaged:
+            logging.warning("Restored %s instead of the damaged %s.", path, "; ".join(damaged))
+        return path
+    if damaged:
+        raise ValueError(f"No readable checkpoint in {os.path.join(model_dir, run_files.CHECKPOINT_DIR)}: "
+                         + "; ".join(damaged))
+    return None

@@ -18,6 +18,7 @@ from electra_tf.models.pretrainer import build_pretrainer
 from electra_tf.objectives import OBJECTIVES
 from electra_tf import run_files, sources
 from electra_tf.training import callbacks, distribute
+from electra_tf.training import named_checkpoint
 from electra_tf.training.named_checkpoint import NamedCheckpoint
 from electra_tf.training.optimization import create_optimizer
 
@@ -190,7 +191,7 @@ def train(config, model_dir, strategy=None, init=None, verbose=1, extra_callback
             strategy=strategy,
             before_save=[board.flush],
         )
-        latest = run_files.restore_latest_good(state.restore, model_dir)
+        latest = named_checkpoint.restore_latest_good(state.restore, model_dir)
         if latest:
             logging.info("Resumed from %s", latest)
         elif init:

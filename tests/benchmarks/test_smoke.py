@@ -184,3 +184,16 @@ def test_serving_latency_times_every_path(tmp_path):
                   "--warmup", "1", "--seq_length", "64")
     paths = [r.split("|")[4].strip() for r in table_rows(text)[1:]]
     assert len(paths) == 6 and any(p.startswith("HF transformers") for p in paths)
+
+
+@pytest.mark.large  # fine-tunes a tiny model, then the SavedModel and four LiteRT exports: ~2 min
+def test_tflite_export_compares_the_litert_models_with_the_saved_model(tmp_path):
+    run_dir = make_run_dir(tmp_path / "run", str(shared_data("vocab", "bert_uncased_vocab.txt")), num_layers=1,
+                           hidden_dim=16, embedding_dim=16, intermediate_dim=32)
+    text = report("tflite_export", tmp_path, "--task_dir", str(shared_data("tasks", "sms_spam")), "--init", run_dir,
+                  "--train_limit", "16", "--epochs", "1", "--seq_length", "16", "--dev_limit", "24", "--repeats", "3",
+                  "--warmup", "1")
+    assert "python -m electra_tf.finetune --task sms_spam" in text and "Dev set: 24 rows" in text
+    names = [r.split("|")[1].strip() for r in table_rows(text)]
+    for name in ("text", "text_int8", "ids", "ids_int8"):
+        assert f"`{name}` model.tflite" in names and f"`{name}`" in names and f"LiteRT `{name}`" in names

@@ -77,3 +77,52 @@ def test_the_kind_of_a_run_by_task_name_or_task_kind(task, task_kind, expected):
 def test_an_unknown_task_kind_names_the_known_ones():
     with pytest.raises(ValueError, match=r"Unknown task kind 'ranking'. Known kinds: \['classification', "):
         kinds.get("ranking")
+
+
+# The files a task kind may live in: its modules, its model and serving files (by their names), and the
+# registry's one line. Everything else in the package reaches a kind through the registry.
+PLUG_IN_FILES = {
+    "multiple_choice": ("finetuning/multiple_choice.py", "finetuning/multiple_choice_data.py",
+                        "models/multiple_choice.py", "export/multiple_choice_serving.py"),
+}
+
+
+def code_names(path):
+    """Identifiers, attribute names, imported names and string constants of `path`, docstrings and comments
+    left out: what the module's code refers to."""
+    import ast
+
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            yield node.lineno, node.id
+        elif isinstance(node, ast.Attribute):
+            yield node.lineno, node.attr
+        elif isinstance(node, ast.alias):
+            yield node.lineno, node.name
+        elif isinstance(node, ast.ImportFrom):
+            yield node.lineno, node.module or ""
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            yield node.lineno, node.value
+
+
+@pytest.mark.parametrize("kind", list(PLUG_IN_FILES))
+def test_a_kind_is_named_by_its_own_files_and_one_registry_line(kind):
+    """Adding the kind touched its modules, its model and serving files and `kinds.KINDS`: the package's code
+    (docstrings aside) names it nowhere else, and the registry in one line and its import."""
+    camel = "".join(part.title() for part in kind.split("_"))
+    pattern = re.compile(rf"{kind}|{camel}")
+    found = {}
+    for path in package_files():
+        relative = os.path.relpath(path, PACKAGE).replace(os.sep, "/")
+        if relative in PLUG_IN_FILES[kind]:
+            continue
+        lines = sorted({line for line, name in code_names(path) if pattern.search(name)})
+        if lines:
+            found[relative] = lines
+    registry = found.pop("finetuning/kinds.py", [])
+    assert len(registry) == 2, f"finetuning/kinds.py names {kind} on lines {registry}: its import and KINDS line"
+    assert not found, f"{kind} is named outside its plug-in files: {found}"

@@ -1,0 +1,288 @@
+"""A fine-tuned model as a LiteRT (TensorFlow Lite) model, for phones and other small devices.
+
+`export_tflite` writes a folder (`python -m electra_tf.export --kind tflite`):
+
+    model.tflite         the model, one signature `serving_default`
+    labels.txt           label i on line i (not for regression)
+    vocab.txt            the WordPiece vocabulary, with electra_tokenizer.json (its normalisation):
+                         what an `--ids` client tokenizes with (the raw-text model holds its own copy)
+    tflite_config.json   task, kind, input, seq_length, pair, label names, quantization, the
+                         signature's inputs and outputs, the custom ops, the special token ids
+
+Signature `serving_default` of a classifier:
+
+    raw text (default)  text string (batch,)  [+ text_b string (batch,) for pair tasks]
+    --ids               token_ids, segment_ids, padding_mask  int32 (batch, seq_length)
+                        -> probabilities float32 (batch, num_labels), label_id int32 (batch,),
+                           label string (batch,)   (regression tasks: -> score float32 (batch,))
+
+A tagger exports `--ids` only: ids of one window `(batch, seq_length)` -> `probabilities`
+`(batch, seq_length, num_labels)`, `label_id` and `label` `(batch, seq_length)`, a tag per
+piece, as the SavedModel's `predict_ids`. Its raw-text serving cuts words with tensorflow-text's
+`RegexSplitWithOffsets` and TensorFlow string and loop ops, which have no LiteRT kernel; a
+question-answering model's span search likewise, so it has no LiteRT export.
+
+The raw-text model tokenizes in the graph with the tokenizer used in training: tensorflow-text's
+`FastBertNormalize` and `FastWordpieceTokenizeWithOffsets`, the two custom ops tensorflow-text
+ships LiteRT kernels for (`tflite_runtime.load_interpreter` registers them). The ids are
+packed into `[CLS] a [SEP] (b [SEP])` with LiteRT builtin ops (`pack_ids`), the same ids as the
+SavedModel's `tf.text` packing. The `--ids` model holds no custom op: the stock LiteRT runtime
+runs it. `quantize="dynamic_int8"` stores the weights as int8 (dynamic-range quantization:
+activations stay float).
+"""
+
+import json
+import os
+import shutil
+import tempfile
+
+import tensorflow as tf
+
+from electra_tf import run_files
+from electra_tf.data.tokenizer import copy_vocab, pair_lengths
+from electra_tf.export.tflite_runtime import TEXT_OP_REGISTRARS, custom_ops
+
+QUANTIZATIONS = ("none", "dynamic_int8")
+SIGNATURE = "serving_default"
+ID_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+
+
+def pack_ids(tokenizer, texts_a, texts_b=None, seq_length=128):
+    """`WordPieceTokenizer.pack` with LiteRT builtin ops: `[CLS] a [SEP] (b [SEP])`, truncated, padded.
+
+    The same ids as `tokenizer.pack` (pairs truncated longest-first, `pair_lengths`),
+    built from the pieces' flat values and row splits with gathers and selects
+    instead of ragged ops (`RaggedGather`, `RaggedRange`, ... have no LiteRT kernel).
+
+    Args:
+        tokenizer: `WordPieceTokenizer`.
+        texts_a: string tensor `(batch,)`.
+        texts_b: optional string tensor `(batch,)`.
+        seq_length: int. Output length, special tokens included.
+
+    Returns:
+        dict of int32 tensors `(batch, seq_length)`: `token_ids`, `segment_ids`, `padding_mask`.
+
+    Example:
+        ```python
+        import pathlib
+
+        from electra_tf.data.tokenizer import WordPieceTokenizer
+        from electra_tf.export.tflite import pack_ids
+
+        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!"]
+        pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
+        tokenizer = WordPieceTokenizer("vocab.txt")
+        pack_ids(tokenizer, ["Hello world!"], ["world"], seq_length=8)["token_ids"].numpy()
+        # [[2, 5, 6, 7, 3, 6, 3, 0]]
+        ```
+    """
+    a_values, a_starts, len_a = _pieces(tokenizer, texts_a)
+    if texts_b is None:
+        keep_a, keep_b = tf.minimum(len_a, seq_length - 2), tf.zeros_like(len_a)
+        b_values, b_starts = a_values, a_starts  # unused: no position is in b
+    else:
+        b_values, b_starts, len_b = _pieces(tokenizer, texts_b)
+        keep_a, keep_b = pair_lengths(len_a, len_b, seq_length - 3)
+    position = tf.range(seq_length)[None, :]
+    keep_a, keep_b = keep_a[:, None], keep_b[:, None]
+    in_a = (position >= 1) & (position <= keep_a)
+    b_first = keep_a + 2  # [CLS] a [SEP] b
+    in_b = (position >= b_first) & (position < b_first + keep_b)
+    is_sep = position == keep_a + 1
+    length = keep_a + 2
+    if texts_b is not None:  # b's [SEP] stands also when b is empty
+        is_sep |= position == b_first + keep_b
+        length += keep_b + 1
+    ids = tf.where(in_a, _gather_pieces(a_values, a_starts, position - 1, in_a),
+                   _gather_pieces(b_values, b_starts, position - b_first, in_b))
+    ids = tf.where(position == 0, tokenizer.cls_id, tf.where(is_sep, tokenizer.sep_id, ids))
+    padding_mask = position < length
+    padding_mask = tf.cast(padding_mask, tf.int32)
+    if texts_b is None:
+        segment_ids = tf.zeros_like(padding_mask)
+    else:
+        segment_ids = tf.cast(position >= b_first, tf.int32) * padding_mask
+    return {
+        "token_ids": tf.where(padding_mask > 0, ids, tokenizer.pad_id),
+        "segment_ids": segment_ids,
+        "padding_mask": padding_mask,
+    }
+
+
+def _pieces(tokenizer, texts):
+    """Flat piece ids, each text's first piece and piece count (int32)."""
+    ragged = tokenizer.tokenize(texts)
+    splits = tf.cast(ragged.row_splits, tf.int32)
+    return tf.cast(ragged.flat_values, tf.int32), splits[:-1], splits[1:] - splits[:-1]
+
+
+def _gather_pieces(values, starts, offsets, inside):
+    """`values[starts + offsets]` where `inside`, else 0 (a gather that never reads out of range)."""
+    padded = tf.concat([values, tf.zeros([1], tf.int32)], axis=0)
+    return tf.gather(padded, tf.where(inside, starts[:, None] + offsets, tf.size(values)))
+
+
+class TFLiteModule(tf.Module):
+    """The functions a LiteRT export converts, over a serving module's model and outputs.
+
+    Args:
+        served: the `ServingModule` or `TaggingServingModule` of the model
+            (its task kind's `tflite_module`): its variables, tokenizer, `seq_length`
+            and `_outputs` (what its `predict_ids` returns).
+        pair: bool. Raw text takes `text_b` too.
+
+    Functions (dynamic batch, `seq_length` fixed): `serve_text` (`text` [+ `text_b`] ->
+    outputs), `serve_ids` (`token_ids`, `segment_ids`, `padding_mask` -> outputs) and
+    `preprocess` (raw text -> the ids `serve_text` feeds the model).
+    """
+
+    def __init__(self, served, pair=False, name=None):
+        super().__init__(name=name)
+        self.served = served
+        length = served.seq_length
+        ids = [tf.TensorSpec([None, length], tf.int32, name=n) for n in ID_INPUTS]
+        self.serve_ids = tf.function(self._serve_ids, input_signature=ids)
+        texts = [tf.TensorSpec([None], tf.string, name=n) for n in (("text", "text_b") if pair else ("text",))]
+        self.serve_text = tf.function(self._serve_text, input_signature=texts)
+        self.preprocess = tf.function(self._preprocess, input_signature=texts)
+
+    def _serve_ids(self, token_ids, segment_ids, padding_mask):
+        return self.served._outputs({"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask})
+
+    def _serve_text(self, text, text_b=None):
+        return self.served._outputs(self._preprocess(text, text_b))
+
+    def _preprocess(self, text, text_b=None):
+        return pack_ids(self.served.tokenizer, text, text_b, seq_length=self.served.seq_length)
+
+
+def convert(function, module, quantize=None, custom_ops_allowed=()):
+    """The LiteRT flatbuffer of a `tf.function` with an input signature, checked for ops the runtime lacks.
+
+    Args:
+        function: `tf.function` of `module` (e.g. `TFLiteModule.serve_text`).
+        module: `tf.Module` holding its variables.
+        quantize: None, "none" or "dynamic_int8" (int8 weights, float activations).
+        custom_ops_allowed: custom op names the model may hold (the raw-text tokenizer's).
+
+    Returns:
+        bytes.
+
+    Raises:
+        ValueError naming every custom op outside `custom_ops_allowed`.
+    """
+    quantize = _check_quantize(quantize)
+    converter = tf.lite.TFLiteConverter.from_concrete_functions([function.get_concrete_function()], module)
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    converter.allow_custom_ops = bool(custom_ops_allowed)
+    if quantize == "dynamic_int8":
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    content = _quietly(converter.convert)
+    unsupported = sorted(set(custom_ops(content)) - set(custom_ops_allowed))
+    if unsupported:
+        raise ValueError(f"The LiteRT model would hold ops no LiteRT runtime here has a kernel for: {unsupported}.")
+    return content
+
+
+def _quietly(fn):
+    """`fn()` with TensorFlow's Python INFO lines off: the converter logs each step of the SavedModel it saves
+    in a temporary folder (its assets, its fingerprint, renamed resource inputs), which is none of the user's business."""
+    from absl import logging
+
+    verbosity, tf_level = logging.get_verbosity(), tf.get_logger().level
+    logging.set_verbosity(logging.WARNING)
+    tf.get_logger().setLevel("WARNING")
+    try:
+        return fn()
+    finally:
+        logging.set_verbosity(verbosity)
+        tf.get_logger().setLevel(tf_level)
+
+
+def export_tflite(served, vocab_file, output_dir, task="", kind="classification", ids_only=False, quantize=None):
+    """Writes the model of a serving module as a LiteRT model folder (see the module docstring).
+
+    `finetuning.kinds.export_tflite` calls it with the serving module a fine-tuned model's
+    task kind gives for LiteRT (`TaskKind.tflite_module`: a classifier's, a tagger's for `--ids`).
+
+    Args:
+        served: the serving module (`serving.ServingModule`, `tagging_serving.TaggingServingModule`):
+            its variables, tokenizer, `seq_length`, `_outputs`.
+        vocab_file: str. Its vocabulary.
+        output_dir: str. A new or empty local folder; written as a whole (a hidden
+            `.<name>.partial-*` folder beside it, renamed when complete).
+        task: str. Recorded in `tflite_config.json`.
+        kind: str. The model's task kind, recorded there too.
+        ids_only: bool. Ids in, no custom op (else raw text in, tensorflow-text's two ops).
+        quantize: None, "none" or "dynamic_int8".
+
+    Returns:
+        str, the path of `model.tflite`.
+    """
+    quantize = _check_quantize(quantize)
+    tokenizer = served.tokenizer
+    if not ids_only and tokenizer.lower_case != tokenizer.strip_accents:
+        raise ValueError(f"{vocab_file}'s tokenizer settings {tokenizer.settings} normalise text with TensorFlow "
+                         "string ops that have no LiteRT kernel (tensorflow-text's FastBertNormalize lower-cases "
+                         "and strips accents together or not at all): export it with --ids.")
+    pair = bool(getattr(served, "pair", False))
+    module = TFLiteModule(served, pair=pair)
+    function = module.serve_ids if ids_only else module.serve_text
+    allowed = () if ids_only else tuple(TEXT_OP_REGISTRARS)
+    content = convert(function, module, quantize, custom_ops_allowed=allowed)
+    outputs = sorted(function.get_concrete_function().structured_outputs)
+    label_names = [] if _regression(served) else [name.decode("utf-8") for name in served.label_names.numpy()]
+    description = {
+        "task": task,
+        "kind": "regression" if _regression(served) else kind,
+        "input": "ids" if ids_only else "text",
+        "signature": SIGNATURE,
+        "inputs": list(ID_INPUTS) if ids_only else (["text", "text_b"] if pair else ["text"]),
+        "outputs": outputs,
+        "seq_length": served.seq_length,
+        "pair": pair,
+        "label_names": label_names,
+        "quantization": quantize,
+        "custom_ops": custom_ops(content),
+        "special_ids": tokenizer.special_ids,
+        "tokenizer": tokenizer.settings,
+    }
+    return _write_folder(output_dir, content, description, vocab_file)
+
+
+def _regression(served):
+    return bool(getattr(served, "regression", False))
+
+
+def _check_quantize(quantize):
+    quantize = "none" if quantize is None else quantize
+    if quantize not in QUANTIZATIONS:
+        raise ValueError(f"`quantize` must be one of {QUANTIZATIONS}. Received: `quantize={quantize!r}`")
+    return quantize
+
+
+def _write_folder(output_dir, content, description, vocab_file):
+    """Writes the folder's files into a hidden sibling and renames it to `output_dir` (new or empty)."""
+    output_dir = os.path.abspath(output_dir)
+    parent = os.path.dirname(output_dir)
+    os.makedirs(parent, exist_ok=True)
+    partial = tempfile.mkdtemp(prefix=f".{os.path.basename(output_dir)}.partial-", dir=parent)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(partial, 0o777 & ~umask)  # a folder as `os.makedirs` makes it (mkdtemp's is private)
+        with open(os.path.join(partial, run_files.TFLITE_MODEL_FILE), "wb") as f:
+            f.write(content)
+        if description["label_names"]:
+            with open(os.path.join(partial, run_files.LABELS_ASSET), "w", encoding="utf-8") as f:
+                f.write("".join(f"{label}\n" for label in description["label_names"]))
+        copy_vocab(vocab_file, os.path.join(partial, run_files.VOCAB_FILE))
+        with open(os.path.join(partial, run_files.TFLITE_CONFIG_FILE), "w", encoding="utf-8") as f:
+            json.dump(description, f, indent=2)
+            f.write("\n")
+        os.replace(partial, output_dir)  # an empty `output_dir` is replaced; a non-empty one refuses
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return os.path.join(output_dir, run_files.TFLITE_MODEL_FILE)
