@@ -1,6 +1,7 @@
 r"""Replaced-token scores of a tiny pre-training run: does the discriminator spot its own generator's replacements?
 
-    python -m benchmarks.rtd_auc --output benchmarks/results/rtd_held_out_auc.md
+    python -m benchmarks.rtd_auc --model_dir runs/rtd_tiny --output benchmarks/results/rtd_held_out_auc.md
+    python -m benchmarks.rtd_auc --steps 2 --every 2 --seeds 1 --output /tmp/rtd_auc.md  # smoke size
 
 Pre-trains the `tiny` preset on the demo corpus (`python -m electra_tf.pretrain --config
 tiny`, a checkpoint every `--every` steps up to the last of `--steps`), then for each of
@@ -119,9 +120,9 @@ def main(argv):
     replaced = {name: sum(v["replaced_pieces"] for v in rows[0][2][name]) // len(seeds) for name in texts}
     pieces = {name: rows[0][2][name][0]["pieces"] for name in texts}
     lines = [
-        f"Command (from the repository root): `{common.command_line('benchmarks.rtd_auc')}`",
-        "",
         "# Replaced-token scores of a tiny run: its discriminator on its own generator's replacements",
+        "",
+        f"`{common.command_line('benchmarks.rtd_auc')}`, from the repository root.",
         "",
         f"The `tiny` preset pre-trained on the demo corpus; at each step `python -m electra_tf.predict --init <run> "
         f"--corrupt --seed S` (S in {FLAGS.seeds}) on {len(held_out)} lines of held-out prose "
