@@ -231,8 +231,10 @@ def load_detector(init, flag="init", generator_for=None, vocab_file=None):
 
         config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64)
         export_hugging_face(build_pretrainer(config), "hf")  # hf/discriminator, hf/generator
-        load_detector("hf:hf/discriminator").pretrainer  # None: a discriminator alone
-        load_detector("hf:hf/discriminator,hf/generator").pretrainer.generator.hidden_dim  # 8
+        open("vocab.txt", "w").write("".join(f"t{i}\\n" for i in range(100)))
+        load_detector("hf:hf/discriminator", vocab_file="vocab.txt").pretrainer  # None: a discriminator alone
+        detector = load_detector("hf:hf/discriminator,hf/generator", vocab_file="vocab.txt")
+        detector.pretrainer.generator.hidden_dim  # 8
         ```
     """
     from electra_tf.models.discriminator import ElectraDiscriminator
