@@ -59,14 +59,20 @@ def at_step(run_dir, step, folder):
     return folder
 
 
-def training_auc(run_dir):
-    """Pre-training's `disc_auc` at the end of each epoch, by step (the run's TensorBoard logs)."""
+def training_auc(run_dir, every):
+    """Pre-training's `disc_auc` at the end of each epoch (`every` steps), by step (the run's TensorBoard logs)."""
     import tensorflow as tf
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    # Keras' metrics run over an epoch: the value logged at an epoch's last step is the epoch's.
     events = EventAccumulator(os.path.join(run_dir, "logs", "train"), size_guidance={"tensors": 0}).Reload()
-    return {event.step: float(tf.make_ndarray(event.tensor_proto)) for event in events.Tensors("batch_disc_auc")}
+    tags = events.Tags()["tensors"]
+    values = {}
+    # Keras' metrics run over an epoch: the value logged at an epoch's last step (every `log_steps`) is the
+    # epoch's, as is the epoch's own summary (epoch i ends at step (i + 1) * every).
+    for tag, step in (("epoch_disc_auc", lambda s: (s + 1) * every), ("batch_disc_auc", lambda s: s)):
+        if tag in tags:
+            values.update({step(e.step): float(tf.make_ndarray(e.tensor_proto)) for e in events.Tensors(tag)})
+    return values
 
 
 def corpus_lines(demo_dir, count):
@@ -95,7 +101,7 @@ def main(argv):
     for name, lines in texts.items():
         with open(os.path.join(tmp, f"{name}.txt"), "w", encoding="utf-8") as f:
             f.write("".join(line + "\n" for line in lines))
-    pretraining = training_auc(run_dir)
+    pretraining = training_auc(run_dir, FLAGS.every)
     rows = []
     for step in steps:
         init = at_step(run_dir, step, os.path.join(tmp, f"step-{step}"))
@@ -138,7 +144,7 @@ def main(argv):
         "|---:|---:|---:|---:|---:|---:|",
     ]
     for step, train_auc, scores in rows:
-        lines.append(f"| {step} | {train_auc:.3f} | {cell(scores['training text'], 'disc_auc')} | "
+        lines.append(f"| {step} | {'n/a' if train_auc is None else f'{train_auc:.3f}'} | {cell(scores['training text'], 'disc_auc')} | "
                      f"{cell(scores['training text'], 'word_auc')} | {cell(scores['held-out prose'], 'disc_auc')} | "
                      f"{cell(scores['held-out prose'], 'word_auc')} |")
     lines += ["", f"Versions: {common.versions_text()}."]

@@ -206,5 +206,6 @@ def test_rtd_auc_scores_a_tiny_run_on_held_out_and_training_text(tmp_path, demo_
     (row,) = table_rows(text)[1:]
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[0] == "2" and len(cells) == 6
-    assert all(0.0 <= float(c.split()[0]) <= 1.0 for c in cells[1:]), row
+    assert cells[1] == "n/a" or 0.0 <= float(cells[1]) <= 1.0, row  # 2 steps may log no summary
+    assert all(0.0 <= float(c.split()[0]) <= 1.0 for c in cells[2:]), row
     assert (tmp_path / "run" / "checkpoints" / "ckpt-2.index").exists()
