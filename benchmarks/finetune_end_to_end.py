@@ -8,8 +8,9 @@ r"""The fine-tuning command end to end (start to results.json) against HF transf
     python -m benchmarks.finetune_end_to_end --kind tagging --train_limit 14041 --epochs 3 --seq_length 128 \
         --learning_rate 1e-4 --keep last --repeats 1 --output benchmarks/results/finetune_conll.md
     # multiple choice (wikiHow goal-step, `python -m benchmarks.fetch_multiple_choice`): 3 seeds per side
-    python -m benchmarks.finetune_end_to_end --kind multiple_choice --train_limit 1450 --epochs 3 \
-        --learning_rate 1e-4 --keep last --seeds 0,1,2 --output benchmarks/results/finetune_multiple_choice.md
+    python -m benchmarks.finetune_end_to_end --kind multiple_choice --train_limit 1450 --epochs 2 \
+        --seq_length 64 --learning_rate 1e-4 --keep last --seeds 0,1,2 --record ~/mc_runs.jsonl \
+        --output benchmarks/results/finetune_multiple_choice.md
     # smoke run
     python -m benchmarks.finetune_end_to_end --train_limit 64 --dev_limit 32 --repeats 1
 
@@ -68,6 +69,9 @@ flags.DEFINE_list("sides", ["electra_tf", "hf"], "Sides to run (`before` is adde
 flags.DEFINE_string("before_repo", None, "A checkout of older code, run as the side `before`.")
 flags.DEFINE_bool("profile", False, "One more electra_tf run under cProfile, summarised by phase.")
 flags.DEFINE_string("output", None, "Markdown report.")
+flags.DEFINE_string("record", None, "JSON Lines file of finished runs: each run is appended as it ends, and a run "
+                    "already in it (same side, turn and seed) is read back instead of run again, so a long "
+                    "comparison killed half-way resumes where it stopped.")
 FLAGS = flags.FLAGS
 
 # (label, file, function): the cumulative seconds of each function the run called, in this order.
@@ -168,19 +172,34 @@ def main(argv):
     run_config = run_config.replace(init=run_config.init or converted_init(scratch))
     seeds = [int(s) for s in FLAGS.seeds or [run_config.seed]]
     job = common.hf_job(run_config, common.hf_model_dir(FLAGS.init))  # the HF side's rows, read once by electra_tf
-    runs, load = {side: [] for side in sides}, []
+    runs, load, done = {side: [] for side in sides}, [], recorded(FLAGS.record)
     for n in range(max(FLAGS.repeats, len(seeds))):
         seeded = run_config.replace(seed=seeds[n % len(seeds)])
         job_path = os.path.join(scratch, f"job-{seeded.seed}.json")
         with open(job_path, "w", encoding="utf-8") as f:
             json.dump(dict(job, recipe=dict(job["recipe"], seed=seeded.seed)), f)
         for side in sides[n % len(sides):] + sides[:n % len(sides)]:
-            runs[side].append(run_side(side, seeded, scratch, n, job_path))
-            load.append(os.getloadavg()[0])
+            key = dict(side=side, turn=n, seed=seeded.seed)
+            if json.dumps(key) in done:
+                runs[side].append(done[json.dumps(key)])
+            else:
+                runs[side].append(run_side(side, seeded, scratch, n, job_path))
+                load.append(os.getloadavg()[0])
+                if FLAGS.record:
+                    common.append_jsonl(FLAGS.record, dict(key, run=runs[side][-1], load=load[-1]))
             print(side, n, runs[side][-1], flush=True)
     profile = profile_run(run_config, scratch) if FLAGS.profile else None
     shutil.rmtree(scratch, ignore_errors=True)
     common.write_report(report(runs, run_config, profile, load or [os.getloadavg()[0]]), FLAGS.output)
+
+
+def recorded(path):
+    """The runs a `--record` file holds, by their key (side, turn, seed); empty without one."""
+    if not path or not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        lines = [json.loads(line) for line in f if line.strip()]
+    return {json.dumps(dict(side=r["side"], turn=r["turn"], seed=r["seed"])): r["run"] for r in lines}
 
 
 def train_seconds(phases):

@@ -24,6 +24,7 @@ from absl import logging
 from electra_tf import run_files, sources
 from electra_tf.finetuning import trials
 from electra_tf.finetuning.classification import ClassificationKind
+from electra_tf.finetuning.config import with_current_keys
 from electra_tf.finetuning.multiple_choice import MultipleChoiceKind
 from electra_tf.finetuning.qa import SpanQAKind
 from electra_tf.finetuning.tagging import TaggingKind
@@ -116,7 +117,7 @@ def load_finetuned(path):
     if tf.io.gfile.exists(config_file):
         with tf.io.gfile.GFile(config_file) as f:
             try:
-                settings = json.load(f)
+                settings = with_current_keys(json.load(f))  # an earlier version wrote max_seq_length
             except json.JSONDecodeError as e:
                 raise ValueError(f"{config_file} is not valid JSON ({e}): truncated or damaged.") from None
     else:
