@@ -10,15 +10,23 @@ r"""Predicts with a fine-tuned model: `python -m electra_tf.predict --init MODEL
     python -m electra_tf.predict --init /tmp/serving/squad --input squad/dev.json
     # multiple choice: JSON Lines {"question": ..., "choices": [...], "answer": 0} or a SWAG CSV (scored)
     python -m electra_tf.predict --init runs/wikihow --input wikihow/dev.jsonl
+    # replaced-token scores of a pre-trained discriminator: each word's probability of being replaced
+    python -m electra_tf.predict --init runs/demo --input texts.txt
+    python -m electra_tf.predict --init runs/demo --input texts.txt --corrupt --seed 1  # scored on the
+                                                           # generator's own corruption (AUC)
 
 `--init` is a fine-tuning output dir (`python -m electra_tf.finetune
---output_dir`) or a TF Serving export (`python -m electra_tf.export --kind
-serving`): a version folder, or the model folder above it (its highest
-complete version). Either way the predictions are the served SavedModel's:
-a fine-tuning dir is served in this process by the module the export would
-save (`finetuning.kinds.serving_module`), an export is loaded with
-`tf.saved_model.load`, and both run its signature on the raw text. The model's
-task kind reads the input, formats each prediction and scores them.
+--output_dir`), a TF Serving export (`python -m electra_tf.export --kind
+serving` or `--kind rtd`): a version folder, or the model folder above it (its highest
+complete version), or a pre-trained ELECTRA for replaced-token scores: any `--init` form
+with the discriminator's head (a pre-training run with its checkpoints, `hf:DIR` of an
+`ElectraForPreTraining` folder, `hf:DISC,GEN`, `official:DIR`;
+`predicting.replaced_tokens`). Either way the predictions are the served SavedModel's:
+a fine-tuning dir or a pre-trained model is served in this process by the module the
+export would save (`finetuning.kinds.serving_module`, `export.rtd_serving`), an export is
+loaded with `tf.saved_model.load`, and both run its signature on the raw text. The model's
+served kind (`predicting.served_kinds`: a task kind, or replaced-token scores) reads the
+input, formats each prediction and scores them.
 
 Input (`--input`, `-` or none with piped stdin for stdin; `--input_format`
 auto picks by extension, else by content):
@@ -46,6 +54,11 @@ Output (`--output_file` or stdout): JSON Lines, one object per example, in input
     QA              {"id": ..., "answer": ..., "start": 12, "end": 18, "score": -0.7,
                      "no_answer": false}
     multiple choice {"line": 1, "choice": 2, "answer": "the chosen text", "probabilities": [0.1, 0.2, 0.7]}
+    replaced tokens {"line": 1, "text": ..., "words": [{"text": "sat", "start": 8, "end": 11,
+                     "p_replaced": 0.91, "pieces": ["sat"], "piece_p_replaced": [0.91]}, ...],
+                     "max_p_replaced": 0.91, "mean_p_replaced": 0.2, "num_flagged": 1}
+                    (--corrupt: each word's `corrupted`, `replaced`, `corrupted_pieces`, the
+                     record's `corrupted_text`, `num_replaced`; scored: `disc_auc`)
     a blank line    {"line": 4, "skipped": "blank line"}
 
 Every record names its input: `line`, the 1-based line the example starts on
@@ -58,7 +71,8 @@ answer is whole words (`qa_features.word_offsets`). When the input has gold
 labels (a label column, CoNLL tags, SQuAD answers, a choice's index) the
 predictions are scored with the metrics fine-tuning reports, the task's own
 first (accuracy, or CoLA's MCC; entity F1; SQuAD EM / F1): one summary line on
-stderr and `--metrics_file` JSON. A gold label or tag the model does not have is an error
+stderr and `--metrics_file` JSON. Replaced-token scores with `--corrupt` are scored
+against the generator's own replacements (`disc_auc`, as pre-training reports it). A gold label or tag the model does not have is an error
 naming the line. CoNLL tags are read in the file's own scheme (`--tag_scheme
 auto`: an `I-X` starting a span is IOB1, S-/E- tags BIOES, else IOB2; logged).
 A progress line goes to stderr on long inputs when it is a terminal (or with
@@ -87,7 +101,9 @@ def define_flags(flag_values=None):
     from electra_tf.predicting.inputs import FORMATS
 
     fv = flags.FLAGS if flag_values is None else flag_values
-    cli.define_init("A fine-tuning output dir or a TF Serving export (version or model folder).", flag_values=fv)
+    cli.define_init("A fine-tuning output dir, a TF Serving export (version or model folder), or a pre-trained "
+                    "ELECTRA for replaced-token scores (a pre-training run, hf:DIR[,DIR], official:DIR).",
+                    flag_values=fv)
     cli.define("string", "input", None, "Examples to predict; `-` or none (piped): stdin.", fv)
     cli.define("enum", "input_format", "auto", "Input format (auto: by extension, else by content; each task "
                "kind reads some).", fv, enum_values=["auto", *FORMATS])
@@ -102,6 +118,10 @@ def define_flags(flag_values=None):
     cli.define("integer", "token_column", 0, "CoNLL: column of the word.", fv)
     cli.define("enum", "tag_scheme", "auto", "CoNLL: scheme of the gold span tags (auto: the file's own).", fv,
                enum_values=["auto", "IOB1", "IOB2", "BIOES"])
+    cli.define("bool", "corrupt", False, "Replaced-token scores: corrupt each text with the model's own generator "
+               "first (as pre-training does), score the corrupted text and the discriminator's AUC.", fv)
+    cli.define("integer", "seed", 0, "With --corrupt: the seed of the masking and the generator's samples.", fv,
+               range="[0, inf)")
 
 
 def main(argv):
@@ -115,6 +135,8 @@ def main(argv):
         raise app.UsageError("--init is required.")
     if FLAGS.batch_size < 1:
         raise app.UsageError(f"--batch_size must be positive. Received: {FLAGS.batch_size}")
+    if FLAGS["seed"].present and not FLAGS.corrupt:
+        raise app.UsageError("--seed seeds --corrupt's masking and sampling: add --corrupt, or leave out --seed.")
     path = FLAGS.input
     if path is None:
         if sys.stdin.isatty():
@@ -126,10 +148,11 @@ def main(argv):
     text = inputs.read_text(path)  # a missing or not-UTF-8 file fails before the model loads
     with writing.stop_on_sigterm("predict: stopped by SIGTERM; no output file written"
                                  + ("" if FLAGS.output_file else " (stdout holds the records written so far)")):
-        model = predictor.open_model(FLAGS.init)
+        model = predictor.open_model(FLAGS.init, ["corrupt"] if FLAGS.corrupt else [])
         options = inputs.ReadOptions(
             text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column, label_column=FLAGS.label_column,
-            header=FLAGS.header, token_column=FLAGS.token_column, tag_scheme=FLAGS.tag_scheme)
+            header=FLAGS.header, token_column=FLAGS.token_column, tag_scheme=FLAGS.tag_scheme,
+            corrupt=FLAGS.corrupt, seed=FLAGS.seed)
         examples = inputs.read_examples(path, FLAGS.input_format, model.kind, model.settings, options, text=text)
         try:
             with writing.JsonLines(FLAGS.output_file) as out:

@@ -344,15 +344,20 @@ def test_bad_input_file_is_one_error_line_and_exit_1(models, tmp_path):
 def test_a_folder_that_is_not_a_model_is_a_clear_error(tmp_path):
     from electra_tf.predicting.predictor import open_model
 
-    (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "config.json").write_text("{}")  # a pre-training run, say
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "notes.txt").write_text("no model here")
     with pytest.raises(FileNotFoundError) as error:
-        open_model(str(tmp_path / "run"))
+        open_model(str(tmp_path / "notes"))
     assert str(error.value) == (
-        f"--init {tmp_path / 'run'} is neither a fine-tuning output dir (no classifier.keras, "
-        "token_classifier.keras, question_answerer.keras, multiple_choice.keras) nor a TF Serving export (no "
-        "saved_model.pb in it or in a numbered version folder): fine-tune with `python -m electra_tf.finetune` "
-        "first.")
+        f"--init {tmp_path / 'notes'} is neither a fine-tuning output dir (no classifier.keras, "
+        "token_classifier.keras, question_answerer.keras, multiple_choice.keras), a TF Serving export (no "
+        "saved_model.pb in it or in a numbered version folder) nor a pre-trained ELECTRA for replaced-token scores "
+        "(a pre-training run, hf:DIR, official:DIR): fine-tune with `python -m electra_tf.finetune` first.")
+    # A pre-training run is read for its replaced-token scores: without checkpoints it has no head.
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "config.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match="no checkpoint in .* without the replaced-token head"):
+        open_model(str(tmp_path / "run"))
     with pytest.raises(FileNotFoundError, match="does not exist"):
         open_model(str(tmp_path / "missing"))
 

@@ -18,7 +18,8 @@ import importlib
 # `python -m electra_tf.convert` quiets TensorFlow's start-up before TensorFlow loads.
 _LAZY = {
     "build_from_bert": "bert", "load_bert": "bert", "read_bert": "bert",
-    "build_from_hugging_face": "hugging_face", "export_hugging_face": "hugging_face",
+    "build_from_hugging_face": "hugging_face", "build_discriminator_from_hugging_face": "hugging_face",
+    "export_hugging_face": "hugging_face",
     "load_hugging_face": "hugging_face", "read_hugging_face": "hugging_face",
     "build_from_official": "official", "export_official": "official", "load_official": "official",
     "read_official_checkpoint": "official", "write_official_checkpoint": "official",
@@ -38,6 +39,7 @@ def __dir__():
 
 __all__ = [
     "assign_weights",
+    "build_discriminator_from_hugging_face",
     "build_from_bert",
     "build_from_hugging_face",
     "build_from_official",

@@ -22,6 +22,7 @@ from absl import logging
 
 from electra_tf.convert import hf_names
 from electra_tf.convert.weight_map import assign_weights, build_model, model_variables, read_weights
+from electra_tf.models.discriminator import ElectraDiscriminator
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.pretrainer import ElectraPretrainer
 
@@ -310,8 +311,10 @@ def load_hugging_face(source, model, strict=False):
         source: str or list of str. One or more directories (comma-separated
             in a string): a discriminator and/or a generator, an `ElectraModel`,
             or a directory with `discriminator/` and `generator/` inside.
-        model: `ElectraPretrainer` (each directory fills its part) or
-            `ElectraEncoder` (one directory; its body only, heads dropped).
+        model: `ElectraPretrainer` (each directory fills its part),
+            `ElectraDiscriminator` (one `ElectraForPreTraining` directory: its body and
+            replaced-token head, both required) or `ElectraEncoder` (one directory; its body
+            only, heads dropped).
         strict: bool. Every part of `model` must be in the directories.
 
     Returns:
@@ -339,6 +342,14 @@ def load_hugging_face(source, model, strict=False):
     """
     directories = expand_directories(source)
     checkpoints = [read_hugging_face(d) for d in directories]
+    if isinstance(model, ElectraDiscriminator):
+        roles = [checkpoint["role"] for checkpoint in checkpoints]
+        if roles != ["discriminator"]:
+            raise ValueError(f"An `ElectraDiscriminator` loads one ElectraForPreTraining directory. Received: "
+                             f"{directories} ({roles}).")
+        source = f"Hugging Face checkpoint {directories[0]!r}"
+        check_config(checkpoints[0]["config"], model.encoder, source)
+        return assign_weights(model, checkpoints[0]["weights"], source, strict=True)
     if isinstance(model, ElectraEncoder):
         if len(checkpoints) != 1:
             raise ValueError(f"An `ElectraEncoder` loads one directory. Received: {directories}")
@@ -449,6 +460,35 @@ def build_from_hugging_face(source):
             f"{directories} ({sorted(configs)})."
         )
     load_hugging_face(directories, model)
+    return model
+
+
+def build_discriminator_from_hugging_face(directory):
+    """An `ElectraDiscriminator` of one `ElectraForPreTraining` directory: its body and its replaced-token head.
+
+    Where `build_from_hugging_face` reads such a folder as an encoder (the head dropped), this
+    keeps the head (`discriminator_predictions`), which must be in the folder.
+
+    Example:
+        ```python
+        from electra_tf.config import get_config
+        from electra_tf.convert import export_hugging_face
+        from electra_tf.models.pretrainer import build_pretrainer
+
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
+                            intermediate_dim=64)  # a tiny model
+        export_hugging_face(build_pretrainer(config), "hf")
+
+        from electra_tf.convert.hugging_face import build_discriminator_from_hugging_face
+
+        detector = build_discriminator_from_hugging_face("hf/discriminator")
+        detector.head.hidden_dim  # 32
+        ```
+    """
+    config = read_config(directory)
+    check_model_type(directory, config, "electra")
+    model = ElectraDiscriminator(ElectraEncoder(**encoder_kwargs(config), name="discriminator"))
+    load_hugging_face([directory], model)
     return model
 
 

@@ -12,7 +12,7 @@ stored `[in, out]`:
     generator_predictions/output_bias                      [V]
 
 and this module maps those names onto the Keras variables of an
-`ElectraPretrainer` or `ElectraEncoder`. Keras keeps attention kernels
+`ElectraPretrainer`, `ElectraDiscriminator` or `ElectraEncoder`. Keras keeps attention kernels
 per head, `(H, heads, head_dim)` and `(heads, head_dim, H)`; the official
 `[H, heads * head_dim]` layout is the same memory in C order, so the
 conversion is a reshape.
@@ -29,6 +29,7 @@ import re
 import numpy as np
 from absl import logging
 
+from electra_tf.models.discriminator import ElectraDiscriminator
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.pretrainer import ElectraPretrainer, pretrainer_from_sizes
 
@@ -56,8 +57,8 @@ def model_variables(model):
     """Official name -> Keras variable for every weight of `model`.
 
     Args:
-        model: `ElectraPretrainer` or `ElectraEncoder`. A standalone encoder is
-            named as the discriminator (`electra/...`).
+        model: `ElectraPretrainer`, `ElectraDiscriminator` (the discriminator and its head) or
+            `ElectraEncoder`. A standalone encoder is named as the discriminator (`electra/...`).
 
     Returns:
         dict str -> `keras.Variable`.
@@ -89,27 +90,30 @@ def model_variables(model):
                 }
             )
         if model.discriminator_head is not None:
-            head = model.discriminator_head
-            names.update(
-                {
-                    "discriminator_predictions/dense/kernel": head.dense.kernel,
-                    "discriminator_predictions/dense/bias": head.dense.bias,
-                    "discriminator_predictions/dense_1/kernel": head.dense_prediction.kernel,
-                    "discriminator_predictions/dense_1/bias": head.dense_prediction.bias,
-                }
-            )
+            names.update(_discriminator_head_variables(model.discriminator_head))
         if model.mlm_head is not None:
             raise ValueError(
                 "Checkpoint conversion covers the ELECTRA heads only. Received a pretrainer with "
                 f"`objective={model.objective!r}` (an MLM head on the discriminator)."
             )
         return names
+    if isinstance(model, ElectraDiscriminator):
+        return {**_encoder_variables(model.encoder, "electra"), **_discriminator_head_variables(model.head)}
     if isinstance(model, ElectraEncoder):
         return _encoder_variables(model, "electra")
     raise TypeError(
-        "Expected an `ElectraPretrainer` or an `ElectraEncoder`. "
+        "Expected an `ElectraPretrainer`, `ElectraDiscriminator` or `ElectraEncoder`. "
         f"Received: `model={type(model).__name__}`"
     )
+
+
+def _discriminator_head_variables(head):
+    return {
+        "discriminator_predictions/dense/kernel": head.dense.kernel,
+        "discriminator_predictions/dense/bias": head.dense.bias,
+        "discriminator_predictions/dense_1/kernel": head.dense_prediction.kernel,
+        "discriminator_predictions/dense_1/bias": head.dense_prediction.bias,
+    }
 
 
 def _encoder_variables(encoder, scope):
@@ -191,7 +195,7 @@ def assign_weights(model, weights, source="checkpoint", strict=False):
     their current values and are logged (an error when `strict`).
 
     Args:
-        model: `ElectraPretrainer` or `ElectraEncoder`.
+        model: `ElectraPretrainer`, `ElectraDiscriminator` or `ElectraEncoder`.
         weights: dict str -> array, official names and shapes.
         source: str. Names the source in messages.
         strict: bool. Also require every part of `model`.

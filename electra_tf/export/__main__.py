@@ -1,4 +1,4 @@
-r"""Exports a trained model: `python -m electra_tf.export --kind encoder|preset|serving|tflite`.
+r"""Exports a trained model: `python -m electra_tf.export --kind encoder|preset|serving|tflite|rtd`.
 
     # pre-trained discriminator -> SavedModel (tf.saved_model.load alone)
     python -m electra_tf.export --kind encoder --init runs/demo --output_dir /tmp/electra_encoder
@@ -10,6 +10,8 @@ r"""Exports a trained model: `python -m electra_tf.export --kind encoder|preset|
     # fine-tuned classifier -> LiteRT (TFLite) model for phones: raw text in (or --ids), int8 weights
     python -m electra_tf.export --kind tflite --init runs/movie_polarity --output_dir /tmp/movie_tflite \
         --quantize dynamic_int8
+    # pre-trained discriminator (and generator) -> TF Serving: each word's probability of being replaced
+    python -m electra_tf.export --kind rtd --init runs/demo --output_dir /tmp/serving --model_name rtd
 
 `--init` for encoder/preset: any `--init` form (`electra_tf.sources` lists
 them; the discriminator of a pair); for serving: a `finetune --output_dir` (its
@@ -17,7 +19,11 @@ task kind's model file + vocab.txt + finetune_config.json), served by that
 kind's serving module (`finetuning.kinds`: a classifier serves text -> label, a
 tagger text -> words, tags and entities, a span_qa run question + context ->
 answer, and so on); for tflite: a classifier's `finetune --output_dir` (`--ids`:
-a tagger's too; `electra_tf.export.tflite`).
+a tagger's too; `electra_tf.export.tflite`); for rtd: an `--init` form with the
+discriminator's replaced-token head (a pre-training run with its checkpoints, `hf:DIR` of an
+`ElectraForPreTraining` folder or `hf:DISC,GEN`, `official:DIR`; `sources.load_detector`),
+served text -> words, offsets and the probability that each was replaced
+(`export.rtd_serving`; with the generator, also its own corruption of the text).
 The output must be new or empty (a serving version folder: new); it never
 holds or lies in `--init`. `--output` is the deprecated spelling of `--output_dir`. Installed as
 `electra-export`.
@@ -36,15 +42,17 @@ ALIASES = cli.aliases("output")
 def define_flags(flag_values=None):
     """The flags (only when run as a program)."""
     fv = flags.FLAGS if flag_values is None else flag_values
-    cli.define("enum", "kind", None, "What to export.", fv, enum_values=["encoder", "preset", "serving", "tflite"])
+    cli.define("enum", "kind", None, "What to export.", fv,
+               enum_values=["encoder", "preset", "serving", "tflite", "rtd"])
     cli.define_init("Model to export (see the module docstring).", flag_values=fv)
     cli.define_output_dir("Output folder (serving: the base folder).", flag_values=fv)
     cli.define_vocab_file("Vocabulary; default: the one beside --init.", flag_values=fv)
     cli.define_seq_length(None, "Tokens per text in the exported preprocessing "
-                          "(default: 128, or the fine-tuning --seq_length for serving).", flag_values=fv)
-    cli.define("string", "model_name", "electra", "Serving: TF Serving model name (the model's folder).", fv,
+                          "(default: 128, or the fine-tuning --seq_length for serving; rtd: per window).",
+                          flag_values=fv)
+    cli.define("string", "model_name", "electra", "Serving, rtd: TF Serving model name (the model's folder).", fv,
                check=_model_name)
-    cli.define("integer", "version", 1, "Serving: version folder.", fv, range="[1, inf)")
+    cli.define("integer", "version", 1, "Serving, rtd: version folder.", fv, range="[1, inf)")
     cli.define("bool", "ids", False, "tflite: token ids in, no custom op (default: raw text in).", fv)
     cli.define("enum", "quantize", "none", "tflite: dynamic_int8 stores the weights as int8.", fv,
                enum_values=["none", "dynamic_int8"])
@@ -62,13 +70,30 @@ def guard(kind, init, output_dir, model_name="electra", version=1):
 
     from electra_tf import run_files, sources
 
-    if kind == "serving":  # the base folder holds versions; the new version folder must not exist
+    if kind in ("serving", "rtd"):  # the base folder holds versions; the new version folder must not exist
         path, own = os.path.join(output_dir, model_name, str(version)), run_files.SAVED_MODEL
     else:
         path = output_dir
         own = {"encoder": run_files.SAVED_MODEL, "tflite": run_files.TFLITE_MODEL}.get(kind, run_files.KERAS_HUB_PRESET)
     run_files.guard_output(path, "output_dir", own, inputs=sources.init_inputs(init))
     run_files.refuse_inside_artefact(path, "output_dir")
+
+
+def export_rtd(init, output_dir, model_name, version, vocab_file=None, seq_length=None):
+    """`--kind rtd`: the replaced-token detector `init` holds as a TF Serving version; returns its folder."""
+    import os
+
+    from electra_tf import sources
+    from electra_tf.export.rtd_serving import export_rtd_serving
+    from electra_tf.finetuning import kinds
+
+    if os.path.isdir(init) and kinds.for_output_dir(init) is not None:
+        raise ValueError(f"`--init={init}` is a fine-tuning output ({kinds.for_output_dir(init).model_file}): a "
+                         "fine-tuned model has no replaced-token head. Export it with --kind serving; --kind rtd "
+                         "takes the pre-training run (or hf:, official:) it was fine-tuned from.")
+    detector = sources.load_detector(init, vocab_file=vocab_file)
+    return export_rtd_serving(detector.discriminator, detector.vocab_file, output_dir, model_name, version,
+                              seq_length, pretrainer=detector.pretrainer, source=init)
 
 
 def main(argv):
@@ -93,6 +118,9 @@ def main(argv):
         finetuned = kinds.load_finetuned(FLAGS.init)
         path = kinds.export_serving(finetuned.model, FLAGS.vocab_file or finetuned.vocab_file, FLAGS.output_dir,
                                     FLAGS.model_name, FLAGS.version, finetuned.settings, FLAGS.seq_length)
+    elif FLAGS.kind == "rtd":
+        path = export_rtd(FLAGS.init, FLAGS.output_dir, FLAGS.model_name, FLAGS.version, FLAGS.vocab_file,
+                          FLAGS.seq_length)
     else:
         from electra_tf.sources import load_init
 

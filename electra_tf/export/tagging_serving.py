@@ -45,6 +45,8 @@ Entities are read from the IOB2 tags as conlleval reads them
 (`tagging_metrics.get_entities`).
 """
 
+import typing
+
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -93,11 +95,7 @@ class TaggingServingModule(ServedModel):
 
     def __init__(self, tagger, vocab_file, label_names, seq_length=128, spans=True, task="", stride=None,
                  name=None):
-        max_pieces = seq_length - 2
-        stride = max(1, max_pieces // 2) if stride is None else int(stride)
-        if max_pieces < 1 or not 1 <= stride <= max_pieces:
-            raise ValueError(f"Need `seq_length >= 3` and `1 <= stride <= seq_length - 2`. "
-                             f"Received: `seq_length={seq_length}`, `stride={stride}`")
+        stride = window_stride(seq_length, stride)
         super().__init__(tagger, vocab_file, seq_length, name=name)
         self.stride = stride
         self.spans = spans
@@ -137,40 +135,10 @@ class TaggingServingModule(ServedModel):
         """Tags of `words` (ragged, per text, with their byte offsets in `text`): the outputs of both signatures."""
         num_words = tf.cast(words.row_lengths(), tf.int32)
         word_rows = words.value_rowids()
-        # Pieces of every word; a word with none gets one [UNK] (as `tokenize_words`).
-        pieces = self.tokenizer.tokenize(words.flat_values)
-        counts = pieces.row_lengths()
-        unk = tf.RaggedTensor.from_row_lengths(
-            tf.fill([tf.size(counts)], tf.constant(self.tokenizer.unk_id, tf.int32)), tf.ones_like(counts))
-        keep = tf.ragged.range(counts + 1) < tf.maximum(counts, 1)[:, None]
-        pieces = tf.ragged.boolean_mask(tf.concat([pieces, unk], axis=1), keep)
-        counts = pieces.row_lengths()
-        # First piece of each word within its sentence, and the sentences' piece counts.
-        sentence_counts = tf.RaggedTensor.from_row_lengths(counts, words.row_lengths())
-        first = tf.cumsum(sentence_counts, axis=1, exclusive=True)
-        totals = tf.reduce_sum(sentence_counts, axis=1)
-        sentence_starts = tf.cumsum(totals, exclusive=True)  # in pieces.flat_values
-        # Windows (as `plan_windows`): [start, end) pieces of a sentence; the window of each word.
-        max_pieces = self.seq_length - 2
-        one_each = (tf.range(tf.size(totals, out_type=tf.int64)), tf.zeros_like(totals), totals, word_rows)
-        # When every text fits one window, each is its own window: `_plan_windows`' while loops are skipped.
-        window_sentence, window_start, window_end, word_window = tf.cond(
-            tf.reduce_all(totals <= max_pieces), lambda: one_each,
-            lambda: _plan_windows(first, totals, max_pieces, self.stride))
-        global_start = tf.gather(sentence_starts, window_sentence) + window_start
-        window_pieces = tf.gather(pieces.flat_values,
-                                  tf.ragged.range(global_start, global_start + window_end - window_start))
-        num_windows = tf.size(window_start)
-        cls = tf.fill([num_windows, 1], tf.constant(self.tokenizer.cls_id, tf.int32))
-        sep = tf.fill([num_windows, 1], tf.constant(self.tokenizer.sep_id, tf.int32))
-        ids = tf.concat([cls, window_pieces, sep], axis=1)
-        token_ids = ids.to_tensor(self.tokenizer.pad_id)
-        inputs = {"token_ids": token_ids, "segment_ids": tf.zeros_like(token_ids),
-                  "padding_mask": tf.ones_like(ids).to_tensor(0)}
-        label_ids = tf.argmax(self._model.obj(inputs, training=False), axis=-1, output_type=tf.int32)
-        # Each word's tag at its first piece in its window (+1 for [CLS]).
-        position = first.flat_values - tf.gather(window_start, word_window) + 1
-        word_label = tf.gather_nd(label_ids, tf.stack([word_window, position], axis=1))
+        windows = word_windows(self.tokenizer, words, self.seq_length, self.stride)
+        label_ids = tf.argmax(self._model.obj(windows.inputs, training=False), axis=-1, output_type=tf.int32)
+        # Each word's tag at its first piece in its window.
+        word_label = tf.gather_nd(label_ids, tf.stack([windows.word_window, windows.position], axis=1))
         word_tags = tf.RaggedTensor.from_row_lengths(tf.gather(self.label_names, word_label), words.row_lengths())
         # Byte offsets -> character offsets.
         row_text = tf.gather(text, word_rows)
@@ -189,6 +157,79 @@ class TaggingServingModule(ServedModel):
 
     def signatures(self):
         return {"serving_default": self.serve_text, "serve_words": self.serve_words, "predict_ids": self.predict_ids}
+
+
+def window_stride(seq_length, stride=None):
+    """The pieces between window starts (`stride`, default half a window), checked against `seq_length`."""
+    max_pieces = seq_length - 2
+    stride = max(1, max_pieces // 2) if stride is None else int(stride)
+    if max_pieces < 1 or not 1 <= stride <= max_pieces:
+        raise ValueError(f"Need `seq_length >= 3` and `1 <= stride <= seq_length - 2`. "
+                         f"Received: `seq_length={seq_length}`, `stride={stride}`")
+    return stride
+
+
+class WordWindows(typing.NamedTuple):
+    """The windows `word_windows` cuts a batch of texts' words into, and where each word is read."""
+
+    inputs: dict  # token_ids, segment_ids, padding_mask int32 (num_windows, longest window + 2): [CLS] pieces [SEP]
+    pieces: tf.RaggedTensor  # int32 (num_words, None): the pieces of every word of the batch, in order
+    word_window: tf.Tensor  # int64 (num_words,): the window each word is read from
+    position: tf.Tensor  # int64 (num_words,): its first piece's position in that window ([CLS] is 0)
+    window_text: tf.Tensor  # int64 (num_windows,): the text each window is cut from
+    window_length: tf.Tensor  # int64 (num_windows,): its pieces ([CLS] and [SEP] not counted)
+
+
+def word_windows(tokenizer, words, seq_length, stride):
+    """The words of a batch of texts, as WordPieces, cut into windows of at most `seq_length` tokens.
+
+    Every word gets its pieces (a word with none, e.g. only control characters, one `[UNK]`, as
+    `tagging_features.tokenize_words`); a text that fits `seq_length - 2` pieces is one window,
+    a longer one the overlapping windows of `tagging_features.plan_windows` (word boundaries,
+    `stride` pieces apart), and each word is read from the window where its first piece has the
+    most context. The windows of the whole batch are one batch of model inputs.
+
+    Args:
+        tokenizer: `WordPieceTokenizer`.
+        words: string ragged `(batch, None)`: the words of each text (`split_words`).
+        seq_length: int. Tokens per window, [CLS] and [SEP] included.
+        stride: int. Pieces between window starts.
+
+    Returns:
+        `WordWindows`.
+    """
+    # Pieces of every word; a word with none gets one [UNK] (as `tokenize_words`).
+    pieces = tokenizer.tokenize(words.flat_values)
+    counts = pieces.row_lengths()
+    unk = tf.RaggedTensor.from_row_lengths(
+        tf.fill([tf.size(counts)], tf.constant(tokenizer.unk_id, tf.int32)), tf.ones_like(counts))
+    keep = tf.ragged.range(counts + 1) < tf.maximum(counts, 1)[:, None]
+    pieces = tf.ragged.boolean_mask(tf.concat([pieces, unk], axis=1), keep)
+    counts = pieces.row_lengths()
+    # First piece of each word within its sentence, and the sentences' piece counts.
+    sentence_counts = tf.RaggedTensor.from_row_lengths(counts, words.row_lengths())
+    first = tf.cumsum(sentence_counts, axis=1, exclusive=True)
+    totals = tf.reduce_sum(sentence_counts, axis=1)
+    sentence_starts = tf.cumsum(totals, exclusive=True)  # in pieces.flat_values
+    # Windows (as `plan_windows`): [start, end) pieces of a sentence; the window of each word.
+    max_pieces = seq_length - 2
+    one_each = (tf.range(tf.size(totals, out_type=tf.int64)), tf.zeros_like(totals), totals, words.value_rowids())
+    # When every text fits one window, each is its own window: `_plan_windows`' while loops are skipped.
+    window_sentence, window_start, window_end, word_window = tf.cond(
+        tf.reduce_all(totals <= max_pieces), lambda: one_each,
+        lambda: _plan_windows(first, totals, max_pieces, stride))
+    global_start = tf.gather(sentence_starts, window_sentence) + window_start
+    window_pieces = tf.gather(pieces.flat_values,
+                              tf.ragged.range(global_start, global_start + window_end - window_start))
+    num_windows = tf.size(window_start)
+    cls = tf.fill([num_windows, 1], tf.constant(tokenizer.cls_id, tf.int32))
+    sep = tf.fill([num_windows, 1], tf.constant(tokenizer.sep_id, tf.int32))
+    ids = tf.concat([cls, window_pieces, sep], axis=1)
+    token_ids = ids.to_tensor(tokenizer.pad_id)
+    inputs = {"token_ids": token_ids, "segment_ids": tf.zeros_like(token_ids),
+              "padding_mask": tf.ones_like(ids).to_tensor(0)}
+    position = first.flat_values - tf.gather(window_start, word_window) + 1  # +1: [CLS]
+    return WordWindows(inputs, pieces, word_window, position, window_sentence, window_end - window_start)
 
 
 def _plan_windows(first, totals, max_pieces, stride):

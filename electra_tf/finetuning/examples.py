@@ -60,7 +60,8 @@ class Prediction:
 
 @dataclasses.dataclass
 class ReadOptions:
-    """How to read columns (the `predict` flags): TSV/CSV column names or indices, CoNLL columns."""
+    """How to read the input (the `predict` flags): TSV/CSV column names or indices, CoNLL columns; what to
+    ask of a served kind that reads more (`--corrupt`, `--seed`: replaced-token scores on a corrupted text)."""
 
     text_a_column: typing.Optional[str] = None
     text_b_column: typing.Optional[str] = None
@@ -68,6 +69,8 @@ class ReadOptions:
     header: bool = True
     token_column: int = 0
     tag_scheme: str = "auto"
+    corrupt: bool = False
+    seed: int = 0
 
 
 def each_line(name, text, parse):

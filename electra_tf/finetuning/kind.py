@@ -12,6 +12,8 @@ Class attributes (known without a run):
     model_class       its Keras class
     task_names        task names that `--task_kind auto` gives this kind
     predict_formats   the `predict --input_format`s it reads
+    predict_options   the `predict` flags only some served kinds read (`ReadOptions` fields such as
+                      `corrupt`) that it reads: none for a task kind
 
 Training (`Kind(config)` reads the splits; errors name file and line):
 
@@ -55,6 +57,7 @@ class TaskKind:
     model_class = None
     task_names = ()
     predict_formats = ()
+    predict_options = ()
     metric = None
 
     def __init__(self, config):

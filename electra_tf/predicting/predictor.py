@@ -1,10 +1,13 @@
-"""A fine-tuned model's serving signatures, run on batches of examples: `open_model(path)`.
+"""A served model's signatures, run on batches of examples: `open_model(path)`.
 
-One code path for both kinds of `--init`: a TF Serving export is loaded with
+One code path for every kind of `--init`: a TF Serving export is loaded with
 `tf.saved_model.load` and its `signatures` called; a fine-tuning output dir is
 turned into the `tf.Module` the export would save (`finetuning.kinds.serving_module`)
-and its `signatures()` called. Either way the outputs are the served SavedModel's,
-formatted by the model's task kind as one JSON object per example
+and its `signatures()` called; any other `--init` form (a pre-training run, `hf:`,
+`official:`, ...) is a pre-trained discriminator whose replaced-token scores are served
+by the module `export --kind rtd` would save (`replaced_tokens.ReplacedTokenKind`).
+Either way the outputs are the served SavedModel's, formatted by the model's
+served kind (`served_kinds`) as one JSON object per example
 (`TaskKind.format_prediction`), led by the example's input `line`
 (none for SQuAD JSON, whose records carry the question `id`); a skipped line
 (blank) gives `{"line": n, "skipped": "blank line"}` without a signature call.
@@ -17,9 +20,10 @@ import time
 
 import tensorflow as tf
 
-from electra_tf import run_files
+from electra_tf import run_files, sources
 from electra_tf.finetuning import kinds
 from electra_tf.finetuning.examples import Prediction
+from electra_tf.predicting import served_kinds
 
 
 def export_version(path):
@@ -50,28 +54,69 @@ def export_version_of_model(base, name):
                for e in os.listdir(folder))
 
 
-def open_model(path):
-    """The `ServedPredictor` of a fine-tuning output dir or a serving export.
+def open_model(path, options=()):
+    """The `ServedPredictor` of a fine-tuning output dir, a serving export or a pre-trained discriminator.
+
+    Args:
+        path: str. The `--init`.
+        options: the `predict` flags given that only some served kinds read (`predict_options`,
+            e.g. "corrupt"); a model whose kind reads none of them is refused, naming the flag,
+            before it loads.
 
     Raises:
-        FileNotFoundError: `path` is missing, or is neither kind of model.
+        FileNotFoundError: `path` is missing, or is no model `predict` serves. ValueError: a flag
+            of `options` the model's kind does not read; a model without what it needs.
     """
-    if not os.path.exists(path):
+    named = sources.init_inputs(path)
+    if named == [path] and not os.path.exists(path):
         raise FileNotFoundError(f"--init {path} does not exist.")
-    version = export_version(path)
+    version = export_version(path) if named == [path] else None
     if version is not None:
+        kind = served_kinds.get(_config_file(version).get("kind", "classification"), version)
+        _check_options(kind, options, path)
         import tensorflow_text  # noqa: F401  (registers the ops the serving graph tokenizes with)
 
         loaded = tf.saved_model.load(version)
         return ServedPredictor(dict(loaded.signatures), _asset_config(loaded, version), version, keep=loaded)
-    if os.path.isdir(path) and kinds.for_output_dir(path) is None:
+    if path.endswith(".keras") or (os.path.isdir(path) and kinds.for_output_dir(path) is not None):
+        _check_options(kinds.for_output_dir(path) if os.path.isdir(path) else None, options, path)
+        finetuned = kinds.load_finetuned(path)
+        module = kinds.serving_module(finetuned.model, finetuned.vocab_file, finetuned.settings)
+        return ServedPredictor(module.signatures(), _asset_config(module, path), path, keep=module)
+    try:
+        sources.resolve(path)
+    except FileNotFoundError:
         raise FileNotFoundError(
-            f"--init {path} is neither a fine-tuning output dir (no {', '.join(kinds.model_files().values())}) nor "
-            f"a TF Serving export (no {run_files.SAVED_MODEL_FILE} in it or in a numbered version folder): fine-tune "
-            "with `python -m electra_tf.finetune` first.")
-    finetuned = kinds.load_finetuned(path)
-    module = kinds.serving_module(finetuned.model, finetuned.vocab_file, finetuned.settings)
+            f"--init {path} is neither a fine-tuning output dir (no {', '.join(kinds.model_files().values())}), "
+            f"a TF Serving export (no {run_files.SAVED_MODEL_FILE} in it or in a numbered version folder) nor a "
+            "pre-trained ELECTRA for replaced-token scores (a pre-training run, hf:DIR, official:DIR): fine-tune "
+            "with `python -m electra_tf.finetune` first.") from None
+    kind = served_kinds.REPLACED_TOKENS
+    _check_options(kind, options, path)
+    module = kind.open(path, options)
     return ServedPredictor(module.signatures(), _asset_config(module, path), path, keep=module)
+
+
+def _config_file(version):
+    """The `serving_config.json` of an export, read as a file (before the SavedModel loads); {} when absent."""
+    config_file = os.path.join(version, run_files.ASSETS_DIR, run_files.SERVING_CONFIG_ASSET)
+    if not os.path.exists(config_file):
+        return {}
+    with open(config_file) as f:
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{config_file} is not valid JSON ({e}): truncated or damaged.") from None
+
+
+def _check_options(kind, options, path):
+    """Refuses the flags of `options` that the served `kind` (None: a fine-tuned model) does not read."""
+    refused = [option for option in options if kind is None or option not in kind.predict_options]
+    if refused:
+        readers = [k.name for k in served_kinds.SERVED_KINDS.values() if refused[0] in k.predict_options]
+        what = f"a {kind.name} model" if kind is not None else "a fine-tuned model"
+        raise ValueError(f"`--{refused[0]}` applies to {', '.join(readers)} models (replaced-token scores of a "
+                         f"pre-training run, hf:, official: or an `export --kind rtd`); --init {path} is {what}.")
 
 
 def _asset_config(module, where):
@@ -99,10 +144,7 @@ class ServedPredictor:
     def __init__(self, signatures, settings, path, keep=None):
         self.signatures = signatures
         self.settings = settings
-        if settings["kind"] not in kinds.KINDS:
-            raise ValueError(f"{path}: a served model of unknown kind {settings['kind']!r} (known: "
-                             f"{sorted(kinds.KINDS)}).")
-        self.kind = kinds.get(settings["kind"])
+        self.kind = served_kinds.get(settings["kind"], path)
         self.path = path
         self._keep = keep
 
@@ -134,7 +176,7 @@ class ServedPredictor:
                 continue
             groups.setdefault(self.signature_of(example), []).append(i)
         for name, indices in groups.items():
-            args = {key: _strings_tensor([examples[i].inputs[key] for i in indices])
+            args = {key: _input_tensor([examples[i].inputs[key] for i in indices])
                     for key in examples[indices[0]].inputs}
             values = {k: v.numpy() for k, v in self.signatures[name](**args).items()}
             for row, i in enumerate(indices):
@@ -146,8 +188,10 @@ class ServedPredictor:
         return out
 
 
-def _strings_tensor(values):
-    """A string tensor of a batch's values: strings `(batch,)`, or lists of strings padded with "" `(batch, n)`."""
+def _input_tensor(values):
+    """A tensor of a batch's values: strings or ints `(batch,)`, or lists of strings padded with "" `(batch, n)`."""
+    if values and isinstance(values[0], int):
+        return tf.constant(values, tf.int64)
     if values and isinstance(values[0], (list, tuple)):
         width = max(len(v) for v in values)
         values = [list(v) + [""] * (width - len(v)) for v in values]

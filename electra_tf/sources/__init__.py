@@ -12,7 +12,9 @@
 | `keras_hub:DIR`, a bare preset folder | a keras-hub `ElectraBackbone` preset and its `ElectraTokenizer` (`converted.KerasHub`) |
 
 Every command takes these: `pretrain --init` (continued pre-training, `init_pretrainer`),
-`finetune --init` and `export --init` (`load_init`: the encoder and its vocabulary), and
+`finetune --init` and `export --init` (`load_init`: the encoder and its vocabulary),
+`predict --init` and `export --kind rtd` for replaced-token scores (`load_detector`: the
+discriminator with its head, and the generator where there is one), and
 `convert --from F --input X` reads `F:X` (`load_source`). Whatever the form, the weights
 read must be finite (a NaN or infinity names the tensor); a Hugging Face or BERT folder's
 `config.json` is checked before anything else; a generator-only Hugging Face folder is
@@ -33,9 +35,13 @@ Example:
     ```
 """
 
+import typing
+
 import keras
 import numpy as np
 import tensorflow as tf
+
+from electra_tf.models.pretrainer import ElectraPretrainer
 
 from electra_tf.sources.base import Source, encoder_of
 from electra_tf.sources.converted import Bert, GeneratorFolderError, HuggingFace, HuggingFaceGenerator, KerasHub, Official
@@ -188,6 +194,76 @@ def _load(source, path, what, flag, options):
     return model, vocab_file
 
 
+class Detector(typing.NamedTuple):
+    """What `load_detector` returns: the discriminator with its head, the pretrainer when there is a generator,
+    and the vocabulary found beside them."""
+
+    discriminator: typing.Any  # `ElectraDiscriminator`
+    pretrainer: typing.Any  # `ElectraPretrainer` (generator and masking settings), or None
+    vocab_file: typing.Optional[str]
+
+
+def load_detector(init, flag="init", generator_for=None, vocab_file=None):
+    """The replaced-token detector an `--init` holds: the pre-trained discriminator with its head.
+
+    A pre-training run with checkpoints, an `hf:DISC,GEN` pair, an official checkpoint with
+    its heads or a `.keras` pretrainer give the whole pretrainer (the generator too); an
+    `hf:` `ElectraForPreTraining` folder gives the discriminator alone. Any other model (an
+    encoder, a generator, a fine-tuned model, a pretrainer of an MLM objective) is refused in
+    one line naming what it holds.
+
+    Args:
+        init: str. Any `--init` form.
+        flag: str. The flag that named it, for messages.
+        generator_for: str or None. What needs the generator too (e.g. "`--corrupt`"): a source
+            without one is refused, naming it (a Hugging Face folder before any weight is read).
+        vocab_file: str or None. Overrides the vocabulary found beside `init`.
+
+    Returns:
+        `Detector(discriminator, pretrainer or None, vocab_file)`; the vocabulary must exist.
+
+    Example:
+        ```python
+        from electra_tf.config import get_config
+        from electra_tf.convert import export_hugging_face
+        from electra_tf.models.pretrainer import build_pretrainer
+        from electra_tf.sources import load_detector
+
+        config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64)
+        export_hugging_face(build_pretrainer(config), "hf")  # hf/discriminator, hf/generator
+        open("vocab.txt", "w").write("".join(f"t{i}\\n" for i in range(100)))
+        load_detector("hf:hf/discriminator", vocab_file="vocab.txt").pretrainer  # None: a discriminator alone
+        detector = load_detector("hf:hf/discriminator,hf/generator", vocab_file="vocab.txt")
+        detector.pretrainer.generator.hidden_dim  # 8
+        ```
+    """
+    from electra_tf.models.discriminator import ElectraDiscriminator
+
+    source, path = resolve(init, flag)
+    what = f"`--{flag}={init}`"
+    model = source.detector(path, flag=flag, generator_for=generator_for)
+    check_finite(model, what)
+    pretrainer = None
+    if isinstance(model, ElectraPretrainer):
+        if model.discriminator_head is None:
+            raise ValueError(f"{what} was pre-trained with `objective={model.objective!r}`, which trains no "
+                             "replaced-token head (discriminator_predictions): it scores no replaced tokens.")
+        pretrainer, model = model, ElectraDiscriminator.from_pretrainer(model)
+    if not isinstance(model, ElectraDiscriminator):
+        raise ValueError(f"{what} holds {_a(type(model).__name__)}, without the replaced-token head "
+                         "(discriminator_predictions): replaced-token scores need a pre-training run with its "
+                         "checkpoints, an ElectraForPreTraining folder (hf:DIR, or hf:DISC,GEN) or an official: "
+                         "checkpoint with its heads.")
+    if generator_for and (pretrainer is None or pretrainer.generator is None):
+        raise ValueError(f"{generator_for} needs the generator: {what} holds the discriminator alone. Pass a "
+                         f"pre-training run or a generator and discriminator pair, or leave out {generator_for}.")
+    return Detector(model, pretrainer, _vocabulary(init, vocab_file or source.vocabulary(path)))
+
+
+def _a(name):
+    return ("an " if name[0] in "AEIOU" else "a ") + name
+
+
 def load_init(init, vocab_file=None):
     """The encoder to fine-tune or export and its vocabulary, from any `--init` form.
 
@@ -201,11 +277,15 @@ def load_init(init, vocab_file=None):
     """
     model, found_vocab = load_init_model(init)
     encoder = encoder_of(model, init)
-    vocab_file = vocab_file or found_vocab
+    return encoder, _vocabulary(init, vocab_file or found_vocab)
+
+
+def _vocabulary(init, vocab_file):
+    """`vocab_file`, checked to exist; an error naming `--init` and `--vocab_file` otherwise."""
     if not vocab_file or not tf.io.gfile.exists(vocab_file):
         raise FileNotFoundError(f"No vocabulary for `--init={init}`: {vocab_file or 'none found'} is missing; "
                                 "pass --vocab_file.")
-    return encoder, vocab_file
+    return vocab_file
 
 
 def init_pretrainer(init, pretrainer, strict=False):
@@ -248,7 +328,7 @@ def init_pretrainer(init, pretrainer, strict=False):
 
 __all__ = [
     "FORMS", "PATH_FORMS", "SOURCES", "GeneratorFolderError", "Source",
-    "check_finite", "encoder_of", "init_inputs", "init_pretrainer", "load_discriminator", "load_encoder",
-    "load_init", "load_init_model", "load_keras_model", "load_source", "resolve", "restore_pretrainer",
+    "Detector", "check_finite", "encoder_of", "init_inputs", "init_pretrainer", "load_detector",
+    "load_discriminator", "load_encoder", "load_init", "load_init_model", "load_keras_model", "load_source", "resolve", "restore_pretrainer",
     "save_encoder", "untrained_encoder",
 ]

@@ -45,6 +45,22 @@ class Source:
         """
         raise NotImplementedError
 
+    def detector(self, path, flag="init", generator_for=None):
+        """The model `path` holds, read for its replaced-token head (`sources.load_detector` checks it has one).
+
+        The default is `load`; a form that reads a head only when asked (a Hugging Face
+        `ElectraForPreTraining` folder) or can tell without reading weights that it has
+        none overrides it.
+
+        Args:
+            path: str. The path part of the `--init`.
+            flag: str. The flag that named it, for messages.
+            generator_for: str or None. What needs the generator too (e.g. "`--corrupt`"): a form
+                that can tell it has none before reading weights refuses here, naming it.
+        """
+        del generator_for
+        return self.load(path, flag=flag)
+
     def vocabulary(self, path):
         """The `vocab.txt` that goes with `path` (it may not exist), or None."""
         del path

@@ -60,6 +60,29 @@ class HuggingFace(Source):
 
         return build_from_hugging_face(self.folders(path, flag))
 
+    def detector(self, path, flag="init", generator_for=None):
+        """A pair (`ElectraPretrainer`, heads included) or one `ElectraForPreTraining` folder (`ElectraDiscriminator`),
+        told by their `config.json` before any weight is read."""
+        from electra_tf.convert.hugging_face import build_discriminator_from_hugging_face, folder_roles
+
+        roles = folder_roles(path)
+        found = sorted(role for _, _, role in roles)
+        if found == ["discriminator", "generator"]:
+            return self.load(path, flag=flag)
+        if found == ["discriminator"]:
+            if generator_for:
+                raise ValueError(f"{generator_for} needs the generator: `--{flag}` {roles[0][0]} is a discriminator "
+                                 "alone (ElectraForPreTraining in its config.json). Pass both folders as hf:DISC,GEN, "
+                                 f"or leave out {generator_for}.")
+            return build_discriminator_from_hugging_face(roles[0][0])
+        architectures = {"generator": "an ELECTRA generator (ElectraForMaskedLM in its config.json)",
+                         "model": "the encoder alone (ElectraModel in its config.json)"}
+        what = " and ".join(f"{directory} is {architectures.get(role, role)}" for directory, _, role in roles
+                            if role != "discriminator")
+        raise ValueError(f"`--{flag}`: {what}, without the replaced-token head "
+                         "(discriminator_predictions). Replaced-token scores need the discriminator: an "
+                         "ElectraForPreTraining folder, or hf:DISC,GEN.")
+
     def initialise(self, path, pretrainer, strict=False, flag="init"):
         from electra_tf.convert.hugging_face import load_hugging_face
 

@@ -94,5 +94,13 @@ class PretrainingRun(Source):
             return restore_pretrainer(path)[0]
         return load_discriminator(path)[0]
 
+    def detector(self, path, flag="init", generator_for=None):
+        if not run_files.kept_checkpoints(path):
+            raise FileNotFoundError(
+                f"`--{flag}={path}`: no checkpoint in {os.path.join(path, run_files.CHECKPOINT_DIR)}, and its "
+                f"{run_files.DISCRIMINATOR_FILE} is the encoder alone, without the replaced-token head: replaced-token "
+                "scores read the run's checkpoints (the whole pretrainer).")
+        return restore_pretrainer(path)[0]
+
     def vocabulary(self, path):
         return os.path.join(path, run_files.VOCAB_FILE)

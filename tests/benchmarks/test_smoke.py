@@ -197,3 +197,15 @@ def test_tflite_export_compares_the_litert_models_with_the_saved_model(tmp_path)
     names = [r.split("|")[1].strip() for r in table_rows(text)]
     for name in ("text", "text_int8", "ids", "ids_int8"):
         assert f"`{name}` model.tflite" in names and f"`{name}`" in names and f"LiteRT `{name}`" in names
+
+
+@pytest.mark.large  # pre-trains the tiny preset 2 steps, then 2 `predict --corrupt` runs: ~1 min
+def test_rtd_auc_scores_a_tiny_run_on_held_out_and_training_text(tmp_path, demo_data):
+    text = report("rtd_auc", tmp_path, "--steps", "2", "--every", "2", "--seeds", "1", "--demo_dir",
+                  os.path.dirname(demo_data["vocab_file"]), "--model_dir", str(tmp_path / "run"))
+    (row,) = table_rows(text)[1:]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[0] == "2" and len(cells) == 6
+    assert cells[1] == "n/a" or 0.0 <= float(cells[1]) <= 1.0, row  # 2 steps may log no summary
+    assert all(0.0 <= float(c.split()[0]) <= 1.0 for c in cells[2:]), row
+    assert (tmp_path / "run" / "checkpoints" / "ckpt-2.index").exists()

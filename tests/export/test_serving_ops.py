@@ -9,8 +9,13 @@ from electra_tf.export.serving_ops import MODEL_SERVER_OPS, TEXT_OPS_LIB_TARGETS
 
 @pytest.fixture(scope="module")
 def exports(artifacts, tmp_path_factory):
-    """One export of each kind: classification and encoder (conftest), regression, tagging, QA."""
+    """One export of each kind: classification and encoder (conftest), regression, tagging, QA, replaced tokens
+    (with the generator's corruption)."""
+    from electra_tf.export.rtd_serving import export_rtd_serving
     from electra_tf.finetuning.kinds import export_serving
+    from electra_tf.models.discriminator import ElectraDiscriminator
+    from electra_tf.models.pretrainer import build_pretrainer
+    from electra_tf.run_files import read_config
     from electra_tf.models.classifier import ElectraClassifier
     from electra_tf.models.question_answerer import ElectraQuestionAnswerer
     from electra_tf.models.token_classifier import ElectraTokenClassifier
@@ -21,6 +26,7 @@ def exports(artifacts, tmp_path_factory):
     answerer = ElectraQuestionAnswerer(artifacts.encoder, answerable=True)
     for model in (regressor, tagger, answerer):
         model.build()
+    pretrainer = build_pretrainer(read_config(artifacts.run_dir))
     return {
         "classification": artifacts.serving_path,
         "encoder": artifacts.encoder_path,
@@ -29,6 +35,8 @@ def exports(artifacts, tmp_path_factory):
                                   seq_length=32),
         "qa": export_serving(answerer, artifacts.vocab, base, "qa", 1, {"max_query_length": 16, "doc_stride": 16},
                              seq_length=48),
+        "rtd": export_rtd_serving(ElectraDiscriminator.from_pretrainer(pretrainer), artifacts.vocab, base, "rtd", 1,
+                                  seq_length=32, pretrainer=pretrainer),
     }
 
 
