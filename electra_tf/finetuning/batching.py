@@ -105,7 +105,7 @@ def predict_in_batches(predict, arrays, batch_size):
     Args:
         predict: a (compiled, `compiled_predictor`) function of an `INPUTS` dict, returning a tensor or a
             dict of tensors whose shapes do not depend on the cut (pad per-piece outputs back inside `predict`).
-        arrays: dict with the `INPUTS` arrays `(num_rows, seq_length)` (or `(num_rows, choices, seq_length)`).
+        arrays: dict with the `INPUTS` arrays `(num_rows, seq_length)` (or `(num_rows, n, seq_length)`).
         batch_size: int.
     """
     chunks = []

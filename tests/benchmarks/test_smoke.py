@@ -136,13 +136,21 @@ def test_the_converged_squad_report_regenerates_from_its_committed_runs(tmp_path
 
 @pytest.mark.release
 def test_finetune_end_to_end_runs_both_commands_and_times_their_phases(tmp_path):
-    text = report("finetune_end_to_end", tmp_path, "--data_dir", str(shared_data("tasks", "movie_polarity")),
-                  "--train_limit", "32", "--dev_limit", "16", "--seq_length", "32", "--batch_size", "8",
-                  "--repeats", "1")
-    rows = {r.split("|")[1].strip(): r for r in table_rows(text)[1:]}
+    args = ["--data_dir", str(shared_data("tasks", "movie_polarity")), "--train_limit", "32", "--dev_limit", "16",
+            "--seq_length", "32", "--batch_size", "8", "--repeats", "1", "--record", str(tmp_path / "runs.jsonl")]
+    text = report("finetune_end_to_end", tmp_path, *args)
+    first_table = text.split("\n\n")[3]  # title, command, caption, the timing table
+    rows = {r.split("|")[1].strip(): r for r in table_rows(first_table)[1:]}
     assert set(rows) == {"electra_tf", "hf"}
     assert all(0 <= float(r.split("|")[4]) <= 1 for r in rows.values())  # dev accuracy
     assert "- hf: start-up (interpreter, imports)" in text and "train" in text
+    assert "Accuracy over the seeds" in text  # movie_polarity has a labelled test split
+    # Rerun with the record: both runs are read back, none is run again, and the tables are the same.
+    records = (tmp_path / "runs.jsonl").read_text(encoding="utf-8").splitlines()
+    assert sorted(json.loads(line)["side"] for line in records) == ["electra_tf", "hf"]
+    again = report("finetune_end_to_end", tmp_path, *args)
+    assert (tmp_path / "runs.jsonl").read_text(encoding="utf-8").splitlines() == records
+    assert table_rows(again) == table_rows(text)
 
 
 @pytest.mark.release
