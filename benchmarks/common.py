@@ -233,6 +233,8 @@ def hf_job(config, model_dir, **extra_splits):
         rows = {s: [[e.text_a, e.text_b, e.label] for e in examples] for s, examples in splits.items()}
     elif kind == "tagging":
         rows, labels = {s: [[list(x.words), list(x.tags)] for x in v] for s, v in task.sentences.items()}, task.labels
+    elif kind == "multiple_choice":
+        rows = {s: [[q.context, q.question, list(q.choices), q.label] for q in v] for s, v in task.questions.items()}
     else:
         rows = {s: qa_rows(v) for s, v in task.questions.items()}
     rows.update(extra_splits)

@@ -7,6 +7,10 @@ r"""The fine-tuning command end to end (start to results.json) against HF transf
     # the CoNLL-2003 accuracy comparison: all 14,041 sentences, the reference recipe (about 40 min per side)
     python -m benchmarks.finetune_end_to_end --kind tagging --train_limit 14041 --epochs 3 --seq_length 128 \
         --learning_rate 1e-4 --keep last --repeats 1 --output benchmarks/results/finetune_conll.md
+    # multiple choice (wikiHow goal-step, `python -m benchmarks.fetch_multiple_choice`): 3 seeds per side
+    python -m benchmarks.finetune_end_to_end --kind multiple_choice --train_limit 1450 --epochs 2 \
+        --seq_length 64 --learning_rate 1e-4 --keep last --seeds 0,1,2 --record ~/mc_runs.jsonl \
+        --output benchmarks/results/finetune_multiple_choice.md
     # smoke run
     python -m benchmarks.finetune_end_to_end --train_limit 64 --dev_limit 32 --repeats 1
 
@@ -23,8 +27,9 @@ alternating (their order rotating each repeat):
   `results.json`: the work electra_tf's command does.
 
 `--kind` picks the task: classification (movie_polarity of `$SHARED_DATA/tasks`), tagging
-(CoNLL-2003 of `$BENCH_DATA`) or qa (SQuAD v1.1 of `$BENCH_DATA`, `--qa_head simple` on both
-sides); `--task` and `--data_dir` override. `--seeds` gives the runs their seeds in turn (both
+(CoNLL-2003 of `$BENCH_DATA`), qa (SQuAD v1.1 of `$BENCH_DATA`, `--qa_head simple` on both
+sides) or multiple_choice (wikiHow goal-step inference of `$BENCH_DATA`, `BertForMultipleChoice` on
+the HF side); `--task` and `--data_dir` override. `--seeds` gives the runs their seeds in turn (both
 sides; default `--seed` for all). The report gives each run's wall and CPU seconds (user + system
 of the child: less sensitive to other jobs), their medians and ratio, the dev metric (and the test
 metric where the task has a labelled test split), and where the time goes: each side's phases,
@@ -52,6 +57,7 @@ KINDS = {
     "classification": dict(task="movie_polarity", data_dir=common.shared_data("tasks", "movie_polarity")),
     "tagging": dict(task="conll2003", data_dir=common.bench_data("conll2003")),
     "qa": dict(task="squad", task_kind="span_qa", qa_head="simple", data_dir=common.bench_data("squad_v1.1")),
+    "multiple_choice": dict(task="wikihow", task_kind="multiple_choice", data_dir=common.bench_data("goal_step_wikihow")),
 }
 common.define_finetune_flags(train_limit=500, epochs=1, seq_length=64, learning_rate=1e-4, layerwise_lr_decay=1.0,
                              verbose=0)

@@ -26,8 +26,8 @@ import numpy as np
 
 MULTIPLE = 16
 HEADS = {"classification": "BertForSequenceClassification", "tagging": "BertForTokenClassification",
-         "span_qa": "BertForQuestionAnswering"}
-METRICS = {"classification": "accuracy", "tagging": "entity_f1", "span_qa": "f1"}
+         "span_qa": "BertForQuestionAnswering", "multiple_choice": "BertForMultipleChoice"}
+METRICS = {"classification": "accuracy", "tagging": "entity_f1", "span_qa": "f1", "multiple_choice": "accuracy"}
 
 
 class Phases:
@@ -50,7 +50,7 @@ def load(kind, weights, tokenizer_from, num_labels=None, device="cpu"):
     import transformers
 
     head = getattr(transformers, HEADS[kind])
-    kwargs = {} if kind == "span_qa" else {"num_labels": num_labels}
+    kwargs = {} if kind in ("span_qa", "multiple_choice") else {"num_labels": num_labels}
     if isinstance(weights, transformers.PretrainedConfig):
         model = head(weights)
     else:
@@ -101,6 +101,8 @@ def collate(features, kind, seq_length, device="cpu"):
     """Tensors of `features` (dicts of lists and labels), padded: to `seq_length`, or the longest rounded up to 16."""
     import torch
 
+    if kind == "multiple_choice":
+        return collate_choices(features, seq_length, device)
     longest = max(len(f["input_ids"]) for f in features)
     length = seq_length if kind == "classification" else min(-(-longest // MULTIPLE) * MULTIPLE, seq_length)
     out = {}
@@ -113,6 +115,27 @@ def collate(features, kind, seq_length, device="cpu"):
             out[key] = torch.tensor([f[key] for f in features])
     out["attention_mask"] = (torch.arange(length)[None] < torch.tensor([len(f["input_ids"]) for f in features])[:, None])
     out["attention_mask"] = out["attention_mask"].long()
+    return {k: v.to(device) for k, v in out.items()}
+
+
+def collate_choices(features, seq_length, device="cpu"):
+    """`(batch, choices, length)` tensors of multiple-choice features: every choice padded to the batch's longest."""
+    import torch
+
+    choices = {len(f["input_ids"]) for f in features}
+    if len(choices) != 1:
+        raise ValueError(f"transformers' multiple-choice heads take one number of choices per batch; found {choices}")
+    longest = max(len(ids) for f in features for ids in f["input_ids"])
+    length = min(-(-longest // MULTIPLE) * MULTIPLE, seq_length)
+    shape = (len(features), choices.pop(), length)
+    out = {key: torch.zeros(shape, dtype=torch.long) for key in ("input_ids", "token_type_ids", "attention_mask")}
+    for row, f in enumerate(features):
+        for column, ids in enumerate(f["input_ids"]):
+            out["input_ids"][row, column, :len(ids)] = torch.tensor(ids)
+            out["token_type_ids"][row, column, :len(ids)] = torch.tensor(f["token_type_ids"][column])
+            out["attention_mask"][row, column, :len(ids)] = 1
+    if "labels" in features[0]:
+        out["labels"] = torch.tensor([f["labels"] for f in features])
     return {k: v.to(device) for k, v in out.items()}
 
 
@@ -137,6 +160,14 @@ def encode(kind, tokenizer, rows, recipe, labels=None, training=True):
                                  **({"labels": label_ids} if training else {})))
             meta.append(word_ids)
         return features, meta
+    if kind == "multiple_choice":  # run_swag: the context, then `question choice`, for each choice
+        features = []
+        for context, question, choices, label in rows:
+            enc = tokenizer([context] * len(choices), [f"{question} {c}".strip() for c in choices], truncation=True,
+                            max_length=length)
+            features.append(dict(input_ids=enc["input_ids"], token_type_ids=enc["token_type_ids"],
+                                 **({"labels": label} if training else {})))
+        return features, None
     return encode_qa(tokenizer, rows, recipe, training)
 
 
@@ -187,7 +218,7 @@ def evaluate(model, kind, tokenizer, rows, recipe, labels=None, device="cpu"):
     start = time.time()
     features, meta = encode(kind, tokenizer, rows, recipe, labels, training=False)
     outputs = predict(model, kind, features, recipe, device)
-    if kind == "classification":
+    if kind in ("classification", "multiple_choice"):
         found, gold = [int(np.argmax(o)) for o in outputs], [r[-1] for r in rows]
         metrics = {"accuracy": float(np.mean([p == g for p, g in zip(found, gold)]))}
     elif kind == "tagging":

@@ -8,6 +8,8 @@ r"""Predicts with a fine-tuned model: `python -m electra_tf.predict --init MODEL
     echo "Peter Blackburn lives in Brussels." | python -m electra_tf.predict --init runs/conll2003
     # question answering: SQuAD JSON (scored: EM / F1), or JSON Lines {"question": ..., "context": ...}
     python -m electra_tf.predict --init /tmp/serving/squad --input squad/dev.json
+    # multiple choice: JSON Lines {"question": ..., "choices": [...], "answer": 0} or a SWAG CSV (scored)
+    python -m electra_tf.predict --init runs/wikihow --input wikihow/dev.jsonl
 
 `--init` is a fine-tuning output dir (`python -m electra_tf.finetune
 --output_dir`) or a TF Serving export (`python -m electra_tf.export --kind
@@ -29,8 +31,11 @@ auto picks by extension, else by content):
     squad       question answering: SQuAD 1.1 / 2.0 JSON, answers scored
     jsonl       {"text": ..., "text_b": ..., "label": ...} | {"words": [...], "tags": [...]}
                 | {"text": ...} (tagging) | {"id": ..., "question": ..., "context": ...,
-                "answers": [...]} (QA)
+                "answers": [...]} (QA) | {"context": ..., "question": ..., "choices": [...],
+                "answer": 0} (multiple choice)
     text        one example per line (pairs: text_a TAB text_b; tagging: raw text)
+
+(multiple choice also reads SWAG's CSV: sent1, sent2, ending0..ending3, label.)
 
 Output (`--output_file` or stdout): JSON Lines, one object per example, in input order:
 
@@ -40,6 +45,7 @@ Output (`--output_file` or stdout): JSON Lines, one object per example, in input
                      [{"text": "Peter Blackburn", "type": "PER", "start": 0, "end": 15}]}
     QA              {"id": ..., "answer": ..., "start": 12, "end": 18, "score": -0.7,
                      "no_answer": false}
+    multiple choice {"line": 1, "choice": 2, "answer": "the chosen text", "probabilities": [0.1, 0.2, 0.7]}
     a blank line    {"line": 4, "skipped": "blank line"}
 
 Every record names its input: `line`, the 1-based line the example starts on
@@ -49,7 +55,7 @@ JSON Lines, TSV/CSV rows), a blank line gives a `skipped` record, so the output
 has one record per input line (less a header). Offsets are characters of the
 text (tagging: of the words joined by single spaces), end exclusive; a QA
 answer is whole words (`qa_features.word_offsets`). When the input has gold
-labels (a label column, CoNLL tags, SQuAD answers) the
+labels (a label column, CoNLL tags, SQuAD answers, a choice's index) the
 predictions are scored with the metrics fine-tuning reports, the task's own
 first (accuracy, or CoLA's MCC; entity F1; SQuAD EM / F1): one summary line on
 stderr and `--metrics_file` JSON. A gold label or tag the model does not have is an error

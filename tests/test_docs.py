@@ -6,7 +6,7 @@ earlier ones made (README's `runs/demo`, finetuning.md's runs for serving.md),
 as a reader following the guides would. Before the first page the test writes
 the files a reader would bring: `corpus/` (own text: the head of the demo
 corpus), `../shared/data/tasks/movie_polarity` (the project's task, or a tiny
-stand-in where it is absent), a tiny CoNLL-2003 and SQuAD v1.1 folder,
+stand-in where it is absent), a tiny CoNLL-2003, SQuAD v1.1 and SWAG folder,
 and copies of the session's demo data (`demo_cache/`, `demo_data/`).
 
 A block immediately preceded by `<!-- test: COMMAND -->` runs COMMAND instead
@@ -137,6 +137,12 @@ Friday NNP B-NP O
 """
 
 
+SWAG_HEADER = "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label\n"
+SWAG_ROWS = """lsmdc1,1,"She opens the door. She","She opens the door.",She,gold,steps outside.,eats the door.,is a door.,sings the car.,0
+lsmdc2,2,"He picks up the phone. He","He picks up the phone.",He,gold,drives the phone.,answers the call.,is blue.,runs the sky.,1
+"""
+
+
 def _squad(n):
     context = "The Normans were the people who in the 10th and 11th centuries gave their name to Normandy, a region in France."
     qas = [
@@ -171,6 +177,9 @@ def _write_inputs(root, work, demo):
     (work / "squad").mkdir()
     (work / "squad" / "train.json").write_text(json.dumps(_squad(4)))
     (work / "squad" / "dev.json").write_text(json.dumps(_squad(1)))
+    (work / "swag").mkdir()
+    (work / "swag" / "train.csv").write_text(SWAG_HEADER + SWAG_ROWS * 4)  # SWAG's own columns
+    (work / "swag" / "val.csv").write_text(SWAG_HEADER + SWAG_ROWS)
 
 
 # --- the gRPC model server stand-in --------------------------------------------------------------

@@ -350,7 +350,7 @@ def test_a_folder_that_is_not_a_model_is_a_clear_error(tmp_path):
         open_model(str(tmp_path / "run"))
     assert str(error.value) == (
         f"--init {tmp_path / 'run'} is neither a fine-tuning output dir (no classifier.keras, "
-        "token_classifier.keras, question_answerer.keras) nor a TF Serving export (no "
+        "token_classifier.keras, question_answerer.keras, multiple_choice.keras) nor a TF Serving export (no "
         "saved_model.pb in it or in a numbered version folder): fine-tune with `python -m electra_tf.finetune` "
         "first.")
     with pytest.raises(FileNotFoundError, match="does not exist"):

@@ -8,6 +8,7 @@
 - `tagging`: token classification (NER, chunking, POS) over CoNLL-column files
   (`conll`, `tagging_features`, `tagging_metrics`).
 - `qa`: extractive QA over SQuAD-format files (`squad`, `qa_features`, `qa_metrics`).
+- `multiple_choice`: SWAG CSVs or JSON Lines questions with choices (`multiple_choice_data`).
 - `examples`: what a kind's `predict` reader returns and the readers' shared helpers.
 - `recipe`: what every kind shares: argument checks, strategy, encoder copy, the
   optimiser (`layerwise_lr`); `batching`: epoch order and trimmed prediction batches.

@@ -25,6 +25,7 @@ from electra_tf import run_files, sources
 from electra_tf.finetuning import trials
 from electra_tf.finetuning.classification import ClassificationKind
 from electra_tf.finetuning.config import with_current_keys
+from electra_tf.finetuning.multiple_choice import MultipleChoiceKind
 from electra_tf.finetuning.qa import SpanQAKind
 from electra_tf.finetuning.tagging import TaggingKind
 
@@ -32,6 +33,7 @@ KINDS = {
     "classification": ClassificationKind,
     "tagging": TaggingKind,
     "span_qa": SpanQAKind,
+    "multiple_choice": MultipleChoiceKind,
 }
 DEFAULT = "classification"  # what `--task_kind auto` gives a task name no kind claims
 

@@ -23,6 +23,9 @@ from helpers import make_run_dir, official_f1, run_python, shared_data  # noqa: 
 
 pytestmark = [pytest.mark.large, pytest.mark.filterwarnings("ignore::UserWarning")]
 
+ANIMALS = ["cat", "dog", "horse", "cow", "sheep", "goat"]
+THINGS = ["car", "table", "phone", "chair", "lamp", "spoon", "door", "cup"]
+
 # Runs in a fresh interpreter with TensorFlow and tensorflow-text alone: the served model on raw text.
 SERVE = r"""
 import json, sys
@@ -36,6 +39,9 @@ rows = []
 for request in json.load(open(requests)):
     args = {}
     for key, values in request.items():
+        if values and isinstance(values[0], list):  # choices: padded with "" to the widest question
+            width = max(len(v) for v in values)
+            values = [v + [""] * (width - len(v)) for v in values]
         args[key] = tf.constant(values)
     outputs = {k: v.numpy() for k, v in serve(**args).items()}
     for i in range(len(next(iter(request.values())))):
@@ -44,6 +50,25 @@ for request in json.load(open(requests)):
                          v[i].item()) for k, v in outputs.items()})
 json.dump(rows, open(out, "w"))
 """
+
+
+def write_toy_choices(directory, splits=(("train", 64), ("dev", 32)), seed=0):
+    """Toy multiple choice: "Which of these is an animal?" over one animal and two or three things."""
+    rng = np.random.RandomState(seed)
+    os.makedirs(directory, exist_ok=True)
+    for split, count in splits:
+        with open(os.path.join(directory, f"{split}.jsonl"), "w") as f:
+            for _ in range(count):
+                choices = list(rng.choice(THINGS, rng.randint(2, 4), replace=False))
+                answer = rng.randint(len(choices) + 1)
+                choices.insert(answer, ANIMALS[rng.randint(len(ANIMALS))])
+                f.write(json.dumps({"context": "Pick the one that is alive.", "question": "Which is an animal?",
+                                    "choices": choices, "answer": int(answer)}) + "\n")
+    return str(directory)
+
+
+def questions_of(path):
+    return [json.loads(line) for line in open(path)]
 
 
 def conll_sentences(path):
@@ -104,11 +129,23 @@ def qa_case(data):
     return os.path.join(data, "dev.json"), requests, metric
 
 
+def choice_case(data):
+    questions = questions_of(os.path.join(data, "dev.jsonl"))
+    requests = [{"context": [q["context"] for q in questions], "question": [q["question"] for q in questions],
+                 "choices": [q["choices"] for q in questions]}]
+
+    def metric(served):
+        return "accuracy", float(np.mean([s["choice"] == q["answer"] for s, q in zip(served, questions)]))
+
+    return os.path.join(data, "dev.jsonl"), requests, metric
+
+
 CASES = {
     "classification": ("movie", [], write_toy_tasks, classification_case),
     "tagging": ("ner", ["--task_kind", "tagging"], lambda d: write_conll(d, (("train", 48), ("dev", 24))), tagging_case),
     "span_qa": ("squad", ["--doc_stride", "16", "--max_query_length", "12"],
                 lambda d: write_toy_squad(d, (("train", 4), ("dev", 2))), qa_case),
+    "multiple_choice": ("pick", ["--task_kind", "multiple_choice"], write_toy_choices, choice_case),
 }
 
 
@@ -145,6 +182,10 @@ def assert_predictions_are_the_served_outputs(kind, predicted, served):
             assert record["tags"] == row["tags"][:row["num_words"]]
         elif kind == "span_qa":
             assert (record["answer"], record["start"], record["end"]) == (row["answer"], row["start"], row["end"])
+        else:
+            assert record["choice"] == row["choice"] == int(np.argmax(row["probabilities"]))
+            n = len(record["probabilities"])
+            np.testing.assert_allclose(record["probabilities"], row["probabilities"][:n], atol=1e-5)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from electra_tf.finetuning.config import FinetuneConfig
 
 PACKAGE = os.path.join(os.path.dirname(__file__), "..", "..", "electra_tf")
 # The modules of the kinds themselves: the only places that may know one kind from another.
-KIND_MODULES = {"classification.py", "tagging.py", "qa.py"}
+KIND_MODULES = {"classification.py", "tagging.py", "qa.py", "multiple_choice.py"}
 MODEL_CLASSES = "|".join(kind.model_class.__name__ for kind in kinds.KINDS.values())
 NAMES = "|".join(kinds.KINDS)
 DISPATCH = [
@@ -66,8 +66,9 @@ def test_each_kind_declares_what_the_commands_ask_of_it():
 
 @pytest.mark.parametrize("task,task_kind,expected", [
     ("conll2003", "auto", "tagging"), ("CoNLL2003_pos", "auto", "tagging"), ("squad", "auto", "span_qa"),
-    ("squad_v2", "auto", "span_qa"), ("sst-2", "auto", "classification"),
+    ("squad_v2", "auto", "span_qa"), ("swag", "auto", "multiple_choice"), ("sst-2", "auto", "classification"),
     ("my_task", "auto", "classification"), ("my_ner", "tagging", "tagging"),
+    ("wikihow", "multiple_choice", "multiple_choice"),
 ])
 def test_the_kind_of_a_run_by_task_name_or_task_kind(task, task_kind, expected):
     assert kinds.for_config(FinetuneConfig(task=task, task_kind=task_kind)) is kinds.KINDS[expected]
@@ -80,7 +81,10 @@ def test_an_unknown_task_kind_names_the_known_ones():
 
 # The files a task kind may live in: its modules, its model and serving files (by their names), and the
 # registry's one line. Everything else in the package reaches a kind through the registry.
-PLUG_IN_FILES = {}
+PLUG_IN_FILES = {
+    "multiple_choice": ("finetuning/multiple_choice.py", "finetuning/multiple_choice_data.py",
+                        "models/multiple_choice.py", "export/multiple_choice_serving.py"),
+}
 
 
 def code_names(path):

@@ -1,0 +1,128 @@
+"""A fine-tuned multiple-choice model as a TensorFlow Serving model: a context and its choices in, the chosen
+index and the probabilities out.
+
+Layout as `electra_tf.export.serving` (`<base_dir>/<model_name>/<version>/`, assets `vocab.txt`,
+`electra_tokenizer.json`, `serving_config.json`).
+
+Signatures (batch and choice dimensions dynamic):
+
+    serving_default  context   string (batch,)          the first segment (SWAG: `sent1`; ARC: the question)
+                     question  string (batch,)          put before each choice ("" for none; SWAG: `sent2`)
+                     choices   string (batch, choices)  "" marks a missing choice (a question with fewer)
+                     -> probabilities float32 (batch, choices)  0 for a missing choice
+                        choice        int32   (batch,)          index of the chosen choice
+                        logits        float32 (batch, choices)  -1e9 for a missing choice
+    predict_ids      token_ids, segment_ids, padding_mask  int32 (batch, choices, seq_len) -> the same outputs
+    preprocess       context, question, choices -> token_ids, segment_ids, padding_mask (batch, choices, seq_len)
+
+Each choice is packed with its context as training packs it
+(`[CLS] context [SEP] question choice [SEP]`, truncated longest-first to `seq_length`).
+"""
+
+import tensorflow as tf
+
+from electra_tf.export.assets import SERVING_CONFIG_ASSET, ServedModel, add_assets
+
+INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
+
+
+def pack_choices(tokenizer, context, question, choices, seq_length):
+    """Model inputs `(batch, choices, seq_length)` of raw texts, in the graph; a "" choice is all zero.
+
+    Args:
+        tokenizer: `WordPieceTokenizer`.
+        context, question: string tensors `(batch,)`.
+        choices: string tensor `(batch, choices)`.
+        seq_length: int.
+    """
+    shape = tf.shape(choices)
+    second = tf.strings.strip(tf.strings.join(
+        [tf.repeat(question[:, None], shape[1], axis=1), choices], separator=" "))
+    packed = tokenizer.pack(tf.reshape(tf.repeat(context[:, None], shape[1], axis=1), [-1]),
+                            tf.reshape(second, [-1]), seq_length=seq_length)
+    present = tf.reshape(tf.cast(tf.strings.length(choices) > 0, tf.int32), [-1, 1])
+    return {name: tf.reshape(value * present, [shape[0], shape[1], seq_length]) for name, value in packed.items()}
+
+
+class MultipleChoiceServingModule(ServedModel):
+    """`tf.Module` with a multiple-choice model, its tokenizer and the serving functions.
+
+    Args:
+        model: `ElectraMultipleChoice`.
+        vocab_file: str.
+        seq_length: int. Tokens per (context, choice) sequence, special tokens included.
+        task: str. Recorded in `serving_config.json`.
+
+    Example:
+        ```python
+        import pathlib
+
+        import tensorflow as tf
+
+        from electra_tf.export.multiple_choice_serving import MultipleChoiceServingModule
+        from electra_tf.models.encoder import ElectraEncoder
+        from electra_tf.models.multiple_choice import ElectraMultipleChoice
+
+        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "ran", "on", "mat"]
+        pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
+        encoder = ElectraEncoder(vocab_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=32,
+                                 embedding_dim=16, intermediate_dim=64)
+        model = ElectraMultipleChoice(encoder)  # fine-tuned, in practice
+        model.build()
+        module = MultipleChoiceServingModule(model, "vocab.txt", seq_length=16)
+        out = module.signatures()["serving_default"](
+            context=tf.constant(["the cat"]), question=tf.constant([""]),
+            choices=tf.constant([["sat on the mat", "ran", ""]]))
+        out["probabilities"].shape, out["choice"].shape  # (1, 3), (1,)
+        ```
+    """
+
+    def __init__(self, model, vocab_file, seq_length=128, task="", name=None):
+        if seq_length > model.encoder.max_sequence_length:
+            raise ValueError(f"`seq_length={seq_length}` exceeds the encoder's "
+                             f"`max_sequence_length={model.encoder.max_sequence_length}`.")
+        super().__init__(model, vocab_file, seq_length, name=name)
+        self._tmp = add_assets(self, "electra_multiple_choice_serving_", vocab_file, SERVING_CONFIG_ASSET,
+                               {"task": task, "kind": "multiple_choice", "seq_length": seq_length})
+        ids = [tf.TensorSpec([None, None, None], tf.int32, name=n) for n in INPUT_NAMES]
+        self.predict_ids = tf.function(self._predict_ids, input_signature=ids)
+        texts = [tf.TensorSpec([None], tf.string, name="context"), tf.TensorSpec([None], tf.string, name="question"),
+                 tf.TensorSpec([None, None], tf.string, name="choices")]
+        self.serve_text = tf.function(self._serve_text, input_signature=texts)
+        self.preprocess = tf.function(self._preprocess, input_signature=texts)
+
+    def _outputs(self, inputs):
+        logits = tf.cast(self._model.obj(inputs, training=False), tf.float32)
+        return {"probabilities": tf.nn.softmax(logits, axis=-1),
+                "choice": tf.argmax(logits, axis=-1, output_type=tf.int32), "logits": logits}
+
+    def _predict_ids(self, token_ids, segment_ids, padding_mask):
+        inputs = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
+        inputs = {k: tf.ensure_shape(v, [None, None, None], name=f"{k}_must_be_batch_by_choices_by_seq_len")
+                  for k, v in inputs.items()}
+        flat = self.check_ids(*(tf.reshape(inputs[k], [-1, tf.shape(inputs[k])[-1]]) for k in INPUT_NAMES))
+        return self._outputs({k: tf.reshape(v, tf.shape(inputs[k])) for k, v in flat.items()})
+
+    def _preprocess(self, context, question, choices):
+        context, question, choices = _check_requests(context, question, choices)
+        return pack_choices(self.tokenizer, context, question, choices, self.seq_length)
+
+    def _serve_text(self, context, question, choices):
+        return self._outputs(self._preprocess(context, question, choices))
+
+    def signatures(self):
+        return {"serving_default": self.serve_text, "predict_ids": self.predict_ids, "preprocess": self.preprocess}
+
+
+def _check_requests(context, question, choices):
+    """Runtime checks: `context` and `question` vectors, `choices` a matrix, one row per context."""
+    context = tf.ensure_shape(context, [None], name="context_must_be_a_vector")
+    question = tf.ensure_shape(question, [None], name="question_must_be_a_vector")
+    choices = tf.ensure_shape(choices, [None, None], name="choices_must_be_batch_by_choices")
+    size = tf.size(context)
+    checks = [tf.debugging.assert_equal(tf.size(question), size,
+                                        message="`context` and `question` must have the same batch size"),
+              tf.debugging.assert_equal(tf.shape(choices)[0], size,
+                                        message="`choices` must have one row per `context`")]
+    with tf.control_dependencies(checks):
+        return tf.identity(context), tf.identity(question), tf.identity(choices)
