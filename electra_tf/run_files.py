@@ -192,8 +192,9 @@ def artefact_kind(folder):
 def enclosing_artefact(path):
     """`(folder, kind)` of the nearest artefact that is or holds `path` (itself or a parent folder), or None.
 
-    A parent counts only with an artefact's results (a lone `config.json` makes
-    `path` itself a pre-training run, not every folder under it). A URL
+    A parent counts only with an artefact's results (a lone `config.json`, or a
+    lone `discriminator.keras` a script saved, makes `path` itself a pre-training
+    run, not every folder under it). A URL
     (`gs://...`) is checked by itself only.
 
     Example:
@@ -213,7 +214,9 @@ def enclosing_artefact(path):
     folder = os.path.abspath(path)
     while True:
         kind = artefact_kind(folder)
-        weak = kind == PRETRAINING_RUN and not is_run(folder)  # config.json alone
+        # A parent is a run with its config and results: config.json alone, or a discriminator.keras that a
+        # Keras script saved in a working folder, makes no folder under it part of a run.
+        weak = kind == PRETRAINING_RUN and not (tf.io.gfile.exists(os.path.join(folder, CONFIG_FILE)) and is_run(folder))
         if kind is not None and (folder == os.path.abspath(path) or not weak):
             return folder, kind
         parent = os.path.dirname(folder)

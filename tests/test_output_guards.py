@@ -105,3 +105,16 @@ def test_every_writing_command_refuses_its_input_its_model_and_another_artefacts
     assert digests(world) == before
     assert not [p for p in os.listdir(world) if p not in ("pre", "ft", "serving", "task", "corpus", "records",
                                                           "dev.tsv")]
+
+
+def test_a_parent_is_a_run_only_with_its_config_and_results(tmp_path):
+    """A working folder where a Keras script saved `discriminator.keras` (docs/pretraining.md does) is no run
+    for the folders under it; a run's folder (config.json and results) is, and so is any folder holding one."""
+    from electra_tf.run_files import PRETRAINING_RUN, enclosing_artefact
+
+    (tmp_path / "discriminator.keras").write_text("model")
+    (tmp_path / "encoders").mkdir()
+    assert enclosing_artefact(tmp_path / "encoders" / "minilm.keras") is None
+    assert enclosing_artefact(tmp_path) == (str(tmp_path), PRETRAINING_RUN)  # the folder itself: not overwritten
+    (tmp_path / "config.json").write_text("{}")
+    assert enclosing_artefact(tmp_path / "encoders" / "minilm.keras") == (str(tmp_path), PRETRAINING_RUN)
