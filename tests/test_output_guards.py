@@ -118,3 +118,15 @@ def test_a_parent_is_a_run_only_with_its_config_and_results(tmp_path):
     assert enclosing_artefact(tmp_path) == (str(tmp_path), PRETRAINING_RUN)  # the folder itself: not overwritten
     (tmp_path / "config.json").write_text("{}")
     assert enclosing_artefact(tmp_path / "encoders" / "minilm.keras") == (str(tmp_path), PRETRAINING_RUN)
+
+
+def test_predict_writes_beside_a_script_saved_discriminator_but_not_into_a_run(tmp_path):
+    """`predict --output_file` in a working folder where a Keras script saved `discriminator.keras` is written;
+    into a run's folder (config.json and results) it is refused, naming the flag."""
+    from electra_tf.predicting.writing import check_outputs
+
+    (tmp_path / "discriminator.keras").write_text("model")
+    check_outputs({"output_file": str(tmp_path / "predictions.jsonl")}, {"input": str(tmp_path / "few.tsv")})
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(FileExistsError, match=r"`--output_file=.*predictions.jsonl` lies inside a pre-training run"):
+        check_outputs({"output_file": str(tmp_path / "predictions.jsonl")}, {"input": str(tmp_path / "few.tsv")})

@@ -70,7 +70,7 @@ def check_outputs(outputs, inputs):
             raise FileNotFoundError(f"Cannot write `--{flag}={path}`: no folder {folder}.")
         if os.path.isdir(target):
             raise IsADirectoryError(f"Cannot write `--{flag}={path}`: it is a folder.")
-        artefact = enclosing_artefact(folder) or _serving_folder(folder)
+        artefact = enclosing_artefact(target) or _serving_folder(folder)  # the file's folder counts as a parent
         if artefact is not None:
             raise FileExistsError(f"`--{flag}={path}` lies inside {artefact[1]} ({artefact[0]}); a prediction file "
                                   f"there would mix with (or replace) its files. Choose another --{flag}.")
