@@ -127,6 +127,9 @@ def test_predict_writes_beside_a_script_saved_discriminator_but_not_into_a_run(t
 
     (tmp_path / "discriminator.keras").write_text("model")
     check_outputs({"output_file": str(tmp_path / "predictions.jsonl")}, {"input": str(tmp_path / "few.tsv")})
+    with pytest.raises(FileExistsError, match=r"`--output_file=.*discriminator.keras` is a model file"):
+        check_outputs({"output_file": str(tmp_path / "discriminator.keras")}, {"input": str(tmp_path / "few.tsv")})
+    assert (tmp_path / "discriminator.keras").read_text() == "model"
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(FileExistsError, match=r"`--output_file=.*predictions.jsonl` lies inside a pre-training run"):
         check_outputs({"output_file": str(tmp_path / "predictions.jsonl")}, {"input": str(tmp_path / "few.tsv")})

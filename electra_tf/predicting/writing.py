@@ -4,8 +4,8 @@
 what `predict` reads or another command wrote: `--output_file` or
 `--metrics_file` equal to `--input`, to `--init` or inside it, to each other,
 or a file inside a pre-training run, a fine-tuning output, an export or a
-Hugging Face model (`run_files.enclosing_artefact`). An ordinary file of that
-name is replaced (a re-run of the same command). Files are created as any
+Hugging Face model (`run_files.enclosing_artefact`), or an existing model file
+anywhere (`.keras`, `.safetensors`, ...). An ordinary file of that name is replaced (a re-run of the same command). Files are created as any
 other (mode 0666 less the umask).
 
 `stop_on_sigterm` ends the command at once on SIGTERM, even inside a long
@@ -33,6 +33,7 @@ import uuid
 from electra_tf import cli
 from electra_tf.run_files import enclosing_artefact
 
+MODEL_SUFFIXES = (".keras", ".h5", ".safetensors", ".bin", ".pb", ".tflite", ".index")  # never a predictions file
 _open_files = set()  # temporary files being written (removed on SIGTERM)
 _lock = threading.RLock()  # re-entered when the main thread's handler runs inside a rename
 
@@ -70,6 +71,9 @@ def check_outputs(outputs, inputs):
             raise FileNotFoundError(f"Cannot write `--{flag}={path}`: no folder {folder}.")
         if os.path.isdir(target):
             raise IsADirectoryError(f"Cannot write `--{flag}={path}`: it is a folder.")
+        if os.path.exists(target) and target.endswith(MODEL_SUFFIXES):
+            raise FileExistsError(f"`--{flag}={path}` is a model file; predictions never replace one. "
+                                  f"Choose another --{flag}.")
         artefact = enclosing_artefact(target) or _serving_folder(folder)  # the file's folder counts as a parent
         if artefact is not None:
             raise FileExistsError(f"`--{flag}={path}` lies inside {artefact[1]} ({artefact[0]}); a prediction file "
