@@ -192,7 +192,12 @@ def vocab_targets(vocab, folders):
         if os.path.abspath(target) == os.path.abspath(vocab):
             continue
         if os.path.exists(target):
-            if vocab_digest(target) != vocab_digest(vocab):
+            expected = vocab_digest(vocab)
+            try:
+                same = vocab_digest(target) == expected
+            except ValueError:  # not even a vocabulary ELECTRA can read: certainly not the input's
+                same = False
+            if not same:
                 raise FileExistsError(f"{target} exists and is another vocabulary than the input's {vocab}; "
                                       "nothing is overwritten. Choose another --output_dir.")
             continue
