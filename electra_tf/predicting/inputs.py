@@ -6,9 +6,10 @@ its gold label when the input has one, and its line. `input_format` "auto"
 picks by extension (`.tsv`, `.csv`, `.json`, `.jsonl`, `.conll`), else by
 content (a JSON object on the first line: JSON Lines; a format the kind tells
 by content, such as CoNLL columns; else text lines); the kind reads the
-formats it lists (`TaskKind.predict_formats`) and refuses the others. Errors
-name the file (`<stdin>` for stdin) and the line: a missing file, text that is
-not UTF-8, then whatever the kind's reader finds (columns, fields, labels).
+formats it lists (`TaskKind.predict_formats`) and refuses the others. Lines
+end at `\\n` (or `\\r\\n`) only (`data.lines`). Errors name the file (`<stdin>`
+for stdin) and the line: a missing file, text that is not UTF-8, an empty or
+blank input, then whatever the kind's reader finds (columns, fields, labels).
 
 Example:
 >>> import os, tempfile
@@ -25,6 +26,7 @@ import json
 import os
 import sys
 
+from electra_tf.data.lines import split_lines
 from electra_tf.finetuning.examples import STDIN, Example, ReadOptions  # noqa: F401  (what callers read)
 
 FORMATS = ("tsv", "csv", "conll", "squad", "jsonl", "text")  # `--input_format`; each kind reads some of them
@@ -49,6 +51,10 @@ def read_examples(path, input_format, kind, settings, options=None, text=None):
     options = options or ReadOptions()
     name = STDIN if path == "-" else path
     text = read_text(path) if text is None else text
+    if not text.strip():  # before the format: an empty input is none of them
+        given = "stdin" if path == "-" else f"`--input={path}`"
+        raise ValueError(f"{name}: no input records: {given} is empty or blank; give the examples in a file with "
+                         "--input, or pipe them into stdin.")
     if input_format == "auto":
         input_format = detect(path, text, kind)
     if input_format not in kind.predict_formats:
@@ -85,7 +91,7 @@ def detect(path, text, kind):
     extension = os.path.splitext(path)[1].lower() if path != "-" else ""
     if _EXTENSIONS.get(extension):
         return _EXTENSIONS[extension]
-    first = next((line for line in text.splitlines() if line.strip()), "")
+    first = next((line for line in split_lines(text) if line.strip()), "")
     if first.lstrip().startswith("{"):
         try:
             json.loads(first)
