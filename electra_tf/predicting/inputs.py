@@ -50,11 +50,7 @@ def read_examples(path, input_format, kind, settings, options=None, text=None):
     """
     options = options or ReadOptions()
     name = STDIN if path == "-" else path
-    text = read_text(path) if text is None else text
-    if not text.strip():  # before the format: an empty input is none of them
-        given = "stdin" if path == "-" else f"`--input={path}`"
-        raise ValueError(f"{name}: no input records: {given} is empty or blank; give the examples in a file with "
-                         "--input, or pipe them into stdin.")
+    text = read_text(path) if text is None else _with_records(path, text)
     if input_format == "auto":
         input_format = detect(path, text, kind)
     if input_format not in kind.predict_formats:
@@ -67,7 +63,7 @@ def read_examples(path, input_format, kind, settings, options=None, text=None):
 
 
 def read_text(path):
-    """The whole input (`-`: stdin) as str; not-UTF-8 bytes are an error naming the line."""
+    """The whole input (`-`: stdin) as str; not-UTF-8 bytes, or no text but whitespace, are an error."""
     name = STDIN if path == "-" else path
     if path == "-":
         data = sys.stdin.buffer.read()
@@ -79,11 +75,21 @@ def read_text(path):
         with open(path, "rb") as f:
             data = f.read()
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         line = data[:e.start].count(b"\n") + 1
         column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
         raise ValueError(f"{name}:{line}: not UTF-8 text (byte {data[e.start]:#04x} at column {column}).") from None
+    return _with_records(path, text)
+
+
+def _with_records(path, text):
+    """`text`, unless it is empty or blank: an error saying so, whatever the format (it is none of them)."""
+    if not text.strip():
+        name, given = (STDIN, "stdin") if path == "-" else (path, f"`--input={path}`")
+        raise ValueError(f"{name}: no input records: {given} is empty or blank; give the examples in a file with "
+                         "--input, or pipe them into stdin.")
+    return text
 
 
 def detect(path, text, kind):

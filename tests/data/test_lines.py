@@ -203,3 +203,13 @@ def test_wikipedia_articles_keep_a_paragraph_holding_the_characters_whole(tmp_pa
                                                        "built by Babbage.\nShe\x85wrote the first program for it.")
     assert sentences == ["Ada was a writer of notes on the Analytical Engine built by Babbage.",
                          "She wrote the first program for it."]
+
+
+@pytest.mark.parametrize("kind", [ClassificationKind, MultipleChoiceKind])
+def test_an_empty_or_blank_input_has_no_input_records(tmp_path, kind):
+    path = tmp_path / "dev.jsonl"
+    for text in ("", "\n", " \r\n\t\n"):
+        path.write_text(text)
+        with pytest.raises(ValueError, match=rf"^{path}: no input records: `--input={path}` is empty or blank; give "
+                                             r"the examples in a file with --input, or pipe them into stdin\.$"):
+            read_examples(str(path), "auto", kind, {"label_names": ["a", "b"]})
