@@ -17,9 +17,9 @@ and why.
 
 Lines end at `\\n` (or `\\r\\n`) only; a word may hold `\\f`, U+2028 and the
 other characters `str.splitlines` breaks at (`line_columns`). Errors name the
-file and the 1-based line: a line whose column count differs
-from the file's first data line, an empty file, a tag that is not of the
-scheme, a label missing from the label set, a byte that is not UTF-8.
+file and the 1-based line: a line whose column count differs from the file's
+first data line, an empty file, a tag that is not of the scheme, a label
+missing from the label set, a byte that is not UTF-8.
 """
 
 import dataclasses

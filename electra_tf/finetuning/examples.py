@@ -6,7 +6,8 @@ line-based input (TSV/CSV, CoNLL, JSON Lines, text) knows the 1-based line it st
 on (CoNLL: its first word's); SQuAD JSON examples have none (their question `id`
 names them). Where one line is one example (TSV/CSV, JSON Lines, text), a blank
 line is an `Example` too, with `skipped="blank line"` and no inputs, so the
-output keeps one record per line (`each_line`). Errors name the file (`<stdin>` for stdin) and the line.
+output keeps one record per line (`each_line`). Errors name the file (`<stdin>`
+for stdin) and the line.
 
 Example:
 >>> from electra_tf.finetuning.examples import Example, each_line

@@ -3,7 +3,8 @@
 A task is a `TaskSpec`: which file holds each split, which column holds each
 text and the label, and the label vocabulary. `read_examples(spec, data_dir,
 split)` returns a list of `Example`s and raises errors that name the file and
-the line. GLUE layouts follow the files of the GLUE download
+the line (lines end at `\\n` or `\\r\\n` only, `data.lines`; a CSV record whose
+quoted field spans lines is named by its first). GLUE layouts follow the files of the GLUE download
 (`gluebenchmark.com`); MNLI's dev split is `dev_matched`, with
 `dev_mismatched` as a second dev split.
 
