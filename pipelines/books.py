@@ -1,10 +1,13 @@
 """Reader for BooksCorpus-style text: one book per `.txt` file.
 
 Paragraphs are separated by blank lines; line breaks inside a paragraph are
-spaces. Each paragraph is sentence-split with `sentences.split_sentences`;
+spaces. Lines end at `\\n` (or `\\r\\n`) only (`data.lines`): a form feed
+between pages is a space, as are U+2028 and the other characters
+`str.splitlines` breaks at. Each paragraph is sentence-split with `sentences.split_sentences`;
 a book is one document.
 """
 
+from electra_tf.data.lines import split_lines
 from electra_tf.pipelines import sentences as sentences_lib
 from electra_tf.pipelines import text_io
 
@@ -38,7 +41,7 @@ def read_book(path, key, source="books"):
             raise reader.error(err) from err
     text, invalid = text_io.decode_utf8(data)
     sentences, paragraph = [], []
-    for line in text.splitlines() + [""]:
+    for line in split_lines(text) + [""]:
         if line.strip():
             paragraph.append(line)
         elif paragraph:

@@ -15,7 +15,6 @@ Traceback (most recent call last):
 ValueError: words.txt:2: not UTF-8 (byte 0xe9 at column 4); save it as UTF-8.
 """
 
-import tensorflow as tf
 
 _BYTE_ORDER_MARKS = {b"\xff\xfe": "UTF-16 little-endian", b"\xfe\xff": "UTF-16 big-endian"}
 
@@ -32,12 +31,6 @@ def decode_utf8(raw, path):
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ValueError(not_utf8_message(path, raw, e.start)) from None
-
-
-def check_utf8_file(path):
-    """Raises `decode_utf8`'s ValueError if the file `path` is not UTF-8 (for readers that stream the file)."""
-    with tf.io.gfile.GFile(path, "rb") as f:
-        decode_utf8(f.read(), path)
 
 
 def not_utf8_message(path, raw, position):

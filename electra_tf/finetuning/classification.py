@@ -9,7 +9,6 @@ gets its predictions in the official submission layout (`<TASK>.tsv`,
 `index\\tprediction`; MNLI-m.tsv and MNLI-mm.tsv).
 """
 
-import csv
 import os
 import re
 
@@ -19,12 +18,12 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf import run_files
+from electra_tf.data.lines import table_rows
 from electra_tf.finetuning import tasks as tasks_lib
 from electra_tf.finetuning import trials
 from electra_tf.finetuning.batching import epoch_batches, predict_in_batches
 from electra_tf.finetuning.config import FinetuneConfig
-from electra_tf.finetuning.examples import (BLANK, Example, Prediction, column_index, each_line, field, json_object,
-                                            numbered)
+from electra_tf.finetuning.examples import BLANK, Example, Prediction, column_index, each_line, field, json_object
 from electra_tf.finetuning.kind import TaskKind
 from electra_tf.finetuning.task_metrics import task_metrics
 from electra_tf.models.classifier import ElectraClassifier
@@ -281,11 +280,7 @@ class ClassificationKind(TaskKind):
 
 def _read_table(name, text, settings, options, input_format):
     """The examples of a TSV (no quoting) or CSV file: one per row, a skipped one per blank line."""
-    if input_format == "tsv":
-        reader = csv.reader(text.splitlines(), delimiter="\t", quoting=csv.QUOTE_NONE)
-    else:
-        reader = csv.reader(text.splitlines(keepends=True))
-    rows = numbered(reader)
+    rows = table_rows(name, text, "\t" if input_format == "tsv" else ",")
     pair = settings.get("pair", False)
     header = None
     if options.header:

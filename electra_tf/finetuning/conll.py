@@ -15,24 +15,29 @@ it has an `S-` or `E-` tag, IOB1 when an `I-X` starts a span (after `O`,
 another type, or at a sentence's start), else IOB2; one log line says which
 and why.
 
-Errors name the file and the 1-based line: a line whose column count differs
-from the file's first data line, an empty file, a tag that is not of the
-scheme, a label missing from the label set, a byte that is not UTF-8.
+Lines end at `\\n` (or `\\r\\n`) only; a word may hold `\\f`, U+2028 and the
+other characters `str.splitlines` breaks at (`line_columns`). Errors name the
+file and the 1-based line: a line whose column count differs from the file's
+first data line, an empty file, a tag that is not of the scheme, a label
+missing from the label set, a byte that is not UTF-8.
 """
 
 import dataclasses
 import os
+import re
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from electra_tf.data.lines import NOT_LINE_ENDS, split_lines
 from electra_tf.data.utf8 import decode_utf8
 
 SCHEMES = ("IOB1", "IOB2", "BIOES")
 AUTO = "auto"  # the scheme the file is written in (`detect_scheme`)
 _PREFIXES = {"IOB1": "BI", "IOB2": "BI", "BIOES": "BIES"}
 DOCSTART = "-DOCSTART-"
+_COLUMN_GAP = re.compile(f"[^\\S{NOT_LINE_ENDS}]+")  # whitespace, but what `str.splitlines` alone breaks at
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,8 +163,8 @@ def _tags_in_order(rows_of_sentences, label_column):
 def _sentence_rows(text, path):
     """Yields each sentence as a list of (line number, columns); checks column counts."""
     rows, num_columns, first_line = [], None, None
-    for number, line in enumerate(text.split("\n"), start=1):
-        columns = line.split()
+    for number, line in enumerate(split_lines(text), start=1):
+        columns = line_columns(line)
         if not columns or columns[0] == DOCSTART:
             if rows:
                 yield rows
@@ -175,6 +180,15 @@ def _sentence_rows(text, path):
         rows.append((number, columns))
     if rows:
         yield rows
+
+
+def line_columns(line):
+    """The columns of a CoNLL line, split at whitespace runs; none for a blank line.
+
+    A line ends at `\\n` only (`data.lines`): `\\v`, `\\f`, U+2028 and the other
+    characters `str.splitlines` breaks at are no line end and no column gap, but part of a word.
+    """
+    return [c for c in _COLUMN_GAP.split(line) if c] if line.strip() else []
 
 
 def _sentence(rows, path, token_column, label_column, scheme):

@@ -1,12 +1,13 @@
 """What a task kind's `predict` reader returns (`Example`) and its formatter (`Prediction`), how it is asked to
 read (`ReadOptions`), and the line, JSON and column helpers the readers share.
 
-Lines: every example of a line-based input (TSV/CSV, CoNLL, JSON Lines, text)
-knows the 1-based line it starts on (CoNLL: its first word's); SQuAD JSON
-examples have none (their question `id` names them). Where one line is one
-example (TSV/CSV, JSON Lines, text), a blank line is an `Example` too, with
-`skipped="blank line"` and no inputs, so the output keeps one record per line
-(`each_line`). Errors name the file (`<stdin>` for stdin) and the line.
+Lines end at `\\n` (or `\\r\\n`) only, as `data.lines` splits them. Every example of a
+line-based input (TSV/CSV, CoNLL, JSON Lines, text) knows the 1-based line it starts
+on (CoNLL: its first word's); SQuAD JSON examples have none (their question `id`
+names them). Where one line is one example (TSV/CSV, JSON Lines, text), a blank
+line is an `Example` too, with `skipped="blank line"` and no inputs, so the
+output keeps one record per line (`each_line`). Errors name the file (`<stdin>`
+for stdin) and the line.
 
 Example:
 >>> from electra_tf.finetuning.examples import Example, each_line
@@ -19,6 +20,8 @@ import json
 import re
 import tempfile
 import typing
+
+from electra_tf.data.lines import split_lines
 
 STDIN = "<stdin>"
 BLANK = "blank line"
@@ -76,7 +79,7 @@ class ReadOptions:
 def each_line(name, text, parse):
     """`parse(line, raw)` of every non-blank line of `text`, a skipped `Example` for each blank one."""
     return [Example(None, line=line, skipped=BLANK) if not raw.strip() else parse(line, raw)
-            for line, raw in enumerate(text.splitlines(), start=1)]
+            for line, raw in enumerate(split_lines(text), start=1)]
 
 
 def json_object(name, line, raw):
@@ -102,14 +105,6 @@ def field(record, keys, name, line, required=True, kind=str):
     if required:
         raise ValueError(f"{name}:{line}: no \"{keys[0]}\" field (keys: {sorted(record)}).")
     return None
-
-
-def numbered(reader):
-    """`(first line, row)` of each row of a `csv.reader` (a quoted field may span lines; a blank line: `[]`)."""
-    previous = 0
-    for row in reader:
-        yield previous + 1, row
-        previous = reader.line_num
 
 
 def column_index(name, header, value, flag):

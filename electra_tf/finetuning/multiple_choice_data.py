@@ -14,8 +14,10 @@ line with `"choices"` (a list of strings, two or more), `"context"` and/or
 answer as `"answer"` or `"label"` (the choice's index), absent for unlabelled
 data. SWAG's column names (`sent1`, `sent2`, `ending0`...) are read too.
 
-Errors name the file and the line: a missing field, fewer than two choices, an
-empty choice, an answer index out of range, a line that is not JSON.
+Lines end at `\\n` (or `\\r\\n`) only (`data.lines`); a CSV record is named by
+the line it starts on. Errors name the file and the line: a missing field,
+fewer than two choices, an empty choice, an answer index out of range, a line
+that is not JSON, a CSV quote never closed (the line it opens on).
 
 Example:
 >>> import os, tempfile
@@ -26,15 +28,14 @@ Example:
 [Question(context='Pick the animal.', question='', choices=('cat', 'car'), label=0, line=1)]
 """
 
-import csv
 import dataclasses
-import io
 import os
 import re
 import typing
 
 import tensorflow as tf
 
+from electra_tf.data.lines import split_lines, table_rows
 from electra_tf.data.utf8 import decode_utf8
 from electra_tf.finetuning.examples import json_object
 
@@ -99,18 +100,18 @@ def read_questions(path, name=None, text=None, limit=None, file_format=None):
 
 
 def _read_csv(text, name):
-    reader = csv.DictReader(io.StringIO(text))
-    columns = reader.fieldnames or []
+    rows = (row for row in table_rows(name, text, ",") if row[1])  # a blank line is no question
+    header_line, columns = next(rows, (1, []))
     endings = sorted((int(m.group(1)), c) for c in columns if (m := ENDING.match(c)))
     missing = [c for c in ("sent1", "sent2") if c not in columns]
     if missing or len(endings) < 2:
-        raise ValueError(f"{name}:1: a SWAG CSV needs the columns sent1, sent2 and ending0, ending1, ...; "
+        raise ValueError(f"{name}:{header_line}: a SWAG CSV needs the columns sent1, sent2 and ending0, ending1, ...; "
                          f"the header has {columns}.")
-    for row in reader:
-        line = reader.line_num
-        if None in row or any(row[c] is None for c in columns):
-            more = "more" if None in row else "fewer"
+    for line, fields in rows:
+        if len(fields) != len(columns):
+            more = "more" if len(fields) > len(columns) else "fewer"
             raise ValueError(f"{name}:{line}: {more} fields than the header's {len(columns)}.")
+        row = dict(zip(columns, fields))
         choices = [row[c] for _, c in endings]
         label = row.get("label")
         yield _question(row["sent1"], row["sent2"], choices, label if label not in (None, "") else None,
@@ -118,7 +119,7 @@ def _read_csv(text, name):
 
 
 def _read_jsonl(text, name):
-    for line, raw in enumerate(text.splitlines(), start=1):
+    for line, raw in enumerate(split_lines(text), start=1):
         if raw.strip():
             yield question_of_record(json_object(name, line, raw), name, line)
 

@@ -20,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from electra_tf.data.lines import split_lines
 from electra_tf.finetuning import conll
 from electra_tf.finetuning.batching import INPUTS, compiled_predictor, epoch_batches, predict_in_batches
 from electra_tf.finetuning.examples import Example, Prediction, each_line, field, json_object, spooled
@@ -293,7 +294,7 @@ class TaggingKind(TaskKind):
     @classmethod
     def sniff_format(cls, text):
         """CoNLL columns: every one of the first data lines ends in a tag (O, X-TYPE) or is `-DOCSTART-`."""
-        rows = [line.split() for line in text.splitlines()[:50] if line.strip()]
+        rows = [conll.line_columns(line) for line in split_lines(text)[:50] if line.strip()]
         tag = re.compile(r"^(O|[BIES]-\S+)$")
         if rows and all(row[0] == "-DOCSTART-" or (len(row) > 1 and tag.match(row[-1])) for row in rows):
             return "conll"
@@ -366,8 +367,8 @@ def _strings(values):
 
 
 def _read_conll(name, text, settings, options):
-    first = next((line.split() for line in text.splitlines() if line.split() and line.split()[0] != "-DOCSTART-"),
-                 None)
+    rows = (conll.line_columns(line) for line in split_lines(text))
+    first = next((row for row in rows if row and row[0] != conll.DOCSTART), None)
     if first is None:
         return []
     labelled = len(first) > 1

@@ -3,7 +3,8 @@
 A task is a `TaskSpec`: which file holds each split, which column holds each
 text and the label, and the label vocabulary. `read_examples(spec, data_dir,
 split)` returns a list of `Example`s and raises errors that name the file and
-the line. GLUE layouts follow the files of the GLUE download
+the line (lines end at `\\n` or `\\r\\n` only, `data.lines`; a CSV record whose
+quoted field spans lines is named by its first). GLUE layouts follow the files of the GLUE download
 (`gluebenchmark.com`); MNLI's dev split is `dev_matched`, with
 `dev_mismatched` as a second dev split.
 
@@ -12,7 +13,6 @@ The project's own tasks (`../shared/data/tasks/<name>/`) have the header
 `generic_task(name)` or `load_task(name, data_dir)` reads them.
 """
 
-import csv
 import dataclasses
 import os
 import typing
@@ -20,7 +20,8 @@ import typing
 import tensorflow as tf
 from absl import logging
 
-from electra_tf.data.utf8 import check_utf8_file, decode_utf8
+from electra_tf.data.lines import table_rows
+from electra_tf.data.utf8 import decode_utf8
 
 Column = typing.Union[int, str]  # an index, or a header name
 
@@ -272,55 +273,52 @@ def _rows(spec, data_dir, split, need_label):
     path = _path(spec, data_dir, split)
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"Task {spec.name!r}: split {split!r} file not found: {path}")
-    try:
-        yield from _read_rows(spec, path, need_label)
-    except UnicodeDecodeError:
-        check_utf8_file(path)  # raises the one-line error naming the line and the byte
-        raise
+    yield from _read_rows(spec, path, need_label)
+
+
+def _table(spec, path):
+    """`(first line, fields)` of each record of a split file (`data.lines.table_rows`: lines end at \\n only)."""
+    with tf.io.gfile.GFile(path, "rb") as f:  # whole: gfile's line reads drop every \r
+        text = decode_utf8(f.read(), path).removeprefix("\ufeff")  # a UTF-8 byte-order mark (Windows editors)
+    return table_rows(path, text, spec.delimiter)
 
 
 def _read_rows(spec, path, need_label):
-    with tf.io.gfile.GFile(path, "r") as f:
-        if spec.delimiter == "\t":
-            reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-        else:
-            reader = csv.reader(f, delimiter=spec.delimiter)
-        header = next(reader, None) if spec.header else None
-        if spec.header and header is None:
-            raise ValueError(f"{path}: empty file, expected a header line.")
-        first_line = 2 if spec.header else 1
-        columns = {}
-        for role, column in (("text_a", spec.text_a), ("text_b", spec.text_b), ("label", spec.label)):
-            if column is None:
+    rows = _table(spec, path)
+    header = next(rows, (None, None))[1] if spec.header else None
+    if spec.header and header is None:
+        raise ValueError(f"{path}: empty file, expected a header line.")
+    columns = {}
+    for role, column in (("text_a", spec.text_a), ("text_b", spec.text_b), ("label", spec.label)):
+        if column is None:
+            continue
+        optional = role == "label" and not need_label
+        columns[role] = _resolve(column, header, path, role, optional)
+    label_col = columns.get("label")
+    skipped = 0
+    for line_no, fields in rows:
+        if not fields:
+            continue
+        wanted = max(c for c in columns.values() if c is not None)
+        if header is not None and len(fields) > len(header) and spec.name not in GLUE_TASKS:
+            raise ValueError(
+                f"{path}:{line_no}: {len(fields)} fields where the header has {len(header)}: a "
+                f"{spec.delimiter!r} inside a text? (TSV fields cannot hold tabs: replace them, or use "
+                "quoted CSV.)"
+            )
+        if len(fields) <= wanted:
+            if spec.skip_malformed:
+                skipped += 1
                 continue
-            optional = role == "label" and not need_label
-            columns[role] = _resolve(column, header, path, role, optional)
-        label_col = columns.get("label")
-        skipped = 0
-        for offset, fields in enumerate(reader):
-            line_no = first_line + offset
-            if not fields:
-                continue
-            wanted = max(c for c in columns.values() if c is not None)
-            if header is not None and len(fields) > len(header) and spec.name not in GLUE_TASKS:
-                raise ValueError(
-                    f"{path}:{line_no}: {len(fields)} fields where the header has {len(header)}: a "
-                    f"{spec.delimiter!r} inside a text? (TSV fields cannot hold tabs: replace them, or use "
-                    "quoted CSV.)"
-                )
-            if len(fields) <= wanted:
-                if spec.skip_malformed:
-                    skipped += 1
-                    continue
-                raise ValueError(
-                    f"{path}:{line_no}: expected at least {wanted + 1} fields separated by "
-                    f"{spec.delimiter!r}, found {len(fields)}: {spec.delimiter.join(fields)[:200]!r}"
-                )
-            label = fields[label_col] if label_col is not None else None
-            text_b = fields[columns["text_b"]] if "text_b" in columns else None
-            yield line_no, label, fields[columns["text_a"]], text_b
-        if skipped:
-            logging.warning("%s: skipped %d malformed lines.", path, skipped)
+            raise ValueError(
+                f"{path}:{line_no}: expected at least {wanted + 1} fields separated by "
+                f"{spec.delimiter!r}, found {len(fields)}: {spec.delimiter.join(fields)[:200]!r}"
+            )
+        label = fields[label_col] if label_col is not None else None
+        text_b = fields[columns["text_b"]] if "text_b" in columns else None
+        yield line_no, label, fields[columns["text_a"]], text_b
+    if skipped:
+        logging.warning("%s: skipped %d malformed lines.", path, skipped)
 
 
 def _resolve(column, header, path, role, optional):
@@ -345,11 +343,7 @@ def read_index(spec, data_dir, split="test"):
     Rows are those `read_examples` returns, in order (blank lines skipped).
     """
     path = _path(spec, data_dir, split)
-    with tf.io.gfile.GFile(path, "r") as f:
-        if spec.delimiter == "\t":
-            rows = [r for r in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE) if r]
-        else:
-            rows = [r for r in csv.reader(f, delimiter=spec.delimiter) if r]
+    rows = [r for _, r in _table(spec, path) if r]
     header = rows.pop(0) if spec.header and rows else None
     if header is not None and "index" in header:
         column = header.index("index")

@@ -6,9 +6,10 @@ its gold label when the input has one, and its line. `input_format` "auto"
 picks by extension (`.tsv`, `.csv`, `.json`, `.jsonl`, `.conll`), else by
 content (a JSON object on the first line: JSON Lines; a format the kind tells
 by content, such as CoNLL columns; else text lines); the kind reads the
-formats it lists (`TaskKind.predict_formats`) and refuses the others. Errors
-name the file (`<stdin>` for stdin) and the line: a missing file, text that is
-not UTF-8, then whatever the kind's reader finds (columns, fields, labels).
+formats it lists (`TaskKind.predict_formats`) and refuses the others. Lines
+end at `\\n` (or `\\r\\n`) only (`data.lines`). Errors name the file (`<stdin>`
+for stdin) and the line: a missing file, text that is not UTF-8, an empty or
+blank input, then whatever the kind's reader finds (columns, fields, labels).
 
 Example:
 >>> import os, tempfile
@@ -25,6 +26,7 @@ import json
 import os
 import sys
 
+from electra_tf.data.lines import split_lines
 from electra_tf.finetuning.examples import STDIN, Example, ReadOptions  # noqa: F401  (what callers read)
 
 FORMATS = ("tsv", "csv", "conll", "squad", "jsonl", "text")  # `--input_format`; each kind reads some of them
@@ -48,7 +50,7 @@ def read_examples(path, input_format, kind, settings, options=None, text=None):
     """
     options = options or ReadOptions()
     name = STDIN if path == "-" else path
-    text = read_text(path) if text is None else text
+    text = read_text(path) if text is None else _with_records(path, text)
     if input_format == "auto":
         input_format = detect(path, text, kind)
     if input_format not in kind.predict_formats:
@@ -61,7 +63,7 @@ def read_examples(path, input_format, kind, settings, options=None, text=None):
 
 
 def read_text(path):
-    """The whole input (`-`: stdin) as str; not-UTF-8 bytes are an error naming the line."""
+    """The whole input (`-`: stdin) as str; not-UTF-8 bytes, or no text but whitespace, are an error."""
     name = STDIN if path == "-" else path
     if path == "-":
         data = sys.stdin.buffer.read()
@@ -73,11 +75,21 @@ def read_text(path):
         with open(path, "rb") as f:
             data = f.read()
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         line = data[:e.start].count(b"\n") + 1
         column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
         raise ValueError(f"{name}:{line}: not UTF-8 text (byte {data[e.start]:#04x} at column {column}).") from None
+    return _with_records(path, text)
+
+
+def _with_records(path, text):
+    """`text`, unless it is empty or blank: an error saying so, whatever the format (it is none of them)."""
+    if not text.strip():
+        name, given = (STDIN, "stdin") if path == "-" else (path, f"`--input={path}`")
+        raise ValueError(f"{name}: no input records: {given} is empty or blank; give the examples in a file with "
+                         "--input, or pipe them into stdin.")
+    return text
 
 
 def detect(path, text, kind):
@@ -85,7 +97,7 @@ def detect(path, text, kind):
     extension = os.path.splitext(path)[1].lower() if path != "-" else ""
     if _EXTENSIONS.get(extension):
         return _EXTENSIONS[extension]
-    first = next((line for line in text.splitlines() if line.strip()), "")
+    first = next((line for line in split_lines(text) if line.strip()), "")
     if first.lstrip().startswith("{"):
         try:
             json.loads(first)
