@@ -453,7 +453,9 @@ def build_pretraining_data(
         earlier build without `overwrite`, ValueError if the inputs hold no text or
         `output_dir` is an input (`check_output_dir`; the command also refuses a folder
         holding other files), `text_io.CorruptInputError` for a truncated input,
-        `ConnectionError` for a Dask scheduler that does not answer and
+        `runners.BadPipelineFlag` for a Dask flag the runner would misread,
+        `ConnectionError` for a Dask scheduler that does not answer within the
+        connection timeout (before `output_dir` is made) and
         `runners.WorkersLostError` for a cluster that lost a task's workers
         (the folder stays incomplete; a rerun finishes it).
 
@@ -483,6 +485,8 @@ def build_pretraining_data(
     vocab_size, settings = tokenizer.vocab_size, tokenizer.settings
     files = sources.expand_inputs(inputs)
     check_output_dir(output_dir, [f.path for f in files], only_a_build=False)
+    runners.check_pipeline_args(pipeline_args)
+    runners.check_scheduler(pipeline_args)  # before the folder is made: a wrong address leaves nothing behind
     logging.info("Building from %d files (%d sources) into %s", len(files),
                  len({f.source for f in files}), output_dir)
     if not is_complete_build(output_dir):
@@ -630,6 +634,10 @@ def main(argv):
     from electra_tf.pipelines import build_pretraining_data as lib  # pylint: disable=import-self
 
     FLAGS = flags.FLAGS
+    try:
+        runners.check_pipeline_args(argv[1:])
+    except runners.BadPipelineFlag as e:  # a bad flag: one line saying what it takes, exit 2
+        cli.fail(str(e), cli.USAGE_EXIT)
     lib.check_output_dir(FLAGS.output_dir, [f.path for f in sources.expand_inputs(FLAGS.input)])
     with cli.quiet_beam_workers():
         stats = lib.build_pretraining_data(

@@ -44,6 +44,17 @@ does without it (the runner itself is used as released):
   (`distributed.scheduler.allowed-failures`, default 3) fails the run with
   `KilledWorker`: `run` turns that into `WorkersLostError`, one line.
 - It leaves its scheduler connection open: `run` closes it.
+- It reads its flags without a check: `--dask_connection_timeout soon` (or
+  `2.5`) falls back to Dask's default silently, a negative one or a partition
+  count fails deep in Dask, both partition flags print Beam's whole usage.
+  `check_pipeline_args` refuses such a flag first, in one line
+  (`BadPipelineFlag`).
+- Its client waits with no limit for a `--dask_scheduler_file` that does not
+  exist, and for the handshake of whatever server listens at the address (an
+  HTTP server never answers it), whatever `--dask_connection_timeout` says.
+  `check_scheduler` waits for the file and talks to the scheduler itself,
+  within that timeout (default: Dask's `distributed.comm.timeouts.connect`,
+  30 s), before the build writes anything.
 
 Dask's worker processes, as a nanny starts them, run with
 `MALLOC_TRIM_THRESHOLD_=65536` (`distributed.nanny.pre-spawn-environ`): glibc
@@ -52,9 +63,13 @@ costs 1.6x the CPU time. `undo_worker_malloc_trim` sets the thresholds glibc
 would settle on by itself; the build's steps call it in their `setup`.
 """
 
+import argparse
+import asyncio
 import ctypes
 import functools
+import json
 import os
+import time
 
 from absl import logging
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -97,6 +112,10 @@ def undo_worker_malloc_trim():
 
 class WorkersLostError(ConnectionError):
     """A cluster lost the workers that ran a task more often than it retries one."""
+
+
+class BadPipelineFlag(ValueError):
+    """A Beam flag the runner would misread: malformed, out of range, or contradicting another (a usage error)."""
 
 
 def default_pipeline_args():
@@ -167,6 +186,215 @@ def is_dask(options):
     return bool(name) and name.split(".")[-1] == DASK_RUNNER
 
 
+def _require_distributed(options):
+    """`ModuleNotFoundError` saying what the DaskRunner needs, where `dask.distributed` is not installed."""
+    try:
+        import dask.distributed  # pylint: disable=import-outside-toplevel,unused-import
+    except ImportError as e:
+        raise ModuleNotFoundError(f"`--runner {options.view_as(StandardOptions).runner}` needs Dask's scheduler "
+                                  f"client ({e})", name="distributed") from e
+
+
+# The DaskRunner's flags (`DaskOptions`) and the keys Beam stores them under.
+_DASK_FLAGS = {"--dask_client_address": "address", "--dask_scheduler_file": "scheduler_file",
+               "--dask_connection_timeout": "timeout", "--dask_npartitions": "npartitions",
+               "--dask_partition_size": "partition_size"}
+_HOST_PORT_SCHEMES = ("tcp", "tls", "ws", "wss")
+_ANSWER_MARGIN = 2  # seconds past the connection timeout for a scheduler's answer (see `check_scheduler`)
+
+
+class _FlagParser(argparse.ArgumentParser):
+    def error(self, message):
+        raise BadPipelineFlag(message)
+
+
+def _dask_flags(pipeline_args):
+    """The Dask flags of `pipeline_args` as written (str or None), by Beam's key; read as Beam reads them."""
+    parser = _FlagParser(allow_abbrev=False, add_help=False)
+    for flag, key in _DASK_FLAGS.items():
+        parser.add_argument(flag, dest=key, type=str, default=None)
+    return vars(parser.parse_known_args(list(pipeline_args or []))[0])
+
+
+def _whole_number(values, key, lowest, unit=""):
+    """`values[key]` as an int >= `lowest` (None where not given), or `BadPipelineFlag` naming the flag."""
+    text = values[key]
+    if text is None:
+        return None
+    flag = next(f for f, k in _DASK_FLAGS.items() if k == key)
+    try:
+        number = int(text)  # as Beam reads it: a fraction or a unit is no number to it
+    except ValueError:
+        number = None
+    if number is None or number < lowest:
+        raise BadPipelineFlag(f"`{flag}` must be a whole number{unit} >= {lowest}. Received: `{flag}={text}`")
+    return number
+
+
+def _check_address(address):
+    """Refuses a `--dask_client_address` Dask cannot parse (`HOST:PORT`, or `SCHEME://HOST:PORT`)."""
+    from distributed.comm import addressing  # pylint: disable=import-outside-toplevel
+    from distributed.comm import registry  # pylint: disable=import-outside-toplevel
+
+    shape = (f"`--dask_client_address` must be HOST:PORT (a port 1-65535; `tcp://HOST:PORT` too), "
+             f"as `dask scheduler` prints it. Received: `--dask_client_address={address}`")
+    try:
+        scheme, location = addressing.parse_address(address.strip())
+    except ValueError:
+        raise BadPipelineFlag(shape) from None
+    if scheme not in registry.backends:
+        raise BadPipelineFlag(f"`--dask_client_address` has an unknown scheme `{scheme}://` (Dask's: "
+                              f"{', '.join(sorted(registry.backends))}). Received: `--dask_client_address={address}`")
+    if scheme in _HOST_PORT_SCHEMES:
+        try:
+            host, port = addressing.parse_host_port(location)
+        except ValueError:
+            raise BadPipelineFlag(shape) from None
+        if not host or not 1 <= port <= 65535:
+            raise BadPipelineFlag(shape)
+
+
+def check_pipeline_args(pipeline_args):
+    """Refuses, before any work, a Dask flag the DaskRunner would misread or fail on deep inside.
+
+    Only when the runner is the DaskRunner (others ignore the Dask flags).
+    `--dask_connection_timeout`: a whole number of seconds >= 1 (Beam reads
+    nothing else); `--dask_npartitions`, `--dask_partition_size`: integers >= 1,
+    one of them; `--dask_client_address`: an address Dask parses, and not
+    together with `--dask_scheduler_file`; neither empty.
+
+    Args:
+        pipeline_args: list of str or None. Beam options as given on a command line.
+
+    Raises:
+        BadPipelineFlag: one line naming the flag and the value received.
+
+    Example:
+        >>> from electra_tf.pipelines.runners import BadPipelineFlag, check_pipeline_args
+        >>> try:
+        ...     check_pipeline_args(["--runner", "DaskRunner", "--dask_npartitions=0"])
+        ... except BadPipelineFlag as e:
+        ...     print(e)
+        `--dask_npartitions` must be a whole number >= 1. Received: `--dask_npartitions=0`
+    """
+    options = PipelineOptions(list(pipeline_args or []))
+    if not is_dask(options):
+        return
+    _require_distributed(options)
+    values = _dask_flags(pipeline_args)
+    _whole_number(values, "timeout", 1, " of seconds")
+    partitions = [f"`{flag}={values[key]}`" for flag, key in _DASK_FLAGS.items()
+                  if key in ("npartitions", "partition_size") and values[key] is not None]
+    if len(partitions) > 1:
+        raise BadPipelineFlag("`--dask_npartitions` (how many partitions) and `--dask_partition_size` (how many "
+                              "elements in each) both set the partitioning: give one. "
+                              f"Received: {', '.join(partitions)}")
+    _whole_number(values, "npartitions", 1)
+    _whole_number(values, "partition_size", 1)
+    for flag, key in (("--dask_client_address", "address"), ("--dask_scheduler_file", "scheduler_file")):
+        if values[key] is not None and not values[key].strip():
+            raise BadPipelineFlag(f"`{flag}` is empty: name the scheduler, or leave the flag out for a local cluster.")
+    if values["address"] is not None and values["scheduler_file"] is not None:
+        raise BadPipelineFlag("`--dask_client_address` and `--dask_scheduler_file` both name the scheduler: give "
+                              f"one. Received: `--dask_client_address={values['address']}`, "
+                              f"`--dask_scheduler_file={values['scheduler_file']}`")
+    if values["address"] is not None:
+        _check_address(values["address"])
+
+
+def _connection_timeout(values):
+    """Seconds to reach the scheduler: `--dask_connection_timeout`, else Dask's own connect timeout."""
+    if values["timeout"] is not None:
+        return int(values["timeout"])
+    import dask  # pylint: disable=import-outside-toplevel
+    from dask.utils import parse_timedelta  # pylint: disable=import-outside-toplevel
+
+    return parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), "s")
+
+
+def _read_scheduler_file(path, deadline, timeout):
+    """The address in `dask scheduler`'s `--scheduler-file`, waiting until `deadline` for it to be written."""
+    flag = f"`--dask_scheduler_file={path}`"
+    problem = None
+    while True:
+        try:
+            with open(path, encoding="utf-8") as f:
+                address = json.load(f)["address"]
+            if isinstance(address, str) and address:
+                return address
+            problem = "its `address` is no address"
+        except FileNotFoundError:
+            problem = "no such file"
+        except IsADirectoryError:
+            raise ConnectionError(f"{flag} is a folder: name the file `dask scheduler --scheduler-file` "
+                                  "writes.") from None
+        except (ValueError, KeyError, TypeError) as e:  # being written, or not a scheduler file
+            problem = f"not a Dask scheduler file ({type(e).__name__}: {e})"
+        except OSError as e:
+            raise ConnectionError(f"{flag} cannot be read: {e.strerror or e}") from None
+        if time.monotonic() >= deadline:
+            raise ConnectionError(f"No Dask scheduler at {flag}: {problem} after waiting {timeout:g} s "
+                                  f"(--dask_connection_timeout). Start `dask scheduler --scheduler-file {path}` "
+                                  "first, or name the file it wrote.")
+        time.sleep(0.05)
+
+
+async def _identity(address, timeout):
+    """What the server at `address` says it is (Dask's `identity` call), after Dask's handshake."""
+    from distributed.comm import connect  # pylint: disable=import-outside-toplevel
+
+    comm = await connect(address, timeout=timeout)
+    try:
+        await comm.write({"op": "identity", "reply": True})
+        return await comm.read()
+    finally:
+        comm.abort()
+
+
+def check_scheduler(pipeline_args):
+    """Reaches the Dask scheduler the flags name within the connection timeout, or one-line `ConnectionError`.
+
+    Dask's client waits with no limit for a scheduler file that does not exist
+    and for the handshake of a server that is no Dask scheduler (an HTTP
+    server): here the file is waited for, then the scheduler asked what it is,
+    all within `--dask_connection_timeout` seconds (default Dask's
+    `distributed.comm.timeouts.connect`). Nothing for other runners or a
+    DaskRunner without an address (its own local cluster). Call
+    `check_pipeline_args` first.
+
+    Args:
+        pipeline_args: list of str or None. Beam options as given on a command line.
+
+    Raises:
+        ConnectionError: no file, no answer, or an answer that is not a Dask scheduler's; names the flag.
+    """
+    if not is_dask(PipelineOptions(list(pipeline_args or []))):
+        return
+    values = _dask_flags(pipeline_args)
+    if values["address"] is None and values["scheduler_file"] is None:
+        return
+    timeout = _connection_timeout(values)
+    deadline = time.monotonic() + timeout
+    address = values["address"]
+    target = f"`--dask_client_address={address}`"
+    if address is None:
+        address = _read_scheduler_file(values["scheduler_file"], deadline, timeout)
+        target = f"`--dask_scheduler_file={values['scheduler_file']}` ({address})"
+    left = max(round(deadline - time.monotonic(), 1), 0.1)
+    try:  # Dask's `connect` gives up on a refused port at `left`; the margin keeps that its error, not ours
+        identity = asyncio.run(asyncio.wait_for(_identity(address.strip(), left), left + _ANSWER_MARGIN))
+    except asyncio.TimeoutError:
+        raise ConnectionError(f"No Dask scheduler answered at {target} within {timeout:g} s "
+                              "(--dask_connection_timeout): something listens there but does not speak Dask's "
+                              "protocol. Give the scheduler's address (`dask scheduler` prints it).") from None
+    except OSError as e:
+        raise ConnectionError(f"No Dask scheduler answered at {target}: {e}") from None
+    kind = identity.get("type") if isinstance(identity, dict) else None
+    if kind != "Scheduler":
+        raise ConnectionError(f"{target} is a Dask {kind or 'server'}, not a scheduler: give the scheduler's "
+                              "address (`dask scheduler` prints it).")
+
+
 def runner(options):
     """The runner object for `options`, or None where Beam resolves it from them.
 
@@ -185,11 +413,7 @@ def runner(options):
     """
     name = options.view_as(StandardOptions).runner
     if is_dask(options):
-        try:
-            import dask.distributed  # pylint: disable=import-outside-toplevel,unused-import
-        except ImportError as e:
-            raise ModuleNotFoundError(f"`--runner {name}` needs Dask's scheduler client ({e})",
-                                      name="distributed") from e
+        _require_distributed(options)
         from apache_beam.runners.dask.dask_runner import DaskRunner  # pylint: disable=import-outside-toplevel
 
         return DaskRunner()

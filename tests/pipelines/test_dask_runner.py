@@ -21,7 +21,7 @@ import pytest
 from electra_tf.data.records import SHARD_PREFIX
 from electra_tf.pipelines import build_pretraining_data as build_lib
 
-from helpers import REPO, run_python
+from helpers import REPO, error_line, run_python
 from pipeline_testdata import IN_MEMORY, SAMPLE_TEXT
 
 SEQ_LENGTH = 64
@@ -216,17 +216,122 @@ def test_a_worker_killed_mid_build_fails_it_incomplete_and_the_rerun_completes(c
 # --- Bad input ----------------------------------------------------------------------------------
 
 
+HANG_GUARD = 300  # seconds: a hang guard only; a refused build ends within its connection timeout
+
+
+def _build_against(tmp_path, vocab_file, *dask_flags):
+    """The builder's CLI on a small corpus into `tmp_path/out` (not made beforehand) with `--runner DaskRunner`."""
+    (tmp_path / "corpus.txt").write_text(SAMPLE_TEXT, encoding="utf-8")
+    return run_python(["-m", "electra_tf.pipelines.build_pretraining_data", "--input", str(tmp_path / "corpus.txt"),
+                       "--vocab_file", vocab_file, "--output_dir", str(tmp_path / "out"), "--runner", "DaskRunner",
+                       *dask_flags], check=False, timeout=HANG_GUARD)
+
+
 def test_a_scheduler_that_does_not_answer_is_one_line_naming_the_flag(vocab_file, tmp_path):
     pytest.importorskip("distributed")
-    (tmp_path / "corpus.txt").write_text(SAMPLE_TEXT, encoding="utf-8")
-    result = run_python(["-m", "electra_tf.pipelines.build_pretraining_data", "--input", str(tmp_path / "corpus.txt"),
-                         "--vocab_file",
-                         vocab_file, "--output_dir", str(tmp_path / "out"), "--runner", "DaskRunner",
-                         "--dask_client_address", "127.0.0.1:1", "--dask_connection_timeout", "2"], check=False)
-    assert result.returncode == 1, result.stderr[-3000:]
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert lines[-1].startswith("error: No Dask scheduler answered at `--dask_client_address=127.0.0.1:1`: "), lines
-    assert "Traceback" not in result.stderr and not os.path.exists(tmp_path / "out" / "_SUCCESS")
+    result = _build_against(tmp_path, vocab_file, "--dask_client_address", "127.0.0.1:1",
+                            "--dask_connection_timeout", "2")
+    line = error_line(result, 1)
+    assert line.startswith("error: No Dask scheduler answered at `--dask_client_address=127.0.0.1:1`: "), line
+    assert not os.path.exists(tmp_path / "out")
+
+
+class _Http:
+    """A plain HTTP server on 127.0.0.1 (a thread of the test); `connections` counts who connected."""
+
+    def __init__(self):
+        import http.server
+        import threading
+
+        counter = self.connections = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def setup(self):
+                counter.append(self.client_address)
+                super().setup()
+
+            def log_message(self, *args):  # quiet
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.address = f"127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def http_server():
+    server = _Http()
+    yield server
+    server.close()
+
+
+def test_an_address_where_another_server_listens_ends_within_the_timeout_naming_the_flag(vocab_file, tmp_path,
+                                                                                        http_server):
+    """Dask's client waits for the handshake of an HTTP server with no limit; the build ends, one line, no folder."""
+    pytest.importorskip("distributed")
+    result = _build_against(tmp_path, vocab_file, "--dask_client_address", http_server.address,
+                            "--dask_connection_timeout", "5")
+    line = error_line(result, 1)
+    assert line.startswith(f"error: No Dask scheduler answered at `--dask_client_address={http_server.address}` "
+                           "within 5 s (--dask_connection_timeout)"), line
+    assert http_server.connections, "the build never reached the HTTP server"
+    assert not os.path.exists(tmp_path / "out")  # no empty output folder left
+
+
+def test_a_scheduler_file_that_does_not_exist_ends_within_the_timeout_naming_the_flag(vocab_file, tmp_path):
+    """Dask's client waits for the file with no limit; the build waits the connection timeout, then one line."""
+    pytest.importorskip("distributed")
+    missing = tmp_path / "scheduler.json"
+    result = _build_against(tmp_path, vocab_file, "--dask_scheduler_file", str(missing),
+                            "--dask_connection_timeout", "3")
+    line = error_line(result, 1)
+    assert line.startswith(f"error: No Dask scheduler at `--dask_scheduler_file={missing}`: no such file after "
+                           "waiting 3 s (--dask_connection_timeout)."), line
+    assert not os.path.exists(tmp_path / "out") and not os.path.exists(missing)
+
+
+def test_a_scheduler_file_naming_another_server_ends_within_the_timeout_naming_the_flag(vocab_file, tmp_path,
+                                                                                       http_server):
+    pytest.importorskip("distributed")
+    scheduler_file = tmp_path / "scheduler.json"
+    scheduler_file.write_text(json.dumps({"type": "Scheduler", "address": f"tcp://{http_server.address}"}))
+    result = _build_against(tmp_path, vocab_file, "--dask_scheduler_file", str(scheduler_file),
+                            "--dask_connection_timeout", "3")
+    line = error_line(result, 1)
+    assert line.startswith(f"error: No Dask scheduler answered at `--dask_scheduler_file={scheduler_file}` "
+                           f"(tcp://{http_server.address}) within 3 s"), line
+    assert http_server.connections and not os.path.exists(tmp_path / "out")
+
+
+@pytest.mark.parametrize("flags, named", [
+    (["--dask_connection_timeout=-1"], "`--dask_connection_timeout` must be a whole number of seconds >= 1. "
+                                       "Received: `--dask_connection_timeout=-1`"),
+    (["--dask_connection_timeout=soon"], "`--dask_connection_timeout` must be a whole number of seconds >= 1. "
+                                         "Received: `--dask_connection_timeout=soon`"),
+    (["--dask_client_address", "not-a-host:xyz"], "`--dask_client_address` must be HOST:PORT"),
+    (["--dask_npartitions=-2"], "`--dask_npartitions` must be a whole number >= 1. Received: `--dask_npartitions=-2`"),
+    (["--dask_partition_size", "-1"], "`--dask_partition_size` must be a whole number >= 1. "
+                                      "Received: `--dask_partition_size=-1`"),
+    (["--dask_npartitions=4", "--dask_partition_size=2"], "`--dask_npartitions` (how many partitions) and "
+                                                         "`--dask_partition_size` (how many elements in each) both "
+                                                         "set the partitioning: give one."),
+])
+def test_a_malformed_dask_flag_is_one_line_naming_it_exit_2(vocab_file, tmp_path, flags, named):
+    """Refused as a bad flag before anything runs (a port nobody listens on is the scheduler, where none is named)."""
+    pytest.importorskip("distributed")
+    address = [] if any(f.startswith("--dask_client_address") for f in flags) else \
+        ["--dask_client_address", "127.0.0.1:1"]
+    result = _build_against(tmp_path, vocab_file, *address, *flags)
+    line = error_line(result, 2)
+    assert line.startswith(f"error: {named}"), line
+    value = flags[-1].partition("=")[2] or flags[-1]
+    assert value in line, line  # the value received
+    assert not os.path.exists(tmp_path / "out")
 
 
 def test_the_dask_runner_without_distributed_names_what_to_install(monkeypatch):
