@@ -229,7 +229,8 @@ class EpochLoss(keras.callbacks.Callback):
     Keras' `loss` log is the examples-weighted mean since this `fit` began;
     with the epoch's earlier part (`TrialProgress.loss_sum / loss_weight`) it
     gives the whole epoch's mean. `store` writes the running totals into the
-    progress variables (before each checkpoint).
+    progress variables (before each checkpoint); `reset` starts the next epoch
+    from zero, so a checkpoint written after the epoch's end carries nothing of it.
     """
 
     def __init__(self, progress, num_rows, batch_size, skip):
@@ -252,6 +253,10 @@ class EpochLoss(keras.callbacks.Callback):
     def store(self):
         self.progress.loss_sum.assign(self.totals[0])
         self.progress.loss_weight.assign(self.totals[1])
+
+    def reset(self):
+        self.base = self.totals = (0.0, 0.0)
+        self.store()
 
 
 class StepScalars(keras.callbacks.Callback):
@@ -386,8 +391,7 @@ def _end_epoch(task, config, trial, model, progress, epoch_loss, writer, scored)
     writer.flush()
     progress.add_record(record)
     progress.evaluated.assign(epoch + 1)
-    progress.loss_sum.assign(0.0)
-    progress.loss_weight.assign(0.0)
+    epoch_loss.reset()  # the save after the epoch's end stores zeros, not this epoch's totals
     if improved:
         progress.best_epoch.assign(epoch)
         for variable, value in zip(progress.best_weights, model.get_weights()):
