@@ -54,12 +54,13 @@ def setup(tmp_path_factory, bert_vocab):
                        max_sequence_length=32, seq_length=16)
     hook = root / "hook.py"
     hook.write_text(RECORDING_HOOK)
-    return {"run": run, "data": write_toy_tasks(root / "data", num_sentences=ROWS), "hook": str(hook)}
+    return {"run": run, "data": write_toy_tasks(root / "data", num_sentences=ROWS), "hook": str(hook),
+            "data_40": write_toy_tasks(root / "data_40", num_sentences=40)}
 
 
-def finetune(setup, output_dir, log, kill_at=0):
-    args = ["--task=toy", "--task_kind=classification", f"--data_dir={setup['data']}", f"--init={setup['run']}",
-            f"--output_dir={output_dir}", f"--epochs={EPOCHS}", f"--batch_size={BATCH}", "--learning_rate=3e-3",
+def finetune(setup, output_dir, log, kill_at=0, data="data", epochs=EPOCHS, batch_size=BATCH):
+    args = ["--task=toy", "--task_kind=classification", f"--data_dir={setup[data]}", f"--init={setup['run']}",
+            f"--output_dir={output_dir}", f"--epochs={epochs}", f"--batch_size={batch_size}", "--learning_rate=3e-3",
             "--seq_length=16", "--save_checkpoints_steps=3", "--log_steps=1"]
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2", BATCH_LOG=str(log), KILL_AT=str(kill_at))
     return subprocess.run([sys.executable, setup["hook"], *args], cwd=REPO, env=env, capture_output=True, text=True,
@@ -126,3 +127,20 @@ def test_a_run_killed_mid_epoch_and_resumed_reports_each_epochs_own_mean(setup, 
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"trial 0: resumed at step {kill_at} (epoch 2)" in resumed.stdout
     check_epoch_means(out, log, killed.stdout + resumed.stdout)
+
+
+def test_the_default_progress_shows_each_tenth_of_an_epoch(setup, tmp_path):
+    out, log = str(tmp_path / "out"), tmp_path / "batches.jsonl"
+    result = finetune(setup, out, log, data="data_40", epochs=1, batch_size=2)  # 20 steps, --verbose 2
+    assert result.returncode == 0, result.stderr[-3000:]
+    losses = batch_losses(log)
+    lines = result.stdout.splitlines()
+    shown = [(i, re.fullmatch(r"epoch 1/1: step (\d+)/20, train loss ([0-9.]+), ([0-9.]+) examples/s", line))
+             for i, line in enumerate(lines)]
+    shown = [(i, int(m[1]), float(m[2]), float(m[3])) for i, m in shown if m]
+    assert [step for _, step, _, _ in shown] == list(range(2, 20, 2))  # each tenth, the last one is the epoch's
+    for _, step, loss, rate in shown:
+        assert loss == pytest.approx(np.mean([losses[i] for i in range(1, step + 1)]), abs=6e-5)
+        assert rate > 0
+    end = [i for i, line in enumerate(lines) if line.startswith("epoch 1/1: train loss")]
+    assert len(end) == 1 and shown[-1][0] < end[0]
