@@ -9,7 +9,8 @@ Each trial: seed `seed + trial`, the encoder of `--init` copied under the
 strategy scope, the reference optimiser (`recipe`), `fit` one epoch at a time
 over batches whose order is a function of (seed, epoch) only
 (`batching.epoch_batches`), dev scored at each epoch's end (one line per
-epoch, TensorBoard scalars under `output_dir/logs`), the best epoch's weights
+epoch, and with `--verbose 2` one at each tenth of it; TensorBoard scalars
+under `output_dir/logs`), the best epoch's weights
 kept (`--keep best|last`), optional early stopping. The best trial's model,
 vocabulary and outputs go to `output_dir` with `results.json`.
 
