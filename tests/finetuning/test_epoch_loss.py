@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from helpers import REPO, make_run_dir
 from test_finetune_strategies import write_toy_tasks
+from test_journeys import write_toy_choices
 
 # Records (step, batch of this `fit`, Keras' running loss) after each training batch's callbacks; sends
 # itself SIGKILL after the callbacks of step KILL_AT (0: never).
@@ -55,11 +56,12 @@ def setup(tmp_path_factory, bert_vocab):
     hook = root / "hook.py"
     hook.write_text(RECORDING_HOOK)
     return {"run": run, "data": write_toy_tasks(root / "data", num_sentences=ROWS), "hook": str(hook),
-            "data_40": write_toy_tasks(root / "data_40", num_sentences=40)}
+            "data_40": write_toy_tasks(root / "data_40", num_sentences=40),
+            "choices": write_toy_choices(root / "choices", (("train", ROWS), ("dev", 8)))}
 
 
-def finetune(setup, output_dir, log, kill_at=0, data="data", epochs=EPOCHS, batch_size=BATCH):
-    args = ["--task=toy", "--task_kind=classification", f"--data_dir={setup[data]}", f"--init={setup['run']}",
+def finetune(setup, output_dir, log, kill_at=0, data="data", epochs=EPOCHS, batch_size=BATCH, kind="classification"):
+    args = ["--task=toy", f"--task_kind={kind}", f"--data_dir={setup[data]}", f"--init={setup['run']}",
             f"--output_dir={output_dir}", f"--epochs={epochs}", f"--batch_size={batch_size}", "--learning_rate=3e-3",
             "--seq_length=16", "--save_checkpoints_steps=3", "--log_steps=1"]
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2", BATCH_LOG=str(log), KILL_AT=str(kill_at))
@@ -108,9 +110,14 @@ def check_epoch_means(output_dir, log, console):
             assert step_board[e * STEPS + i + 1] == pytest.approx(np.mean(batches[:i + 1]), rel=1e-5, abs=1e-6)
 
 
-def test_each_epoch_reports_the_mean_of_its_own_batches(setup, tmp_path):
+@pytest.mark.parametrize("kind,data", [
+    ("classification", "data"),
+    pytest.param("tagging", "data", marks=pytest.mark.large),  # the same sentences' CoNLL file
+    pytest.param("multiple_choice", "choices", marks=pytest.mark.large),
+])
+def test_each_epoch_reports_the_mean_of_its_own_batches(kind, data, setup, tmp_path):
     out, log = str(tmp_path / "out"), tmp_path / "batches.jsonl"
-    result = finetune(setup, out, log)
+    result = finetune(setup, out, log, data=data, kind=kind)
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(re.findall(r"epoch \d+/3: train loss", result.stdout)) == EPOCHS
     check_epoch_means(out, log, result.stdout)
