@@ -55,9 +55,9 @@ def _find_saved_classes_in_keras():
         from keras.src.saving import object_registration
     except ImportError:  # another Keras layout: `import electra_tf.saved_classes` registers them
         return
-    original = object_registration.get_registered_object
-    if getattr(original, "imports_electra_tf", False):
-        return
+    original = getattr(object_registration, "get_registered_object", None)
+    if original is None or getattr(original, "imports_electra_tf", False):
+        return  # another Keras layout, or taught already
 
     def get_registered_object(name, custom_objects=None, module_objects=None):
         found = original(name, custom_objects, module_objects)
