@@ -31,6 +31,9 @@ LAYERS = {
     "export": ("electra_tf.export",),  # SavedModels, presets, the serving modules of every task kind
     "finetuning": ("electra_tf.finetuning",),  # the task kinds (each exports through its serving module)
     "predicting": ("electra_tf.predicting",),  # a fine-tuned model's signatures on batches, by its kind
+    # Every class a saved model names, registered with Keras: `import electra_tf` has Keras import it on its
+    # first look-up of an `electra_tf>` name (by name, at run time: the package's root imports nothing of it).
+    "saved classes": ("electra_tf.saved_classes",),
     "programs": ("electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export.__main__", "electra_tf.predict",
                  "electra_tf.convert.__main__", "electra_tf.demo_data", "electra_tf.data_scripts"),
 }
@@ -40,6 +43,7 @@ MAY_IMPORT = {
     **{layer: tuple(ORDER[:i]) for i, layer in enumerate(ORDER)},  # each package over the ones before it
     "pipelines": ("core",),  # the tokenizer and the record schema only
     "programs": ("core", "pipelines", *ORDER[1:]),
+    "saved classes": ("core", *ORDER[1:]),
 }
 # Top-level names the package must never import (tools, tests, and the folders' old generic names).
 FORBIDDEN_TOP_LEVEL = ("pipelines", "configs", "benchmarks", "tests", "helpers", "conftest")

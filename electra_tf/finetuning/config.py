@@ -55,7 +55,8 @@ class FinetuneConfig(Config):
     train_limit: typing.Optional[int] = field(None, "Use only the first N training examples / sentences.",
                                               range="[1, inf)")
     dev_limit: typing.Optional[int] = field(None, "Use only the first N dev examples / sentences.", range="[1, inf)")
-    verbose: int = field(2, "Keras progress: 0 silent, 1 bar, 2 a line per epoch.", range="[0, 2]")
+    verbose: int = field(2, "Progress: 0 silent, 1 Keras' bar, 2 a line per epoch and at each tenth of one.",
+                         range="[0, 2]")
     # --- Epochs, checkpoints, logs ---
     keep: str = field("best", "Weights kept from each trial: the best dev epoch's, or the last epoch's.",
                       choices=("best", "last"))

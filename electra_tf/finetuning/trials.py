@@ -9,7 +9,8 @@ Each trial: seed `seed + trial`, the encoder of `--init` copied under the
 strategy scope, the reference optimiser (`recipe`), `fit` one epoch at a time
 over batches whose order is a function of (seed, epoch) only
 (`batching.epoch_batches`), dev scored at each epoch's end (one line per
-epoch, TensorBoard scalars under `output_dir/logs`), the best epoch's weights
+epoch, and with `--verbose 2` one at each tenth of it; TensorBoard scalars
+under `output_dir/logs`), the best epoch's weights
 kept (`--keep best|last`), optional early stopping. The best trial's model,
 vocabulary and outputs go to `output_dir` with `results.json`.
 
@@ -229,7 +230,8 @@ class EpochLoss(keras.callbacks.Callback):
     Keras' `loss` log is the examples-weighted mean since this `fit` began;
     with the epoch's earlier part (`TrialProgress.loss_sum / loss_weight`) it
     gives the whole epoch's mean. `store` writes the running totals into the
-    progress variables (before each checkpoint).
+    progress variables (before each checkpoint); `reset` starts the next epoch
+    from zero, so a checkpoint written after the epoch's end carries nothing of it.
     """
 
     def __init__(self, progress, num_rows, batch_size, skip):
@@ -253,6 +255,10 @@ class EpochLoss(keras.callbacks.Callback):
         self.progress.loss_sum.assign(self.totals[0])
         self.progress.loss_weight.assign(self.totals[1])
 
+    def reset(self):
+        self.base = self.totals = (0.0, 0.0)
+        self.store()
+
 
 class StepScalars(keras.callbacks.Callback):
     """TensorBoard scalars every `every` updates, keyed on the optimizer step: train loss, learning rate."""
@@ -267,6 +273,33 @@ class StepScalars(keras.callbacks.Callback):
             with self.writer.as_default(step=step):
                 tf.summary.scalar("train/loss", self.epoch_loss.mean())
                 tf.summary.scalar("train/learning_rate", float(self.model.optimizer.learning_rate))
+
+
+class EpochProgress(keras.callbacks.Callback):
+    """`--verbose 2`: a line at each tenth of an epoch (at most 9 before the epoch's own line).
+
+    Each line: the step within the epoch and the epoch's steps, the epoch's mean loss so far
+    (`EpochLoss`) and the examples per second of this `fit`. A resumed epoch counts from its
+    first step, so the tenths fall where they would have without the interruption.
+    """
+
+    def __init__(self, label, per_epoch, done, epoch_loss, num_rows, batch_size):
+        super().__init__()
+        self.label, self.per_epoch, self.done, self.epoch_loss = label, per_epoch, done, epoch_loss
+        self.num_rows, self.batch_size = num_rows, batch_size
+        self.start = None
+
+    def on_train_begin(self, logs=None):
+        self.start = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = self.done + batch + 1
+        if step >= self.per_epoch or step * 10 // self.per_epoch == (step - 1) * 10 // self.per_epoch:
+            return  # the epoch's last step (its own line follows), or no tenth passed
+        examples = min(step * self.batch_size, self.num_rows) - min(self.done * self.batch_size, self.num_rows)
+        rate = examples / max(time.perf_counter() - self.start, 1e-9)
+        print(f"{self.label}: step {step}/{self.per_epoch}, train loss {_number(self.epoch_loss.mean())}, "
+              f"{rate:.1f} examples/s", flush=True)
 
 
 class SaveEvery(callbacks.CheckpointEvery):
@@ -323,9 +356,12 @@ def _run_trial(task, config, trial, encoder, strategy, output_dir):
             save.before_save = [writer.flush, epoch_loss.store]
             if done < per_epoch:
                 start = time.time()
+                label = f"{_trial_prefix(config, trial)}epoch {epoch + 1}/{config.epochs}"
+                shown = [EpochProgress(label, per_epoch, done, epoch_loss, task.num_train_rows, config.batch_size)
+                         ] if config.verbose == 2 else []
                 model.fit(task.train_dataset(seed, epoch, done), initial_epoch=epoch, epochs=config.epochs,
                           steps_per_epoch=per_epoch - done, verbose=config.verbose, shuffle=False,
-                          callbacks=[epoch_loss, StepScalars(writer, config.log_steps, epoch_loss),
+                          callbacks=[epoch_loss, StepScalars(writer, config.log_steps, epoch_loss), *shown,
                                      callbacks.StopOnNonFiniteLoss(),  # before `save`: a bad step is never saved
                                      save, preemption, StopAtEpochEnd()])
                 progress.seconds.assign_add(time.time() - start)
@@ -386,16 +422,18 @@ def _end_epoch(task, config, trial, model, progress, epoch_loss, writer, scored)
     writer.flush()
     progress.add_record(record)
     progress.evaluated.assign(epoch + 1)
-    progress.loss_sum.assign(0.0)
-    progress.loss_weight.assign(0.0)
+    epoch_loss.reset()  # the save after the epoch's end stores zeros, not this epoch's totals
     if improved:
         progress.best_epoch.assign(epoch)
         for variable, value in zip(progress.best_weights, model.get_weights()):
             variable.assign(value)
-    prefix = f"trial {trial} " if config.num_trials > 1 else ""
-    print(f"{prefix}epoch {epoch + 1}/{config.epochs}: train loss {_number(record['train_loss'])}, "
+    print(f"{_trial_prefix(config, trial)}epoch {epoch + 1}/{config.epochs}: train loss {_number(record['train_loss'])}, "
           f"dev {task.metric} {_number(headline)}" + (" (best)" if improved else ""), flush=True)
     return {split: outputs for split, (_, outputs) in scored.items()} if improved else None
+
+
+def _trial_prefix(config, trial):
+    return f"trial {trial} " if config.num_trials > 1 else ""
 
 
 def _stopped_early(progress, config):

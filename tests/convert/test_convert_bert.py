@@ -64,3 +64,32 @@ def test_bert_into_a_projected_encoder_is_an_error():
     )
     with pytest.raises(ValueError, match=r"embedding_dim 384 vs 128"):
         init_pretrainer(f"bert:{directory}", build_pretrainer(config))
+
+
+def _tiny_bert(directory, model_class):
+    from helpers import write_vocab
+
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    model_class(transformers.BertConfig(vocab_size=120, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                        intermediate_size=64, max_position_embeddings=64)).save_pretrained(directory)
+    write_vocab(str(directory / "vocab.txt"), vocab_size=120)
+    return directory
+
+
+@pytest.mark.large
+def test_the_bert_pooler_is_dropped_with_a_line_and_a_task_head_is_refused(tmp_path):
+    """What docs/finetuning.md says of `--from bert`: the pooler goes (named), a `BertFor*` head is refused."""
+    from helpers import run_python
+
+    bert = _tiny_bert(tmp_path / "bert", transformers.BertModel)
+    out = tmp_path / "encoder.keras"
+    result = run_python(["-m", "electra_tf.convert", "--from", "bert", "--input", str(bert), "--to", "keras",
+                         "--output_dir", str(out)], check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "dropped" in result.stderr and "pooler.dense.weight" in result.stderr and out.exists()
+    classifier = _tiny_bert(tmp_path / "classifier", transformers.BertForSequenceClassification)
+    result = run_python(["-m", "electra_tf.convert", "--from", "bert", "--input", str(classifier), "--to", "keras",
+                         "--output_dir", str(tmp_path / "classifier.keras")], check=False)
+    assert result.returncode == 1 and "classifier.weight" in result.stderr, result.stderr[-3000:]
+    assert not (tmp_path / "classifier.keras").exists()

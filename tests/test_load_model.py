@@ -1,0 +1,99 @@
+"""`import electra_tf, keras; keras.saving.load_model(path)` restores every model file electra_tf writes.
+
+Each file is written by the command that writes it (`finetune` for each task kind; the pre-training run's
+`discriminator.keras` as `pretrain` saves it). A fresh interpreter that imports only `electra_tf` and `keras`
+loads it with Keras' defaults (compile=True: the optimizer, `LayerwiseAdamW`, and its learning-rate
+schedule restored too); its weights are those the test reads with the classes imported and compile=False.
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from helpers import make_run_dir, run_python, shared_data
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "finetuning"))
+from test_finetune_strategies import write_toy_tasks  # noqa: E402
+from test_journeys import write_toy_choices  # noqa: E402
+from test_squad import write_toy_squad  # noqa: E402
+from test_tagging import write_conll  # noqa: E402
+
+# A user's script: nothing of electra_tf named but the package.
+LOAD = """
+import json, sys
+import electra_tf, keras
+model = keras.saving.load_model(sys.argv[1])
+optimizer = getattr(model, "optimizer", None)  # a model saved uncompiled has none
+print(json.dumps({"model": type(model).__name__,
+                  "optimizer": type(optimizer).__name__ if optimizer is not None else None,
+                  "schedule": type(getattr(optimizer, "_learning_rate", None)).__name__,
+                  "built": bool(optimizer is not None and optimizer.built),
+                  "weights": [float(abs(w).sum()) for w in model.get_weights()]}))
+"""
+
+# kind -> (data writer, extra finetune flags, model file, model class)
+KINDS = {
+    "classification": (write_toy_tasks, [], "classifier.keras", "ElectraClassifier"),
+    "tagging": (lambda d: write_conll(d, (("train", 16), ("dev", 8))), ["--task_kind=tagging"],
+                "token_classifier.keras", "ElectraTokenClassifier"),
+    "span_qa": (lambda d: write_toy_squad(d, (("train", 2), ("dev", 1))),
+                ["--task_kind=span_qa", "--doc_stride=16", "--max_query_length=12"], "question_answerer.keras",
+                "ElectraQuestionAnswerer"),
+    "multiple_choice": (lambda d: write_toy_choices(d, (("train", 16), ("dev", 8))), ["--task_kind=multiple_choice"],
+                        "multiple_choice.keras", "ElectraMultipleChoice"),
+}
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory):
+    vocab = str(shared_data("vocab", "bert_uncased_vocab.txt"))
+    return make_run_dir(tmp_path_factory.mktemp("pre"), vocab, num_layers=1, hidden_dim=32, embedding_dim=16,
+                        intermediate_dim=64, max_sequence_length=48, seq_length=32)
+
+
+def load_in_a_fresh_process(path):
+    result = run_python(["-c", LOAD, str(path)], check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def reference_weights(path):
+    import keras
+
+    import electra_tf.saved_classes  # noqa: F401  (the classes, imported by name)
+
+    return [float(np.abs(w).sum()) for w in keras.saving.load_model(str(path), compile=False).get_weights()]
+
+
+def finetuned(kind, pretrained, tmp_path):
+    write, flags, file_name, _ = KINDS[kind]
+    run = tmp_path / "run"
+    result = run_python(["-m", "electra_tf.finetune", "--task=toy", *flags, f"--data_dir={write(str(tmp_path / 'data'))}",
+                         f"--init={pretrained}", f"--output_dir={run}", "--epochs=1", "--batch_size=8",
+                         "--seq_length=32", "--verbose=0"], check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return run / file_name
+
+
+def test_the_pretraining_discriminator_loads_after_import_electra_tf(pretrained):
+    path = os.path.join(pretrained, "discriminator.keras")
+    loaded = load_in_a_fresh_process(path)
+    assert (loaded["model"], loaded["optimizer"]) == ("ElectraEncoder", None)  # as pretrain saves it
+    np.testing.assert_allclose(loaded["weights"], reference_weights(path), rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", [
+    "classification",
+    pytest.param("tagging", marks=pytest.mark.large),
+    pytest.param("span_qa", marks=pytest.mark.large),
+    pytest.param("multiple_choice", marks=pytest.mark.large),
+])
+def test_a_finetuned_model_loads_with_its_optimizer_after_import_electra_tf(kind, pretrained, tmp_path):
+    path = finetuned(kind, pretrained, tmp_path)
+    loaded = load_in_a_fresh_process(path)
+    assert loaded["model"] == KINDS[kind][3]
+    assert (loaded["optimizer"], loaded["schedule"], loaded["built"]) == ("LayerwiseAdamW", "WarmupLinearDecay", True)
+    np.testing.assert_allclose(loaded["weights"], reference_weights(path), rtol=1e-6)
