@@ -306,7 +306,10 @@ def check_vocabulary(vocab_file, table_rows, init=None, given=True, fix=None):
     """
     from electra_tf.data.tokenizer import load_vocab
 
-    size = len(load_vocab(vocab_file))
+    try:
+        size = len(load_vocab(vocab_file))
+    except ValueError:  # no ELECTRA vocabulary (special tokens): refused by the tokenizer that reads it
+        return
     if size <= table_rows:
         return
     what = f"`--vocab_file` {vocab_file}" if given else f"The vocabulary {vocab_file}"
