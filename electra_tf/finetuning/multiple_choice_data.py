@@ -14,8 +14,9 @@ line with `"choices"` (a list of strings, two or more), `"context"` and/or
 answer as `"answer"` or `"label"` (the choice's index), absent for unlabelled
 data. SWAG's column names (`sent1`, `sent2`, `ending0`...) are read too.
 
-Errors name the file and the line: a missing field, fewer than two choices, an
-empty choice, an answer index out of range, a line that is not JSON.
+Errors name the file and the line: a missing field, fewer than two choices or
+more than `MAX_CHOICES` (64), an empty choice, an answer index out of range, a
+line that is not JSON.
 
 Example:
 >>> import os, tempfile
@@ -39,6 +40,9 @@ from electra_tf.data.utf8 import decode_utf8
 from electra_tf.finetuning.examples import json_object
 
 ENDING = re.compile(r"ending(\d+)$")
+# Choices a question may have: every choice is one sequence through the encoder, and a batch holds
+# its widest question's count of sequences per question (SWAG, RACE, ARC: 4 or 5).
+MAX_CHOICES = 64
 # Split files in `--data_dir`, the first that exists (SWAG's own names first for `--task swag`).
 SPLIT_FILES = {
     "train": ("train.jsonl", "train.csv"),
@@ -146,6 +150,9 @@ def question_of_record(record, name, line):
 def _question(context, question, choices, label, name, line):
     if len(choices) < 2:
         raise ValueError(f"{name}:{line}: {len(choices)} choice(s); a question needs two or more.")
+    if len(choices) > MAX_CHOICES:
+        raise ValueError(f"{name}:{line}: {len(choices)} choices; a question may have at most {MAX_CHOICES} (each "
+                         "choice is one sequence through the encoder, every question of its batch padded to it).")
     for i, choice in enumerate(choices):
         if not isinstance(choice, str) or not choice.strip():
             raise ValueError(f"{name}:{line}: choice {i} is {choice!r}: every choice must be a non-empty text.")
