@@ -79,6 +79,18 @@ def guard(kind, init, output_dir, model_name="electra", version=1):
     run_files.refuse_inside_artefact(path, "output_dir")
 
 
+def _finetuned(init, vocab_file=None):
+    """The fine-tuned model `init` holds and the vocabulary to export with it (`--vocab_file` or its own), checked
+    to fit the model's token table (`sources.check_vocabulary`)."""
+    from electra_tf import sources
+    from electra_tf.finetuning import kinds
+
+    finetuned = kinds.load_finetuned(init)
+    vocab = vocab_file or finetuned.vocab_file
+    sources.check_vocabulary(vocab, finetuned.model.encoder.vocab_size, init, given=bool(vocab_file))
+    return finetuned, vocab
+
+
 def export_rtd(init, output_dir, model_name, version, vocab_file=None, seq_length=None):
     """`--kind rtd`: the replaced-token detector `init` holds as a TF Serving version; returns its folder."""
     import os
@@ -109,14 +121,14 @@ def main(argv):
     if FLAGS.kind == "tflite":
         from electra_tf.finetuning import kinds
 
-        finetuned = kinds.load_finetuned(FLAGS.init)
-        path = kinds.export_tflite(finetuned.model, FLAGS.vocab_file or finetuned.vocab_file, FLAGS.output_dir,
+        finetuned, vocab_file = _finetuned(FLAGS.init, FLAGS.vocab_file)
+        path = kinds.export_tflite(finetuned.model, vocab_file, FLAGS.output_dir,
                                    finetuned.settings, FLAGS.seq_length, ids_only=FLAGS.ids, quantize=FLAGS.quantize)
     elif FLAGS.kind == "serving":
         from electra_tf.finetuning import kinds
 
-        finetuned = kinds.load_finetuned(FLAGS.init)
-        path = kinds.export_serving(finetuned.model, FLAGS.vocab_file or finetuned.vocab_file, FLAGS.output_dir,
+        finetuned, vocab_file = _finetuned(FLAGS.init, FLAGS.vocab_file)
+        path = kinds.export_serving(finetuned.model, vocab_file, FLAGS.output_dir,
                                     FLAGS.model_name, FLAGS.version, finetuned.settings, FLAGS.seq_length)
     elif FLAGS.kind == "rtd":
         path = export_rtd(FLAGS.init, FLAGS.output_dir, FLAGS.model_name, FLAGS.version, FLAGS.vocab_file,

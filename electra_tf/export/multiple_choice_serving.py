@@ -8,7 +8,9 @@ Signatures (batch and choice dimensions dynamic):
 
     serving_default  context   string (batch,)          the first segment (SWAG: `sent1`; ARC: the question)
                      question  string (batch,)          put before each choice ("" for none; SWAG: `sent2`)
-                     choices   string (batch, choices)  "" marks a missing choice (a question with fewer)
+                     choices   string (batch, choices)  "" marks a missing choice (a question with fewer); a
+                                                        blank one (whitespace only) is missing too; every
+                                                        question needs one choice that is not
                      -> probabilities float32 (batch, choices)  0 for a missing choice
                         choice        int32   (batch,)          index of the chosen choice
                         logits        float32 (batch, choices)  -1e9 for a missing choice
@@ -24,10 +26,18 @@ import tensorflow as tf
 from electra_tf.export.assets import SERVING_CONFIG_ASSET, ServedModel, add_assets
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
+# A blank choice: only what Python's `str.strip()` removes (Unicode White_Space and \x1c-\x1f), as the readers
+# refuse it.
+BLANK = r"[\t-\r\x1c-\x1f\x{85}\p{Z}]*"
+
+
+def present_choices(choices):
+    """bool tensor of `choices`' shape: True where a choice is not blank (`BLANK`)."""
+    return tf.logical_not(tf.strings.regex_full_match(choices, BLANK))
 
 
 def pack_choices(tokenizer, context, question, choices, seq_length):
-    """Model inputs `(batch, choices, seq_length)` of raw texts, in the graph; a "" choice is all zero.
+    """Model inputs `(batch, choices, seq_length)` of raw texts, in the graph; a blank choice is all zero.
 
     Args:
         tokenizer: `WordPieceTokenizer`.
@@ -40,7 +50,7 @@ def pack_choices(tokenizer, context, question, choices, seq_length):
         [tf.repeat(question[:, None], shape[1], axis=1), choices], separator=" "))
     packed = tokenizer.pack(tf.reshape(tf.repeat(context[:, None], shape[1], axis=1), [-1]),
                             tf.reshape(second, [-1]), seq_length=seq_length)
-    present = tf.reshape(tf.cast(tf.strings.length(choices) > 0, tf.int32), [-1, 1])
+    present = tf.reshape(tf.cast(present_choices(choices), tf.int32), [-1, 1])
     return {name: tf.reshape(value * present, [shape[0], shape[1], seq_length]) for name, value in packed.items()}
 
 
@@ -115,7 +125,8 @@ class MultipleChoiceServingModule(ServedModel):
 
 
 def _check_requests(context, question, choices):
-    """Runtime checks: `context` and `question` vectors, `choices` a matrix, one row per context."""
+    """Runtime checks: `context` and `question` vectors, `choices` a matrix, one row per context, each row with a
+    choice that is not blank."""
     context = tf.ensure_shape(context, [None], name="context_must_be_a_vector")
     question = tf.ensure_shape(question, [None], name="question_must_be_a_vector")
     choices = tf.ensure_shape(choices, [None, None], name="choices_must_be_batch_by_choices")
@@ -123,6 +134,11 @@ def _check_requests(context, question, choices):
     checks = [tf.debugging.assert_equal(tf.size(question), size,
                                         message="`context` and `question` must have the same batch size"),
               tf.debugging.assert_equal(tf.shape(choices)[0], size,
-                                        message="`choices` must have one row per `context`")]
+                                        message="`choices` must have one row per `context`"),
+              tf.debugging.assert_positive(tf.shape(choices)[1], message="`choices` has no column: it must be "
+                                           "(batch, choices) with one choice or more per question"),
+              tf.debugging.assert_equal(tf.reduce_all(tf.reduce_any(present_choices(choices), axis=1)), True,
+                                        message="`choices`: a question whose choices are all empty or blank; each "
+                                                "question needs a choice that is not")]
     with tf.control_dependencies(checks):
         return tf.identity(context), tf.identity(question), tf.identity(choices)

@@ -7,6 +7,9 @@ batches it already trained on and continues with exactly the next one.
 Prediction runs one compiled function (`compiled_predictor`: one trace for
 every batch shape) over rows sorted by length, in batches cut to their longest
 row (`predict_in_batches`), padding being masked; a long one logs its progress.
+A kind whose examples hold several sequences each (multiple choice) may keep its
+inputs as `tf.RaggedTensor`s `(rows, None, seq)`: each batch is padded to its own
+widest row (`dense_rows`), never the whole split to the widest of all.
 """
 
 import time
@@ -49,20 +52,43 @@ def epoch_batches(arrays, batch_size, seed, epoch, skip=0):
         epoch: int. 0-based.
         skip: int. Batches of this epoch already trained on.
     """
-    num_rows = len(tf.nest.flatten(arrays)[0])
+    num_rows = _num_rows(tf.nest.flatten(arrays)[0])
     order = np.arange(num_rows) if seed is None else epoch_order(num_rows, seed, epoch)
     with tf.device("/cpu:0"):  # the input pipeline's copy, off any accelerator
-        tensors = tf.nest.map_structure(tf.convert_to_tensor, arrays)
+        tensors = tf.nest.map_structure(
+            lambda a: a if isinstance(a, tf.RaggedTensor) else tf.convert_to_tensor(a), arrays)
     rows = tf.data.Dataset.from_tensor_slices(order[skip * batch_size:].astype(np.int64)).batch(batch_size)
 
     def gather(index):  # and cut, in one map
-        return trim(*tf.nest.map_structure(lambda t: tf.gather(t, index), tensors))
+        return trim(*tf.nest.map_structure(lambda t: dense_rows(t, index), tensors))
 
     # No tf.data autotuning: nothing here needs tuning, and its model thread, which wakes up to a
     # minute apart, held every epoch's end (`fit` returns once the iterator is gone) for 0-60 s.
     options = tf.data.Options()
     options.autotune.enabled = False
     return rows.map(gather).prefetch(2).with_options(options)
+
+
+def _num_rows(array):
+    return int(array.nrows()) if isinstance(array, tf.RaggedTensor) else len(array)
+
+
+def dense_rows(array, index):
+    """The rows `index` of `array` (an array, a tensor, or a `tf.RaggedTensor` `(rows, None, ...)` padded with zeros
+    to the widest of these rows).
+
+    Example:
+    >>> import tensorflow as tf
+    >>> from electra_tf.finetuning.batching import dense_rows
+    >>> ragged = tf.RaggedTensor.from_row_lengths(tf.ones([7, 2], tf.int32), [2, 4, 1])
+    >>> tuple(dense_rows(ragged, [0, 2]).shape), tuple(dense_rows(ragged, [1]).shape)
+    ((2, 2, 2), (1, 4, 2))
+    """
+    if isinstance(array, tf.RaggedTensor):
+        return tf.gather(array, index).to_tensor()
+    if tf.is_tensor(array):
+        return tf.gather(array, index)
+    return np.asarray(array)[np.asarray(index)]
 
 
 def rounded_length(longest):
@@ -105,14 +131,19 @@ def predict_in_batches(predict, arrays, batch_size):
     Args:
         predict: a (compiled, `compiled_predictor`) function of an `INPUTS` dict, returning a tensor or a
             dict of tensors whose shapes do not depend on the cut (pad per-piece outputs back inside `predict`).
-        arrays: dict with the `INPUTS` arrays `(num_rows, seq_length)` (or `(num_rows, n, seq_length)`).
+        arrays: dict with the `INPUTS` arrays `(num_rows, seq_length)` (or `(num_rows, n, seq_length)`, or
+            `tf.RaggedTensor`s `(num_rows, None, seq_length)`: a batch is padded to its widest row).
         batch_size: int.
     """
     chunks = []
-    num_rows, seq_length = arrays["token_ids"].shape[0], arrays["token_ids"].shape[-1]
-    mask = np.asarray(arrays["padding_mask"])
-    lengths = mask.sum(-1).reshape(num_rows, -1).max(-1)
-    order = np.argsort(lengths, kind="stable")
+    num_rows, seq_length = _num_rows(arrays["token_ids"]), arrays["token_ids"].shape[-1]
+    mask = arrays["padding_mask"]
+    if isinstance(mask, tf.RaggedTensor):  # rows of several sequences: by width, then length
+        lengths = tf.reduce_max(tf.reduce_sum(mask, axis=-1), axis=-1).numpy()
+        order = np.lexsort((lengths, mask.row_lengths().numpy()))
+    else:
+        lengths = np.asarray(mask).sum(-1).reshape(num_rows, -1).max(-1)
+        order = np.argsort(lengths, kind="stable")
     batches = num_batches(num_rows, batch_size)
     logged = time.monotonic() if batches > PROGRESS_BATCHES else None
     if logged is not None:
@@ -120,7 +151,7 @@ def predict_in_batches(predict, arrays, batch_size):
     for start in range(0, num_rows, batch_size):
         rows = order[start:start + batch_size]
         length = min(rounded_length(int(lengths[rows].max())), seq_length)
-        out = predict({k: tf.constant(np.asarray(arrays[k])[rows, ..., :length], tf.int32) for k in INPUTS})
+        out = predict({k: tf.cast(dense_rows(arrays[k], rows)[..., :length], tf.int32) for k in INPUTS})
         chunks.append(tf.nest.map_structure(lambda t: t.numpy(), out))
         if logged is not None and time.monotonic() - logged >= PROGRESS_SECONDS:
             logging.info("predicted %d / %d rows", min(start + batch_size, num_rows), num_rows)

@@ -8,9 +8,10 @@ It trains `ElectraMultipleChoice`: each choice is packed with its context
 (`[CLS] context [SEP] question choice [SEP]`, truncated longest-first), the
 encoder's [CLS] vector of each pair gets one score, and cross-entropy over a
 question's choices (transformers' `ElectraForMultipleChoice` and `run_swag.py`).
-The headline metric is accuracy. A question may have any number of choices
-(two or more); a batch is padded to its widest question with empty slots that
-take no probability.
+The headline metric is accuracy. A question may have two to `MAX_CHOICES` (64)
+choices; each batch is padded to its own widest question with empty slots that
+take no probability. A `seq_length` that leaves every question of a split
+with choices packed alike is refused; one that cuts many pairs is warned of.
 """
 
 import keras
@@ -24,37 +25,70 @@ from electra_tf.finetuning.examples import Example, Prediction, each_line, json_
 from electra_tf.finetuning.kind import TaskKind
 from electra_tf.finetuning.multiple_choice_data import SPLIT_FILES, question_of_record, read_questions, split_path
 from electra_tf.finetuning.task_metrics import accuracy
-from electra_tf.models.multiple_choice import ElectraMultipleChoice
+from electra_tf.models.multiple_choice import ABSENT, ElectraMultipleChoice
+
+HEAVY_CUT = 0.1  # a split of which this share of (context, choice) pairs or more is cut gets a warning
 
 
-def pack_questions(questions, tokenizer, seq_length, num_choices=None, chunk=4096):
-    """Model inputs of `questions`: dict of int32 arrays `(len(questions), num_choices, seq_length)`.
+def pack_questions(questions, tokenizer, seq_length, chunk=4096):
+    """Model inputs of `questions`: dict of int32 `tf.RaggedTensor`s `(len(questions), None, seq_length)`.
 
     Each (context, choice) pair is packed by `tokenizer.pack` as training and
-    serving pack it; the slots past a question's last choice are all zero.
+    serving pack it; row `i` holds question `i`'s choices, no padding slot: a
+    batch is padded to its own widest question (`batching.dense_rows`).
 
     Args:
         questions: list of `multiple_choice_data.Question`.
         tokenizer: `WordPieceTokenizer`.
         seq_length: int.
-        num_choices: int or None. Slots per question (default: the most any question has).
         chunk: int. Pairs packed per call.
     """
-    width = num_choices or max(len(q.choices) for q in questions)
-    firsts, seconds, slots = [], [], []
-    for row, question in enumerate(questions):
-        for column, second in enumerate(question.second_segments()):
-            firsts.append(question.context)
-            seconds.append(second)
-            slots.append(row * width + column)
-    flat = {name: np.zeros((len(questions) * width, seq_length), np.int32)
+    firsts, seconds = _pairs(questions)
+    flat = {name: np.zeros((len(firsts), seq_length), np.int32)
             for name in ("token_ids", "segment_ids", "padding_mask")}
     for start in range(0, len(firsts), chunk):
         packed = tokenizer.pack(tf.constant(firsts[start:start + chunk]), tf.constant(seconds[start:start + chunk]),
                                 seq_length=seq_length)
         for name, value in packed.items():
-            flat[name][slots[start:start + chunk]] = value.numpy()
-    return {name: value.reshape(len(questions), width, seq_length) for name, value in flat.items()}
+            flat[name][start:start + chunk] = value.numpy()
+    row_lengths = np.array([len(q.choices) for q in questions], np.int64)
+    return {name: tf.RaggedTensor.from_row_lengths(value, row_lengths) for name, value in flat.items()}
+
+
+def _pairs(questions):
+    """The first and second segments of every (context, choice) pair, question by question."""
+    firsts = [question.context for question in questions for _ in question.choices]
+    seconds = [second for question in questions for second in question.second_segments()]
+    return firsts, seconds
+
+
+def cut_report(questions, tokenizer, packed, seq_length, chunk=4096):
+    """What packing to `seq_length` cut from `questions` (packed by `pack_questions`).
+
+    Returns:
+        dict: `pairs` (all), `cut_pairs` (pairs that lost pieces), `cut_pieces` (pieces lost),
+        `blind` (questions whose choices all packed to the same tokens: nothing tells them apart)
+        and `needed` (the shortest `seq_length` that keeps a piece of every choice of every question).
+    """
+    firsts, seconds = _pairs(questions)
+    prompts = [question.question for question in questions for _ in question.choices]
+    lengths = []
+    for texts in (firsts, seconds, prompts):
+        lengths.append(np.concatenate([tokenizer.tokenize(tf.constant(texts[i:i + chunk])).row_lengths().numpy()
+                                       for i in range(0, len(texts), chunk)]))
+    first, second, prompt = lengths
+    full = 3 + first + second  # [CLS] first [SEP] second [SEP]
+    # Longest-first truncation (`tokenizer.pair_lengths`) keeps `b` pieces of the second segment once the
+    # budget is b + min(first, b): a choice shows its first piece from b = prompt + 1.
+    shown = np.minimum(second, prompt + 1)
+    needed = 3 + shown + np.minimum(first, shown)
+    tokens = packed["token_ids"]
+    starts = tokens.row_starts().numpy()
+    flat = tokens.flat_values.numpy()
+    same = (flat == np.repeat(flat[starts], tokens.row_lengths().numpy(), axis=0)).all(-1)
+    return {"pairs": len(full), "cut_pairs": int((full > seq_length).sum()), "pieces": int((full - 3).sum()),
+            "cut_pieces": int(np.maximum(full - seq_length, 0).sum()),
+            "blind": int(np.logical_and.reduceat(same, starts).sum()), "needed": int(needed.max())}
 
 
 def choice_predictor(model):
@@ -90,18 +124,18 @@ class MultipleChoiceKind(TaskKind):
 
     def __init__(self, config):
         super().__init__(config)
-        self.questions = {}
+        self.questions, self.paths = {}, {}
         for split, limit in (("train", config.train_limit), ("dev", config.dev_limit)):
             path = split_path(config.data_dir, split)
             if path is None:
                 raise FileNotFoundError(f"No {split} split of task {config.task!r} in {config.data_dir} (looked for "
                                         f"{', '.join(SPLIT_FILES[split])}).")
-            self.questions[split] = read_questions(path, limit=limit)
+            self.questions[split], self.paths[split] = read_questions(path, limit=limit), path
         test = split_path(config.data_dir, "test")
         if test is not None:
             questions = read_questions(test)
             if all(q.label is not None for q in questions):
-                self.questions["test"] = questions
+                self.questions["test"], self.paths["test"] = questions, test
                 self.test_splits.append("test")
             else:
                 logging.warning("Test split %s is not scored: it has unlabelled questions.", test)
@@ -115,8 +149,23 @@ class MultipleChoiceKind(TaskKind):
         logging.info("Task %s: %s questions.", config.task, {k: len(v) for k, v in self.questions.items()})
 
     def prepare(self, tokenizer):
+        """Packs every split; refuses a `seq_length` that leaves no choice of a split a piece, warns of heavy cuts."""
+        seq_length = self.config.seq_length
         for split, questions in self.questions.items():
-            self.packed[split] = pack_questions(questions, tokenizer, self.config.seq_length)
+            packed = pack_questions(questions, tokenizer, seq_length)
+            cut = cut_report(questions, tokenizer, packed, seq_length)
+            if cut["blind"] == len(questions):
+                raise ValueError(f"`--seq_length={seq_length}` leaves no room for the choices: every question of "
+                                 f"{self.paths[split]} packs all its choices to the same tokens ([CLS] context [SEP] "
+                                 f"question choice [SEP], cut to {seq_length}); use --seq_length {cut['needed']} "
+                                 "or more.")
+            if cut["blind"] or cut["cut_pairs"] >= HEAVY_CUT * cut["pairs"]:
+                logging.warning("--seq_length=%d cuts %d of %d (context, choice) pairs of %s (%d of %d word pieces); "
+                                "%d of %d questions pack all their choices to the same tokens. --seq_length %d keeps "
+                                "a piece of every choice.", seq_length, cut["cut_pairs"], cut["pairs"],
+                                self.paths[split], cut["cut_pieces"], cut["pieces"], cut["blind"], len(questions),
+                                cut["needed"])
+            self.packed[split] = packed
 
     def _labels(self, split):
         return np.array([q.label for q in self.questions[split]], np.int32)
@@ -130,8 +179,14 @@ class MultipleChoiceKind(TaskKind):
         return model, {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
 
     def evaluate(self, model, split):
-        logits = predict_in_batches(self.predictor(model, choice_predictor), self.packed[split],
-                                    4 * self.config.batch_size)
+        predict = self.predictor(model, choice_predictor)
+        width = max(len(q.choices) for q in self.questions[split])
+
+        def widened(inputs):  # each batch is as wide as its widest question; the split's rows, as wide as its
+            logits = predict(inputs)
+            return tf.pad(logits, [[0, 0], [0, width - tf.shape(logits)[1]]], constant_values=ABSENT)
+
+        logits = predict_in_batches(widened, self.packed[split], 4 * self.config.batch_size)
         predicted = logits.argmax(-1)
         return {"accuracy": accuracy(self._labels(split), predicted)}, predicted
 

@@ -16,8 +16,9 @@ data. SWAG's column names (`sent1`, `sent2`, `ending0`...) are read too.
 
 Lines end at `\\n` (or `\\r\\n`) only (`data.lines`); a CSV record is named by
 the line it starts on. Errors name the file and the line: a missing field,
-fewer than two choices, an empty choice, an answer index out of range, a line
-that is not JSON, a CSV quote never closed (the line it opens on).
+fewer than two choices or more than `MAX_CHOICES` (64), an empty choice, an
+answer index out of range, a line that is not JSON, a CSV quote never closed
+(the line it opens on).
 
 Example:
 >>> import os, tempfile
@@ -40,6 +41,9 @@ from electra_tf.data.utf8 import decode_utf8
 from electra_tf.finetuning.examples import json_object
 
 ENDING = re.compile(r"ending(\d+)$")
+# Choices a question may have: every choice is one sequence through the encoder, and a batch holds
+# its widest question's count of sequences per question (SWAG, RACE, ARC: 4 or 5).
+MAX_CHOICES = 64
 # Split files in `--data_dir`, the first that exists (SWAG's own names first for `--task swag`).
 SPLIT_FILES = {
     "train": ("train.jsonl", "train.csv"),
@@ -147,6 +151,9 @@ def question_of_record(record, name, line):
 def _question(context, question, choices, label, name, line):
     if len(choices) < 2:
         raise ValueError(f"{name}:{line}: {len(choices)} choice(s); a question needs two or more.")
+    if len(choices) > MAX_CHOICES:
+        raise ValueError(f"{name}:{line}: {len(choices)} choices; a question may have at most {MAX_CHOICES} (each "
+                         "choice is one sequence through the encoder, every question of its batch padded to it).")
     for i, choice in enumerate(choices):
         if not isinstance(choice, str) or not choice.strip():
             raise ValueError(f"{name}:{line}: choice {i} is {choice!r}: every choice must be a non-empty text.")

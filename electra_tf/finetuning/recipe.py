@@ -13,7 +13,6 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf import run_files, sources
-from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.finetuning.layerwise_lr import LayerwiseAdamW
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.training import distribute
@@ -49,10 +48,7 @@ def check_model(encoder, vocab_file, seq_length):
     if seq_length > encoder.max_sequence_length:
         raise ValueError(f"`--seq_length={seq_length}` exceeds the encoder's position table "
                          f"(max_sequence_length={encoder.max_sequence_length}).")
-    vocab_size = WordPieceTokenizer(vocab_file).vocab_size
-    if vocab_size > encoder.vocab_size:
-        raise ValueError(f"The vocabulary {vocab_file} has {vocab_size} entries, more than the encoder's token "
-                         f"table ({encoder.vocab_size}): pass the --vocab_file the model was trained with.")
+    sources.check_vocabulary(vocab_file, encoder.vocab_size)
 
 
 def create_strategy(config):

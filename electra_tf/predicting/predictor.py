@@ -81,6 +81,8 @@ def open_model(path, options=()):
     if path.endswith(".keras") or (os.path.isdir(path) and kinds.for_output_dir(path) is not None):
         _check_options(kinds.for_output_dir(path) if os.path.isdir(path) else None, options, path)
         finetuned = kinds.load_finetuned(path)
+        sources.check_vocabulary(finetuned.vocab_file, finetuned.model.encoder.vocab_size, path, given=False,
+                                 fix="put back the vocab.txt the model was fine-tuned with")
         module = kinds.serving_module(finetuned.model, finetuned.vocab_file, finetuned.settings)
         return ServedPredictor(module.signatures(), _asset_config(module, path), path, keep=module)
     try:

@@ -257,7 +257,9 @@ def load_detector(init, flag="init", generator_for=None, vocab_file=None):
     if generator_for and (pretrainer is None or pretrainer.generator is None):
         raise ValueError(f"{generator_for} needs the generator: {what} holds the discriminator alone. Pass a "
                          f"pre-training run or a generator and discriminator pair, or leave out {generator_for}.")
-    return Detector(model, pretrainer, _vocabulary(init, vocab_file or source.vocabulary(path)))
+    vocab = _vocabulary(init, vocab_file or source.vocabulary(path))
+    check_vocabulary(vocab, model.encoder.vocab_size, init, given=bool(vocab_file))
+    return Detector(model, pretrainer, vocab)
 
 
 def _a(name):
@@ -277,7 +279,45 @@ def load_init(init, vocab_file=None):
     """
     model, found_vocab = load_init_model(init)
     encoder = encoder_of(model, init)
-    return encoder, _vocabulary(init, vocab_file or found_vocab)
+    vocab = _vocabulary(init, vocab_file or found_vocab)
+    check_vocabulary(vocab, encoder.vocab_size, init, given=bool(vocab_file))
+    return encoder, vocab
+
+
+def check_vocabulary(vocab_file, table_rows, init=None, given=True, fix=None):
+    """Refuses a vocabulary with more entries than the encoder's token table (`table_rows`).
+
+    Its ids past the table have no row: every text holding one of those pieces
+    would fail (or, on a device that does not check, read outside the table).
+    The error names `--vocab_file` (`given`) or the vocabulary found with
+    `--init`, its size and the table's, and ends with `fix` (default: pass the
+    right `--vocab_file`).
+
+    Example:
+    >>> import os, tempfile
+    >>> from electra_tf.sources import check_vocabulary
+    >>> path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> _ = open(path, "w").write("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n[MASK]\\nhello\\n")
+    >>> check_vocabulary(path, 6)
+    >>> check_vocabulary(path, 5)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: `--vocab_file` ...vocab.txt has 6 entries, more than the encoder's token table (5)...
+    """
+    from electra_tf.data.tokenizer import load_vocab
+
+    try:
+        size = len(load_vocab(vocab_file))
+    except ValueError:  # no ELECTRA vocabulary (special tokens): refused by the tokenizer that reads it
+        return
+    if size <= table_rows:
+        return
+    what = f"`--vocab_file` {vocab_file}" if given else f"The vocabulary {vocab_file}"
+    of = f" of `--init={init}`" if init else ""
+    fix = fix or ("pass the --vocab_file the model was trained with" if given or not init else
+           "pass --vocab_file with the vocabulary the model was trained with")
+    raise ValueError(f"{what} has {size} entries, more than the encoder's token table ({table_rows}){of}: the "
+                     f"ids from {table_rows} on have no row; {fix}.")
 
 
 def _vocabulary(init, vocab_file):
