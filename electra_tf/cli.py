@@ -134,6 +134,8 @@ def _parse_flags(known_only, table=None):
     def parse(argv):
         try:
             return flags.FLAGS(rewrite_deprecated(argv, table), known_only=known_only)
+        except ContradictoryFlags as e:
+            fail(str(e), USAGE_EXIT)
         except flags.Error as e:
             text, named = flag_error(e)
             fail(text, USAGE_EXIT, "" if named else " (see --help)")
@@ -231,16 +233,23 @@ def aliases(*old, **renamed):
     return table
 
 
+class ContradictoryFlags(flags.Error):
+    """A deprecated spelling and its new name given together with different values."""
+
+
 def rewrite_deprecated(argv, table, stderr=None):
     """`argv` with every deprecated spelling of `table` (old -> new) replaced by the new one.
 
     Accepts `--old`, `-old`, `--old=value` and `--noold` (boolean flags); stops at `--`.
-    Writes one warning line per deprecated flag used.
+    Writes one warning line per deprecated flag used. A deprecated spelling given with its
+    new name and another value (`--max_seq_length 64 --seq_length 96`) raises
+    `ContradictoryFlags` naming both, before any warning: neither value is picked silently.
     """
     if not table:
         return list(argv)
     stderr = stderr or sys.stderr
-    out, warned = list(argv[:1]), set()
+    out, warned = list(argv[:1]), []
+    given = {}  # new name -> [(name as given, its spelling, value)]
     rest = list(argv[1:])
     for i, arg in enumerate(rest):
         if arg == "--":
@@ -256,11 +265,41 @@ def rewrite_deprecated(argv, table, stderr=None):
             if name in table:
                 new_arg = f"{dashes}{prefix}{table[name]}{eq}{value}"
                 if name not in warned:
-                    warned.add(name)
-                    stderr.write(f"warning: --{name} is deprecated; use --{table[name]} "
-                                 "(the old spelling goes in the next release)\n")
+                    warned.append(name)
+            target = table.get(name, name)
+            if target in table.values():
+                value = _flag_value(target, prefix, eq, value, rest[i + 1:i + 2])
+                given.setdefault(target, []).append((name, f"--{prefix}{name}", value))
         out.append(new_arg)
+    _refuse_contradictions(given, table)
+    for name in warned:
+        stderr.write(f"warning: --{name} is deprecated; use --{table[name]} "
+                     "(the old spelling goes in the next release)\n")
     return out
+
+
+def _flag_value(name, prefix, eq, value, following):
+    """The value a flag given as `--[no]name[=value]` takes (the next argument when no `=`), parsed when defined."""
+    flag = flags.FLAGS[name] if name in flags.FLAGS else None
+    boolean = flag is not None and isinstance(flag, flags.BooleanFlag)
+    if not eq:
+        value = ("false" if prefix else "true") if boolean or prefix else (following[0] if following else None)
+    if flag is not None and value is not None:
+        try:
+            return flag.parser.parse(value)
+        except (ValueError, TypeError):
+            pass  # absl names the bad value itself
+    return value
+
+
+def _refuse_contradictions(given, table):
+    """Raises `ContradictoryFlags` when the old and the new spelling of a flag (`given`) carry different values."""
+    for target, uses in given.items():
+        if len({name for name, _, _ in uses}) > 1 and len({repr(value) for _, _, value in uses}) > 1:
+            shown = " and ".join(dict.fromkeys(f"`{spelling}={value}`" for _, spelling, value in uses))
+            old = "/--".join(sorted(name for name, new in table.items() if new == target))
+            raise ContradictoryFlags(f"{shown} contradict each other: --{old} is the deprecated spelling of "
+                                     f"--{target}. Give --{target} once.")
 
 
 def define(kind, name, default, help_text, flag_values=None, range=None, check=None, **kwargs):  # noqa: A002
