@@ -48,6 +48,32 @@ def errors():
     return tuple(kinds)
 
 
+def memory_errors():
+    """The exception types of memory running out: Python's, and TensorFlow's when it is loaded."""
+    kinds = [MemoryError]
+    tf = sys.modules.get("tensorflow")
+    if tf is not None:
+        kinds.append(tf.errors.ResourceExhaustedError)
+    return tuple(kinds)
+
+
+def out_of_memory(error, flag_values=None):
+    """The one line for memory running out: what ran out, and the flags of the command that size the work.
+
+    Names `--batch_size` and `--seq_length` with their values where the command has them (a batch's
+    tensors grow with both), else says what to free.
+    """
+    flag_values = flags.FLAGS if flag_values is None else flag_values
+    lines = [line.strip() for line in message(error).splitlines() if line.strip()]
+    detail = next((line for line in lines if "OOM" in line or "memory" in line.lower()), lines[0] if lines else "")
+    detail = detail if len(detail) <= 200 else detail[:200] + "..."
+    given = [name for name in ("batch_size", "seq_length") if name in flag_values and flag_values.is_parsed()]
+    sizes = [f"`--{name}`" if flag_values[name].value is None else f"`--{name}={flag_values[name].value}`"
+             for name in given]
+    advice = (f"lower {' or '.join(sizes)}" if sizes else "free memory, or run it on a machine with more")
+    return f"out of memory ({type(error).__name__}{': ' + detail if detail else ''}): {advice}."
+
+
 def message(error):
     """The one-line text of an error (TensorFlow errors carry theirs in `.message`)."""
     text = getattr(error, "message", None) if not isinstance(error, (ValueError, OSError, TypeError)) else None
@@ -78,6 +104,10 @@ def guard(main, debug=lambda: False, program=None):
             if debug():
                 traceback.print_exc()
             fail(missing_module(e))
+        except memory_errors() as e:
+            if debug():
+                traceback.print_exc()
+            fail(out_of_memory(e))
         except errors() as e:
             if debug():
                 traceback.print_exc()
