@@ -229,10 +229,10 @@ def test_memory_running_out_names_batch_size_and_seq_length(tmp_path):
     data = tmp_path / "records.tfrecord"
     write_two_segment_records(data)
     args = pretrain_args(tmp_path, data, "--batch_size", "200000")
-    result = run_python(["-c", "import resource, runpy, sys; "
+    # `ulimit -v`: the address space is capped, then the command runs as a user starts it.
+    result = run_python(["-c", "import os, resource, sys; "
                          "resource.setrlimit(resource.RLIMIT_AS, (6 * 2**30, 6 * 2**30)); "
-                         "sys.argv = sys.argv[1:]; runpy.run_module('electra_tf.pretrain', run_name='__main__')",
-                         "electra_tf.pretrain", *args[2:]], check=False)
+                         "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])", *args], check=False)
     lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert result.returncode == 1 and len(lines) == 1, result.stderr[-3000:]
     assert lines[0].startswith("error: out of memory (")
