@@ -27,14 +27,14 @@ def tree(folder):
             for p in sorted(folder.rglob("*"))}
 
 
-def refused(args, folder, exit_code=1, **kwargs):
-    """Runs `python args`; returns its one `error:` line. `folder` is unchanged and gained nothing."""
-    before = tree(folder)
-    result = run_python(args, check=False, **kwargs)
+def refused(args, *folders, exit_code=1):
+    """Runs `python args`; returns its one `error:` line. Each of `folders` is unchanged and gained nothing."""
+    before = [tree(folder) for folder in folders]
+    result = run_python(args, check=False)
     lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert result.returncode == exit_code and len(lines) == 1, result.stderr[-3000:]
     assert "Traceback" not in result.stderr
-    assert tree(folder) == before
+    assert [tree(folder) for folder in folders] == before
     return lines[0]
 
 
@@ -101,7 +101,7 @@ def test_a_keras_hub_preset_with_a_truncated_config_json_names_the_flag_and_the_
     damaged = shutil.copytree(preset, tmp_path / "preset")
     text = (damaged / "config.json").read_text()
     (damaged / "config.json").write_text(text[:len(text) // 2])
-    line = refused(finetune_args(models, f"{prefix}{damaged}", tmp_path), tmp_path)
+    line = refused(finetune_args(models, f"{prefix}{damaged}", tmp_path), tmp_path, models["root"])
     assert line.startswith(f"error: `--init=keras_hub:{damaged}`: {damaged / 'config.json'} is not valid JSON (")
     assert line.endswith("): the preset is truncated or damaged.")
 
@@ -110,14 +110,14 @@ def test_a_keras_hub_preset_with_a_truncated_config_json_names_the_flag_and_the_
 def test_a_keras_hub_preset_without_its_weights_names_model_weights_h5(preset, models, tmp_path, prefix):
     partial = shutil.copytree(preset, tmp_path / "preset")
     os.remove(partial / "model.weights.h5")
-    line = refused(finetune_args(models, f"{prefix}{partial}", tmp_path), tmp_path)
+    line = refused(finetune_args(models, f"{prefix}{partial}", tmp_path), tmp_path, models["root"])
     assert line == (f"error: `--init=keras_hub:{partial}`: {partial / 'model.weights.h5'} is missing: the preset "
                     "holds no weights (copied in part?). Copy the whole preset folder, or save it again with "
                     "`ElectraBackbone.save_to_preset(DIR)`.")
 
 
 def test_predict_refuses_an_encoder_export_naming_it(models, tmp_path):
-    line = refused(predict_args(models, models["encoder"], tmp_path), tmp_path)
+    line = refused(predict_args(models, models["encoder"], tmp_path), tmp_path, models["root"])
     assert line.startswith(f"error: `--init={models['encoder']}` is an encoder export "
                            f"({models['encoder'] / 'assets' / 'encoder_config.json'}): a bare encoder, without a task "
                            "head, predicts nothing.")
@@ -125,14 +125,14 @@ def test_predict_refuses_an_encoder_export_naming_it(models, tmp_path):
 
 def test_predict_refuses_a_bare_encoder_keras_file_naming_the_flag_and_the_file(models, tmp_path):
     path = models["run"] / "discriminator.keras"
-    line = refused(predict_args(models, path, tmp_path), tmp_path)
+    line = refused(predict_args(models, path, tmp_path), tmp_path, models["root"])
     assert line.startswith(f"error: `--init={path}` holds a ElectraEncoder, which is not a fine-tuned model "
                            "(ElectraClassifier, ")
 
 
 def test_keras_form_of_a_run_folder_says_it_is_a_folder_and_how_to_give_it(models, tmp_path):
     run = models["run"]
-    line = refused(finetune_args(models, f"keras:{run}", tmp_path), tmp_path)
+    line = refused(finetune_args(models, f"keras:{run}", tmp_path), tmp_path, models["root"])
     assert line == (f"error: `--init={run}` is a folder without encoder.keras: a .keras model is a file. Name the "
                     f".keras file itself, or, since it holds a pre-training run, the folder as `--init {run}` (no "
                     "keras: form).")
@@ -141,7 +141,7 @@ def test_keras_form_of_a_run_folder_says_it_is_a_folder_and_how_to_give_it(model
 @pytest.mark.parametrize("spec", ["hf:{run},", "hf:,{run}", "hf:{run},,{run}"])
 def test_an_hf_form_with_an_empty_folder_name_is_named(models, tmp_path, spec):
     init = spec.format(run=models["run"])
-    line = refused(finetune_args(models, init, tmp_path), tmp_path)
+    line = refused(finetune_args(models, init, tmp_path), tmp_path, models["root"])
     assert line == (f"error: `--init={init}` holds an empty folder name (a comma too many): hf:DIR, or hf:DISC,GEN "
                     "for a discriminator and its generator.")
 
@@ -155,7 +155,7 @@ def test_a_keras_file_holding_a_python_lambda_is_named_as_code_not_as_damage(mod
     inputs = keras.Input((4,))
     path = tmp_path / "lambda.keras"
     keras.Model(inputs, keras.layers.Lambda(lambda x: x * 2)(inputs)).save(str(path))
-    line = refused(finetune_args(models, str(path), tmp_path), tmp_path)
+    line = refused(finetune_args(models, str(path), tmp_path), tmp_path, models["root"])
     assert line == (f"error: `--init={path}` holds Python code (a Lambda layer's function, or another callable saved "
                     "as bytecode), which Keras loads only with safe_mode off: electra_tf does not run code from a "
                     "model file. Save the model without it.")
@@ -174,7 +174,7 @@ def test_a_finetune_config_field_of_the_wrong_type_names_the_file_and_the_field(
     values = json.loads(path.read_text())
     values[field] = value
     path.write_text(json.dumps(values))
-    line = refused(predict_args(models, finetuned, tmp_path), tmp_path)
+    line = refused(predict_args(models, finetuned, tmp_path), tmp_path, models["root"])
     assert line == f"error: {path}: {wanted}"
 
 
