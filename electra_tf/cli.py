@@ -48,6 +48,32 @@ def errors():
     return tuple(kinds)
 
 
+def memory_errors():
+    """The exception types of memory running out: Python's, and TensorFlow's when it is loaded."""
+    kinds = [MemoryError]
+    tf = sys.modules.get("tensorflow")
+    if tf is not None:
+        kinds.append(tf.errors.ResourceExhaustedError)
+    return tuple(kinds)
+
+
+def out_of_memory(error, flag_values=None):
+    """The one line for memory running out: what ran out, and the flags of the command that size the work.
+
+    Names `--batch_size` and `--seq_length` with their values where the command has them (a batch's
+    tensors grow with both), else says what to free.
+    """
+    flag_values = flags.FLAGS if flag_values is None else flag_values
+    lines = [line.strip() for line in message(error).splitlines() if line.strip()]
+    detail = next((line for line in lines if "OOM" in line or "memory" in line.lower()), lines[0] if lines else "")
+    detail = detail if len(detail) <= 200 else detail[:200] + "..."
+    given = [name for name in ("batch_size", "seq_length") if name in flag_values and flag_values.is_parsed()]
+    sizes = [f"`--{name}`" if flag_values[name].value is None else f"`--{name}={flag_values[name].value}`"
+             for name in given]
+    advice = (f"lower {' or '.join(sizes)}" if sizes else "free memory, or run it on a machine with more")
+    return f"out of memory ({type(error).__name__}{': ' + detail if detail else ''}): {advice}."
+
+
 def message(error):
     """The one-line text of an error (TensorFlow errors carry theirs in `.message`)."""
     text = getattr(error, "message", None) if not isinstance(error, (ValueError, OSError, TypeError)) else None
@@ -78,6 +104,10 @@ def guard(main, debug=lambda: False, program=None):
             if debug():
                 traceback.print_exc()
             fail(missing_module(e))
+        except memory_errors() as e:
+            if debug():
+                traceback.print_exc()
+            fail(out_of_memory(e))
         except errors() as e:
             if debug():
                 traceback.print_exc()
@@ -134,6 +164,8 @@ def _parse_flags(known_only, table=None):
     def parse(argv):
         try:
             return flags.FLAGS(rewrite_deprecated(argv, table), known_only=known_only)
+        except ContradictoryFlags as e:
+            fail(str(e), USAGE_EXIT)
         except flags.Error as e:
             text, named = flag_error(e)
             fail(text, USAGE_EXIT, "" if named else " (see --help)")
@@ -231,16 +263,23 @@ def aliases(*old, **renamed):
     return table
 
 
+class ContradictoryFlags(flags.Error):
+    """A deprecated spelling and its new name given together with different values."""
+
+
 def rewrite_deprecated(argv, table, stderr=None):
     """`argv` with every deprecated spelling of `table` (old -> new) replaced by the new one.
 
     Accepts `--old`, `-old`, `--old=value` and `--noold` (boolean flags); stops at `--`.
-    Writes one warning line per deprecated flag used.
+    Writes one warning line per deprecated flag used. A deprecated spelling given with its
+    new name and another value (`--max_seq_length 64 --seq_length 96`) raises
+    `ContradictoryFlags` naming both, before any warning: neither value is picked silently.
     """
     if not table:
         return list(argv)
     stderr = stderr or sys.stderr
-    out, warned = list(argv[:1]), set()
+    out, warned = list(argv[:1]), []
+    given = {}  # new name -> [(name as given, its spelling, value)]
     rest = list(argv[1:])
     for i, arg in enumerate(rest):
         if arg == "--":
@@ -256,11 +295,41 @@ def rewrite_deprecated(argv, table, stderr=None):
             if name in table:
                 new_arg = f"{dashes}{prefix}{table[name]}{eq}{value}"
                 if name not in warned:
-                    warned.add(name)
-                    stderr.write(f"warning: --{name} is deprecated; use --{table[name]} "
-                                 "(the old spelling goes in the next release)\n")
+                    warned.append(name)
+            target = table.get(name, name)
+            if target in table.values():
+                value = _flag_value(target, prefix, eq, value, rest[i + 1:i + 2])
+                given.setdefault(target, []).append((name, f"--{prefix}{name}", value))
         out.append(new_arg)
+    _refuse_contradictions(given, table)
+    for name in warned:
+        stderr.write(f"warning: --{name} is deprecated; use --{table[name]} "
+                     "(the old spelling goes in the next release)\n")
     return out
+
+
+def _flag_value(name, prefix, eq, value, following):
+    """The value a flag given as `--[no]name[=value]` takes (the next argument when no `=`), parsed when defined."""
+    flag = flags.FLAGS[name] if name in flags.FLAGS else None
+    boolean = flag is not None and isinstance(flag, flags.BooleanFlag)
+    if not eq:
+        value = ("false" if prefix else "true") if boolean or prefix else (following[0] if following else None)
+    if flag is not None and value is not None:
+        try:
+            return flag.parser.parse(value)
+        except (ValueError, TypeError):
+            pass  # absl names the bad value itself
+    return value
+
+
+def _refuse_contradictions(given, table):
+    """Raises `ContradictoryFlags` when the old and the new spelling of a flag (`given`) carry different values."""
+    for target, uses in given.items():
+        if len({name for name, _, _ in uses}) > 1 and len({repr(value) for _, _, value in uses}) > 1:
+            shown = " and ".join(dict.fromkeys(f"`{spelling}={value}`" for _, spelling, value in uses))
+            old = "/--".join(sorted(name for name, new in table.items() if new == target))
+            raise ContradictoryFlags(f"{shown} contradict each other: --{old} is the deprecated spelling of "
+                                     f"--{target}. Give --{target} once.")
 
 
 def define(kind, name, default, help_text, flag_values=None, range=None, check=None, **kwargs):  # noqa: A002

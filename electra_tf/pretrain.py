@@ -88,12 +88,26 @@ def _train(config, strategy, overrides):
     from electra_tf.training.pretraining import train
 
     config = resolve_data(config, FLAGS.demo_dir, FLAGS.model_dir)
+    _check_vocab_size(overrides.get("vocab_size"), config)
     # One line; every field is in model_dir/config.json (and here with --verbosity=1).
     logging.info("Config: preset %s%s; every field in %s", FLAGS.config,
                  "".join(f" --{k}={v}" for k, v in sorted(overrides.items())),
                  os.path.join(FLAGS.model_dir, run_files.CONFIG_FILE))
     logging.debug("Config:\n%s", config.to_json())
     train(config, FLAGS.model_dir, strategy, init=FLAGS.init, verbose=FLAGS.verbose)
+
+
+def _check_vocab_size(given, config):
+    """Refuses a `--vocab_size` given on the command line that is not the size of the vocabulary the run uses.
+
+    The vocabulary (`--vocab_file`, or the one beside the records) sets the token table's rows;
+    a preset's `vocab_size` gives way to it, a flag given by hand that differs is a contradiction.
+    """
+    if given is not None and config.vocab_file and given != config.vocab_size:
+        named = (f"`--vocab_file={FLAGS.vocab_file}`" if FLAGS.vocab_file
+                 else f"the vocabulary of the `--data` records ({config.vocab_file})")
+        raise ValueError(f"`--vocab_size={given}` contradicts {named}, which holds {config.vocab_size:,} entries: the "
+                         "token table has a row per entry. Leave out --vocab_size (it follows the vocabulary).")
 
 
 run = cli.console_script(sys.modules[__name__])  # the `electra-pretrain` console script

@@ -331,9 +331,13 @@ def guard_output(path, flag, own_kind, inputs=(), writes=None):
 def write_results(output_dir, results, finetune_config):
     """Writes a fine-tuning run's `results.json` and `finetune_config.json` (what an export reads back).
 
+    `results.json` keeps a copy of `finetune_config.json` (`finetune_config`), to which
+    `finetuning.config.read_finetune_config` compares the file.
+
     Strict JSON: a NaN or infinity is an error (`ValueError`), never a bare `NaN` in the file.
     """
     write_json(os.path.join(output_dir, FINETUNE_CONFIG_FILE), finetune_config)
+    results = dict(results, finetune_config=finetune_config)  # its copy: an edit of the file is found on reading
     write_json(os.path.join(output_dir, RESULTS_FILE), results)  # last: its presence marks a finished run
 
 

@@ -80,11 +80,13 @@ def test_a_deprecated_spelling_is_the_new_flag_with_one_warning(module, args, na
 def test_rewrite_deprecated_spellings():
     table = cli.aliases("vocab", "max_seq_length", output="vocab_file")
     stderr = io.StringIO()
-    argv = ["prog", "--vocab", "v.txt", "--max_seq_length=32", "-vocab=w.txt", "--output", "o.txt",
+    argv = ["prog", "--vocab", "v.txt", "--max_seq_length=32", "-vocab=w.txt",
             "--vocab_size=8", "--novocab", "--num_shards", "2", "--", "--vocab", "x"]
     assert cli.rewrite_deprecated(argv, table, stderr) == [
-        "prog", "--vocab_file", "v.txt", "--seq_length=32", "-vocab_file=w.txt", "--vocab_file", "o.txt",
+        "prog", "--vocab_file", "v.txt", "--seq_length=32", "-vocab_file=w.txt",
         "--vocab_size=8", "--novocab_file", "--num_shards", "2", "--", "--vocab", "x"]
+    # Two old spellings of one flag with other values contradict each other (tests/test_contradictions.py).
+    assert cli.rewrite_deprecated(["prog", "--output", "o.txt"], table, stderr) == ["prog", "--vocab_file", "o.txt"]
     lines = stderr.getvalue().splitlines()
     assert [line.split(";")[0] for line in lines] == [
         "warning: --vocab is deprecated", "warning: --max_seq_length is deprecated", "warning: --output is deprecated"]

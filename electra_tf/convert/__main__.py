@@ -163,21 +163,12 @@ def save(model, target, path, part="both", settings=None):
 
 
 def finetune_settings(source, input_path):
-    """The `finetune_config.json` beside a fine-tuned `.keras` input (its label names), or an empty dict."""
-    import json
-
-    from electra_tf.run_files import FINETUNE_CONFIG_FILE
+    """The `finetune_config.json` beside a fine-tuned `.keras` input (its label names), checked; or an empty dict."""
+    from electra_tf.finetuning.config import read_finetune_config
 
     if source != "keras":
         return {}
-    path = os.path.join(os.path.dirname(input_path), FINETUNE_CONFIG_FILE)
-    if not os.path.exists(path):
-        return {}
-    with open(path, encoding="utf-8") as f:
-        try:
-            return json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path} is not valid JSON ({e}): truncated or damaged.") from None
+    return read_finetune_config(os.path.dirname(input_path) or ".") or {}
 
 
 def vocab_targets(vocab, folders):

@@ -21,16 +21,38 @@ TOKENIZER_CONFIG = "tokenizer.json"  # keras-hub's own file names in a preset fo
 VOCABULARY_ASSET = os.path.join("assets", "tokenizer", "vocabulary.txt")
 
 
-def check_preset(preset_dir):
-    """Refuses a folder that is not a keras-hub preset (keras-hub's `config.json` + `metadata.json`)."""
-    for name in ("config.json", "metadata.json"):
-        if not os.path.exists(os.path.join(preset_dir, name)):
-            raise FileNotFoundError(f"`keras_hub:{preset_dir}` is not a keras-hub preset folder (no {name}); "
-                                    "save one with `ElectraBackbone.save_to_preset(DIR)`.")
-    with open(os.path.join(preset_dir, "config.json"), encoding="utf-8") as f:
-        config = json.load(f)
+PRESET_FILES = ("config.json", "metadata.json")  # keras-hub's own names: the backbone's config, the preset's
+WEIGHTS_FILES = ("model.weights.h5", "model.weights.json")  # one file, or keras-hub's index of sharded weights
+
+
+def check_preset(preset_dir, flag="init"):
+    """Refuses a folder that is not a whole keras-hub ELECTRA preset, naming `--flag` and the file.
+
+    The preset's `config.json` and `metadata.json` must be JSON objects, the backbone an
+    `ElectraBackbone`, and its weights there (`model.weights.h5`, or keras-hub's sharded index).
+    """
+    given = f"`--{flag}=keras_hub:{preset_dir}`"
+    values = {}
+    for name in PRESET_FILES:
+        path = os.path.join(preset_dir, name)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{given} is not a keras-hub preset folder (no {name}); save one with "
+                                    "`ElectraBackbone.save_to_preset(DIR)`.")
+        with open(path, encoding="utf-8") as f:
+            try:
+                values[name] = json.load(f)
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                raise ValueError(f"{given}: {path} is not valid JSON ({e}): the preset is truncated or "
+                                 "damaged.") from None
+        if not isinstance(values[name], dict):
+            raise ValueError(f"{given}: {path} holds no JSON object: the preset is truncated or damaged.")
+    config = values["config.json"]
     if config.get("class_name") != "ElectraBackbone" and "Electra" not in str(config.get("registered_name", "")):
-        raise ValueError(f"`keras_hub:{preset_dir}` holds a {config.get('class_name')!r}, not an ElectraBackbone.")
+        raise ValueError(f"{given} holds a {config.get('class_name')!r}, not an ElectraBackbone.")
+    if not any(os.path.exists(os.path.join(preset_dir, name)) for name in WEIGHTS_FILES):
+        raise FileNotFoundError(f"{given}: {os.path.join(preset_dir, WEIGHTS_FILES[0])} is missing: the preset "
+                                "holds no weights (copied in part?). Copy the whole preset folder, or save it again "
+                                "with `ElectraBackbone.save_to_preset(DIR)`.")
 
 
 def layer_pairs(encoder, backbone):
@@ -50,12 +72,13 @@ def layer_pairs(encoder, backbone):
     return pairs + list(zip(encoder.transformer_layers, backbone.transformer_layers))
 
 
-def read_keras_hub_preset(preset_dir):
+def read_keras_hub_preset(preset_dir, flag="init"):
     """An `ElectraEncoder` with the weights of the keras-hub `ElectraBackbone` preset in `preset_dir`.
 
     Args:
         preset_dir: str. A folder written by `ElectraBackbone.save_to_preset`
             (or downloaded by keras-hub).
+        flag: str. The flag that named it, for messages.
 
     Returns:
         `ElectraEncoder`, built.
@@ -74,7 +97,7 @@ def read_keras_hub_preset(preset_dir):
     """
     import keras_hub
 
-    check_preset(preset_dir)
+    check_preset(preset_dir, flag)
     backbone = keras_hub.models.ElectraBackbone.from_preset(preset_dir)
     encoder = ElectraEncoder(
         vocab_size=backbone.vocab_size,

@@ -52,6 +52,24 @@ def check_record_format(path, seq_length):
             )
 
 
+SEGMENT_CHECK_RECORDS = 100  # records read at the start of each file by `check_segment_ids`
+
+
+def check_segment_ids(path, num_segments, flag="data"):
+    """Refuses a file whose first records hold a segment id >= `num_segments` (the segment table's rows).
+
+    Training would otherwise fail in its first steps with TensorFlow's gather error naming no flag.
+    """
+    for record in tf.data.TFRecordDataset(path).take(SEGMENT_CHECK_RECORDS):
+        ids = tf.train.Example.FromString(record.numpy()).features.feature["segment_ids"].int64_list.value
+        largest = max(ids, default=0)
+        if largest >= num_segments:
+            raise ValueError(
+                f"`--num_segments={num_segments}` does not fit the records of `--{flag}`: {path} holds segment id "
+                f"{largest} (the segment table has rows 0..{num_segments - 1}). Use --num_segments {largest + 1}, "
+                "or records built for one segment.")
+
+
 def pretraining_dataset(
     patterns,
     batch_size,

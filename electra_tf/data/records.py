@@ -20,12 +20,31 @@ def check_vocabulary(directory, vocab_file):
 
     Returns the parsed `stats.json` (None when there is none: other tools, older builds are not checked).
     """
+    import os
+
+    from electra_tf.data.tokenizer import built_with, load_vocab
+
+    stats = read_stats(directory)
+    if stats is None:
+        return None
+    stats_path = os.path.join(directory, STATS_FILE)
+    if stats.get("vocab_sha256") is not None and not built_with(vocab_file, stats["vocab_sha256"]):
+        sizes = (f"; {stats['vocab_size']} tokens there, {len(load_vocab(vocab_file))} in --vocab_file"
+                 if "vocab_size" in stats else "")
+        raise ValueError(
+            f"The records in {directory} were built with another vocabulary than `--vocab_file="
+            f"{vocab_file}` ({stats_path}: vocab_sha256 {stats['vocab_sha256'][:12]}...{sizes}). Pass the "
+            "vocabulary they were built with."
+        )
+    return stats
+
+
+def read_stats(directory):
+    """The parsed `stats.json` of a build folder (None when there is none); a damaged one is an error naming it."""
     import json
     import os
 
     import tensorflow as tf
-
-    from electra_tf.data.tokenizer import built_with, load_vocab
 
     stats_path = os.path.join(directory, STATS_FILE)
     if not tf.io.gfile.exists(stats_path):
@@ -38,12 +57,4 @@ def check_vocabulary(directory, vocab_file):
                              "the records, or delete that file to use them unchecked.") from None
     if not isinstance(stats, dict):
         raise ValueError(f"{stats_path} holds no JSON object: the build's statistics are damaged.")
-    if stats.get("vocab_sha256") is not None and not built_with(vocab_file, stats["vocab_sha256"]):
-        sizes = (f"; {stats['vocab_size']} tokens there, {len(load_vocab(vocab_file))} in --vocab_file"
-                 if "vocab_size" in stats else "")
-        raise ValueError(
-            f"The records in {directory} were built with another vocabulary than `--vocab_file="
-            f"{vocab_file}` ({stats_path}: vocab_sha256 {stats['vocab_sha256'][:12]}...{sizes}). Pass the "
-            "vocabulary they were built with."
-        )
     return stats

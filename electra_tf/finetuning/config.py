@@ -133,3 +133,73 @@ def with_current_keys(values):
     {'epochs': 2, 'seq_length': 64}
     """
     return renamed(values, OLD_KEYS)
+
+
+# `finetune_config.json` keys that are no `FinetuneConfig` field: the JSON types they hold.
+_STR, _BOOL, _NONE = (str, "a str"), (bool, "a bool (true or false)"), type(None)
+SETTINGS_TYPES = {"kind": _STR, "label_names": ((list, _NONE), "a list of str or null"), "pair": _BOOL,
+                  "regression": _BOOL, "metric": ((str, _NONE), "a str or null"),
+                  "scheme": ((str, _NONE), "a str or null"), "answerable": _BOOL}
+# The copy of `finetune_config.json` a run writes into its `results.json` (`run_files.write_results`).
+RESULTS_KEY = "finetune_config"
+
+
+def read_finetune_config(folder):
+    """The `finetune_config.json` of the fine-tuning output `folder`, with current keys and checked; None without one.
+
+    Refused with one line naming the file (and the field): not JSON or no object; a field of the
+    wrong type (`"seq_length": "128"`: `FinetuneConfig`'s own checks, as a run's `config.json`
+    has them); a field that differs from the copy the run wrote into its `results.json`: the file
+    was edited after fine-tuning, and the model's outputs follow what it was trained with
+    (relabelled `label_names` would name every prediction wrongly).
+    """
+    import os
+
+    import tensorflow as tf
+
+    from electra_tf import run_files
+    from electra_tf.config_fields import fields
+
+    path = os.path.join(folder, run_files.FINETUNE_CONFIG_FILE)
+    if not tf.io.gfile.exists(path):
+        return None
+    values = _json_object(path)
+    values = with_current_keys(values)  # an earlier version wrote max_seq_length
+    declared = fields(FinetuneConfig)
+    try:
+        FinetuneConfig(**{name: value for name, value in values.items() if name in declared})
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+    for name, (kinds, words) in SETTINGS_TYPES.items():
+        value = values.get(name)
+        if name in values and (not isinstance(value, kinds) or (isinstance(value, list) and not all(
+                isinstance(label, str) for label in value))):
+            raise ValueError(f"{path}: `{name}` expects {words}; received {value!r}.")
+    results_path = os.path.join(folder, run_files.RESULTS_FILE)
+    saved = _json_object(results_path).get(RESULTS_KEY) if tf.io.gfile.exists(results_path) else None
+    if isinstance(saved, dict):
+        saved = with_current_keys(saved)
+        edited = [name for name in sorted(set(saved) | set(values)) if saved.get(name) != values.get(name)]
+        if edited:
+            name = edited[0]
+            raise ValueError(
+                f"{path}: `{name}` is {values.get(name, '(absent)')!r}, but the run wrote {saved.get(name, '(absent)')!r} "
+                f"(its copy in {results_path}): the file was edited after fine-tuning, and the model answers as it was "
+                f"trained. Restore `{name}`, or fine-tune again.")
+    return values
+
+
+def _json_object(path):
+    """The JSON object in `path`; a file that is not one is an error naming it."""
+    import json
+
+    import tensorflow as tf
+
+    with tf.io.gfile.GFile(path) as f:
+        try:
+            value = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path} is not valid JSON ({e}): truncated or damaged.") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path} holds no JSON object: truncated or damaged.")
+    return value

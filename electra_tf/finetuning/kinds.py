@@ -15,7 +15,6 @@ Example:
 """
 
 import collections
-import json
 import os
 
 import tensorflow as tf
@@ -24,7 +23,7 @@ from absl import logging
 from electra_tf import run_files, sources
 from electra_tf.finetuning import trials
 from electra_tf.finetuning.classification import ClassificationKind
-from electra_tf.finetuning.config import with_current_keys
+from electra_tf.finetuning.config import read_finetune_config
 from electra_tf.finetuning.multiple_choice import MultipleChoiceKind
 from electra_tf.finetuning.qa import SpanQAKind
 from electra_tf.finetuning.tagging import TaggingKind
@@ -65,13 +64,15 @@ def finetune(config, strategy=None):
     return trials.run_trials(config, for_config(config), strategy)
 
 
-def for_model(model):
-    """The kind whose `model_class` `model` is; a `TypeError` naming what is accepted otherwise."""
+def for_model(model, what=None):
+    """The kind whose `model_class` `model` is; a `TypeError` naming what is accepted otherwise (and `what`, the
+    flag and file it came from, when given)."""
     for kind in KINDS.values():
         if isinstance(model, kind.model_class):
             return kind
     names = ", ".join(kind.model_class.__name__ for kind in KINDS.values())
-    raise TypeError(f"A {type(model).__name__} is not a fine-tuned model ({names}): fine-tune it first with "
+    found = f"{what} holds a {type(model).__name__}, which is" if what else f"A {type(model).__name__} is"
+    raise TypeError(f"{found} not a fine-tuned model ({names}): fine-tune it first with "
                     "`python -m electra_tf.finetune`, or export a bare encoder with `--kind encoder`.")
 
 
@@ -110,17 +111,11 @@ def load_finetuned(path):
                 "`python -m electra_tf.export --kind encoder`.")
         model_path = os.path.join(path, kind.model_file)
     model = sources.load_keras_model(model_path)
-    kind = for_model(model)
+    kind = for_model(model, f"`--init={model_path}`")
     sources.check_finite(model, f"`--init={path}`")
-    settings = {}
-    config_file = os.path.join(folder, run_files.FINETUNE_CONFIG_FILE)
-    if tf.io.gfile.exists(config_file):
-        with tf.io.gfile.GFile(config_file) as f:
-            try:
-                settings = with_current_keys(json.load(f))  # an earlier version wrote max_seq_length
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{config_file} is not valid JSON ({e}): truncated or damaged.") from None
-    else:
+    settings = read_finetune_config(folder)
+    if settings is None:
+        settings = {}
         logging.warning("WARNING: no %s beside %s: %s", run_files.FINETUNE_CONFIG_FILE, model_path,
                         kind.missing_settings(model))
     return Finetuned(kind, model, os.path.join(folder, run_files.VOCAB_FILE), settings)

@@ -41,7 +41,7 @@ from electra_tf import run_files, sources
 from electra_tf.data.tokenizer import WordPieceTokenizer, copy_vocab
 from electra_tf.finetuning import recipe
 from electra_tf.finetuning.batching import num_batches
-from electra_tf.finetuning.config import with_current_keys
+from electra_tf.finetuning.config import read_finetune_config, with_current_keys
 from electra_tf.training import callbacks, distribute, run_lock
 from electra_tf.training import named_checkpoint
 from electra_tf.training.named_checkpoint import NamedCheckpoint
@@ -132,6 +132,7 @@ def _finished_results(config):
     if results is None:
         return None
     _refuse_other_settings(results.get("settings") or {}, config, f"a finished fine-tuning run ({path})")
+    read_finetune_config(config.output_dir)  # an edited finetune_config.json is refused, naming the field
     print(f"already finished; results in {path}", flush=True)
     return results
 

@@ -72,6 +72,7 @@ def open_model(path, options=()):
         raise FileNotFoundError(f"--init {path} does not exist.")
     version = export_version(path) if named == [path] else None
     if version is not None:
+        _refuse_encoder_export(path, version)
         kind = served_kinds.get(_config_file(version).get("kind", "classification"), version)
         _check_options(kind, options, path)
         import tensorflow_text  # noqa: F401  (registers the ops the serving graph tokenizes with)
@@ -97,6 +98,15 @@ def open_model(path, options=()):
     _check_options(kind, options, path)
     module = kind.open(path, options)
     return ServedPredictor(module.signatures(), _asset_config(module, path), path, keep=module)
+
+
+def _refuse_encoder_export(path, version):
+    """Refuses an `export --kind encoder` SavedModel: a bare encoder serves no predictions."""
+    config_file = os.path.join(version, run_files.ASSETS_DIR, run_files.ENCODER_CONFIG_ASSET)
+    if os.path.exists(config_file):
+        raise ValueError(f"`--init={path}` is an encoder export ({config_file}): a bare encoder, without a task "
+                         "head, predicts nothing. Fine-tune it (`python -m electra_tf.finetune --init "
+                         f"{path}`) and predict with the run's --output_dir, or its `export --kind serving`.")
 
 
 def _config_file(version):

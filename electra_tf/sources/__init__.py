@@ -90,6 +90,7 @@ def resolve(spec, flag="init"):
     if source is not None:
         if not path:
             raise ValueError(f"`--{flag}={spec}` names no folder: {prefix}:DIR.")
+        source.check_path(path, f"`--{flag}={spec}`")
         return source, path
     if prefix and "/" not in prefix and len(prefix) > 1 and not tf.io.gfile.exists(spec):
         raise ValueError(f"Unknown `--{flag}={spec}`: the KIND:DIR forms are {[k + ':DIR' for k in SOURCES]}.")
@@ -169,6 +170,7 @@ def load_source(prefix, path, flag="input", **options):
         path: str. What follows the prefix.
         flag: str. The flag that named `path`, for messages.
     """
+    SOURCES[prefix].check_path(path, f"`--{flag}={path}`")
     return _load(SOURCES[prefix], path, f"`--{flag}={path}`", flag, options)
 
 

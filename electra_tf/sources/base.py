@@ -31,6 +31,10 @@ class Source:
         del path
         return False
 
+    def check_path(self, path, given):
+        """Refuses a path part that cannot name this form's files (`given`: the flag and value, for the message)."""
+        del path, given
+
     def inputs(self, path):
         """The files or folders `path` names: an output must not overlap them."""
         return [path]

@@ -46,6 +46,11 @@ class HuggingFace(Source):
     def inputs(self, path):
         return [p for p in path.split(",") if p]
 
+    def check_path(self, path, given):
+        if any(not folder.strip() for folder in path.split(",")):
+            raise ValueError(f"{given} holds an empty folder name (a comma too many): {self.prefix}:DIR, or "
+                             f"{self.prefix}:DISC,GEN for a discriminator and its generator.")
+
     def folders(self, path, flag="init"):
         """The folders to read; a generator alone is refused (`GeneratorFolderError`)."""
         from electra_tf.convert.hugging_face import folder_roles
@@ -173,18 +178,25 @@ class KerasHub(Source):
     form = "keras_hub:DIR"
 
     def recognises(self, path):
-        return run_files.artefact_kind(path) == run_files.KERAS_HUB_PRESET
+        return run_files.artefact_kind(path) == run_files.KERAS_HUB_PRESET or is_preset_folder(path)
 
     def load(self, path, flag="init", **options):
         from electra_tf.convert.keras_hub import read_keras_hub_preset
 
-        return read_keras_hub_preset(path)
+        return read_keras_hub_preset(path, flag)
 
     def vocabulary(self, path):
         from electra_tf.convert.keras_hub import preset_tokenizer_settings
 
         vocab, settings = preset_tokenizer_settings(path)
         return _vocabulary_with_settings(vocab, settings) if vocab else None
+
+
+def is_preset_folder(path):
+    """Whether `path` holds keras-hub's preset files (`config.json`, `metadata.json`), its weights there or not."""
+    from electra_tf.convert.keras_hub import PRESET_FILES
+
+    return all(tf.io.gfile.exists(os.path.join(path, name)) for name in PRESET_FILES)
 
 
 def _vocabulary_with_settings(vocab_file, settings):

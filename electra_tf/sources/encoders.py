@@ -27,12 +27,25 @@ def load_keras_model(path, flag="init"):
     """
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"`--{flag}={path}` does not exist.")
+    if tf.io.gfile.isdir(path):
+        raise IsADirectoryError(f"`--{flag}={path}` is a folder without {run_files.ENCODER_FILE}: a .keras model is "
+                                "a file. Name the .keras file itself" + _folder_hint(path, flag) + ".")
     register_models()
     try:
         return keras.saving.load_model(path, compile=False)  # the weights; a fine-tuned model's optimizer is not needed
     except Exception as e:  # Keras reports a damaged zip as "File not found"
+        if "safe_mode" in str(e):
+            raise ValueError(f"`--{flag}={path}` holds Python code (a Lambda layer's function, or another callable "
+                             "saved as bytecode), which Keras loads only with safe_mode off: electra_tf does not run "
+                             "code from a model file. Save the model without it.") from None
         raise ValueError(f"`--{flag}={path}` cannot be read ({type(e).__name__}: {str(e)[:200]}): a truncated "
                          "or damaged .keras file.") from None
+
+
+def _folder_hint(path, flag):
+    """How a folder that is no .keras file is given instead (a run, a fine-tuning output: without `keras:`)."""
+    kind = run_files.artefact_kind(path)
+    return f", or, since it holds {kind}, the folder as `--{flag} {path}` (no keras: form)" if kind else ""
 
 
 def register_models():

@@ -11,7 +11,8 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from electra_tf.data.pretraining_dataset import check_record_format, list_files, pretraining_dataset
+from electra_tf.data.pretraining_dataset import (check_record_format, check_segment_ids, list_files,
+                                                pretraining_dataset)
 from electra_tf.data import records
 from electra_tf.data import tokenizer as tokenizer_lib
 from electra_tf.models.pretrainer import build_pretrainer
@@ -108,11 +109,29 @@ def check_batch_size(config, num_replicas=1):
 
 
 def check_inputs(config):
-    """Every record file of `--data` (and `--eval_data`) exists and starts with a well-formed record."""
+    """Every record file of `--data` (and `--eval_data`) exists, starts with well-formed records whose
+    segment ids fit `--num_segments`, and its build's `stats.json` does not say otherwise."""
     for flag, patterns in (("data", config.data), ("eval_data", config.eval_data)):
         if flag == "data" or patterns:
             for path in list_files(patterns, flag=flag):
                 check_record_format(path, config.seq_length)
+                check_segment_ids(path, config.num_segments, flag)
+            check_segments_of_builds(patterns, config.num_segments, flag)
+
+
+def check_segments_of_builds(patterns, num_segments, flag="data"):
+    """Refuses `--num_segments=1` for records whose build's `stats.json` counts examples with a second segment."""
+    if num_segments >= 2:
+        return
+    for directory in sorted({os.path.dirname(path) for path in list_files(patterns, flag=flag)}):
+        stats = records.read_stats(directory)
+        if stats and isinstance(stats.get("examples"), int) and isinstance(stats.get("single_segment"), int):
+            two = stats["examples"] - stats["single_segment"]
+            if two > 0:
+                raise ValueError(
+                    f"`--num_segments={num_segments}` is too few for the records of `--{flag}={patterns}`: "
+                    f"{os.path.join(directory, records.STATS_FILE)} counts {two:,} of {stats['examples']:,} examples "
+                    "with two segments (segment id 1). Use --num_segments 2 (the default).")
 
 
 def check_data_vocabulary(patterns, vocab_file, settings):
