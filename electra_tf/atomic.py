@@ -27,8 +27,10 @@ artefacts, so a link, a hard link or a linked folder is refused as the file it i
 
 A folder (a LiteRT model, a Hugging Face model, a SavedModel version) is staged the same
 way (`staged_folder`) and renamed onto a new or empty folder. `claim_folder` makes its
-temporary folder before the work, so a second command writing the same folder at once
-is refused then, naming the flag, not after it has done its work.
+temporary folder (`.partial-claim-<name>`, holding its owner's host and pid) before the
+work, so a second command writing the same folder at once is refused then, naming the
+flag, not after it has done its work; the claim of a killed command (no such process on
+this host) is taken over.
 
 The only other rename in the package is `training/run_lock.py`'s stale-lock takeover
 (a lock protocol, not a write).
@@ -46,14 +48,17 @@ Example:
 
 import contextlib
 import errno
+import json
 import os
 import shutil
+import socket
 import stat
 import threading
 import uuid
 
 PARTIAL_PREFIX = ".partial-"  # every temporary output: `.partial-<token>-<name>`, beside its target
 CLAIM_TOKEN = "claim"  # the token of a folder claimed before the work (`claim_folder`)
+CLAIM_OWNER = ".owner.json"  # in a claimed folder while it is written: the claiming process's host and pid
 
 _partials = set()  # temporary files and folders being written by this process (removed on SIGTERM)
 _claims = {}  # target folder -> its claimed temporary folder
@@ -337,13 +342,33 @@ def claim_folder(path, flag):
         try:
             os.mkdir(claim)
         except FileExistsError:
-            raise FileExistsError(f"`--{flag}={path}` is being written by another command (its temporary folder "
-                                  f"{claim} exists). Wait for it, choose another --{flag}, or remove that folder "
-                                  "if no command is running.") from None
+            if not _stale(claim):
+                raise FileExistsError(f"`--{flag}={path}` is being written by another command (its temporary "
+                                      f"folder {claim} exists). Wait for it, choose another --{flag}, or remove "
+                                      "that folder if no command is running.") from None
+            shutil.rmtree(claim, ignore_errors=True)  # a killed command's: taken over
+            os.mkdir(claim)
         _fix_mode(claim)
+        with open(os.path.join(claim, CLAIM_OWNER), "w", encoding="utf-8") as f:
+            json.dump({"host": socket.gethostname(), "pid": os.getpid()}, f)
         _claims[target] = claim
         _partials.add(claim)
     return claim
+
+
+def _stale(claim):
+    """Whether a claimed folder's owner is a process of this host that no longer runs."""
+    try:
+        with open(os.path.join(claim, CLAIM_OWNER), encoding="utf-8") as f:
+            owner = json.load(f)
+        if owner.get("host") != socket.gethostname():
+            return False
+        os.kill(int(owner["pid"]), 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False  # unreadable, being written, or another user's live process
+    return False
 
 
 def release_claim(path):
@@ -393,6 +418,8 @@ def staged_folder(path, flag=None):
             _partials.add(partial)
     try:
         yield partial
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(partial, CLAIM_OWNER))  # a claim's owner: not part of the folder written
         if not is_url(target) and os.path.isdir(target) and os.listdir(target):
             raise _Filled(f"{_describe(flag, path)} was filled by another command meanwhile; nothing of this one "
                           "was written there. Choose another --" + (flag or "output") + ".")

@@ -233,6 +233,7 @@ def refuse_foreign_output(folder, flag, own_kind, inputs=()):
     one holding another kind of artefact than `own_kind`; and one lying inside
     an artefact of any kind (another run's or export's folder). A folder of
     `own_kind` itself is allowed (it resumes); a file is refused (it is not a folder).
+    Links are resolved first: a linked folder is the folder it names.
     """
     if tf.io.gfile.exists(folder) and not tf.io.gfile.isdir(folder):
         raise NotADirectoryError(f"`--{flag}={folder}` is a file, not a folder. Choose a folder.")
@@ -268,7 +269,8 @@ def guard_output(path, flag, own_kind, inputs=(), writes=None):
     (see `artefact_kind`; for a file output, the folder it goes into); and
     anything that would be overwritten: for a file output (`writes` given as
     paths), each existing path of `writes`; for a folder output (`writes` None),
-    a folder that is not empty.
+    a folder that is not empty. Paths are compared as the files they name (`atomic.real_path`,
+    `atomic.same_file`): a link, a hard link or a path through a linked folder is the file it leads to.
 
     Args:
         path: str. The output (a folder, a `.keras` file or a checkpoint prefix).

@@ -113,7 +113,8 @@ def settings_path(vocab_file):
 def write_settings(directory, settings):
     """Writes `electra_tokenizer.json` into `directory` (beside its `vocab.txt`)."""
     tf.io.gfile.makedirs(directory)
-    atomic.write_text(os.path.join(directory, SETTINGS_FILE), json.dumps(dict(settings), indent=2, sort_keys=True) + "\n")
+    text = json.dumps(dict(settings), indent=2, sort_keys=True) + "\n"
+    atomic.write_text(os.path.join(directory, SETTINGS_FILE), text)
 
 
 def write_hugging_face_settings(directory, settings):

@@ -81,17 +81,18 @@ def check_outputs(outputs, inputs):
             continue  # a device or a stream: nothing is created or replaced beside it
         folder = os.path.dirname(target)
         if not os.path.isdir(folder):
-            raise FileNotFoundError(f"Cannot write `--{flag}={path}`: no folder {os.path.dirname(os.path.abspath(path))}.")
+            raise FileNotFoundError(f"Cannot write `--{flag}={path}`: no folder "
+                                    f"{os.path.dirname(os.path.abspath(path))}.")
         if os.path.exists(target) and target.endswith(MODEL_SUFFIXES):
             raise FileExistsError(f"`--{flag}={path}` is a model file{_via(path, target)}; predictions never "
                                   f"replace one. Choose another --{flag}.")
-        if os.path.exists(target) and os.stat(target).st_nlink > 1:
-            raise FileExistsError(f"`--{flag}={path}` is one of {os.stat(target).st_nlink} hard links of a file; "
-                                  f"replacing it would part it from its other names. Choose another --{flag}.")
         artefact = enclosing_artefact(target) or _serving_folder(folder)  # the file's folder counts as a parent
         if artefact is not None:
             raise FileExistsError(f"`--{flag}={path}` lies inside {artefact[1]} ({artefact[0]}); a prediction file "
                                   f"there would mix with (or replace) its files. Choose another --{flag}.")
+        if os.path.exists(target) and os.stat(target).st_nlink > 1:
+            raise FileExistsError(f"`--{flag}={path}` is one of {os.stat(target).st_nlink} hard links of a file; "
+                                  f"replacing it would part it from its other names. Choose another --{flag}.")
         _probe(folder, flag, path)
 
 
