@@ -227,6 +227,14 @@ def _is_write_error(error):
     return isinstance(error, OSError) and error.errno in _WRITE_ERRNOS
 
 
+def _abandon(partial, error, flag, path):
+    """Removes a failed write's temporary output; returns the error to raise (a write error names the flag)."""
+    with lock:
+        _remove(partial)
+        _partials.discard(partial)
+    return _failure(error, flag, path) if flag and _is_write_error(error) else error
+
+
 @contextlib.contextmanager
 def staged(path, flag=None):
     """Yields a temporary path beside `path`'s target for a writer that takes a path (Keras' `model.save`,
@@ -245,12 +253,10 @@ def staged(path, flag=None):
         yield partial
         replace(partial, path)
     except BaseException as e:
-        with lock:
-            _remove(partial)
-            _partials.discard(partial)
-        if flag and _is_write_error(e):
-            raise _failure(e, flag, path) from e
-        raise
+        failure = _abandon(partial, e, flag, path)
+        if failure is e:
+            raise
+        raise failure from e
 
 
 class _Checked:
@@ -425,9 +431,7 @@ def staged_folder(path, flag=None):
                           "was written there. Choose another --" + (flag or "output") + ".")
         replace(partial, path)
     except BaseException as e:
-        with lock:
-            _remove(partial)
-            _partials.discard(partial)
-        if flag and _is_write_error(e):
-            raise _failure(e, flag, path) from e
-        raise
+        failure = _abandon(partial, e, flag, path)
+        if failure is e:
+            raise
+        raise failure from e

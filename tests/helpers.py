@@ -230,6 +230,16 @@ def digests(folder):
     return out
 
 
+def command_cases(cases):
+    """`(command, ...)` cases as parameters: each command's first runs in the fast suite, the others are large
+    (a process each)."""
+    seen = set()
+    for i, case in enumerate(cases):
+        large = case[0] in seen
+        seen.add(case[0])
+        yield pytest.param(*case, id=f"{case[0].split('.')[-1]}-{i}", marks=[pytest.mark.large] if large else [])
+
+
 def error_line(result, exit_code=1):
     """The one `error: ...` line of a command that exited `exit_code` (1; a bad flag: 2) without a traceback."""
     lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]

@@ -16,7 +16,7 @@ import re
 
 import pytest
 
-from helpers import digests, run_python, write_vocab
+from helpers import command_cases, digests, run_python, write_vocab
 
 
 @pytest.fixture(scope="module")
@@ -85,16 +85,7 @@ CASES = [
 ]
 
 
-def cases():
-    """Every case; each command's first runs in the fast suite, the others are large (a process each)."""
-    seen = set()
-    for i, case in enumerate(CASES):
-        large = case[0] in seen
-        seen.add(case[0])
-        yield pytest.param(*case, id=f"{case[0].split('.')[-1]}-{i}", marks=[pytest.mark.large] if large else [])
-
-
-@pytest.mark.parametrize("command,arguments,flag,expected", cases())
+@pytest.mark.parametrize("command,arguments,flag,expected", command_cases(CASES))
 def test_every_writing_command_refuses_its_input_its_model_and_another_artefacts_files(world, command, arguments,
                                                                                        flag, expected):
     before = digests(world)

@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from helpers import REPO, error_line, run_python, write_vocab
+from helpers import REPO, command_cases, error_line, run_python, write_vocab
 
 DEVICE = os.makedev(1, 7)  # a replica of the system's full device: every write fails with ENOSPC
 
@@ -157,16 +157,7 @@ CASES = [
 ]
 
 
-def cases():
-    """Every case; each command's first runs in the fast suite, the others are large (a process each)."""
-    seen = set()
-    for i, case in enumerate(CASES):
-        large = case[0] in seen
-        seen.add(case[0])
-        yield pytest.param(*case, id=f"{case[0].split('.')[-1]}-{i}", marks=[pytest.mark.large] if large else [])
-
-
-@pytest.mark.parametrize("command,arguments,flag,expected", cases())
+@pytest.mark.parametrize("command,arguments,flag,expected", command_cases(CASES))
 def test_links_hard_links_linked_folders_and_devices_are_refused_as_the_files_they_are(world, command, arguments,
                                                                                        flag, expected):
     if "/devs/" in arguments:
@@ -279,3 +270,20 @@ def test_no_rename_outside_the_atomic_writer():
                         if re.search(r"os\.replace\(|\.rename\(", line):
                             found.append(f"{os.path.relpath(path, REPO)}:{number}: {line.strip()}")
     assert found == []
+
+
+def test_a_url_is_written_whole_through_tf_io_gfile():
+    """`gs://` and other `tf.io.gfile` URLs keep working (here TensorFlow's in-memory `ram://` file system): the
+    file replaced whole, the JSON writer too, no temporary file left."""
+    import tensorflow as tf
+
+    from electra_tf import atomic, run_files
+
+    tf.io.gfile.makedirs("ram://atomic_links")
+    atomic.write_text("ram://atomic_links/notes.txt", "one\n")
+    atomic.write_text("ram://atomic_links/notes.txt", "two\n")
+    run_files.write_json("ram://atomic_links/results.json", {"accuracy": 0.5})
+    with tf.io.gfile.GFile("ram://atomic_links/notes.txt") as f:
+        assert f.read() == "two\n"
+    assert run_files.read_json("ram://atomic_links/results.json") == {"accuracy": 0.5}
+    assert sorted(tf.io.gfile.listdir("ram://atomic_links")) == ["notes.txt", "results.json"]
