@@ -227,12 +227,18 @@ def _is_write_error(error):
     return isinstance(error, OSError) and error.errno in _WRITE_ERRNOS
 
 
-def _abandon(partial, error, flag, path):
-    """Removes a failed write's temporary output; returns the error to raise (a write error names the flag)."""
-    with lock:
-        _remove(partial)
-        _partials.discard(partial)
-    return _failure(error, flag, path) if flag and _is_write_error(error) else error
+@contextlib.contextmanager
+def _removed_on_error(partial, flag, path):
+    """On an error inside, removes the temporary output `partial`; a write error is raised naming the flag."""
+    try:
+        yield
+    except BaseException as e:
+        with lock:
+            _remove(partial)
+            _partials.discard(partial)
+        if flag and _is_write_error(e):
+            raise _failure(e, flag, path) from e
+        raise
 
 
 @contextlib.contextmanager
@@ -249,14 +255,9 @@ def staged(path, flag=None):
     partial = partial_path(path)
     with lock:
         _partials.add(partial)
-    try:
+    with _removed_on_error(partial, flag, path):
         yield partial
         replace(partial, path)
-    except BaseException as e:
-        failure = _abandon(partial, e, flag, path)
-        if failure is e:
-            raise
-        raise failure from e
 
 
 class _Checked:
@@ -422,7 +423,7 @@ def staged_folder(path, flag=None):
             _fix_mode(partial)
         with lock:
             _partials.add(partial)
-    try:
+    with _removed_on_error(partial, flag, path):
         yield partial
         with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(partial, CLAIM_OWNER))  # a claim's owner: not part of the folder written
@@ -430,8 +431,3 @@ def staged_folder(path, flag=None):
             raise _Filled(f"{_describe(flag, path)} was filled by another command meanwhile; nothing of this one "
                           "was written there. Choose another --" + (flag or "output") + ".")
         replace(partial, path)
-    except BaseException as e:
-        failure = _abandon(partial, e, flag, path)
-        if failure is e:
-            raise
-        raise failure from e

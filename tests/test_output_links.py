@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from helpers import REPO, command_cases, error_line, run_python, write_vocab
+from helpers import REPO, command_cases, error_line, refusal, run_python, write_vocab
 
 DEVICE = os.makedev(1, 7)  # a replica of the system's full device: every write fails with ENOSPC
 
@@ -163,9 +163,7 @@ def test_links_hard_links_linked_folders_and_devices_are_refused_as_the_files_th
     if "/devs/" in arguments:
         needs_devices(world)
     before = state(world)
-    result = run_python(["-m", f"electra_tf.{command}", *arguments.format(r=world).split()], check=False)
-    line = error_line(result)
-    assert f"--{flag}=" in line and __import__("re").search(expected, line), line
+    refusal(command, arguments.format(r=world), flag, expected)
     assert state(world) == before
 
 
