@@ -69,13 +69,13 @@ def main(argv):
 def _check_model_dir(model_dir, init, data):
     """Refuses, before anything is written (the run lock included), a `--model_dir` that is or overlaps `--init`,
     holds the `--data` records, holds another kind of artefact or lies inside one."""
-    from electra_tf import run_files, sources
+    from electra_tf import atomic, run_files, sources
 
     run_files.refuse_foreign_output(model_dir, "model_dir", run_files.PRETRAINING_RUN,
                                     inputs=sources.init_inputs(init))
     for pattern in (data or "").split(","):
-        if pattern not in ("", "demo") and "://" not in pattern and os.path.abspath(os.path.dirname(pattern)) == os.path.abspath(
-                model_dir):
+        if pattern not in ("", "demo") and "://" not in pattern and atomic.same_file(
+                os.path.dirname(os.path.abspath(pattern)), model_dir):
             raise ValueError(f"`--model_dir={model_dir}` is the folder of the `--data` records ({pattern}): the run's "
                              "files would mix with them. Choose another --model_dir.")
 

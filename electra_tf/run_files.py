@@ -50,6 +50,7 @@ import os
 
 import tensorflow as tf
 
+from electra_tf import atomic
 from electra_tf.config import ElectraConfig
 from electra_tf.convert.hf_names import HF_CONFIG_FILE, HF_WEIGHTS_FILE, HF_WEIGHTS_INDEX_FILE  # noqa: F401  (convert owns the HF format)
 from electra_tf.data.tokenizer import SETTINGS_FILE, VOCAB_FILE  # noqa: F401  (the tokenizer owns its file names)
@@ -136,10 +137,7 @@ def check_resumable(config, model_dir):
 
 def write_config(config, model_dir):
     tf.io.gfile.makedirs(model_dir)
-    path = os.path.join(model_dir, CONFIG_FILE)
-    with tf.io.gfile.GFile(path + ".tmp", "w") as f:
-        f.write(config.to_json())
-    tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+    atomic.write_text(os.path.join(model_dir, CONFIG_FILE), config.to_json())
 
 
 def latest_checkpoint(model_dir):
@@ -211,13 +209,14 @@ def enclosing_artefact(path):
     if "://" in path:
         kind = artefact_kind(path)
         return None if kind is None else (path, kind)
-    folder = os.path.abspath(path)
+    path = atomic.real_path(path)  # a link or a linked folder: where the file lies
+    folder = path
     while True:
         kind = artefact_kind(folder)
         # A parent is a run with its config and results: config.json alone, or a discriminator.keras that a
         # Keras script saved in a working folder, makes no folder under it part of a run.
         weak = kind == PRETRAINING_RUN and not (tf.io.gfile.exists(os.path.join(folder, CONFIG_FILE)) and is_run(folder))
-        if kind is not None and (folder == os.path.abspath(path) or not weak):
+        if kind is not None and (folder == path or not weak):
             return folder, kind
         parent = os.path.dirname(folder)
         if parent == folder:
@@ -234,16 +233,16 @@ def refuse_foreign_output(folder, flag, own_kind, inputs=()):
     one holding another kind of artefact than `own_kind`; and one lying inside
     an artefact of any kind (another run's or export's folder). A folder of
     `own_kind` itself is allowed (it resumes); a file is refused (it is not a folder).
+    Links are resolved first: a linked folder is the folder it names.
     """
     if tf.io.gfile.exists(folder) and not tf.io.gfile.isdir(folder):
         raise NotADirectoryError(f"`--{flag}={folder}` is a file, not a folder. Choose a folder.")
-    target = os.path.abspath(os.fspath(folder)) if "://" not in os.fspath(folder) else os.fspath(folder)
+    target = atomic.real_path(folder)  # links resolved: a linked folder is the folder it names
     for item in inputs:
         path = os.fspath(item or "")
         if not path or "://" in path:
             continue
-        source = os.path.abspath(path)
-        if _inside(target, source) or _inside(source, target):
+        if atomic.inside(target, path) or atomic.inside(path, target):
             raise ValueError(f"`--{flag}={folder}` is or overlaps the input {item}: writing there would mix "
                              f"with (or replace) what is being read. Choose another --{flag}.")
     found = enclosing_artefact(target)
@@ -255,14 +254,10 @@ def refuse_foreign_output(folder, flag, own_kind, inputs=()):
 
 def refuse_inside_artefact(path, flag):
     """Refuses a new output `path` (file or folder) inside another artefact: a run, a fine-tuning output, an export."""
-    around = enclosing_artefact(os.path.dirname(os.path.abspath(path)))
+    around = enclosing_artefact(os.path.dirname(atomic.real_path(path)))
     if around is not None:
         raise FileExistsError(f"`--{flag}={path}` lies inside {around[0]}, which holds {around[1]}; writing there "
                               f"would mix with its files. Choose another --{flag}.")
-
-
-def _inside(path, folder):
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def guard_output(path, flag, own_kind, inputs=(), writes=None):
@@ -274,7 +269,8 @@ def guard_output(path, flag, own_kind, inputs=(), writes=None):
     (see `artefact_kind`; for a file output, the folder it goes into); and
     anything that would be overwritten: for a file output (`writes` given as
     paths), each existing path of `writes`; for a folder output (`writes` None),
-    a folder that is not empty.
+    a folder that is not empty. Paths are compared as the files they name (`atomic.real_path`,
+    `atomic.same_file`): a link, a hard link or a path through a linked folder is the file it leads to.
 
     Args:
         path: str. The output (a folder, a `.keras` file or a checkpoint prefix).
@@ -297,12 +293,13 @@ def guard_output(path, flag, own_kind, inputs=(), writes=None):
             print(e)  # `--output_dir=busy` is not empty (notes.txt); ...
         ```
     """
-    target = os.path.abspath(os.fspath(path))
+    target = atomic.real_path(path)  # links resolved: the file a write lands in
     for item in inputs:
         if not item:
             continue
-        source = os.path.abspath(os.fspath(item))
-        overlaps = (_inside(target, source) or _inside(source, target)) if writes is None else target == source
+        source = os.fspath(item)
+        overlaps = (atomic.inside(target, source) or atomic.inside(source, target)) if writes is None \
+            else atomic.same_file(target, source)
         if overlaps:
             raise ValueError(f"`--{flag}={path}` is or overlaps the input {item}: writing there would replace "
                              "what is being read. Choose another --" + flag + ".")
@@ -321,7 +318,7 @@ def guard_output(path, flag, own_kind, inputs=(), writes=None):
         if tf.io.gfile.exists(target) and not tf.io.gfile.isdir(target):
             raise FileExistsError(f"`--{flag}={path}` is a file, not a folder. Choose a folder.")
         return
-    existing = [name for name in writes if tf.io.gfile.exists(name)]
+    existing = [name for name in writes if tf.io.gfile.exists(name) or os.path.lexists(name)]
     if existing:
         raise FileExistsError(f"`--{flag}={path}` would overwrite {', '.join(existing)}; nothing is overwritten. "
                               f"Choose a new --{flag}.")
@@ -342,12 +339,13 @@ def write_results(output_dir, results, finetune_config):
 
 
 def write_json(path, value, indent=2):
-    """Writes `value` as strict JSON (no NaN) to `path` atomically: a reader never sees half a file."""
+    """Writes `value` as strict JSON (no NaN) to `path` atomically (`atomic`): a reader never sees half a file.
+
+    The one JSON writer of the package (runs, results, statistics, configs).
+    """
     text = json.dumps(value, indent=indent, allow_nan=False)
     tf.io.gfile.makedirs(os.path.dirname(path) or ".")
-    with tf.io.gfile.GFile(path + ".tmp", "w") as f:
-        f.write(text)
-    tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+    atomic.write_text(path, text)
 
 
 def read_json(path):

@@ -49,7 +49,6 @@ import json
 import os
 import re
 import time
-import uuid
 
 from absl import app
 from absl import flags
@@ -58,6 +57,7 @@ import apache_beam as beam
 import numpy as np
 import tensorflow as tf
 
+from electra_tf import atomic
 from electra_tf import cli
 from electra_tf.data import tokenizer as tokenizer_lib
 from electra_tf.data.records import SHARD_PATTERN, SHARD_PREFIX, STATS_FILE, SUCCESS_FILE
@@ -68,7 +68,8 @@ from electra_tf.pipelines import text_io
 from electra_tf.pipelines import tfrecord
 
 _PARTIAL_STATS = ".stats.partial-"  # + the shard index + ".json": each shard's counts, summed by the build
-_TMP_PREFIX = ".tmp-"
+_TMP_PREFIXES = (atomic.PARTIAL_PREFIX, ".tmp-")  # temporary files and staging folders (".tmp-": older builds')
+_STAGING = "build"  # the name of a staging folder (`atomic.partial_path`): .partial-<token>-build
 
 
 def shard_paths(output_dir, num_shards):
@@ -268,20 +269,14 @@ class WriteShardFn(beam.DoFn):
             raise RuntimeError(f"Shard {shard}: the runner delivered {int(twice.sum())} examples more than once.")
         records, offsets = packing.encode_examples(rows["input_ids"], rows["num_a"], rows["num_b"])
         final = shard_paths(self.output_dir, self.num_shards)[shard]
-        tmp = os.path.join(self.output_dir, f"{_TMP_PREFIX}{os.path.basename(final)}-{uuid.uuid4().hex}")
-        with tf.io.gfile.GFile(tmp, "wb") as f:
-            f.write(tfrecord.frame_records(records, offsets))
-        tf.io.gfile.rename(tmp, final, overwrite=True)
+        atomic.write_bytes(final, tfrecord.frame_records(records, offsets))
         logging.info("Wrote %s (%d examples)", final, len(rows))
         _write_json(_partial_stats_path(self.output_dir, shard),
                     _sum_stats([*stats, {"empty_shards": int(len(rows) == 0), "written": len(rows)}]))
 
 
 def _write_json(path, value):
-    tmp = os.path.join(os.path.dirname(path), f"{_TMP_PREFIX}{os.path.basename(path)}-{uuid.uuid4().hex}")
-    with tf.io.gfile.GFile(tmp, "w") as f:
-        f.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
-    tf.io.gfile.rename(tmp, path, overwrite=True)
+    atomic.write_text(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
 def _prepare_output_dir(output_dir, num_shards):
@@ -291,7 +286,7 @@ def _prepare_output_dir(output_dir, num_shards):
     for name in tf.io.gfile.listdir(output_dir):
         stale = (
             name in (SUCCESS_FILE, STATS_FILE)
-            or name.startswith((_TMP_PREFIX, _PARTIAL_STATS))
+            or name.startswith((*_TMP_PREFIXES, _PARTIAL_STATS))
             or (name.startswith(SHARD_PREFIX) and name not in keep)
         )
         if stale:
@@ -306,13 +301,13 @@ def _remove_temp_files(output_dir):
     """Removes the hidden temp files that killed or retried tasks left (`_prepare_output_dir` removed older ones)."""
     for name in tf.io.gfile.listdir(output_dir):
         path = os.path.join(output_dir, name)
-        if name.startswith(_TMP_PREFIX) and not tf.io.gfile.isdir(path):
+        if name.startswith(_TMP_PREFIXES) and not tf.io.gfile.isdir(path):
             tf.io.gfile.remove(path)
 
 
 def _owned(name):
     """Whether the build writes or removes a file of this name in its output folder."""
-    return name in (SUCCESS_FILE, STATS_FILE) or name.startswith((_TMP_PREFIX, SHARD_PREFIX, _PARTIAL_STATS))
+    return name in (SUCCESS_FILE, STATS_FILE) or name.startswith((*_TMP_PREFIXES, SHARD_PREFIX, _PARTIAL_STATS))
 
 
 def check_output_dir(output_dir, input_paths, only_a_build=True):
@@ -324,11 +319,10 @@ def check_output_dir(output_dir, input_paths, only_a_build=True):
     folder holding anything else (a run's checkpoints, an export, a corpus) is another
     artefact's. (The demo data keeps its corpus beside its records: the library allows it.)
     """
-    local = "://" not in output_dir
-    target = os.path.abspath(output_dir) if local else output_dir
+    target = atomic.real_path(output_dir)  # links resolved: the folder the build writes into
     for path in input_paths:
-        source = os.path.abspath(path) if local else path
-        if source == target or (os.path.dirname(source) == target and _owned(os.path.basename(source))):
+        source = atomic.real_path(path)
+        if atomic.same_file(source, target) or (os.path.dirname(source) == target and _owned(os.path.basename(source))):
             raise ValueError(f"`--output_dir={output_dir}` would replace the input {path}. Choose another "
                              "--output_dir.")
     if not tf.io.gfile.isdir(output_dir):
@@ -359,7 +353,7 @@ def _replace_build(staging, output_dir):
             tf.io.gfile.remove(os.path.join(output_dir, name))
     names = sorted(tf.io.gfile.listdir(staging))
     for name in [n for n in names if n not in (STATS_FILE, SUCCESS_FILE)] + [STATS_FILE, SUCCESS_FILE]:
-        tf.io.gfile.rename(os.path.join(staging, name), os.path.join(output_dir, name), overwrite=True)
+        atomic.replace(os.path.join(staging, name), os.path.join(output_dir, name))
     tf.io.gfile.rmtree(staging)
 
 
@@ -499,9 +493,9 @@ def build_pretraining_data(
             "Pass --overwrite to replace it (only once the new build has succeeded), or choose another folder."
         )
     for name in tf.io.gfile.listdir(output_dir):  # staging folders of crashed --overwrite builds
-        if name.startswith(f"{_TMP_PREFIX}build-"):
+        if name.rstrip("/").startswith(_TMP_PREFIXES) and tf.io.gfile.isdir(os.path.join(output_dir, name)):
             tf.io.gfile.rmtree(os.path.join(output_dir, name))
-    staging = os.path.join(output_dir, f"{_TMP_PREFIX}build-{uuid.uuid4().hex}")
+    staging = atomic.partial_path(os.path.join(output_dir, _STAGING))
     tf.io.gfile.makedirs(staging)
     try:
         stats = _build(files, inputs, vocab_file, settings, vocab_size, staging, max_seq_length, num_shards,

@@ -23,6 +23,8 @@ files (same order) and parameters. Inputs are read with `sources`, so
 export's or an earlier build's vocabulary) is replaced only with
 `--overwrite`, and so is an `electra_tokenizer.json` beside it that holds
 other settings (another vocabulary's in that folder) (`check_output`).
+Paths are compared as files (a link or a hard link to an input is the input);
+a link is written through to the file it names; a device is refused.
 """
 
 if __name__ == "__main__":  # a program: quiet TensorFlow's start-up before it is imported (electra_tf.cli)
@@ -45,6 +47,7 @@ from tokenizers import normalizers
 from tokenizers import pre_tokenizers
 from tokenizers import trainers
 
+from electra_tf import atomic
 from electra_tf import cli
 from electra_tf.config_fields import check_range
 from electra_tf.data.tokenizer import SETTINGS_FILE, is_bert_punctuation, write_settings
@@ -139,15 +142,13 @@ def build_vocab(inputs, vocab_size, output, lower_case=True, num_unused=100, lim
     vocab = vocab[:vocab_size]
     if len(vocab) < vocab_size:
         logging.warning("build_vocab: the corpus yields only %d of %d entries", len(vocab), vocab_size)
-    output_dir = os.path.dirname(output)
+    output_dir = os.path.dirname(atomic.real_path(output))  # through a link: beside the file it names
     if output_dir:
         tf.io.gfile.makedirs(output_dir)
-    tmp = f"{output}.tmp"
-    with tf.io.gfile.GFile(tmp, "w") as f:
+    with atomic.open_write(output, "w", "vocab_file") as f:
         f.write("".join(token + "\n" for token in vocab))
-    # The settings first: a vocab.txt never stands without the normalisation it was built with.
-    write_settings(output_dir or ".", {"lower_case": lower_case, "strip_accents": lower_case})
-    tf.io.gfile.rename(tmp, output, overwrite=True)
+        # The settings first: a vocab.txt never stands without the normalisation it was built with.
+        write_settings(output_dir or ".", {"lower_case": lower_case, "strip_accents": lower_case})
     logging.info("build_vocab: wrote %s (%d entries)", output, len(vocab))
     return vocab
 
@@ -158,9 +159,12 @@ def check_output(inputs, output, lower_case, overwrite=False):
     Replaced only with `overwrite`: an existing `output`, and a tokenizer settings file beside it
     that holds other settings than `lower_case` gives (shared by another vocabulary of the folder).
     """
-    target = os.path.abspath(output)
+    if atomic.streamed(output, "vocab_file"):  # a folder, a socket: refused by `streamed` itself
+        raise ValueError(f"`--vocab_file={output}` is a device or a stream; a vocabulary is a file with its "
+                         f"{SETTINGS_FILE} beside it. Choose a file path.")
+    settings = os.path.join(os.path.dirname(atomic.real_path(output)), SETTINGS_FILE)
     for found in sources.expand_inputs(inputs):
-        if os.path.abspath(found.path) == target:
+        if atomic.same_file(found.path, output) or atomic.same_file(found.path, settings):
             raise ValueError(f"`--vocab_file={output}` is an --input file ({found.path}): it would be replaced. "
                              "Choose another --vocab_file.")
     if overwrite:
@@ -168,7 +172,6 @@ def check_output(inputs, output, lower_case, overwrite=False):
     if tf.io.gfile.exists(output):
         raise FileExistsError(f"`--vocab_file={output}` exists (a run's, an export's or an earlier vocabulary); "
                               "nothing is overwritten. Choose a new --vocab_file, or pass --overwrite.")
-    settings = os.path.join(os.path.dirname(output), SETTINGS_FILE)
     if tf.io.gfile.exists(settings):
         with tf.io.gfile.GFile(settings) as f:
             saved = f.read()

@@ -26,6 +26,7 @@ import time
 from absl import logging
 import tensorflow as tf
 
+from electra_tf import atomic
 from electra_tf.data.records import SHARD_GLOB
 from electra_tf.data.tokenizer import VOCAB_FILE
 from electra_tf.pipelines import build_pretraining_data as build_lib
@@ -195,10 +196,7 @@ def build_demo_corpus(output_file, target_bytes=4_000_000):
             break
     if not documents:
         raise RuntimeError("No docstrings found in the installed Python: cannot build the demo corpus.")
-    tmp = f"{output_file}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write("\n".join(documents).rstrip("\n") + "\n")
-    os.replace(tmp, output_file)
+    atomic.write_text(output_file, "\n".join(documents).rstrip("\n") + "\n")
     counts = dict(
         documents=len(documents),
         sentences=sum(d.count("\n") for d in documents),
@@ -267,9 +265,7 @@ def build_demo_data(output_dir, seq_length=128, vocab_size=8192, num_shards=4, s
         f"text:{corpus_file}", vocab_file, output_dir, max_seq_length=seq_length, num_shards=num_shards,
         seed=seed, pipeline_args=["--direct_running_mode=in_memory"], overwrite=True,
     )
-    with open(f"{manifest_path}.tmp", "w", encoding="utf-8") as f:
-        json.dump(dict(params=params, corpus=corpus), f, indent=2, sort_keys=True)
-    os.replace(f"{manifest_path}.tmp", manifest_path)
+    atomic.write_text(manifest_path, json.dumps(dict(params=params, corpus=corpus), indent=2, sort_keys=True))
     logging.info("demo data: built in %.1fs: %d examples", time.time() - start, stats["examples"])
     return dict(result, stats=dict(stats, corpus=corpus, cached=False))
 

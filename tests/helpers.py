@@ -230,6 +230,24 @@ def digests(folder):
     return out
 
 
+def command_cases(cases):
+    """`(command, ...)` cases as parameters: each command's first runs in the fast suite, the others are large
+    (a process each)."""
+    seen = set()
+    for i, case in enumerate(cases):
+        large = case[0] in seen
+        seen.add(case[0])
+        yield pytest.param(*case, id=f"{case[0].split('.')[-1]}-{i}", marks=[pytest.mark.large] if large else [])
+
+
+def refusal(command, arguments, flag, expected):
+    """Runs `python -m electra_tf.<command> <arguments>`; asserts one `error:` line naming `--flag=` and matching
+    the regular expression `expected`, exit 1; returns the line."""
+    line = error_line(run_python(["-m", f"electra_tf.{command}", *arguments.split()], check=False))
+    assert f"--{flag}=" in line and re.search(expected, line), line
+    return line
+
+
 def error_line(result, exit_code=1):
     """The one `error: ...` line of a command that exited `exit_code` (1; a bad flag: 2) without a traceback."""
     lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]

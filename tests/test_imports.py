@@ -19,7 +19,8 @@ FOLDERS = {"electra_tf": "electra_tf", "configs": "electra_tf.configs", "pipelin
 # the module itself and its submodules); every module must belong to one.
 LAYERS = {
     "core": ("electra_tf.cli", "electra_tf.config", "electra_tf.config_fields", "electra_tf.configs",
-             "electra_tf.objectives", "electra_tf.data"),  # presets and config, the tokenizer and the record schema
+             "electra_tf.objectives", "electra_tf.data",  # presets and config, the tokenizer and the record schema
+             "electra_tf.atomic"),  # the one writer of files and folders
     "pipelines": ("electra_tf.pipelines",),  # data tools: text -> vocabulary -> TFRecords
     "layers": ("electra_tf.layers",),
     "models": ("electra_tf.models",),

@@ -12,11 +12,10 @@ process (TensorFlow's import is most of its time): each command's first case run
 """
 
 import os
-import re
 
 import pytest
 
-from helpers import digests, run_python, write_vocab
+from helpers import command_cases, digests, refusal, write_vocab
 
 
 @pytest.fixture(scope="module")
@@ -85,23 +84,11 @@ CASES = [
 ]
 
 
-def cases():
-    """Every case; each command's first runs in the fast suite, the others are large (a process each)."""
-    seen = set()
-    for i, case in enumerate(CASES):
-        large = case[0] in seen
-        seen.add(case[0])
-        yield pytest.param(*case, id=f"{case[0].split('.')[-1]}-{i}", marks=[pytest.mark.large] if large else [])
-
-
-@pytest.mark.parametrize("command,arguments,flag,expected", cases())
+@pytest.mark.parametrize("command,arguments,flag,expected", command_cases(CASES))
 def test_every_writing_command_refuses_its_input_its_model_and_another_artefacts_files(world, command, arguments,
                                                                                        flag, expected):
     before = digests(world)
-    result = run_python(["-m", f"electra_tf.{command}", *arguments.format(root=world).split()], check=False)
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
-    assert result.returncode == 1 and len(errors) == 1, result.stderr[-3000:]
-    assert f"--{flag}=" in errors[0] and re.search(expected, errors[0]), errors[0]
+    refusal(command, arguments.format(root=world), flag, expected)
     assert digests(world) == before
     assert not [p for p in os.listdir(world) if p not in ("pre", "ft", "serving", "task", "corpus", "records",
                                                           "dev.tsv")]

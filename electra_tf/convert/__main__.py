@@ -150,15 +150,11 @@ def save(model, target, path, part="both", settings=None):
         return convert.export_hugging_face(model, path, part=part)
     if target == "official":
         return [convert.export_official(model, path)]
-    folder, name = os.path.split(os.path.abspath(path))
-    partial = os.path.join(folder, f".{name[:-len('.keras')]}.partial.keras")  # Keras wants the suffix
-    os.makedirs(folder, exist_ok=True)
-    try:
+    from electra_tf import atomic
+
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with atomic.staged(path, "output_dir") as partial:  # a `.keras` file that exists is complete
         model.save(partial)
-        os.replace(partial, path)  # a `.keras` file that exists is complete
-    finally:
-        if os.path.exists(partial):
-            os.remove(partial)
     return [path]
 
 
@@ -249,27 +245,20 @@ def write(model, target, path, part, settings, vocab, vocab_files):
 
 @contextlib.contextmanager
 def staged_folder(path):
-    """Yields a hidden folder beside `path` to write into; renamed to `path` (new or empty) when the block ends.
+    """Yields a hidden folder beside `path` to write into; renamed to `path` (new or empty) when the block ends
+    (`atomic.staged_folder`).
 
     On an error the staged folder is removed and the error is one `OSError` naming
     `--output_dir` (the cause, e.g. a full disk, in its text): nothing is left behind,
     so the same command runs again once the cause is gone.
     """
-    import shutil
-    import tempfile
+    from electra_tf import atomic
 
-    parent, name = os.path.split(os.path.abspath(path))
-    os.makedirs(parent, exist_ok=True)
-    stage = tempfile.mkdtemp(prefix=f".{name}.", suffix=".partial", dir=parent)
-    umask = os.umask(0o022)
-    os.umask(umask)
-    os.chmod(stage, 0o777 & ~umask)  # as `os.makedirs` would have made it, not mkdtemp's 0700
     try:
-        yield stage
-        os.replace(stage, os.path.join(parent, name))  # onto a new or empty folder (`guard_output` refused others)
+        with atomic.staged_folder(path, "output_dir") as stage:
+            yield stage
     except BaseException as e:
-        shutil.rmtree(stage, ignore_errors=True)
-        if isinstance(e, OSError) or type(e).__module__.startswith("tensorflow"):  # a full disk, a lost mount
+        if type(e).__module__.startswith("tensorflow") or (isinstance(e, OSError) and "--output_dir" not in str(e)):
             reason = (getattr(e, "message", None) or str(e) or type(e).__name__).splitlines()[0][:300]
             raise OSError(f"`--output_dir={path}` could not be written ({reason}); nothing was left "
                           "there.") from e

@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from electra_tf import atomic
 from electra_tf.data.utf8 import decode_utf8
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -112,8 +113,8 @@ def settings_path(vocab_file):
 def write_settings(directory, settings):
     """Writes `electra_tokenizer.json` into `directory` (beside its `vocab.txt`)."""
     tf.io.gfile.makedirs(directory)
-    with tf.io.gfile.GFile(os.path.join(directory, SETTINGS_FILE), "w") as f:
-        f.write(json.dumps(dict(settings), indent=2, sort_keys=True) + "\n")
+    text = json.dumps(dict(settings), indent=2, sort_keys=True) + "\n"
+    atomic.write_text(os.path.join(directory, SETTINGS_FILE), text)
 
 
 def write_hugging_face_settings(directory, settings):
@@ -166,9 +167,10 @@ def built_with(vocab_file, digest):
 
 def copy_vocab(vocab_file, destination):
     """Copies `vocab_file` to the path `destination` and its tokenizer settings beside it (nothing when they are one file)."""
-    if os.path.abspath(os.fspath(vocab_file)) == os.path.abspath(os.fspath(destination)):
+    if atomic.same_file(vocab_file, destination):
         return
-    tf.io.gfile.copy(vocab_file, destination, overwrite=True)
+    with tf.io.gfile.GFile(vocab_file, "rb") as f:
+        atomic.write_bytes(destination, f.read())
     write_settings(os.path.dirname(destination), read_settings(vocab_file) or DEFAULT_SETTINGS)
 
 

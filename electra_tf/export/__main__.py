@@ -65,10 +65,14 @@ def _model_name(value):
 
 
 def guard(kind, init, output_dir, model_name="electra", version=1):
-    """Refuses the output before anything is loaded or written (`run_files.guard_output`)."""
+    """Refuses the output before anything is loaded or written (`run_files.guard_output`); returns the folder.
+
+    A LiteRT model folder and a TF Serving version are claimed now (`atomic.claim_folder`): a second export
+    into the same folder at once is refused before its work, naming `--output_dir`.
+    """
     import os
 
-    from electra_tf import run_files, sources
+    from electra_tf import atomic, run_files, sources
 
     if kind in ("serving", "rtd"):  # the base folder holds versions; the new version folder must not exist
         path, own = os.path.join(output_dir, model_name, str(version)), run_files.SAVED_MODEL
@@ -77,6 +81,9 @@ def guard(kind, init, output_dir, model_name="electra", version=1):
         own = {"encoder": run_files.SAVED_MODEL, "tflite": run_files.TFLITE_MODEL}.get(kind, run_files.KERAS_HUB_PRESET)
     run_files.guard_output(path, "output_dir", own, inputs=sources.init_inputs(init))
     run_files.refuse_inside_artefact(path, "output_dir")
+    if kind in ("tflite", "serving", "rtd"):  # written whole under the claimed temporary folder
+        atomic.claim_folder(path, "output_dir")
+    return path
 
 
 def _finetuned(init, vocab_file=None):
@@ -117,7 +124,19 @@ def main(argv):
             raise app.UsageError(f"--{name} is required.")
     if FLAGS.kind != "tflite" and (FLAGS["ids"].present or FLAGS["quantize"].present):
         raise app.UsageError("--ids and --quantize are for --kind tflite.")
-    guard(FLAGS.kind, FLAGS.init, FLAGS.output_dir, FLAGS.model_name, FLAGS.version)
+    claimed = guard(FLAGS.kind, FLAGS.init, FLAGS.output_dir, FLAGS.model_name, FLAGS.version)
+    try:
+        path = _export()
+    finally:
+        from electra_tf import atomic
+
+        atomic.release_claim(claimed)  # a failed export: its claim goes (a finished one used it)
+    logging.info("Exported %s to %s", FLAGS.kind, path)
+    print(path)
+
+
+def _export():
+    """Loads `--init` and writes the `--kind` export; returns its path."""
     if FLAGS.kind == "tflite":
         from electra_tf.finetuning import kinds
 
@@ -145,8 +164,7 @@ def main(argv):
             from electra_tf.export.keras_hub_preset import export_preset
 
             path = export_preset(encoder, vocab_file, FLAGS.output_dir)
-    logging.info("Exported %s to %s", FLAGS.kind, path)
-    print(path)
+    return path
 
 
 run = cli.console_script(sys.modules[__name__])  # the `electra-export` console script

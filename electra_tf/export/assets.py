@@ -103,14 +103,13 @@ def save_version(module, path):
     """Saves `module` (with its `signatures()`) as the version folder `path`, all or nothing.
 
     It is written under a sibling name that TF Serving does not load (versions are
-    numbers) and renamed when complete: a server polling the model folder never sees
-    half a version, and an interrupted export leaves no version behind.
+    numbers; `atomic.staged_folder`) and renamed when complete: a server polling the
+    model folder never sees half a version, and an interrupted export leaves no version behind.
     """
-    partial = os.path.join(os.path.dirname(path), "partial-" + os.path.basename(path))
-    if tf.io.gfile.exists(partial):  # an earlier interrupted export
-        tf.io.gfile.rmtree(partial)
-    tf.saved_model.save(module, partial, signatures=module.signatures())
-    tf.io.gfile.rename(partial, path)
+    from electra_tf import atomic
+
+    with atomic.staged_folder(path, "output_dir") as partial:
+        tf.saved_model.save(module, partial, signatures=module.signatures())
     return path
 
 

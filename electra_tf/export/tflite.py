@@ -33,12 +33,10 @@ activations stay float).
 
 import json
 import os
-import shutil
-import tempfile
 
 import tensorflow as tf
 
-from electra_tf import run_files
+from electra_tf import atomic, run_files
 from electra_tf.data.tokenizer import copy_vocab, pair_lengths
 from electra_tf.export.tflite_runtime import TEXT_OP_REGISTRARS, custom_ops
 
@@ -265,13 +263,7 @@ def _check_quantize(quantize):
 def _write_folder(output_dir, content, description, vocab_file):
     """Writes the folder's files into a hidden sibling and renames it to `output_dir` (new or empty)."""
     output_dir = os.path.abspath(output_dir)
-    parent = os.path.dirname(output_dir)
-    os.makedirs(parent, exist_ok=True)
-    partial = tempfile.mkdtemp(prefix=f".{os.path.basename(output_dir)}.partial-", dir=parent)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(partial, 0o777 & ~umask)  # a folder as `os.makedirs` makes it (mkdtemp's is private)
+    with atomic.staged_folder(output_dir, "output_dir") as partial:  # renamed onto a new or empty `output_dir`
         with open(os.path.join(partial, run_files.TFLITE_MODEL_FILE), "wb") as f:
             f.write(content)
         if description["label_names"]:
@@ -281,8 +273,4 @@ def _write_folder(output_dir, content, description, vocab_file):
         with open(os.path.join(partial, run_files.TFLITE_CONFIG_FILE), "w", encoding="utf-8") as f:
             json.dump(description, f, indent=2)
             f.write("\n")
-        os.replace(partial, output_dir)  # an empty `output_dir` is replaced; a non-empty one refuses
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
     return os.path.join(output_dir, run_files.TFLITE_MODEL_FILE)

@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from electra_tf import run_files
+from electra_tf import atomic, run_files
 from electra_tf.data.lines import table_rows
 from electra_tf.finetuning import tasks as tasks_lib
 from electra_tf.finetuning import trials
@@ -188,9 +188,8 @@ class ClassificationKind(TaskKind):
             values = ([f"{v:.3f}" for v in np.clip(predicted, 0, 5)] if self.spec.is_regression
                       else [self.spec.labels[i] for i in predicted])
             path = os.path.join(output_dir, run_files.submission_file(self.spec.name, split))
-            with tf.io.gfile.GFile(path + ".tmp", "w") as f:
-                f.write("index\tprediction\n" + "".join(f"{i}\t{v}\n" for i, v in zip(index, values)))
-            tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+            atomic.write_text(path, "index\tprediction\n" + "".join(f"{i}\t{v}\n" for i, v in zip(index, values)),
+                              "output_dir")
 
     def results(self):
         labels = np.array([e.label for e in self.examples["dev"]])

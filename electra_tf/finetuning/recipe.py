@@ -12,7 +12,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from electra_tf import run_files, sources
+from electra_tf import atomic, run_files, sources
 from electra_tf.finetuning.layerwise_lr import LayerwiseAdamW
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.training import distribute
@@ -33,10 +33,10 @@ def check_output_dir(config):
     The one place fine-tuning guards its output folder (every kind calls it).
     """
     init, output_dir = config.init, config.output_dir
-    if init and os.path.abspath(output_dir) == os.path.abspath(init):
+    if init and atomic.same_file(output_dir, init):  # links resolved: a link to a folder is that folder
         raise ValueError(f"`--output_dir={output_dir}` is `--init`: the fine-tuned model would be written into "
                          "the model it starts from. Choose another --output_dir.")
-    if config.data_dir and os.path.abspath(output_dir) == os.path.abspath(config.data_dir):
+    if config.data_dir and atomic.same_file(output_dir, config.data_dir):
         raise ValueError(f"`--output_dir={output_dir}` is `--data_dir`: the run's files would mix with (or "
                          "replace) the task's. Choose another --output_dir.")
     run_files.refuse_foreign_output(output_dir, "output_dir", run_files.FINETUNING_OUTPUT,

@@ -37,7 +37,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from electra_tf import run_files, sources
+from electra_tf import atomic, run_files, sources
 from electra_tf.data.tokenizer import WordPieceTokenizer, copy_vocab
 from electra_tf.finetuning import recipe
 from electra_tf.finetuning.batching import num_batches
@@ -163,8 +163,8 @@ def _better(result, best, metric):
 def _save_model(task, model, outputs, vocab_file, output_dir):
     """The best trial's model (atomically), vocabulary and kind-specific outputs."""
     path = os.path.join(output_dir, task.model_file)
-    model.save(path + ".tmp.keras")
-    tf.io.gfile.rename(path + ".tmp.keras", path, overwrite=True)
+    with atomic.staged(path, "output_dir") as partial:
+        model.save(partial)
     copy_vocab(vocab_file, os.path.join(output_dir, run_files.VOCAB_FILE))
     task.write_outputs(output_dir, model, outputs)
 

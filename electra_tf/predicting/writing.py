@@ -5,8 +5,14 @@ what `predict` reads or another command wrote: `--output_file` or
 `--metrics_file` equal to `--input`, to `--init` or inside it, to each other,
 or a file inside a pre-training run, a fine-tuning output, an export or a
 Hugging Face model (`run_files.enclosing_artefact`), or an existing model file
-anywhere (`.keras`, `.safetensors`, ...). An ordinary file of that name is replaced (a re-run of the same command). Files are created as any
-other (mode 0666 less the umask).
+anywhere (`.keras`, `.safetensors`, ...). Paths are compared as the files they
+name (`atomic.real_path`, `atomic.same_file`): a link, a hard link or a linked
+folder is refused as the file it leads to; an existing file with other hard
+links is refused too (replacing it would part it from its other names). An
+ordinary file of that name is replaced (a re-run of the same command); a link is
+written through to its target; a character device or a FIFO (`/dev/null`,
+`/dev/stdout`) is written directly, never replaced (`electra_tf.atomic`). Files
+are created as any other (mode 0666 less the umask).
 
 `stop_on_sigterm` ends the command at once on SIGTERM, even inside a long
 signature call: the output files being written are removed (an earlier file
@@ -30,12 +36,10 @@ import sys
 import threading
 import uuid
 
-from electra_tf import cli
+from electra_tf import atomic, cli
 from electra_tf.run_files import enclosing_artefact
 
 MODEL_SUFFIXES = (".keras", ".h5", ".safetensors", ".bin", ".pb", ".tflite", ".index")  # never a predictions file
-_open_files = set()  # temporary files being written (removed on SIGTERM)
-_lock = threading.RLock()  # re-entered when the main thread's handler runs inside a rename
 
 
 def check_outputs(outputs, inputs):
@@ -54,36 +58,51 @@ def check_outputs(outputs, inputs):
     for flag, path in outputs.items():
         if path is None:
             continue
-        target = os.path.abspath(path)
+        if path == "":
+            raise ValueError(f"`--{flag}` is empty: give a file name (or leave --{flag} out"
+                             f"{' to write to stdout' if flag == 'output_file' else ''}).")
+        if path.endswith(("/", os.sep)) or os.path.isdir(path):
+            raise IsADirectoryError(f"Cannot write `--{flag}={path}`: it names a folder, not a file. "
+                                    f"Give a file name.")
+        target = atomic.real_path(path)  # links resolved: the file a write lands in
+        stream = atomic.streamed(path, flag)  # a device or a FIFO is written directly (a folder, a socket: refused)
         for other, source in inputs.items():
             if source in (None, "-"):
                 continue
-            source_path = os.path.abspath(source)
-            if target == source_path or target.startswith(source_path.rstrip(os.sep) + os.sep):
-                where = "is" if target == source_path else "lies inside"
+            if atomic.same_file(path, source) or atomic.inside(target, source):
+                where = "is" if atomic.same_file(path, source) else "lies inside"
                 raise ValueError(f"`--{flag}={path}` {where} `--{other}={source}`: writing it would replace what "
                                  f"is being read. Choose another --{flag}.")
-        if target in seen:
-            raise ValueError(f"`--{flag}={path}` is also `--{seen[target]}`. Choose another --{flag}.")
+        for other_target, other in seen.items():
+            if other_target == target or atomic.same_file(other_target, target):
+                raise ValueError(f"`--{flag}={path}` is also `--{other}`. Choose another --{flag}.")
         seen[target] = flag
+        if stream:
+            continue  # a device or a stream: nothing is created or replaced beside it
         folder = os.path.dirname(target)
         if not os.path.isdir(folder):
-            raise FileNotFoundError(f"Cannot write `--{flag}={path}`: no folder {folder}.")
-        if os.path.isdir(target):
-            raise IsADirectoryError(f"Cannot write `--{flag}={path}`: it is a folder.")
+            raise FileNotFoundError(f"Cannot write `--{flag}={path}`: no folder "
+                                    f"{os.path.dirname(os.path.abspath(path))}.")
         if os.path.exists(target) and target.endswith(MODEL_SUFFIXES):
-            raise FileExistsError(f"`--{flag}={path}` is a model file; predictions never replace one. "
-                                  f"Choose another --{flag}.")
+            raise FileExistsError(f"`--{flag}={path}` is a model file{_via(path, target)}; predictions never "
+                                  f"replace one. Choose another --{flag}.")
         artefact = enclosing_artefact(target) or _serving_folder(folder)  # the file's folder counts as a parent
         if artefact is not None:
             raise FileExistsError(f"`--{flag}={path}` lies inside {artefact[1]} ({artefact[0]}); a prediction file "
                                   f"there would mix with (or replace) its files. Choose another --{flag}.")
+        if os.path.exists(target) and os.stat(target).st_nlink > 1:
+            raise FileExistsError(f"`--{flag}={path}` is one of {os.stat(target).st_nlink} hard links of a file; "
+                                  f"replacing it would part it from its other names. Choose another --{flag}.")
         _probe(folder, flag, path)
+
+
+def _via(path, target):
+    return "" if os.path.abspath(path) == target else f" (through a link: {target})"
 
 
 def _probe(folder, flag, path):
     """Creates and removes a file in `folder`: a folder that cannot be written fails here, naming `--flag`."""
-    probe = os.path.join(folder, f".partial-{uuid.uuid4().hex[:8]}-probe")
+    probe = os.path.join(folder, f"{atomic.PARTIAL_PREFIX}{uuid.uuid4().hex[:8]}-probe")
     try:
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
     except OSError as e:
@@ -106,8 +125,9 @@ class JsonLines:
     """Writes one JSON object per line to `path` (None: stdout).
 
     A file is written under a temporary name beside it and renamed when the
-    block ends without an error: an interrupted or failed run leaves an earlier
-    file of that name as it was.
+    block ends without an error (`atomic.open_write`): an interrupted or failed run
+    leaves an earlier file of that name as it was, and no temporary file. A device
+    or a FIFO is written directly. A write error (a full disk) names the flag and the file.
 
     Args:
         path: str or None.
@@ -118,21 +138,14 @@ class JsonLines:
         self.path = path
         self.flag = flag
         self._file = None
-        self._tmp = None
+        self._writing = None
 
     def __enter__(self):
         if self.path is None:
             self._file = sys.stdout
             return self
-        folder, name = os.path.split(os.path.abspath(self.path))
-        self._tmp = os.path.join(folder, f".partial-{uuid.uuid4().hex[:8]}-{name}")
-        try:  # 0o666 less the umask, as any file (mkstemp's would be 0600)
-            fd = os.open(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        except OSError as e:
-            raise PermissionError(f"Cannot write `--{self.flag}={self.path}`: {e.strerror} (in {folder}).") from None
-        with _lock:
-            _open_files.add(self._tmp)
-        self._file = os.fdopen(fd, "w", encoding="utf-8")
+        self._writing = atomic.open_write(self.path, "w", self.flag)
+        self._file = self._writing.__enter__()
         return self
 
     def write(self, record):
@@ -141,14 +154,8 @@ class JsonLines:
     def __exit__(self, kind, error, traceback):
         if self.path is None:
             self._file.flush()
-            return
-        with _lock:
-            self._file.close()
-            if kind is None:
-                os.replace(self._tmp, self.path)
-            else:
-                os.remove(self._tmp)
-            _open_files.discard(self._tmp)
+            return None
+        return self._writing.__exit__(kind, error, traceback)
 
 
 def write_json(path, value, flag="metrics_file"):
@@ -159,13 +166,8 @@ def write_json(path, value, flag="metrics_file"):
 
 def _stop(message):
     """Removes the files being written, writes `message`, exits 143: callable from any thread."""
-    with _lock:  # waits for a rename under way: a file is either complete or gone
-        for path in list(_open_files):
-            try:
-                os.remove(path)
-            except OSError:
-                pass
-        _open_files.clear()
+    with atomic.lock:  # waits for a rename under way: a file is either complete or gone
+        atomic.remove_partials()
         try:
             sys.stderr.write(message + "\n")
             sys.stderr.flush()

@@ -13,7 +13,8 @@ import pkgutil
 import keras
 import tensorflow as tf
 
-from electra_tf import models, run_files
+from electra_tf import atomic, models, run_files
+from electra_tf.data.tokenizer import copy_vocab
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.pretrainer import build_pretrainer
 from electra_tf.sources.base import Source
@@ -87,10 +88,9 @@ def save_encoder(encoder, directory, vocab_file):
     """
     tf.io.gfile.makedirs(directory)
     path = os.path.join(directory, run_files.ENCODER_FILE)
-    partial = os.path.join(directory, "partial." + run_files.ENCODER_FILE)
-    encoder.save(partial)
-    tf.io.gfile.rename(partial, path, overwrite=True)
-    tf.io.gfile.copy(vocab_file, os.path.join(directory, run_files.VOCAB_FILE), overwrite=True)
+    with atomic.staged(path) as partial:
+        encoder.save(partial)
+    copy_vocab(vocab_file, os.path.join(directory, run_files.VOCAB_FILE))
     return path
 
 

@@ -17,7 +17,7 @@ from electra_tf.data import records
 from electra_tf.data import tokenizer as tokenizer_lib
 from electra_tf.models.pretrainer import build_pretrainer
 from electra_tf.objectives import OBJECTIVES
-from electra_tf import run_files, sources
+from electra_tf import atomic, run_files, sources
 from electra_tf.training import callbacks, distribute
 from electra_tf.training import named_checkpoint
 from electra_tf.training.named_checkpoint import NamedCheckpoint
@@ -270,8 +270,8 @@ def train(config, model_dir, strategy=None, init=None, verbose=1, extra_callback
         return pretrainer
     if chief:
         path = os.path.join(model_dir, run_files.DISCRIMINATOR_FILE)
-        pretrainer.discriminator.save(path + ".tmp.keras")
-        tf.io.gfile.rename(path + ".tmp.keras", path, overwrite=True)  # model_dir may be gs://
+        with atomic.staged(path, "model_dir") as partial:  # model_dir may be gs://
+            pretrainer.discriminator.save(partial)
         logging.info("Saved the discriminator to %s", path)
     return pretrainer
 

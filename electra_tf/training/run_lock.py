@@ -74,7 +74,9 @@ def acquire(directory):
                             path, holder.get("pid"))
             stale = f"{path}.stale.{os.getpid()}"
             try:
-                os.rename(path, stale)  # one taker wins the rename; the others see the new lock
+                # A lock protocol, not a write (the one rename outside `electra_tf.atomic`): one taker wins the
+                # rename; the others see the new lock.
+                os.rename(path, stale)
                 os.remove(stale)
             except FileNotFoundError:
                 pass

@@ -53,7 +53,7 @@ def test_overwrite_keeps_the_earlier_build_when_the_new_one_fails(earlier_build,
     with pytest.raises(ValueError, match="hold no text"):
         _build(str(empty), vocab_file, out, num_shards=2, overwrite=True)
     assert checksums(out) == before
-    assert not [n for n in os.listdir(out) if n.startswith(".tmp-")]
+    assert not [n for n in os.listdir(out) if n.startswith((".tmp-", ".partial-"))]
 
 
 def test_overwrite_replaces_the_earlier_build_once_the_new_one_succeeded(earlier_build, vocab_file):

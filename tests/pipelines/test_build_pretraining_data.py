@@ -99,35 +99,37 @@ def test_crash_then_rerun_gives_identical_shards(tmp_path, vocab_file, monkeypat
     out.mkdir()
     # Leftovers of an earlier crashed run: a half-written temp file, a shard of another
     # sharding, a garbage shard under a final name, a stale success marker.
-    (out / ".tmp-pretrain_data.tfrecord-00001-of-00004-dead").write_bytes(b"partial")
+    (out / ".partial-dead0000-pretrain_data.tfrecord-00001-of-00004").write_bytes(b"partial")
     (out / "pretrain_data.tfrecord-00000-of-00002").write_bytes(b"old")
     (out / "pretrain_data.tfrecord-00002-of-00004").write_bytes(b"garbage")
     (out / "_SUCCESS").write_text("")
 
-    real_rename, renames = tf.io.gfile.rename, []
+    from electra_tf import atomic
 
-    def crashing_rename(src, dst, overwrite=False):
-        if os.path.basename(dst).startswith("pretrain_data.tfrecord-"):
-            renames.append(dst)
+    real_replace, renames = atomic.replace, []
+
+    def crashing_replace(partial, path):
+        if os.path.basename(path).startswith("pretrain_data.tfrecord-"):
+            renames.append(path)
             if len(renames) == 3:  # die after two shards reached their final names
                 raise RuntimeError("simulated worker crash")
-        return real_rename(src, dst, overwrite=overwrite)
+        return real_replace(partial, path)
 
-    monkeypatch.setattr(tf.io.gfile, "rename", crashing_rename)
+    monkeypatch.setattr(atomic, "replace", crashing_replace)
     with pytest.raises(Exception, match="simulated worker crash"):
         _build(corpus, vocab_file, out, num_shards=4)
-    monkeypatch.setattr(tf.io.gfile, "rename", real_rename)
+    monkeypatch.setattr(atomic, "replace", real_replace)
 
     names = os.listdir(out)
     assert "_SUCCESS" not in names and "stats.json" not in names
     assert "pretrain_data.tfrecord-00000-of-00002" not in names
     for name, data in _shard_bytes(out).items():  # a final name only ever holds a whole shard
         assert data == reference[name] or (name == "pretrain_data.tfrecord-00002-of-00004" and data == b"garbage")
-    assert any(n.startswith(".tmp-") for n in names)  # the crashed shard stayed a hidden temp
+    assert not [n for n in names if n.startswith(".partial-") and "dead" not in n]  # the failed write removed its temp
 
     _build(corpus, vocab_file, out, num_shards=4)
     assert _shard_bytes(out) == reference
-    assert not [n for n in os.listdir(out) if n.startswith(".tmp-")]
+    assert not [n for n in os.listdir(out) if n.startswith((".tmp-", ".partial-"))]
     assert os.path.exists(out / "_SUCCESS")
 
 
