@@ -219,13 +219,13 @@ def train(config, model_dir, strategy=None, init=None, verbose=1, extra_callback
         # checkpoint), then goes on with whole epochs: the same epochs, summaries and checkpoint
         # steps as an uninterrupted run.
         epoch, done = divmod(step * accumulation, steps_per_epoch)
+        legs = ([(epoch + 1, steps_per_epoch - done)] if done else []) + [(epochs, steps_per_epoch)]
 
-        def cut_short():  # preempted inside an epoch that a rerun will finish: not logged here
+        def cut_short():  # preempted inside an epoch that the rerun finishes: that epoch is not logged here
             saved = preemption.preempted_at
             return saved is not None and saved < config.train_steps and saved * accumulation % steps_per_epoch > 0
 
         board.cut_short = cut_short
-        legs = ([(epoch + 1, steps_per_epoch - done)] if done else []) + [(epochs, steps_per_epoch)]
         fit_callbacks = [
             callbacks.ResumeEpochMetrics(pretrainer.metrics if done else ()),
             callbacks.StopAtStep(config.train_steps),
