@@ -228,18 +228,22 @@ def checkpoint_steps(model_dir):
 
 
 @pytest.mark.large
-def test_sigterm_mid_epoch_then_resume_logs_the_epochs_of_an_uninterrupted_run(tmp_path, data):
+@pytest.mark.parametrize("strategy_args", [(), pytest.param(("--strategy=mirrored", "--num_cpu_devices=2"),
+                                                               marks=pytest.mark.release)],
+                         ids=["one_device", "mirrored_2_cpus"])
+def test_sigterm_mid_epoch_then_resume_logs_the_epochs_of_an_uninterrupted_run(tmp_path, data, strategy_args):
     """An epoch is `--save_checkpoints_steps` steps: a resumed run ends the interrupted epoch on the same grid."""
     flags = dict(train_steps=30, save_checkpoints_steps=10, keep_checkpoint_max=10, log_steps=1,
                  eval_data=data, eval_steps=2)
     reference, model_dir = tmp_path / "reference", tmp_path / "preempted"
-    run_python(command(data, reference, **flags))
+    run_python(command(data, reference, strategy_args, **flags))
     script = tmp_path / "term_at_step.py"
     script.write_text(TERM_AT_STEP)
-    result = run_python([str(script), *command(data, model_dir, **flags)[2:]], env={"TERM_AT_STEP": "14"})
+    result = run_python([str(script), *command(data, model_dir, strategy_args, **flags)[2:]],
+                        env={"TERM_AT_STEP": "14"})
     assert "saved the checkpoint of step 15" in result.stderr  # at the step boundary after the signal
     assert checkpoint_steps(model_dir) == [10, 15]
-    run_python(command(data, model_dir, **flags))  # the same command resumes
+    run_python(command(data, model_dir, strategy_args, **flags))  # the same command resumes
     expected, got = summaries(reference), summaries(model_dir)
     epochs = {k for k in expected if k[1].startswith("epoch_")}
     assert {k[2] for k in epochs} == {0, 1, 2} and {("train", "epoch_loss", 1), ("validation", "epoch_loss", 1),
