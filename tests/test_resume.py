@@ -200,3 +200,58 @@ def test_non_finite_loss_stops_naming_the_step_and_keeps_finite_checkpoints(tmp_
         train(config.replace(train_steps=40, learning_rate=1e30, save_checkpoints_steps=1), model_dir, verbose=0)
     pretrainer, _ = sources.restore_pretrainer(model_dir)
     assert all_finite(pretrainer.variables)
+
+
+# Runs the CLI and sends it SIGTERM (a preemption notice) once the optimizer has taken `TERM_AT_STEP` steps.
+TERM_AT_STEP = KILL_AT_STEP.replace("KILL_AT_STEP", "TERM_AT_STEP").replace("signal.SIGKILL", "signal.SIGTERM")
+
+
+def summaries(model_dir):
+    """{(split, tag, step): value} of the run's TensorBoard scalars, but the wall-clock throughput."""
+    values = {}
+    for split in ("train", "validation"):
+        for path in glob.glob(os.path.join(model_dir, "logs", split, "events*")):
+            for event in tf.compat.v1.train.summary_iterator(path):
+                for value in event.summary.value:
+                    if "sequences_per_second" in value.tag or value.tag.startswith("keras"):
+                        continue
+                    key = (split, value.tag, event.step)
+                    assert key not in values, f"{key} logged twice in {model_dir}"
+                    values[key] = float(tf.make_ndarray(value.tensor)) if value.HasField("tensor") \
+                        else value.simple_value
+    return values
+
+
+def checkpoint_steps(model_dir):
+    return sorted(int(p.rsplit("-", 1)[1].split(".")[0])
+                  for p in glob.glob(os.path.join(model_dir, run_files.CHECKPOINT_DIR, "ckpt-*.index")))
+
+
+@pytest.mark.large
+@pytest.mark.parametrize("strategy_args", [(), pytest.param(("--strategy=mirrored", "--num_cpu_devices=2"),
+                                                               marks=pytest.mark.release)],
+                         ids=["one_device", "mirrored_2_cpus"])
+def test_sigterm_mid_epoch_then_resume_logs_the_epochs_of_an_uninterrupted_run(tmp_path, data, strategy_args):
+    """An epoch is `--save_checkpoints_steps` steps: a resumed run ends the interrupted epoch on the same grid."""
+    flags = dict(train_steps=30, save_checkpoints_steps=10, keep_checkpoint_max=10, log_steps=1,
+                 eval_data=data, eval_steps=2)
+    reference, model_dir = tmp_path / "reference", tmp_path / "preempted"
+    run_python(command(data, reference, strategy_args, **flags))
+    script = tmp_path / "term_at_step.py"
+    script.write_text(TERM_AT_STEP)
+    result = run_python([str(script), *command(data, model_dir, strategy_args, **flags)[2:]],
+                        env={"TERM_AT_STEP": "14"})
+    assert "saved the checkpoint of step 15" in result.stderr  # at the step boundary after the signal
+    assert checkpoint_steps(model_dir) == [10, 15]
+    run_python(command(data, model_dir, strategy_args, **flags))  # the same command resumes
+    expected, got = summaries(reference), summaries(model_dir)
+    epochs = {k for k in expected if k[1].startswith("epoch_")}
+    assert {k[2] for k in epochs} == {0, 1, 2} and {("train", "epoch_loss", 1), ("validation", "epoch_loss", 1),
+                                                    ("train", "epoch_disc_auc", 2)} <= epochs
+    assert sorted(k for k in got if k[1].startswith("epoch_")) == sorted(epochs)
+    assert sorted(got) == sorted(expected)  # batch summaries too, one per step
+    differ = {k: (got[k], expected[k]) for k in expected if not np.isclose(got[k], expected[k], rtol=1e-5, atol=1e-6)}
+    assert not differ, differ
+    assert checkpoint_steps(reference) == [10, 20, 30]
+    assert checkpoint_steps(model_dir) == [10, 15, 20, 30]  # the grid, and the step the SIGTERM saved
+    assert (model_dir / "discriminator.keras").exists()

@@ -77,6 +77,28 @@ class CheckpointEvery(keras.callbacks.Callback):
         self.save()
 
 
+class ResumeEpochMetrics(keras.callbacks.Callback):
+    """Puts back, at the start of a resumed epoch, the metric state its earlier steps left in the checkpoint.
+
+    Keras resets the metrics as each epoch begins; a run resumed inside an
+    epoch would report the mean of its remaining steps only. With the totals
+    (and counts) of the steps already done, the epoch's logs are those of an
+    uninterrupted run.
+
+    Args:
+        metrics: the model's Keras metrics, holding the restored state now.
+    """
+
+    def __init__(self, metrics):
+        super().__init__()
+        self.values = [(v, v.numpy()) for m in metrics for v in m.variables]
+
+    def on_epoch_begin(self, epoch, logs=None):
+        for variable, value in self.values:
+            variable.assign(value)
+        self.values = []  # the first epoch only
+
+
 class StopOnNonFiniteLoss(keras.callbacks.Callback):
     """Stops training with `FloatingPointError` naming the step when the loss is NaN or Inf.
 
@@ -215,12 +237,22 @@ class TensorBoard(keras.callbacks.TensorBoard):
     over its own earlier steps. Here the count starts at the batches already
     trained (`iterations x gradient_accumulation_steps`), so the steps of a
     killed-and-resumed run continue without a gap. `flush` writes pending
-    events (called before each checkpoint).
+    events (called before each checkpoint). An epoch cut short, as `cut_short()`
+    says (the loop sets it: preempted inside an epoch), is not logged, nor its
+    evaluation: the resumed run logs that epoch once, whole.
     """
 
     def __init__(self, log_dir, update_freq, accumulation=1):
         super().__init__(log_dir=log_dir, update_freq=update_freq)
         self.accumulation = accumulation
+        self.cut_short = lambda: False
+
+    def on_test_end(self, logs=None):
+        super().on_test_end({} if self.cut_short() else logs)  # still leaves the validation writer
+
+    def on_epoch_end(self, epoch, logs=None):
+        if not self.cut_short():
+            super().on_epoch_end(epoch, logs)
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)

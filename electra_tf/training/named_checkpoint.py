@@ -9,6 +9,7 @@ object-graph tracking happens to follow:
     model/<layer>/<sublayer>/.../<variable>      every variable of the model
     optimizer/slots/<model variable>/<slot>      Adam moments, accumulators, ...
     optimizer/state/<name>                       iterations, loss scale, ...
+    metrics/<metric>/<variable>                  the epoch's metric totals so far (optional)
 
 (The input position needs no entry: it is the step; see `pretraining_dataset`.)
 
@@ -39,6 +40,7 @@ from electra_tf import run_files
 
 MODEL = "model"
 OPTIMIZER = "optimizer"
+METRICS = "metrics"
 _VALUE = "/.ATTRIBUTES/VARIABLE_VALUE"
 _LEGACY_KEY = "optimizer/_trainable_variables/0" + _VALUE
 
@@ -160,6 +162,9 @@ class NamedCheckpoint:
     Args:
         model: built Keras model.
         optimizer: optional built Keras optimizer of `model`.
+        metrics: optional Keras metrics whose state (totals, counts) is saved too, so a run
+            resumed mid-epoch reports the whole epoch. A checkpoint without them (written
+            before they were saved) restores the rest and leaves them as they are.
 
     Attributes:
         checkpoint: the `tf.train.Checkpoint` (give it to a `CheckpointManager`).
@@ -180,11 +185,13 @@ class NamedCheckpoint:
         ```
     """
 
-    def __init__(self, model, optimizer=None):
+    def __init__(self, model, optimizer=None, metrics=()):
         self.model, self.optimizer = model, optimizer
         self.names = {MODEL: model_variables(model)}
         if optimizer is not None:
             self.names[OPTIMIZER] = optimizer_variables(optimizer, self.names[MODEL])
+        if metrics:
+            self.names[METRICS] = {f"{m.name}/{v.name}": v for m in metrics for v in m.variables}
         self.checkpoint = tf.train.Checkpoint(**{s: _nest(v) for s, v in self.names.items()})
 
     def restore(self, path):
@@ -205,8 +212,10 @@ class NamedCheckpoint:
         if _LEGACY_KEY in stored:  # the named layout has no `optimizer/_trainable_variables`
             self.restore_legacy(path)
             return "legacy"
+        sections = {s: v for s, v in self.names.items()
+                    if s != METRICS or any(k.startswith(METRICS + "/") for k in stored)}
         problems = []
-        for section, variables in self.names.items():
+        for section, variables in sections.items():
             expected = {f"{section}/{name}{_VALUE}": v for name, v in variables.items()}
             missing = [k for k in expected if k not in stored]
             unexpected = [k for k in stored if k.startswith(section + "/") and k not in expected]
@@ -218,7 +227,9 @@ class NamedCheckpoint:
             raise CheckpointMismatchError(
                 f"Checkpoint {path} does not match the model it is restored into: " + "; ".join(problems)
             )
-        status = self.checkpoint.read(path)
+        checkpoint = self.checkpoint if sections.keys() == self.names.keys() else \
+            tf.train.Checkpoint(**{s: _nest(v) for s, v in sections.items()})
+        status = checkpoint.read(path)
         status.expect_partial()  # sections not asked for (names within sections were checked above)
         status.assert_existing_objects_matched()
         return "named"

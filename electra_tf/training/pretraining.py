@@ -198,7 +198,7 @@ def train(config, model_dir, strategy=None, init=None, verbose=1, extra_callback
             optimizer=optimizer, jit_compile=jit_compile, steps_per_execution=config.steps_per_execution
         )
         optimizer.build(pretrainer.trainable_variables)
-        state = NamedCheckpoint(pretrainer, optimizer)
+        state = NamedCheckpoint(pretrainer, optimizer, pretrainer.metrics)  # metrics: mid-epoch resume
         board = callbacks.tensorboard(
             os.path.join(model_dir, run_files.LOG_DIR), config.log_steps, strategy, accumulation
         )
@@ -228,35 +228,53 @@ def train(config, model_dir, strategy=None, init=None, verbose=1, extra_callback
     if step >= config.train_steps:
         logging.info("Already trained %d of %d steps.", step, config.train_steps)
     else:
-        # The input position is the step: the pipeline is a function of (files, seed), so the
-        # batches already trained on are skipped (see `pretraining_dataset`'s `skip_batches`).
-        dataset = _dataset(config, strategy, config.data, skip_batches=step * accumulation)
         eval_dataset = _dataset(config, strategy, config.eval_data, training=False) if config.eval_data else None
         steps_per_epoch = min(config.save_checkpoints_steps, config.train_steps) * accumulation
         epochs = math.ceil(config.train_steps * accumulation / steps_per_epoch)
         logging.info("Training steps %d -> %d (%d per epoch).", step, config.train_steps,
                      steps_per_epoch // accumulation)
+        # Epochs are `steps_per_epoch` batches counted from step 0. A run resumed inside one first
+        # ends it (`fit` of its remaining batches, its metric state so far carried through the
+        # checkpoint), then goes on with whole epochs: the same epochs, summaries and checkpoint
+        # steps as an uninterrupted run.
+        epoch, done = divmod(step * accumulation, steps_per_epoch)
+        legs = ([(epoch + 1, steps_per_epoch - done)] if done else []) + [(epochs, steps_per_epoch)]
+
+        def cut_short():  # preempted inside an epoch that the rerun finishes: that epoch is not logged here
+            saved = preemption.preempted_at
+            return saved is not None and saved < config.train_steps and saved * accumulation % steps_per_epoch > 0
+
+        board.cut_short = cut_short
+        fit_callbacks = [
+            callbacks.ResumeEpochMetrics(pretrainer.metrics if done else ()),
+            callbacks.StopAtStep(config.train_steps),
+            callbacks.Throughput(config.batch_size),
+            callbacks.Progress(),  # the bar shows four metrics; `board` logs them all
+            board,
+            callbacks.StopOnNonFiniteLoss(),  # before `save`: a bad step is never written
+            save,
+            preemption,
+            *extra_callbacks,
+        ]
         try:
-            pretrainer.fit(
-                dataset,
-                initial_epoch=step * accumulation // steps_per_epoch,
-                epochs=epochs,
-                steps_per_epoch=steps_per_epoch,
-                shuffle=False,  # the dataset shuffles itself
-                validation_data=eval_dataset,
-                validation_steps=config.eval_steps if eval_dataset is not None else None,
-                verbose=verbose,
-                callbacks=[
-                    callbacks.StopAtStep(config.train_steps),
-                    callbacks.Throughput(config.batch_size),
-                    callbacks.Progress(),  # the bar shows four metrics; `board` logs them all
-                    board,
-                    callbacks.StopOnNonFiniteLoss(),  # before `save`: a bad step is never written
-                    save,
-                    preemption,
-                    *extra_callbacks,
-                ],
-            )
+            for last_epoch, steps in legs:
+                # The input position is the step: the pipeline is a function of (files, seed), so the
+                # batches already trained on are skipped (see `pretraining_dataset`'s `skip_batches`).
+                done_batches = int(optimizer.iterations.numpy()) * accumulation
+                pretrainer.fit(
+                    _dataset(config, strategy, config.data, skip_batches=done_batches),
+                    initial_epoch=epoch,
+                    epochs=last_epoch,
+                    steps_per_epoch=steps,
+                    shuffle=False,  # the dataset shuffles itself
+                    validation_data=eval_dataset,
+                    validation_steps=config.eval_steps if eval_dataset is not None else None,
+                    verbose=verbose,
+                    callbacks=fit_callbacks,
+                )
+                if pretrainer.stop_training:  # train_steps reached, or preempted
+                    break
+                epoch = last_epoch
         except tf.errors.DataLossError as e:
             raise ValueError(f"Corrupt pre-training data: {_find_corrupt_file(config.data) or e.message}") from None
         except tf.errors.InvalidArgumentError as e:

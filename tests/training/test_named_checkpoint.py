@@ -158,3 +158,25 @@ def test_legacy_positional_checkpoint_loads_verified_or_is_refused(tmp_path):
     other = build_pretrainer(config.replace(num_layers=3))
     with pytest.raises(CheckpointMismatchError, match="cannot be mapped by position"):
         NamedCheckpoint(other).restore(path)
+
+
+def test_the_metric_state_is_restored_and_a_checkpoint_without_it_still_reads(trained_run, tmp_path):
+    model_dir, live = trained_run
+    path = run_files.latest_checkpoint(model_dir)
+    stored = dict(tf.train.list_variables(path))
+    assert "metrics/loss/total" + SUFFIX in stored and "metrics/disc_auc/true_positives" + SUFFIX in stored
+    reader = tf.train.load_checkpoint(path)
+    config = run_files.read_config(model_dir)
+    fresh = build_pretrainer(config)
+    assert float(fresh.loss_tracker.count.numpy()) == 0
+    NamedCheckpoint(fresh, None, fresh.metrics).restore(path)
+    assert float(fresh.loss_tracker.count.numpy()) == reader.get_tensor("metrics/loss/count" + SUFFIX) > 0
+    np.testing.assert_array_equal(fresh.disc_auc.true_positives.numpy(),
+                                  reader.get_tensor("metrics/disc_auc/true_positives" + SUFFIX))
+    # A checkpoint written before the metric state was saved: the model is restored, the metrics left as they are.
+    older = NamedCheckpoint(live).checkpoint.write(str(tmp_path / "older" / "ckpt-6"))
+    other = build_pretrainer(config)
+    assert NamedCheckpoint(other, None, other.metrics).restore(older) == "named"
+    assert float(other.loss_tracker.count.numpy()) == 0
+    x = batch()
+    np.testing.assert_array_equal(outputs(other, x)[0], outputs(live, x)[0])
