@@ -6,7 +6,8 @@ CPU-second and per wall second at batch 1/8/32 and batch-1 latency, raw text in,
     python -m benchmarks.serving_peers --init runs/demo --quick --workdir /tmp/serving_peers \
         --output /tmp/serving_peers.md
 
-The model (built once into `--workdir`, reused while the settings are the same): all-MiniLM-L6-v2
+The model (built once into `--workdir`, reused while the settings are the same; electra_tf's exports
+are written again whenever the checkout's commit changes): all-MiniLM-L6-v2
 (`$MINILM`, BERT L=6 H=384) converted with `python -m electra_tf.convert --from bert --to keras`
 (or a run given as `--init`), fine-tuned on `--task_dir` (default `$SHARED_DATA/tasks/movie_polarity`)
 for `--train_limit` rows, one epoch, by `python -m electra_tf.finetune` (a few steps: the speed does
@@ -48,6 +49,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -127,7 +129,7 @@ def run_step(args, work, record):
 
 
 def build(work):
-    """Builds what is missing in `work`; returns the build record (the commands that made each model)."""
+    """Builds what is missing in `work`; returns the build record (settings, the commands that made the models)."""
     p = paths(work)
     settings = build_settings()
     cached = common.read_json(p["build"])
@@ -144,6 +146,11 @@ def build(work):
                       "--output_dir", p["encoder"]], work, record)
         init = p["encoder"]
     task = os.path.basename(os.path.normpath(FLAGS.task_dir))
+    commit = common.commit()
+    if record.get("exports_commit") != commit:  # electra_tf's served graphs are those of this checkout
+        for folder in (os.path.join(work, "serving"), p["litert_float"], p["litert_int8"]):
+            shutil.rmtree(folder, ignore_errors=True)
+        record["steps"] = [s for s in record["steps"] if not s["command"].startswith("python -m electra_tf.export ")]
     if not os.path.exists(os.path.join(p["finetuned"], "results.json")):
         run_step(["-m", "electra_tf.finetune", "--task", task, "--data_dir", FLAGS.task_dir, "--init", init,
                   "--output_dir", p["finetuned"], "--train_limit", str(FLAGS.train_limit), "--dev_limit", "32",
@@ -156,6 +163,9 @@ def build(work):
         if not os.path.exists(os.path.join(p[side], "model.tflite")):
             run_step(["-m", "electra_tf.export", "--kind", "tflite", "--init", p["finetuned"], "--output_dir",
                       p[side], *extra], work, record)
+    if record.get("exports_commit") != commit:
+        record["exports_commit"] = commit
+        common.write_json(p["build"], record)
     if not os.path.exists(os.path.join(p["hf"], "config.json")):
         run_step(["-m", "electra_tf.convert", "--from", "keras", "--input",
                   os.path.join(p["finetuned"], "classifier.keras"), "--to", "hf", "--output_dir", p["hf"]],
@@ -168,7 +178,7 @@ def build(work):
                                                  os.path.join(p["finetuned"], "vocab.txt")))
     if not cached:
         common.write_json(p["build"], record)
-    return record["steps"]
+    return record
 
 
 def make_texts(dev_tsv, vocab_file):
@@ -368,15 +378,15 @@ def fmt(value, digits=1):
     return "n/a" if value is None else f"{value:,.{digits}f}"
 
 
-def report(rounds, steps, texts, started_load):
+def report(rounds, record, texts, started_load):
     sides = [s for s in SIDES if any(s in r for r in rounds)]
     lengths = ("short", "long")
     batch_sizes = [int(b) for b in FLAGS.batch_sizes]
     settings = [f"{length}/{b}" for length in lengths for b in batch_sizes]
     versions = {}
     for r in rounds:
-        for record in r.values():
-            versions.update(record["versions"])
+        for side_record in r.values():
+            versions.update(side_record["versions"])
     pieces = {length: sorted(texts[f"{length}_pieces"]) for length in lengths}
     used = {"short": FLAGS.short_examples, "long": FLAGS.long_examples}
     lines = [
@@ -384,11 +394,11 @@ def report(rounds, steps, texts, started_load):
         "",
         f"`{common.command_line('benchmarks.serving_peers')}`",
         "",
-        f"Commit {common.commit()}. The model, built by these commands (`$WORK` is `--workdir`; seconds as "
-        "first built):",
+        f"Commit {common.commit()}; electra_tf's exports written at {record.get('exports_commit', 'unknown')}. "
+        "The models, built by these commands (`$WORK` is `--workdir`; seconds as first built):",
         "",
     ]
-    lines += [f"- `{step['command']}` ({step['seconds']:.0f} s)" for step in steps]
+    lines += [f"- `{step['command']}` ({step['seconds']:.0f} s)" for step in record["steps"]]
     lines += [
         "",
         f"Texts: short, {len(texts['short'])} dev sentences, median {statistics.median(pieces['short']):.0f} "
@@ -531,9 +541,9 @@ def main(argv):
         if not rounds or record is None:
             raise app.UsageError(f"--rounds_from: no rounds in {FLAGS.rounds_from}, or no build record in --workdir")
         texts = common.read_json(paths(work)["texts"])
-        common.write_report(report(rounds, record["steps"], texts, started_load), FLAGS.output)
+        common.write_report(report(rounds, record, texts, started_load), FLAGS.output)
         return
-    steps = build(work)
+    record = build(work)
     texts = common.read_json(paths(work)["texts"])
     sides = [s for s in SIDES if s in FLAGS.sides]
     rounds = []
@@ -546,7 +556,7 @@ def main(argv):
         rounds.append(records)
         common.append_jsonl(paths(work)["rounds"], dict(time=time.time(), command=common.command_line(
             "benchmarks.serving_peers"), records=records))
-    common.write_report(report(rounds, steps, texts, started_load), FLAGS.output)
+    common.write_report(report(rounds, record, texts, started_load), FLAGS.output)
 
 
 if __name__ == "__main__":
