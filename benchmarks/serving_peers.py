@@ -224,13 +224,11 @@ def onnx_export(work):
 
 
 def hf_tokenizer(folder):
-    from transformers import BertTokenizerFast
+    """The `convert --to hf` folder's tokenizer as transformers loads it (its vocab.txt and settings), the fast one."""
+    from transformers import AutoTokenizer
 
-    config = common.read_json(os.path.join(folder, "tokenizer_config.json")) or {}
-    tokenizer = BertTokenizerFast(vocab_file=os.path.join(folder, "vocab.txt"),
-                                  do_lower_case=config.get("do_lower_case", True),
-                                  strip_accents=config.get("strip_accents"))
-    assert tokenizer.is_fast
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    assert tokenizer.is_fast and tokenizer.unk_token_id not in tokenizer("the film")["input_ids"], folder
     return tokenizer
 
 
