@@ -57,6 +57,9 @@ setuptools.setup(
             "seqeval>=1.2",  # independent reference for the tagging metrics
             *DASK,  # the corpus build on a local Dask cluster
             "ai-edge-litert~=2.3",  # the LiteRT export's models run in its interpreter
+            # benchmarks/serving_peers.py serves the same checkpoint in ONNX Runtime (fp32 and int8).
+            "onnxruntime>=1.20",
+            "onnx>=1.17",
         ],
     },
     entry_points={
