@@ -45,14 +45,18 @@ def check_output_dir(config):
 
 
 def check_model(encoder, vocab_file, seq_length):
-    """The encoder's tables hold `seq_length` positions and every id of `vocab_file`."""
+    """The encoder's tables hold `seq_length` positions and every id of `vocab_file`; returns its `WordPieceTokenizer`.
+
+    The tokenizer is the one the task then tokenizes with (building it costs a fraction of a second).
+    """
     if seq_length > encoder.max_sequence_length:
         raise ValueError(f"`--seq_length={seq_length}` exceeds the encoder's position table "
                          f"(max_sequence_length={encoder.max_sequence_length}).")
-    vocab_size = WordPieceTokenizer(vocab_file).vocab_size
-    if vocab_size > encoder.vocab_size:
-        raise ValueError(f"The vocabulary {vocab_file} has {vocab_size} entries, more than the encoder's token "
-                         f"table ({encoder.vocab_size}): pass the --vocab_file the model was trained with.")
+    tokenizer = WordPieceTokenizer(vocab_file)
+    if tokenizer.vocab_size > encoder.vocab_size:
+        raise ValueError(f"The vocabulary {vocab_file} has {tokenizer.vocab_size} entries, more than the encoder's "
+                         f"token table ({encoder.vocab_size}): pass the --vocab_file the model was trained with.")
+    return tokenizer
 
 
 def create_strategy(config):
