@@ -85,7 +85,8 @@ PROFILE = [("imports (TensorFlow, Keras, ...)", "cli.py", "_import_quietly"),
            ("evaluation (predict + accuracy)", "classification.py", "evaluate"),
            ("evaluation (predict + entity F1)", "tagging.py", "evaluate"),
            ("evaluation (predict windows + post-process + F1)", "qa.py", "evaluate"),
-           ("evaluation: predict windows", "qa.py", "predict_windows")]
+           ("evaluation: predict windows", "qa.py", "predict_windows"),
+           ("checkpoint saves", "training/callbacks.py", "save"), ("save the model (.keras)", "trials.py", "_save_model")]
 
 
 def config():
@@ -150,11 +151,26 @@ def run_side(side, run_config, scratch, n, job_path):
                         round(wall - trial["train_seconds"], 2)})
 
 
+# `python -m electra_tf.finetune ARGS` under cProfile, the stats written to the first argument. Not `python -m cProfile
+# -m ...`: that runs the command as a module that is not `sys.modules["__main__"]`, which its console script reads.
+PROFILED = """
+import cProfile, runpy, sys
+stats_file, sys.argv = sys.argv[1], ["electra_tf.finetune", *sys.argv[2:]]
+profile = cProfile.Profile()
+try:
+    profile.runcall(runpy.run_module, "electra_tf.finetune", run_name="__main__", alter_sys=True)
+except SystemExit as e:
+    if e.code:
+        raise
+finally:
+    profile.dump_stats(stats_file)
+"""
+
+
 def profile_run(run_config, scratch):
     """One electra_tf run under cProfile: {phase: seconds}, wall and CPU seconds."""
     output_dir, stats_file = os.path.join(scratch, "profiled"), os.path.join(scratch, "profile.out")
-    command = [sys.executable, "-m", "cProfile", "-o", stats_file, "-m", "electra_tf.finetune",
-               *finetune_command(run_config.replace(output_dir=output_dir))]
+    command = [sys.executable, "-c", PROFILED, stats_file, *finetune_command(run_config.replace(output_dir=output_dir))]
     wall, cpu, _ = timed(command, common.REPO)
     stats, out = pstats.Stats(stats_file).stats, {}
     for label, file_name, function in PROFILE:

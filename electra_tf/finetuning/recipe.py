@@ -13,6 +13,7 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf import atomic, run_files, sources
+from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.finetuning.layerwise_lr import LayerwiseAdamW
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.training import distribute
@@ -44,11 +45,15 @@ def check_output_dir(config):
 
 
 def check_model(encoder, vocab_file, seq_length):
-    """The encoder's tables hold `seq_length` positions and every id of `vocab_file`."""
+    """The encoder's tables hold `seq_length` positions and every id of `vocab_file`; returns its `WordPieceTokenizer`.
+
+    The tokenizer is the one the task then tokenizes with (building it costs a fraction of a second).
+    """
     if seq_length > encoder.max_sequence_length:
         raise ValueError(f"`--seq_length={seq_length}` exceeds the encoder's position table "
                          f"(max_sequence_length={encoder.max_sequence_length}).")
     sources.check_vocabulary(vocab_file, encoder.vocab_size)
+    return WordPieceTokenizer(vocab_file)
 
 
 def create_strategy(config):

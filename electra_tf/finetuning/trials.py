@@ -38,7 +38,7 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf import atomic, run_files, sources
-from electra_tf.data.tokenizer import WordPieceTokenizer, copy_vocab
+from electra_tf.data.tokenizer import copy_vocab
 from electra_tf.finetuning import recipe
 from electra_tf.finetuning.batching import num_batches
 from electra_tf.finetuning.config import read_finetune_config, with_current_keys
@@ -87,9 +87,9 @@ def _run_trials(config, kind, strategy):
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     encoder, vocab_file = sources.load_init(config.init, config.vocab_file)
-    recipe.check_model(encoder, vocab_file, config.seq_length)
+    tokenizer = recipe.check_model(encoder, vocab_file, config.seq_length)
     _check_unfinished(config)
-    task.prepare(WordPieceTokenizer(vocab_file))
+    task.prepare(tokenizer)
     output_dir = distribute.worker_dir(config.output_dir, strategy)  # multi_worker: the chief's is output_dir
     state_dir = os.path.join(output_dir, run_files.TRIALS_DIR)
     tf.io.gfile.makedirs(state_dir)
