@@ -126,3 +126,20 @@ def test_litert_ids_model_refuses_ids_outside_the_table_and_rows_too_long(export
         else:
             assert message in errors[name], (name, errors.get(name))
     assert "-5 at [0, 2]" in errors["negative"] and "10000000 at [1, 3]" in errors["huge"]
+
+
+def test_pack_ids_at_the_requests_length_equals_the_served_packing(tmp_path):
+    """The LiteRT packing (builtin ops) pads as the SavedModel's does: to the longest row rounded up to 16."""
+    from electra_tf.data.tokenizer import SERVING_PAD_MULTIPLE, WordPieceTokenizer
+    from electra_tf.export.tflite import pack_ids
+
+    tokenizer = WordPieceTokenizer(write_tiny_vocab(tmp_path / "vocab.txt"))
+    for texts in (SHORT, LONG, SHORT + LONG, [""]):
+        for b in (None, tf.constant(texts[::-1])):
+            for seq_length in (8, SEQ_LENGTH):
+                expected = tokenizer.pack(tf.constant(texts), b, seq_length, pad_multiple=SERVING_PAD_MULTIPLE)
+                got = pack_ids(tokenizer, tf.constant(texts), b, seq_length, pad_multiple=SERVING_PAD_MULTIPLE)
+                for key in expected:
+                    np.testing.assert_array_equal(got[key].numpy(), expected[key].numpy(), err_msg=key)
+    empty = pack_ids(tokenizer, tf.constant([], tf.string), seq_length=SEQ_LENGTH, pad_multiple=SERVING_PAD_MULTIPLE)
+    assert empty["token_ids"].shape == (0, 16)
