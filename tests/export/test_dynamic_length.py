@@ -12,8 +12,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import write_tiny_vocab
-
 from electra_tf.data.tokenizer import SERVING_PAD_MULTIPLE, WordPieceTokenizer, padded_length
 from electra_tf.models.encoder import ElectraEncoder
 
@@ -23,9 +21,18 @@ LONG = ["the film was very good " * 20]  # past seq_length: truncated (or window
 TAGS = ["O", "B-PER", "I-PER"]
 
 
+def write_vocab(path):
+    """Special tokens, every letter whole and as a `##` piece, the requests' words and punctuation."""
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    words = sorted({w for text in SHORT + LONG for w in text.split()} | {"!", ",", ".", "?", "is", "who", "what"})
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + letters + ["##" + c for c in letters] + words
+    path.write_text("".join(t + "\n" for t in dict.fromkeys(tokens)))
+    return str(path)
+
+
 @pytest.fixture(scope="module")
 def vocab(tmp_path_factory):
-    return write_tiny_vocab(tmp_path_factory.mktemp("dynamic") / "vocab.txt")
+    return write_vocab(tmp_path_factory.mktemp("dynamic") / "vocab.txt")
 
 
 def encoder(vocab, seed=3):

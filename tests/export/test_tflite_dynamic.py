@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import write_tiny_vocab
 from helpers import run_python
+from test_dynamic_length import write_vocab
 
 SEQ_LENGTH = 64
 SHORT = ["a good film"]
@@ -51,7 +51,7 @@ def exported(tmp_path_factory):
     from electra_tf.models.encoder import ElectraEncoder
 
     root = tmp_path_factory.mktemp("tflite_dynamic")
-    vocab = write_tiny_vocab(root / "vocab.txt")
+    vocab = write_vocab(root / "vocab.txt")
     keras.utils.set_random_seed(5)
     encoder = ElectraEncoder(vocab_size=len(WordPieceTokenizer(vocab).vocab), num_layers=2, num_heads=2,
                              hidden_dim=32, embedding_dim=16, intermediate_dim=64, max_sequence_length=SEQ_LENGTH)
@@ -133,7 +133,7 @@ def test_pack_ids_at_the_requests_length_equals_the_served_packing(tmp_path):
     from electra_tf.data.tokenizer import SERVING_PAD_MULTIPLE, WordPieceTokenizer
     from electra_tf.export.tflite import pack_ids
 
-    tokenizer = WordPieceTokenizer(write_tiny_vocab(tmp_path / "vocab.txt"))
+    tokenizer = WordPieceTokenizer(write_vocab(tmp_path / "vocab.txt"))
     for texts in (SHORT, LONG, SHORT + LONG, [""]):
         for b in (None, tf.constant(texts[::-1])):
             for seq_length in (8, SEQ_LENGTH):
