@@ -408,7 +408,7 @@ class WordPieceTokenizer(tf.Module):
         """Ids (dense or ragged, any rank) to word-piece strings, for inspection."""
         return tf.gather(self._id_to_token, ids)
 
-    def pack(self, texts_a, texts_b=None, seq_length=128):
+    def pack(self, texts_a, texts_b=None, seq_length=128, pad_multiple=None):
         """Builds model inputs `[CLS] a [SEP] (b [SEP])`, truncated and zero-padded.
 
         Pairs are truncated longest-first, one word piece at a time, as BERT's
@@ -417,10 +417,14 @@ class WordPieceTokenizer(tf.Module):
         Args:
             texts_a: string tensor `(batch,)`.
             texts_b: optional string tensor `(batch,)` for sentence pairs.
-            seq_length: int. Output length, including special tokens.
+            seq_length: int. Longest output, including special tokens.
+            pad_multiple: int or None. None: every row padded to `seq_length`.
+                An int: rows padded to the batch's longest, rounded up to a
+                multiple of it, never past `seq_length` (`padded_length`), so a
+                short request is not computed at full length.
 
         Returns:
-            dict of int32 tensors `(batch, seq_length)`: `token_ids`,
+            dict of int32 tensors `(batch, length)`: `token_ids`,
             `segment_ids`, `padding_mask`.
         """
         if texts_b is None:
@@ -432,6 +436,9 @@ class WordPieceTokenizer(tf.Module):
         ids, segment_ids = tf_text.combine_segments(
             segments, start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id
         )
+        if pad_multiple is not None:
+            return pad_ragged({"token_ids": ids, "segment_ids": segment_ids}, seq_length, pad_multiple,
+                              pad_id=self.pad_id)
         token_ids, padding_mask = tf_text.pad_model_inputs(ids, seq_length, pad_value=self.pad_id)
         segment_ids, _ = tf_text.pad_model_inputs(segment_ids, seq_length, pad_value=0)
         return {
@@ -439,6 +446,56 @@ class WordPieceTokenizer(tf.Module):
             "segment_ids": tf.cast(segment_ids, tf.int32),
             "padding_mask": tf.cast(padding_mask, tf.int32),
         }
+
+
+SERVING_PAD_MULTIPLE = 16  # served graphs pad a batch to its longest row rounded up to this (`padded_length`)
+
+
+def padded_length(longest, seq_length, multiple=SERVING_PAD_MULTIPLE):
+    """The length a batch whose longest row has `longest` tokens is padded to: `longest` rounded up to a
+    multiple of `multiple` (at least one multiple), never past `seq_length`.
+
+    A served model computes on this length instead of `seq_length`; the attention mask makes
+    the padding irrelevant to the outputs, and the rounding bounds the shapes a server
+    sees to `ceil(seq_length / multiple)`.
+
+    Args:
+        longest: int scalar (Python or tensor).
+        seq_length: int.
+        multiple: int >= 1.
+
+    Returns:
+        int32 scalar tensor.
+
+    Example:
+        >>> from electra_tf.data.tokenizer import padded_length
+        >>> [int(padded_length(n, 128)) for n in (0, 1, 16, 17, 26, 120, 128)]
+        [16, 16, 16, 32, 32, 128, 128]
+    """
+    longest = tf.maximum(tf.cast(longest, tf.int32), 1)
+    return tf.minimum((longest + multiple - 1) // multiple * multiple, seq_length)
+
+
+def pad_ragged(inputs, seq_length, multiple=SERVING_PAD_MULTIPLE, pad_id=0):
+    """Ragged `token_ids` (and same-shaped id tensors) padded to `padded_length` of their longest row.
+
+    Args:
+        inputs: dict of int ragged tensors `(batch, None)`, rows no longer than `seq_length`;
+            `token_ids` among them (padded with `pad_id`, the others with 0).
+        seq_length: int.
+        multiple: int.
+        pad_id: int.
+
+    Returns:
+        dict of int32 tensors `(batch, length)`: the inputs and `padding_mask`.
+    """
+    ids = inputs["token_ids"]
+    longest = tf.maximum(tf.reduce_max(ids.row_lengths()), 0)  # an empty batch's max is int64's lowest
+    length = padded_length(longest, seq_length, multiple)
+    shape = tf.stack([tf.cast(ids.nrows(), tf.int32), length])
+    inputs = dict(inputs, padding_mask=tf.ones_like(ids))
+    return {k: tf.cast(v, tf.int32).to_tensor(pad_id if k == "token_ids" else 0, shape=shape)
+            for k, v in inputs.items()}
 
 
 def is_bert_punctuation(char):

@@ -15,7 +15,7 @@ import tempfile
 
 import tensorflow as tf
 
-from electra_tf.data.tokenizer import SETTINGS_FILE, WordPieceTokenizer, copy_vocab
+from electra_tf.data.tokenizer import SERVING_PAD_MULTIPLE, SETTINGS_FILE, WordPieceTokenizer, copy_vocab
 from electra_tf.run_files import ENCODER_CONFIG_ASSET, LABELS_ASSET, SERVING_CONFIG_ASSET, VOCAB_ASSET  # noqa: F401
 
 
@@ -31,6 +31,11 @@ class ServedModel(tf.Module):
 
     The Keras model is held outside TF's object tracking (Keras would add its own
     default signature, traced from build shapes); its variables are tracked here.
+
+    Raw-text requests are computed at the length of the call's longest sequence, rounded up to a
+    multiple of `pad_multiple` and never past `seq_length` (`tokenizer.padded_length`); setting
+    `pad_multiple = seq_length` before the first call gives full-length padding (the outputs are
+    the same: the attention mask makes padding irrelevant).
     """
 
     def __init__(self, model, vocab_file, seq_length, name=None):
@@ -39,6 +44,7 @@ class ServedModel(tf.Module):
         self.model_variables = [w.value for w in model.weights]
         self.tokenizer = WordPieceTokenizer(vocab_file)
         self.seq_length = seq_length
+        self.pad_multiple = SERVING_PAD_MULTIPLE
 
     def check_ids(self, token_ids, segment_ids, padding_mask):
         """The `predict_ids` inputs, checked (`check_ids`) against the served model's tables."""

@@ -18,11 +18,14 @@ Signatures (batch and choice dimensions dynamic):
     preprocess       context, question, choices -> token_ids, segment_ids, padding_mask (batch, choices, seq_len)
 
 Each choice is packed with its context as training packs it
-(`[CLS] context [SEP] question choice [SEP]`, truncated longest-first to `seq_length`).
+(`[CLS] context [SEP] question choice [SEP]`, truncated longest-first to `seq_length`); a call
+is computed at its longest sequence's length rounded up to a multiple of 16, at most
+`seq_length` (`tokenizer.padded_length`), which gives the outputs of full-length padding.
 """
 
 import tensorflow as tf
 
+from electra_tf.data.tokenizer import SERVING_PAD_MULTIPLE
 from electra_tf.export.assets import SERVING_CONFIG_ASSET, ServedModel, add_assets
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
@@ -36,22 +39,25 @@ def present_choices(choices):
     return tf.logical_not(tf.strings.regex_full_match(choices, BLANK))
 
 
-def pack_choices(tokenizer, context, question, choices, seq_length):
-    """Model inputs `(batch, choices, seq_length)` of raw texts, in the graph; a blank choice is all zero.
+def pack_choices(tokenizer, context, question, choices, seq_length, pad_multiple=SERVING_PAD_MULTIPLE):
+    """Model inputs `(batch, choices, length)` of raw texts, in the graph; a blank choice is all zero.
 
     Args:
         tokenizer: `WordPieceTokenizer`.
         context, question: string tensors `(batch,)`.
         choices: string tensor `(batch, choices)`.
-        seq_length: int.
+        seq_length: int. The longest sequence.
+        pad_multiple: int or None. `length` is the longest (context, choice) sequence of the
+            call rounded up to a multiple of it, at most `seq_length` (None: `seq_length`).
     """
     shape = tf.shape(choices)
     second = tf.strings.strip(tf.strings.join(
         [tf.repeat(question[:, None], shape[1], axis=1), choices], separator=" "))
     packed = tokenizer.pack(tf.reshape(tf.repeat(context[:, None], shape[1], axis=1), [-1]),
-                            tf.reshape(second, [-1]), seq_length=seq_length)
+                            tf.reshape(second, [-1]), seq_length=seq_length, pad_multiple=pad_multiple)
     present = tf.reshape(tf.cast(present_choices(choices), tf.int32), [-1, 1])
-    return {name: tf.reshape(value * present, [shape[0], shape[1], seq_length]) for name, value in packed.items()}
+    length = tf.shape(packed["token_ids"])[1]
+    return {name: tf.reshape(value * present, [shape[0], shape[1], length]) for name, value in packed.items()}
 
 
 class MultipleChoiceServingModule(ServedModel):
@@ -115,7 +121,7 @@ class MultipleChoiceServingModule(ServedModel):
 
     def _preprocess(self, context, question, choices):
         context, question, choices = _check_requests(context, question, choices)
-        return pack_choices(self.tokenizer, context, question, choices, self.seq_length)
+        return pack_choices(self.tokenizer, context, question, choices, self.seq_length, self.pad_multiple)
 
     def _serve_text(self, context, question, choices):
         return self._outputs(self._preprocess(context, question, choices))

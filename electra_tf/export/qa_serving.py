@@ -34,6 +34,7 @@ left for the context).
 
 import tensorflow as tf
 
+from electra_tf.data.tokenizer import pad_ragged
 from electra_tf.export.assets import (SERVING_CONFIG_ASSET, ServedModel, add_assets, save_version,
                                       version_dir)
 from electra_tf.export.tagging_serving import _char_offset
@@ -111,9 +112,8 @@ class QAServingModule(ServedModel):
         ids = tf.concat([cls, window_query, sep, window_pieces, sep], axis=1)
         offset = tf.gather(query_length, example) + 2  # first context position of each window row
         segments = tf.ragged.range(ids.row_lengths()) >= offset[:, None]
-        inputs = {"token_ids": ids.to_tensor(tok.pad_id),
-                  "segment_ids": tf.cast(segments, tf.int32).to_tensor(0),
-                  "padding_mask": tf.ones_like(ids).to_tensor(0)}
+        inputs = pad_ragged({"token_ids": ids, "segment_ids": tf.cast(segments, tf.int32)}, self.seq_length,
+                            self.pad_multiple, pad_id=tok.pad_id)  # the longest window, rounded up (`tokenizer.padded_length`)
         out = self._predict(inputs)
         start_index = tf.cast(out["start_top_index"], tf.int64)  # (W, k)
         end_index = tf.cast(out["end_top_index"], tf.int64)  # (W, k, k2)

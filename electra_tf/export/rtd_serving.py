@@ -99,7 +99,7 @@ class ReplacedTokenServingModule(ServedModel):
     def _serve_text(self, text):
         text, _ = check_texts(text)
         words, byte_starts, byte_ends = split_words(text)
-        windows = word_windows(self.tokenizer, words, self.seq_length, self.stride)
+        windows = word_windows(self.tokenizer, words, self.seq_length, self.stride, self.pad_multiple)
         probabilities = tf.sigmoid(self._model.obj(windows.inputs, training=False))
         return self._outputs(text, words, byte_starts, byte_ends, windows, probabilities)
 
@@ -110,7 +110,7 @@ class ReplacedTokenServingModule(ServedModel):
                 tf.size(text), tf.size(seed), message="`text` and `seed` must have the same batch size")]):
             seed = tf.identity(seed)
         words, byte_starts, byte_ends = split_words(text)
-        windows = word_windows(self.tokenizer, words, self.seq_length, self.stride)
+        windows = word_windows(self.tokenizer, words, self.seq_length, self.stride, self.pad_multiple)
         # Every window padded to `seq_length` and seeded by its text: the draws do not depend on the batch.
         pad = self.seq_length - tf.shape(windows.inputs["token_ids"])[1]
         token_ids, padding_mask = (tf.ensure_shape(tf.pad(windows.inputs[k], [[0, 0], [0, pad]]),

@@ -22,7 +22,10 @@ Signatures (batch dimension dynamic everywhere):
 
 Texts are tokenised in the graph by the same `WordPieceTokenizer` as in
 training, truncated to `seq_length` (pairs longest-first); an empty string is
-a valid input (`[CLS] [SEP]`).
+a valid input (`[CLS] [SEP]`). A call is computed at the length of its longest
+request, rounded up to a multiple of 16 and never past `seq_length`
+(`tokenizer.padded_length`): the attention mask makes padding irrelevant, so
+the outputs are those of full-length padding, at the cost of the request's own length.
 """
 
 import tensorflow as tf
@@ -78,12 +81,11 @@ class ServingModule(ServedModel):
         return self._outputs(self.check_ids(token_ids, segment_ids, padding_mask))
 
     def _serve_text(self, text, text_b=None):
-        text, text_b = check_texts(text, text_b)
-        return self._outputs(self.tokenizer.pack(text, text_b, seq_length=self.seq_length))
+        return self._outputs(self._preprocess(text, text_b))
 
     def _preprocess(self, text, text_b=None):
         text, text_b = check_texts(text, text_b)
-        return self.tokenizer.pack(text, text_b, seq_length=self.seq_length)
+        return self.tokenizer.pack(text, text_b, seq_length=self.seq_length, pad_multiple=self.pad_multiple)
 
     def signatures(self):
         return {"serving_default": self.serve_text, "predict_ids": self.predict_ids, "preprocess": self.preprocess}

@@ -50,6 +50,7 @@ import typing
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from electra_tf.data.tokenizer import SERVING_PAD_MULTIPLE, pad_ragged
 from electra_tf.export.assets import (SERVING_CONFIG_ASSET, ServedModel, add_assets, check_texts,
                                       save_version, version_dir)
 
@@ -135,7 +136,7 @@ class TaggingServingModule(ServedModel):
         """Tags of `words` (ragged, per text, with their byte offsets in `text`): the outputs of both signatures."""
         num_words = tf.cast(words.row_lengths(), tf.int32)
         word_rows = words.value_rowids()
-        windows = word_windows(self.tokenizer, words, self.seq_length, self.stride)
+        windows = word_windows(self.tokenizer, words, self.seq_length, self.stride, self.pad_multiple)
         label_ids = tf.argmax(self._model.obj(windows.inputs, training=False), axis=-1, output_type=tf.int32)
         # Each word's tag at its first piece in its window.
         word_label = tf.gather_nd(label_ids, tf.stack([windows.word_window, windows.position], axis=1))
@@ -172,7 +173,8 @@ def window_stride(seq_length, stride=None):
 class WordWindows(typing.NamedTuple):
     """The windows `word_windows` cuts a batch of texts' words into, and where each word is read."""
 
-    inputs: dict  # token_ids, segment_ids, padding_mask int32 (num_windows, longest window + 2): [CLS] pieces [SEP]
+    inputs: dict  # token_ids, segment_ids, padding_mask int32 (num_windows, length): [CLS] pieces [SEP] padded to
+    # the longest window + 2 rounded up to a multiple of 16, at most seq_length (`tokenizer.padded_length`)
     pieces: tf.RaggedTensor  # int32 (num_words, None): the pieces of every word of the batch, in order
     word_window: tf.Tensor  # int64 (num_words,): the window each word is read from
     position: tf.Tensor  # int64 (num_words,): its first piece's position in that window ([CLS] is 0)
@@ -180,7 +182,7 @@ class WordWindows(typing.NamedTuple):
     window_length: tf.Tensor  # int64 (num_windows,): its pieces ([CLS] and [SEP] not counted)
 
 
-def word_windows(tokenizer, words, seq_length, stride):
+def word_windows(tokenizer, words, seq_length, stride, pad_multiple=SERVING_PAD_MULTIPLE):
     """The words of a batch of texts, as WordPieces, cut into windows of at most `seq_length` tokens.
 
     Every word gets its pieces (a word with none, e.g. only control characters, one `[UNK]`, as
@@ -194,6 +196,8 @@ def word_windows(tokenizer, words, seq_length, stride):
         words: string ragged `(batch, None)`: the words of each text (`split_words`).
         seq_length: int. Tokens per window, [CLS] and [SEP] included.
         stride: int. Pieces between window starts.
+        pad_multiple: int. The windows are padded to the longest rounded up to a multiple of it
+            (at most `seq_length`: `tokenizer.padded_length`).
 
     Returns:
         `WordWindows`.
@@ -225,9 +229,8 @@ def word_windows(tokenizer, words, seq_length, stride):
     cls = tf.fill([num_windows, 1], tf.constant(tokenizer.cls_id, tf.int32))
     sep = tf.fill([num_windows, 1], tf.constant(tokenizer.sep_id, tf.int32))
     ids = tf.concat([cls, window_pieces, sep], axis=1)
-    token_ids = ids.to_tensor(tokenizer.pad_id)
-    inputs = {"token_ids": token_ids, "segment_ids": tf.zeros_like(token_ids),
-              "padding_mask": tf.ones_like(ids).to_tensor(0)}
+    inputs = pad_ragged({"token_ids": ids, "segment_ids": tf.zeros_like(ids)}, seq_length, pad_multiple,
+                        pad_id=tokenizer.pad_id)
     position = first.flat_values - tf.gather(window_start, word_window) + 1  # +1: [CLS]
     return WordWindows(inputs, pieces, word_window, position, window_sentence, window_end - window_start)
 

@@ -12,12 +12,12 @@
 Signature `serving_default` of a classifier:
 
     raw text (default)  text string (batch,)  [+ text_b string (batch,) for pair tasks]
-    --ids               token_ids, segment_ids, padding_mask  int32 (batch, seq_length)
+    --ids               token_ids, segment_ids, padding_mask  int32 (batch, length <= seq_length)
                         -> probabilities float32 (batch, num_labels), label_id int32 (batch,),
                            label string (batch,)   (regression tasks: -> score float32 (batch,))
 
-A tagger exports `--ids` only: ids of one window `(batch, seq_length)` -> `probabilities`
-`(batch, seq_length, num_labels)`, `label_id` and `label` `(batch, seq_length)`, a tag per
+A tagger exports `--ids` only: ids of one window `(batch, length)` -> `probabilities`
+`(batch, length, num_labels)`, `label_id` and `label` `(batch, length)`, a tag per
 piece, as the SavedModel's `predict_ids`. Its raw-text serving cuts words with tensorflow-text's
 `RegexSplitWithOffsets` and TensorFlow string and loop ops, which have no LiteRT kernel; a
 question-answering model's span search likewise, so it has no LiteRT export.
@@ -37,7 +37,7 @@ import os
 import tensorflow as tf
 
 from electra_tf import atomic, run_files
-from electra_tf.data.tokenizer import copy_vocab, pair_lengths
+from electra_tf.data.tokenizer import copy_vocab, pair_lengths, padded_length
 from electra_tf.export.tflite_runtime import TEXT_OP_REGISTRARS, custom_ops
 
 QUANTIZATIONS = ("none", "dynamic_int8")
@@ -45,7 +45,7 @@ SIGNATURE = "serving_default"
 ID_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 
-def pack_ids(tokenizer, texts_a, texts_b=None, seq_length=128):
+def pack_ids(tokenizer, texts_a, texts_b=None, seq_length=128, pad_multiple=None):
     """`WordPieceTokenizer.pack` with LiteRT builtin ops: `[CLS] a [SEP] (b [SEP])`, truncated, padded.
 
     The same ids as `tokenizer.pack` (pairs truncated longest-first, `pair_lengths`),
@@ -56,10 +56,12 @@ def pack_ids(tokenizer, texts_a, texts_b=None, seq_length=128):
         tokenizer: `WordPieceTokenizer`.
         texts_a: string tensor `(batch,)`.
         texts_b: optional string tensor `(batch,)`.
-        seq_length: int. Output length, special tokens included.
+        seq_length: int. Longest output, special tokens included.
+        pad_multiple: int or None. As `WordPieceTokenizer.pack`'s: None pads every row to
+            `seq_length`; an int to the batch's longest row rounded up to a multiple of it.
 
     Returns:
-        dict of int32 tensors `(batch, seq_length)`: `token_ids`, `segment_ids`, `padding_mask`.
+        dict of int32 tensors `(batch, length)`: `token_ids`, `segment_ids`, `padding_mask`.
 
     Example:
         ```python
@@ -82,16 +84,19 @@ def pack_ids(tokenizer, texts_a, texts_b=None, seq_length=128):
     else:
         b_values, b_starts, len_b = _pieces(tokenizer, texts_b)
         keep_a, keep_b = pair_lengths(len_a, len_b, seq_length - 3)
-    position = tf.range(seq_length)[None, :]
-    keep_a, keep_b = keep_a[:, None], keep_b[:, None]
+    length = keep_a + 2 if texts_b is None else keep_a + keep_b + 3  # b's [SEP] stands also when b is empty
+    if pad_multiple is None:
+        width = seq_length
+    else:  # an empty batch's max is int32's lowest
+        width = padded_length(tf.maximum(tf.reduce_max(length), 0), seq_length, pad_multiple)
+    position = tf.range(width)[None, :]
+    keep_a, keep_b, length = keep_a[:, None], keep_b[:, None], length[:, None]
     in_a = (position >= 1) & (position <= keep_a)
     b_first = keep_a + 2  # [CLS] a [SEP] b
     in_b = (position >= b_first) & (position < b_first + keep_b)
     is_sep = position == keep_a + 1
-    length = keep_a + 2
-    if texts_b is not None:  # b's [SEP] stands also when b is empty
+    if texts_b is not None:
         is_sep |= position == b_first + keep_b
-        length += keep_b + 1
     ids = tf.where(in_a, _gather_pieces(a_values, a_starts, position - 1, in_a),
                    _gather_pieces(b_values, b_starts, position - b_first, in_b))
     ids = tf.where(position == 0, tokenizer.cls_id, tf.where(is_sep, tokenizer.sep_id, ids))
@@ -130,16 +135,17 @@ class TFLiteModule(tf.Module):
             and `_outputs` (what its `predict_ids` returns).
         pair: bool. Raw text takes `text_b` too.
 
-    Functions (dynamic batch, `seq_length` fixed): `serve_text` (`text` [+ `text_b`] ->
-    outputs), `serve_ids` (`token_ids`, `segment_ids`, `padding_mask` -> outputs) and
-    `preprocess` (raw text -> the ids `serve_text` feeds the model).
+    Functions (dynamic batch and length): `serve_text` (`text` [+ `text_b`] -> outputs, computed
+    at the longest request's length rounded up to a multiple of the served module's `pad_multiple`, at most
+    `seq_length`), `serve_ids` (`token_ids`, `segment_ids`, `padding_mask` `(batch, length)`,
+    any length up to `seq_length` -> outputs) and `preprocess` (raw text -> the ids `serve_text`
+    feeds the model).
     """
 
     def __init__(self, served, pair=False, name=None):
         super().__init__(name=name)
         self.served = served
-        length = served.seq_length
-        ids = [tf.TensorSpec([None, length], tf.int32, name=n) for n in ID_INPUTS]
+        ids = [tf.TensorSpec([None, None], tf.int32, name=n) for n in ID_INPUTS]
         self.serve_ids = tf.function(self._serve_ids, input_signature=ids)
         texts = [tf.TensorSpec([None], tf.string, name=n) for n in (("text", "text_b") if pair else ("text",))]
         self.serve_text = tf.function(self._serve_text, input_signature=texts)
@@ -152,7 +158,8 @@ class TFLiteModule(tf.Module):
         return self.served._outputs(self._preprocess(text, text_b))
 
     def _preprocess(self, text, text_b=None):
-        return pack_ids(self.served.tokenizer, text, text_b, seq_length=self.served.seq_length)
+        return pack_ids(self.served.tokenizer, text, text_b, seq_length=self.served.seq_length,
+                        pad_multiple=self.served.pad_multiple)
 
 
 def convert(function, module, quantize=None, custom_ops_allowed=()):
@@ -239,6 +246,8 @@ def export_tflite(served, vocab_file, output_dir, task="", kind="classification"
         "inputs": list(ID_INPUTS) if ids_only else (["text", "text_b"] if pair else ["text"]),
         "outputs": outputs,
         "seq_length": served.seq_length,
+        "vocab_size": int(served._model.obj.encoder.vocab_size),
+        "num_segments": int(served._model.obj.encoder.num_segments),
         "pair": pair,
         "label_names": label_names,
         "quantization": quantize,

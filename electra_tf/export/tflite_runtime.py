@@ -13,12 +13,20 @@ which is loaded first; TensorFlow's Python package is not imported. In a
 process that has already imported tensorflow_text, its own registrar is used; one that
 imports tensorflow_text later gets the one loaded here.
 
+The interpreter `load_interpreter` returns checks an `--ids` model's requests before LiteRT
+runs them (`check_ids`): LiteRT's gather reads outside the embedding table for a negative
+id and answers; here every id out of `[0, vocab_size)`, a segment id out of `[0, num_segments)`,
+a mask value other than 0 or 1, rows longer than the export's `seq_length` and inputs of
+different shapes are a `ValueError` naming the input and the bound, as the SavedModel's
+`predict_ids` refuses them. The bounds are read from `tflite_config.json` beside the model.
+
 This module imports neither TensorFlow nor the rest of electra_tf's export code,
 so a device-side script imports only what it needs.
 """
 
 import importlib.machinery
 import importlib.util
+import json
 import os
 import sys
 
@@ -105,10 +113,106 @@ def load_interpreter(model_path, num_threads=None):
     from ai_edge_litert import interpreter
 
     ops = custom_ops(model_path)
+    bounds = id_bounds(model_path)
     if not ops:
-        return interpreter.Interpreter(model_path=model_path, num_threads=num_threads)
-    return interpreter.InterpreterWithCustomOps(model_path=model_path, num_threads=num_threads,
-                                                custom_op_registerers=text_op_registerers(ops))
+        loaded = interpreter.Interpreter(model_path=model_path, num_threads=num_threads)
+    else:
+        loaded = interpreter.InterpreterWithCustomOps(model_path=model_path, num_threads=num_threads,
+                                                      custom_op_registerers=text_op_registerers(ops))
+    if bounds:  # an `--ids` model: its signature runners check the ids first
+        runner = loaded.get_signature_runner
+
+        def checked_runner(signature_key=None):
+            return CheckedSignatureRunner(runner(signature_key), bounds)
+
+        loaded.get_signature_runner = checked_runner
+    return loaded
+
+
+ID_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+CONFIG_FILE = "tflite_config.json"  # electra_tf.run_files.TFLITE_CONFIG_FILE (not imported: no TensorFlow here)
+
+
+def id_bounds(model_path):
+    """The bounds of an `--ids` model's inputs, from the `tflite_config.json` beside it (None: not an `--ids` model).
+
+    Returns:
+        None or dict `{"seq_length", "token_ids", "segment_ids", "padding_mask"}`: the longest row
+        and each input's exclusive upper bound (`vocab_size`, `num_segments`, 2). An export
+        that did not record `vocab_size` takes the length of its `vocab.txt`.
+    """
+    folder = os.path.dirname(os.path.abspath(model_path))
+    try:
+        with open(os.path.join(folder, CONFIG_FILE), encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config, dict) or config.get("input") != "ids":
+        return None
+    vocab_size = config.get("vocab_size")
+    if vocab_size is None:
+        try:
+            with open(os.path.join(folder, "vocab.txt"), encoding="utf-8") as f:
+                vocab_size = sum(1 for line in f if line.rstrip("\n"))
+        except OSError:
+            return None
+    return {"seq_length": int(config["seq_length"]), "token_ids": int(vocab_size),
+            "segment_ids": int(config.get("num_segments", 2)), "padding_mask": 2}
+
+
+def check_ids(inputs, bounds):
+    """Raises a `ValueError` naming the input and the bound unless `inputs` are ids the model can read.
+
+    Args:
+        inputs: dict of array-likes, `ID_INPUTS`, each `(batch, length)`.
+        bounds: `id_bounds`' dict.
+
+    Returns:
+        dict of int32 numpy arrays, the inputs.
+    """
+    import numpy as np
+
+    missing = sorted(set(ID_INPUTS) - set(inputs))
+    unknown = sorted(set(inputs) - set(ID_INPUTS))
+    if missing or unknown:
+        raise ValueError(f"The model takes {list(ID_INPUTS)}; missing {missing}, unknown {unknown}.")
+    arrays = {}
+    for name in ID_INPUTS:
+        value = np.asarray(inputs[name])
+        if value.ndim != 2 or not (np.issubdtype(value.dtype, np.integer) or value.size == 0):
+            raise ValueError(f"`{name}` must be an int32 matrix (batch, length). Received: shape {value.shape}, "
+                             f"dtype {value.dtype}")
+        arrays[name] = value
+    shape = arrays["token_ids"].shape
+    for name in ID_INPUTS[1:]:
+        if arrays[name].shape != shape:
+            raise ValueError(f"`{name}` must have the shape of `token_ids` {shape}. Received: {arrays[name].shape}")
+    if shape[1] > bounds["seq_length"]:
+        raise ValueError(f"rows of `token_ids` must be at most {bounds['seq_length']} ids long (the export's "
+                         f"seq_length). Received: {shape[1]}")
+    for name in ID_INPUTS:
+        value, high = arrays[name], bounds[name]
+        bad = np.argwhere((value < 0) | (value >= high))
+        if len(bad):
+            where = tuple(int(i) for i in bad[0])
+            extra = " (vocab_size of the model)" if name == "token_ids" else ""
+            raise ValueError(f"`{name}` must be in [0, {high}){extra}. Received: {int(value[where])} at {list(where)}")
+        arrays[name] = value.astype(np.int32, copy=False)
+    return arrays
+
+
+class CheckedSignatureRunner:
+    """A LiteRT signature runner of an `--ids` model that checks its inputs first (`check_ids`)."""
+
+    def __init__(self, runner, bounds):
+        self._runner = runner
+        self.bounds = bounds
+
+    def __call__(self, **inputs):
+        return self._runner(**check_ids(inputs, self.bounds))
+
+    def __getattr__(self, name):
+        return getattr(self._runner, name)
 
 
 def _load_registrar():

@@ -1,0 +1,145 @@
+"""LiteRT exports take any length up to `seq_length` (raw text and `--ids`), and an `--ids` model refuses ids it
+cannot read, naming the input and the bound, from a process without TensorFlow.
+
+The reference is the served module of the same classifier (its `serving_default` and `predict_ids`),
+run by TensorFlow in this process.
+"""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from helpers import run_python
+from test_dynamic_length import write_vocab
+
+SEQ_LENGTH = 64
+SHORT = ["a good film"]
+LONG = ["the film was very good " * 20, "", "the plot was boring , the actors were not"]
+
+# A LiteRT-only process: each request's outputs or its error, as a user's client would see them.
+LITERT_CLIENT = r"""
+import json, sys
+import numpy as np
+from electra_tf.export.tflite_runtime import load_interpreter
+requests, out_file = json.load(open(sys.argv[1])), sys.argv[2]
+results, errors = {}, {}
+for name, (model, inputs_file) in requests.items():
+    runner = load_interpreter(model).get_signature_runner()
+    try:
+        out = runner(**dict(np.load(inputs_file)))
+    except ValueError as e:
+        errors[name] = str(e)
+        continue
+    for key, value in out.items():
+        results[f"{name}/{key}"] = value.astype(str) if value.dtype == object else value
+assert not [m for m in sys.modules if m.split(".")[0] in ("tensorflow", "keras")]
+np.savez(out_file, **results)
+print(json.dumps(errors))
+"""
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    import keras
+
+    from electra_tf.data.tokenizer import WordPieceTokenizer
+    from electra_tf.export.serving import classification_serving_module
+    from electra_tf.finetuning.kinds import export_tflite
+    from electra_tf.models.classifier import ElectraClassifier
+    from electra_tf.models.encoder import ElectraEncoder
+
+    root = tmp_path_factory.mktemp("tflite_dynamic")
+    vocab = write_vocab(root / "vocab.txt")
+    keras.utils.set_random_seed(5)
+    encoder = ElectraEncoder(vocab_size=len(WordPieceTokenizer(vocab).vocab), num_layers=2, num_heads=2,
+                             hidden_dim=32, embedding_dim=16, intermediate_dim=64, max_sequence_length=SEQ_LENGTH)
+    classifier = ElectraClassifier(encoder, num_labels=2)
+    classifier.build()
+    settings = {"label_names": ["negative", "positive"], "seq_length": SEQ_LENGTH}
+    text_model = export_tflite(classifier, vocab, str(root / "text"), settings)
+    ids_model = export_tflite(classifier, vocab, str(root / "ids"), settings, ids_only=True)
+    module = classification_serving_module(classifier, vocab, settings["label_names"], seq_length=SEQ_LENGTH)
+    return root, text_model, ids_model, module, encoder.vocab_size
+
+
+def run_client(requests, tmp_path):
+    files = {}
+    for name, (model, inputs) in requests.items():
+        files[name] = (model, str(tmp_path / f"{name}.npz"))
+        np.savez(files[name][1], **inputs)
+    (tmp_path / "requests.json").write_text(json.dumps(files))
+    result = run_python(["-c", LITERT_CLIENT, str(tmp_path / "requests.json"), str(tmp_path / "out.npz")])
+    return dict(np.load(tmp_path / "out.npz")), json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_litert_models_take_a_short_and_a_long_request(exported, tmp_path):
+    """Raw text of one short sentence and of a batch up to seq_length; ids of 16 and of seq_length positions."""
+    root, text_model, ids_model, module, _ = exported
+    preprocess = module.signatures()["preprocess"]
+    short_ids = {k: v.numpy() for k, v in preprocess(text=tf.constant(SHORT)).items()}
+    long_ids = {k: v.numpy() for k, v in preprocess(text=tf.constant(LONG)).items()}
+    assert short_ids["token_ids"].shape[1] == 16 and long_ids["token_ids"].shape[1] == SEQ_LENGTH
+    requests = {"text_short": (text_model, {"text": np.array(SHORT)}),
+                "text_long": (text_model, {"text": np.array(LONG)}),
+                "ids_short": (ids_model, short_ids), "ids_long": (ids_model, long_ids)}
+    out, errors = run_client(requests, tmp_path)
+    assert errors == {}
+    for texts, ids, size in ((SHORT, short_ids, "short"), (LONG, long_ids, "long")):
+        expected = module.signatures()["serving_default"](text=tf.constant(texts))
+        np.testing.assert_allclose(expected["probabilities"].numpy(),
+                                   module.signatures()["predict_ids"](**ids)["probabilities"].numpy(), atol=1e-5)
+        for kind in ("text", "ids"):
+            np.testing.assert_allclose(out[f"{kind}_{size}/probabilities"], expected["probabilities"].numpy(),
+                                       atol=1e-5, err_msg=f"{kind}_{size}")
+            np.testing.assert_array_equal(out[f"{kind}_{size}/label"], expected["label"].numpy().astype(str))
+
+
+def test_litert_ids_model_refuses_ids_outside_the_table_and_rows_too_long(exported, tmp_path):
+    """A negative id (LiteRT's gather would read outside the embedding table and answer), an id past the
+    vocabulary, a segment id, a mask value, a row past seq_length, unequal shapes: each a `ValueError` naming
+    the input and the bound."""
+    root, _, ids_model, _, vocab_size = exported
+
+    def ids(length=8, **changes):
+        inputs = {"token_ids": np.full([2, length], 5, np.int32), "segment_ids": np.zeros([2, length], np.int32),
+                  "padding_mask": np.ones([2, length], np.int32)}
+        for name, (where, value) in changes.items():
+            inputs[name][where] = value
+        return inputs
+
+    cases = {
+        "negative": (ids(token_ids=((0, 2), -5)), f"`token_ids` must be in [0, {vocab_size})"),
+        "huge": (ids(token_ids=((1, 3), 10_000_000)), f"`token_ids` must be in [0, {vocab_size})"),
+        "segment": (ids(segment_ids=((0, 1), 2)), "`segment_ids` must be in [0, 2)"),
+        "mask": (ids(padding_mask=((0, 1), -1)), "`padding_mask` must be in [0, 2)"),
+        "too_long": (ids(SEQ_LENGTH + 1), f"rows of `token_ids` must be at most {SEQ_LENGTH} ids long"),
+        "unequal": (dict(ids(), segment_ids=np.zeros([2, 7], np.int32)), "`segment_ids` must have the shape of "
+                                                                         "`token_ids`"),
+        "fine": (ids(token_ids=((0, 2), vocab_size - 1)), None),
+    }
+    out, errors = run_client({name: (ids_model, inputs) for name, (inputs, _) in cases.items()}, tmp_path)
+    for name, (_, message) in cases.items():
+        if message is None:
+            assert name not in errors and out[f"{name}/probabilities"].shape == (2, 2)
+        else:
+            assert message in errors[name], (name, errors.get(name))
+    assert "-5 at [0, 2]" in errors["negative"] and "10000000 at [1, 3]" in errors["huge"]
+
+
+def test_pack_ids_at_the_requests_length_equals_the_served_packing(tmp_path):
+    """The LiteRT packing (builtin ops) pads as the SavedModel's does: to the longest row rounded up to 16."""
+    from electra_tf.data.tokenizer import SERVING_PAD_MULTIPLE, WordPieceTokenizer
+    from electra_tf.export.tflite import pack_ids
+
+    tokenizer = WordPieceTokenizer(write_vocab(tmp_path / "vocab.txt"))
+    for texts in (SHORT, LONG, SHORT + LONG, [""]):
+        for b in (None, tf.constant(texts[::-1])):
+            for seq_length in (8, SEQ_LENGTH):
+                expected = tokenizer.pack(tf.constant(texts), b, seq_length, pad_multiple=SERVING_PAD_MULTIPLE)
+                got = pack_ids(tokenizer, tf.constant(texts), b, seq_length, pad_multiple=SERVING_PAD_MULTIPLE)
+                for key in expected:
+                    np.testing.assert_array_equal(got[key].numpy(), expected[key].numpy(), err_msg=key)
+    empty = pack_ids(tokenizer, tf.constant([], tf.string), seq_length=SEQ_LENGTH, pad_multiple=SERVING_PAD_MULTIPLE)
+    assert empty["token_ids"].shape == (0, 16)
