@@ -37,7 +37,8 @@ def table(text, heading):
     return {row.split("|")[1].strip(): [c.strip() for c in row.split("|")[2:-1]] for row in rows[1:]}
 
 
-@pytest.mark.large  # fine-tunes a tiny model, writes the SavedModel, two LiteRT models, HF and ONNX; 6 processes
+@pytest.mark.large
+@pytest.mark.release  # about 8 minutes on 2 cores: fine-tunes a tiny model, writes the SavedModel, two LiteRT models, HF and ONNX; 6 processes
 def test_serving_peers_measures_every_side_and_reuses_its_models(tmp_path):
     run_dir = make_run_dir(tmp_path / "run", write_vocab(tmp_path / "vocab.txt"), num_layers=1, hidden_dim=16,
                            embedding_dim=16, intermediate_dim=32)

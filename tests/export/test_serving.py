@@ -129,7 +129,7 @@ def test_exporting_a_model_without_classifier_head_is_a_clear_error(artifacts, t
         load_finetuned(str(tmp_path))  # an empty folder
     bare = tmp_path / "encoder_only.keras"
     artifacts.encoder.save(bare)
-    with pytest.raises(TypeError, match="A ElectraEncoder is not a fine-tuned model"):
+    with pytest.raises(TypeError, match="holds a ElectraEncoder, which is not a fine-tuned model"):
         load_finetuned(str(bare))
 
 

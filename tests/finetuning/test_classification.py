@@ -71,6 +71,7 @@ def test_an_untrained_encoder_saved_as_init_loads_back_equal(tmp_path):
 
     from electra_tf import run_files, sources
     from electra_tf.config import get_config
+    from electra_tf.data.tokenizer import SETTINGS_FILE
     from electra_tf.models.pretrainer import build_pretrainer
 
     config = get_config("tiny", vocab_size=300, embedding_dim=16, hidden_dim=32, num_layers=2, num_heads=2,
@@ -89,5 +90,5 @@ def test_an_untrained_encoder_saved_as_init_loads_back_equal(tmp_path):
     found = keras.ops.convert_to_numpy(loaded(batch, training=False))
     np.testing.assert_allclose(found, expected, atol=1e-6)
     assert not np.allclose(keras.ops.convert_to_numpy(other(batch, training=False)), expected)
-    assert sorted(os.listdir(tmp_path / "init")) == [run_files.ENCODER_FILE, run_files.VOCAB_FILE]
+    assert sorted(os.listdir(tmp_path / "init")) == sorted([run_files.ENCODER_FILE, run_files.VOCAB_FILE, SETTINGS_FILE])
     assert open(vocab_file).read() == "[PAD]\n[UNK]\n"
