@@ -356,6 +356,17 @@ def read_json(path):
         return json.load(f)
 
 
+def read_json_object(path):
+    """The JSON object in `path`; a file that is not one is an error naming it (truncated or damaged)."""
+    with tf.io.gfile.GFile(path) as f:
+        try:
+            value = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path} is not valid JSON ({e}): truncated or damaged.") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path} holds no JSON object: truncated or damaged.")
+    return value
+
 def trial_dir(output_dir, trial):
     """Where an unfinished fine-tuning run keeps trial `trial`'s checkpoints and results."""
     return os.path.join(output_dir, TRIALS_DIR, TRIAL_DIR.format(trial))

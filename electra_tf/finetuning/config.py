@@ -163,7 +163,7 @@ def read_finetune_config(folder):
     path = os.path.join(folder, run_files.FINETUNE_CONFIG_FILE)
     if not tf.io.gfile.exists(path):
         return None
-    values = _json_object(path)
+    values = run_files.read_json_object(path)
     values = with_current_keys(values)  # an earlier version wrote max_seq_length
     declared = fields(FinetuneConfig)
     try:
@@ -176,7 +176,7 @@ def read_finetune_config(folder):
                 isinstance(label, str) for label in value))):
             raise ValueError(f"{path}: `{name}` expects {words}; received {value!r}.")
     results_path = os.path.join(folder, run_files.RESULTS_FILE)
-    saved = _json_object(results_path).get(RESULTS_KEY) if tf.io.gfile.exists(results_path) else None
+    saved = run_files.read_json_object(results_path).get(RESULTS_KEY) if tf.io.gfile.exists(results_path) else None
     if isinstance(saved, dict):
         saved = with_current_keys(saved)
         edited = [name for name in sorted(set(saved) | set(values)) if saved.get(name) != values.get(name)]
@@ -188,18 +188,3 @@ def read_finetune_config(folder):
                 f"trained. Restore `{name}`, or fine-tune again.")
     return values
 
-
-def _json_object(path):
-    """The JSON object in `path`; a file that is not one is an error naming it."""
-    import json
-
-    import tensorflow as tf
-
-    with tf.io.gfile.GFile(path) as f:
-        try:
-            value = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path} is not valid JSON ({e}): truncated or damaged.") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"{path} holds no JSON object: truncated or damaged.")
-    return value
