@@ -3,7 +3,7 @@
 Not a fine-tuning task (nothing is fine-tuned): `ReplacedTokenKind` implements the
 post-training part of `tasks.base.TaskKind` (`serving_module`, `read_examples`,
 `format_prediction`, `score`, ...) for the served module of `tasks.replaced_tokens.serving`, and
-`predicting.served_kinds` lists it beside the task kinds. The model is read through the
+The registry `electra_tf.tasks.KINDS` lists it beside the fine-tuned kinds (served only). The model is read through the
 `--init` registry (`sources.load_detector`: a pre-training run with its checkpoints, an `hf:`
 `ElectraForPreTraining` folder or `DISC,GEN` pair, an `official:` checkpoint), or is an
 `export --kind rtd` SavedModel.

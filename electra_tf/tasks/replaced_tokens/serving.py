@@ -53,7 +53,7 @@ from electra_tf.export.assets import (SERVING_CONFIG_ASSET, ServedModel, Untrack
                                       save_version, version_dir)
 from electra_tf.export.word_windows import char_offset, split_words, window_stride, word_windows
 
-KIND = "rtd"  # the "kind" of its `serving_config.json` (`predicting.served_kinds`)
+KIND = "rtd"  # the "kind" of its `serving_config.json` (`electra_tf.tasks.KINDS`)
 CORRUPT_SIGNATURE = "serve_corrupted"
 WORD_SCORE = "max"  # how a word's probability is read from its pieces' (recorded in `serving_config.json`)
 
