@@ -44,6 +44,9 @@ export, its `serving_config.json`):
                                                                     headline named under "metric"
     hf_head(model, settings)                                        `convert --to hf`: (architecture,
                                                                     head tensors, config entries)
+
+A served-only kind (`finetunes = False`: nothing to fine-tune) serves a pre-trained model instead:
+`open(init, options)` (what `predict` serves) and `export_pretrained(...)` (`export --kind <name>`).
 """
 
 import dataclasses
