@@ -51,7 +51,7 @@ def inverse_cdf_sample(logits, seed, temperature=1.0, disallow_ids=None):
         TensorShape([1, 1])
     """
     logits = _sampling_logits(logits, temperature, disallow_ids)
-    vocab = tf.shape(logits)[-1]
+    vocab = logits.shape[-1] or tf.shape(logits)[-1]  # static where known (XLA pads by a constant)
     probs = tf.exp(logits - tf.reduce_max(logits, axis=-1, keepdims=True))  # unnormalised, max entry 1
     blocks = (vocab + _BLOCK - 1) // _BLOCK
     probs = tf.pad(probs, [[0, 0], [0, 0], [0, blocks * _BLOCK - vocab]])  # zeros: never chosen
