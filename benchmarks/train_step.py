@@ -255,7 +255,8 @@ def op_time_by_part(op_ms):
     parts = collections.Counter()
     for key, ms in op_ms.items():
         name, op_type = key.rsplit(":", 1)
-        parts[_part(name.lower(), op_type)] += ms
+        name = name.lower().removeprefix("statefulpartitionedcall/")  # `fit`'s function call
+        parts[_part(name, op_type)] += ms
     return dict(parts.most_common())
 
 
@@ -280,7 +281,8 @@ def _part(name, op_type):
         return "attention mask + softmax"
     if "crossentropy" in name:
         return "MLM cross-entropy"
-    if op_type in ("Log", "ArgMax", "Cumsum", "LowerBound", "UpperBound") or (op_type == "Exp" and "/" not in name):
+    if op_type in ("Log", "ArgMax", "Cumsum", "LowerBound", "UpperBound") or (
+            op_type in ("Exp", "Max", "Pad") and "/" not in name):
         return "sampling (Gumbel log / argmax, inverse CDF), accuracy argmax"
     if op_type in ("BiasAdd", "BiasAddGrad") or (op_type == "Sum" and "gradient_tape" in name and "dense" in name):
         return "bias adds and their gradients"
