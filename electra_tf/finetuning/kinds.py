@@ -27,12 +27,14 @@ from electra_tf.finetuning.config import read_finetune_config
 from electra_tf.finetuning.multiple_choice import MultipleChoiceKind
 from electra_tf.finetuning.qa import SpanQAKind
 from electra_tf.finetuning.tagging import TaggingKind
+from electra_tf.tasks.embedding.kind import EmbeddingKind
 
 KINDS = {
     "classification": ClassificationKind,
     "tagging": TaggingKind,
     "span_qa": SpanQAKind,
     "multiple_choice": MultipleChoiceKind,
+    "embedding": EmbeddingKind,
 }
 DEFAULT = "classification"  # what `--task_kind auto` gives a task name no kind claims
 
