@@ -1,1 +1,1 @@
-"""The embedding task kind: sentence / passage vectors for semantic search (`kind.EmbeddingKind`)."""
+"""embedding: one task kind, everything of it."""

@@ -21,7 +21,8 @@ from absl import logging
 
 from electra_tf.finetuning.batching import epoch_batches, predict_in_batches
 from electra_tf.finetuning.examples import Example, Prediction, each_line, field, json_object
-from electra_tf.finetuning.kind import TaskKind
+from electra_tf.tasks.base import TaskKind
+from electra_tf.tasks.embedding.config import Config
 from electra_tf.tasks.embedding.data import SPLIT_FILES, read_pairs, split_path
 from electra_tf.tasks.embedding.loss import MultipleNegativesRankingLoss
 from electra_tf.tasks.embedding.metrics import METRIC, corpus_of, retrieval_metrics
@@ -44,7 +45,7 @@ class EmbeddingKind(TaskKind):
         ```python
         import json, os
 
-        from electra_tf.finetuning.config import FinetuneConfig
+        from electra_tf.tasks import FinetuneConfig
         from electra_tf.tasks.embedding.kind import EmbeddingKind
 
         os.makedirs("faq", exist_ok=True)
@@ -57,8 +58,10 @@ class EmbeddingKind(TaskKind):
     """
 
     name = "embedding"
+    Config = Config
     model_file = "embedder.keras"
     model_class = ElectraEmbedder
+    saved_classes = (MultipleNegativesRankingLoss,)  # named by its compiled model file
     predict_formats = ("text", "jsonl")
     predict_options = ("passages",)
     metric = METRIC
@@ -77,7 +80,6 @@ class EmbeddingKind(TaskKind):
             self.pairs["test"], self.paths["test"] = read_pairs(test), test
             self.test_splits.append("test")
         self.num_train_rows = len(self.pairs["train"])
-        self.settings = _settings(config)
         self.packed = {}
         logging.info("Task %s: %s rows.", config.task, {k: len(v) for k, v in self.pairs.items()})
 
@@ -102,9 +104,9 @@ class EmbeddingKind(TaskKind):
         return epoch_batches((self.packed["train"], labels), self.config.batch_size, seed, epoch, skip)
 
     def build_model(self, encoder):
-        s = self.settings
-        model = ElectraEmbedder(encoder, pooling=s["pooling"], normalize=s["normalize"])
-        return model, {"loss": MultipleNegativesRankingLoss(scale=s["scale"])}
+        c = self.config
+        model = ElectraEmbedder(encoder, pooling=c.pooling, normalize=c.normalize_embeddings)
+        return model, {"loss": MultipleNegativesRankingLoss(scale=c.similarity_scale)}
 
     def vectors(self, model, packed):
         return predict_in_batches(self.predictor(model), packed, 4 * self.config.batch_size)
@@ -115,10 +117,6 @@ class EmbeddingKind(TaskKind):
 
     def results(self):
         return {"num_rows": {split: len(p) for split, p in self.pairs.items()}}
-
-    def hparams(self):
-        return {"pooling": self.settings["pooling"], "similarity_scale": self.settings["scale"],
-                "normalize_embeddings": self.settings["normalize"]}
 
     def finetune_config(self, best_trial):
         return {"task": self.config.task, "kind": self.name, "seq_length": self.config.seq_length,
@@ -163,8 +161,3 @@ class EmbeddingKind(TaskKind):
     def score(cls, settings, examples, predictions):
         return None  # texts carry no gold
 
-
-def _settings(config):
-    """The kind's own settings of `config` (its `Config` fields)."""
-    return {"pooling": getattr(config, "pooling", "mean"), "scale": float(getattr(config, "similarity_scale", 20.0)),
-            "normalize": bool(getattr(config, "normalize_embeddings", True))}

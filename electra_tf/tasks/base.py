@@ -1,15 +1,19 @@
 """`TaskKind`: one task family from its files to training, export, prediction and Hugging Face; the base class.
 
-A task kind is one plug-in: a subclass in its own module of `electra_tf/finetuning/`
-and one line of `kinds.KINDS`. Fine-tuning (`trials.run_trials`), `export --kind
+A task kind is one plug-in: a folder `electra_tf/tasks/<kind>/` (its subclass, settings,
+readers, features, metrics, model, serving module, Hugging Face head) and one line of
+`electra_tf.tasks.KINDS`. Fine-tuning (`trials.run_trials`), `export --kind
 serving`, `predict` and `convert --to hf` ask it, and nothing else, what differs
 between families. What a kind provides:
 
 Class attributes (known without a run):
 
     name              the `--task_kind` and the "kind" of `finetune_config.json` / `serving_config.json`
+    Config            its own settings: a `config_fields.Config` dataclass whose fields are flags of
+                      `python -m electra_tf.finetune` (`FinetuneConfig.with_fields_of` collects them)
     model_file        the fine-tuned model's file in a fine-tuning output dir
     model_class       its Keras class
+    saved_classes     other Keras classes its saved model names (a loss), registered by `saved_classes`
     task_names        task names that `--task_kind auto` gives this kind
     predict_formats   the `predict --input_format`s it reads
     predict_options   the `predict` flags only some served kinds read (`ReadOptions` fields such as
@@ -41,7 +45,17 @@ export, its `serving_config.json`):
                                                                     head tensors, config entries)
 """
 
+import dataclasses
+
+from electra_tf.config_fields import Config
 from electra_tf.finetuning.batching import compiled_predictor
+
+
+@dataclasses.dataclass
+class NoSettings(Config):
+    """The settings of a kind that has none of its own (no flag added)."""
+
+    HPARAMS = ()
 
 
 class TaskKind:
@@ -53,8 +67,11 @@ class TaskKind:
     """
 
     name = None
+    Config = NoSettings
     model_file = None
     model_class = None
+    saved_classes = ()
+    finetunes = True  # False: a served-only kind (nothing to fine-tune; no `--task_kind`)
     task_names = ()
     predict_formats = ()
     predict_options = ()

@@ -87,7 +87,7 @@ def read_conll(path, token_column=0, label_column=-1, scheme="IOB2"):
     >>> _ = open(path, "w").write(
     ...     "-DOCSTART- -X- O\\n\\nEU NNP I-ORG\\nrejects VBZ O\\nGerman JJ I-MISC\\n\\n"
     ...     "Peter NNP I-PER\\nBlackburn NNP I-PER\\n")
-    >>> from electra_tf.finetuning.conll import read_conll
+    >>> from electra_tf.tasks.tagging.conll import read_conll
     >>> sentences = read_conll(path, scheme="IOB1")
     >>> [s.tags for s in sentences]
     [('B-ORG', 'O', 'B-MISC'), ('B-PER', 'I-PER')]
@@ -132,7 +132,7 @@ def detect_scheme(tags):
             marks a sentence's start.
 
     Example:
-    >>> from electra_tf.finetuning.conll import detect_scheme
+    >>> from electra_tf.tasks.tagging.conll import detect_scheme
     >>> detect_scheme([(None, "O"), (1, "I-ORG"), (2, "O")])
     ('IOB1', 'I-ORG starts a span at line 1')
     >>> detect_scheme([(None, "O"), (1, "B-PER"), (2, "I-PER")])
@@ -237,7 +237,7 @@ def convert_scheme(tags, source, target="IOB2"):
         list of str.
 
     Example:
-    >>> from electra_tf.finetuning.conll import convert_scheme
+    >>> from electra_tf.tasks.tagging.conll import convert_scheme
     >>> convert_scheme(["I-PER", "I-PER", "B-PER", "O", "I-LOC"], "IOB1")
     ['B-PER', 'I-PER', 'B-PER', 'O', 'B-LOC']
     >>> convert_scheme(["S-LOC", "B-PER", "E-PER"], "BIOES")
@@ -285,7 +285,7 @@ def label_set(sentences, spans=False):
             seen, so a dev `I-X` is known though train only has one-word `X`.
 
     Example:
-    >>> from electra_tf.finetuning.conll import Sentence, label_set
+    >>> from electra_tf.tasks.tagging.conll import Sentence, label_set
     >>> label_set([Sentence(("a", "b", "c"), ("B-PER", "O", "B-LOC"))])
     ['O', 'B-LOC', 'B-PER']
     >>> label_set([Sentence(("a", "b", "c"), ("B-PER", "O", "B-LOC"))], spans=True)
@@ -331,7 +331,7 @@ def encode_labels(sentences, labels):
         ValueError naming the file and the line of a label not in `labels`.
 
     Example:
-    >>> from electra_tf.finetuning.conll import Sentence, encode_labels
+    >>> from electra_tf.tasks.tagging.conll import Sentence, encode_labels
     >>> encode_labels([Sentence(("a", "b"), ("B-PER", "O"))], ["O", "B-PER"])
     [array([1, 0], dtype=int32)]
     """

@@ -9,7 +9,7 @@ sentences, and 0 where their denominator is 0 (as seqeval). Convert BIOES or
 IOB1 tags first (`conll.convert_scheme`).
 
 Example:
->>> from electra_tf.finetuning.tagging_metrics import entity_scores, token_accuracy
+>>> from electra_tf.tasks.tagging.metrics import entity_scores, token_accuracy
 >>> true = [["B-PER", "I-PER", "O", "B-LOC"], ["O"]]
 >>> predicted = [["B-PER", "I-PER", "O", "B-ORG"], ["I-MISC"]]
 >>> scores = entity_scores(true, predicted)
@@ -34,7 +34,7 @@ def get_entities(tags):
         list of `(type, start, end)`, `end` exclusive.
 
     Example:
-    >>> from electra_tf.finetuning.tagging_metrics import get_entities
+    >>> from electra_tf.tasks.tagging.metrics import get_entities
     >>> get_entities(["B-PER", "I-PER", "I-LOC", "O", "I-ORG", "B-ORG"])
     [('PER', 0, 2), ('LOC', 2, 3), ('ORG', 4, 5), ('ORG', 5, 6)]
     """

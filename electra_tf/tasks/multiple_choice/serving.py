@@ -1,7 +1,7 @@
 """A fine-tuned multiple-choice model as a TensorFlow Serving model: a context and its choices in, the chosen
 index and the probabilities out.
 
-Layout as `electra_tf.export.serving` (`<base_dir>/<model_name>/<version>/`, assets `vocab.txt`,
+Layout as `electra_tf.tasks.classification.serving` (`<base_dir>/<model_name>/<version>/`, assets `vocab.txt`,
 `electra_tokenizer.json`, `serving_config.json`).
 
 Signatures (batch and choice dimensions dynamic):
@@ -75,9 +75,9 @@ class MultipleChoiceServingModule(ServedModel):
 
         import tensorflow as tf
 
-        from electra_tf.export.multiple_choice_serving import MultipleChoiceServingModule
+        from electra_tf.tasks.multiple_choice.serving import MultipleChoiceServingModule
         from electra_tf.models.encoder import ElectraEncoder
-        from electra_tf.models.multiple_choice import ElectraMultipleChoice
+        from electra_tf.tasks.multiple_choice.model import ElectraMultipleChoice
 
         tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "ran", "on", "mat"]
         pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")

@@ -21,19 +21,20 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf.data.lines import split_lines
-from electra_tf.finetuning import conll
+from electra_tf.tasks.tagging import conll
 from electra_tf.finetuning.batching import INPUTS, compiled_predictor, epoch_batches, predict_in_batches
 from electra_tf.finetuning.examples import Example, Prediction, each_line, field, json_object, spooled
-from electra_tf.finetuning.kind import TaskKind
-from electra_tf.finetuning.tagging_features import (
+from electra_tf.tasks.base import TaskKind
+from electra_tf.tasks.tagging.config import Config
+from electra_tf.tasks.tagging.features import (
     IGNORE_INDEX,
     build_features,
     tokenize_words,
     word_predictions,
 )
-from electra_tf.finetuning import tagging_metrics
-from electra_tf.finetuning.tagging_metrics import entity_scores, token_accuracy
-from electra_tf.models.token_classifier import ElectraTokenClassifier
+from electra_tf.tasks.tagging import metrics as tagging_metrics
+from electra_tf.tasks.tagging.metrics import entity_scores, token_accuracy
+from electra_tf.tasks.tagging.model import ElectraTokenClassifier
 
 WORDS_SIGNATURE = "serve_words"  # the served signature that takes whitespace-separated words as they are
 # Generic CoNLL-column files: the first of these names that exists in `--data_dir`.
@@ -48,8 +49,8 @@ def tagging_task(config):
     """The `conll.ConllTask` of `config`: a named CoNLL-2003 task, or generic CoNLL-column files.
 
     Example:
-    >>> from electra_tf.finetuning.config import FinetuneConfig
-    >>> from electra_tf.finetuning.tagging import tagging_task
+    >>> from electra_tf.tasks import FinetuneConfig
+    >>> from electra_tf.tasks.tagging.kind import tagging_task
     >>> task = tagging_task(FinetuneConfig(task="ner", task_kind="tagging", label_column="3"))
     >>> (task.token_column, task.label_column, task.scheme, task.metric)
     (0, 3, 'auto', 'entity_f1')
@@ -91,7 +92,7 @@ class MaskedSparseCrossEntropy(keras.losses.Loss):
 
     Example:
     >>> import numpy as np
-    >>> from electra_tf.finetuning.tagging import MaskedSparseCrossEntropy
+    >>> from electra_tf.tasks.tagging.kind import MaskedSparseCrossEntropy
     >>> loss = MaskedSparseCrossEntropy()
     >>> labels = np.array([[-100, 1, 0, -100]])
     >>> logits = np.log(np.array([[[.5, .5], [.2, .8], [.6, .4], [.9, .1]]]))
@@ -184,9 +185,9 @@ def long_sentences(sentences, word_pieces, seq_length):
 
     Example:
     >>> import numpy as np
-    >>> from electra_tf.finetuning import conll
-    >>> from electra_tf.finetuning.tagging import long_sentences
-    >>> from electra_tf.finetuning.tagging_features import WordPieces
+    >>> from electra_tf.tasks.tagging import conll
+    >>> from electra_tf.tasks.tagging.kind import long_sentences
+    >>> from electra_tf.tasks.tagging.features import WordPieces
     >>> pieces = WordPieces(np.arange(9, dtype=np.int32), np.array([0, 3, 6, 9]), np.array([], np.int64))
     >>> long_sentences([conll.Sentence(("a", "b", "c"), ("O",) * 3, "train.txt", (4, 5, 6))], [pieces], 8)
     '1 sentence(s) longer than seq_length - 2 = 6 pieces are split into overlapping windows (no word is dropped); the first at train.txt:4 (9 pieces).'
@@ -205,8 +206,10 @@ class TaggingKind(TaskKind):
     """Token classification over CoNLL-column files (see the module docstring)."""
 
     name = "tagging"
+    Config = Config  # its settings: flags of `python -m electra_tf.finetune`
     model_file = "token_classifier.keras"
     model_class = ElectraTokenClassifier
+    saved_classes = (MaskedSparseCrossEntropy,)  # named by its compiled model file
     predict_formats = ("conll", "jsonl", "text")
 
     def __init__(self, config):
@@ -271,7 +274,7 @@ class TaggingKind(TaskKind):
 
     @classmethod
     def serving_module(cls, model, vocab_file, settings, seq_length=None):
-        from electra_tf.export.tagging_serving import tagging_serving_module
+        from electra_tf.tasks.tagging.serving import tagging_serving_module
 
         return tagging_serving_module(model, vocab_file, settings.get("label_names") or None,
                                       seq_length or settings.get("seq_length", 128), task=settings.get("task", ""),

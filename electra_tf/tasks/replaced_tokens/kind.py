@@ -1,8 +1,8 @@
 """Replaced-token scores: what `predict` makes of a pre-trained discriminator (the served kind "rtd").
 
 Not a fine-tuning task (nothing is fine-tuned): `ReplacedTokenKind` implements the
-post-training part of `finetuning.kind.TaskKind` (`serving_module`, `read_examples`,
-`format_prediction`, `score`, ...) for the served module of `export.rtd_serving`, and
+post-training part of `tasks.base.TaskKind` (`serving_module`, `read_examples`,
+`format_prediction`, `score`, ...) for the served module of `tasks.replaced_tokens.serving`, and
 `predicting.served_kinds` lists it beside the task kinds. The model is read through the
 `--init` registry (`sources.load_detector`: a pre-training run with its checkpoints, an `hf:`
 `ElectraForPreTraining` folder or `DISC,GEN` pair, an `official:` checkpoint), or is an
@@ -32,17 +32,19 @@ precision and recall at 0.5, and the words' AUC.
 
 import numpy as np
 
-from electra_tf.export.rtd_serving import CORRUPT_SIGNATURE, KIND, rtd_serving_module
+from electra_tf.tasks.base import TaskKind
+from electra_tf.tasks.replaced_tokens.serving import CORRUPT_SIGNATURE, KIND, rtd_serving_module
 from electra_tf.finetuning.examples import SERVING_DEFAULT, Example, Prediction, each_line, field, json_object
 
 CORRUPTED = "the generator's replacements"  # the gold of a `--corrupt` example: known once it is predicted
 THRESHOLD = 0.5  # a word is flagged above it (the discriminator's accuracy threshold in pre-training)
 
 
-class ReplacedTokenKind:
+class ReplacedTokenKind(TaskKind):
     """The served kind "rtd": replaced-token scores of a pre-trained discriminator (see the module docstring)."""
 
     name = KIND
+    finetunes = False
     predict_formats = ("jsonl", "text")
     predict_options = ("corrupt",)  # the `predict` flags only this kind reads
 
@@ -157,7 +159,7 @@ def auc(labels, scores):
     above a random negative, ties counting half (Mann-Whitney); None without both classes.
 
     Example:
-    >>> from electra_tf.predicting.replaced_tokens import auc
+    >>> from electra_tf.tasks.replaced_tokens.kind import auc
     >>> auc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
     0.75
     """

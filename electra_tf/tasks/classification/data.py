@@ -155,7 +155,7 @@ def generic_task(
         ```python
         import os
 
-        from electra_tf.finetuning.tasks import generic_task, read_examples
+        from electra_tf.tasks.classification.data import generic_task, read_examples
 
         os.makedirs("movie_polarity")
         with open("movie_polarity/train.tsv", "w") as f:

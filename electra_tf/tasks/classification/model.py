@@ -29,7 +29,7 @@ class ElectraClassifier(EncoderWithHead):
         ```python
         import keras, numpy as np
         from electra_tf.models.encoder import ElectraEncoder  # noqa: F401  (registered for `from_config`)
-        from electra_tf.models.classifier import ElectraClassifier
+        from electra_tf.tasks.classification.model import ElectraClassifier
 
         encoder = ElectraEncoder(
             vocab_size=100, num_layers=2, num_heads=2, hidden_dim=32,

@@ -2,7 +2,7 @@
 answer text and its character offsets in the context out. Tokenization, windowing and span selection
 all run in the graph (tensorflow + tensorflow_text are all a client needs).
 
-Layout as `electra_tf.export.serving` (`<base_dir>/<model_name>/<version>/`, assets
+Layout as `electra_tf.tasks.classification.serving` (`<base_dir>/<model_name>/<version>/`, assets
 `vocab.txt`, `tokenizer_config.json`, `serving_config.json`).
 
 Signature `serving_default`: `question`, `context` string `(batch,)` ->
@@ -37,7 +37,7 @@ import tensorflow as tf
 from electra_tf.data.tokenizer import pad_ragged
 from electra_tf.export.assets import (SERVING_CONFIG_ASSET, ServedModel, add_assets, save_version,
                                       version_dir)
-from electra_tf.export.tagging_serving import _char_offset
+from electra_tf.tasks.tagging.serving import _char_offset
 
 NEG_INF = float("-inf")
 
@@ -227,9 +227,9 @@ def export_qa_serving(model, vocab_file, base_dir, model_name="electra", version
 
         import tensorflow as tf
 
-        from electra_tf.export.qa_serving import export_qa_serving
+        from electra_tf.tasks.span_qa.serving import export_qa_serving
         from electra_tf.models.encoder import ElectraEncoder
-        from electra_tf.models.question_answerer import ElectraQuestionAnswerer
+        from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer
 
         tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "where", "is", "paris", "in", "france", "?", "."]
         pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")

@@ -19,13 +19,13 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from electra_tf.export.multiple_choice_serving import MultipleChoiceServingModule
+from electra_tf.tasks.multiple_choice.serving import MultipleChoiceServingModule
 from electra_tf.finetuning.batching import compiled_predictor, epoch_batches, predict_in_batches
 from electra_tf.finetuning.examples import Example, Prediction, each_line, json_object
-from electra_tf.finetuning.kind import TaskKind
-from electra_tf.finetuning.multiple_choice_data import SPLIT_FILES, question_of_record, read_questions, split_path
+from electra_tf.tasks.base import TaskKind
+from electra_tf.tasks.multiple_choice.data import SPLIT_FILES, question_of_record, read_questions, split_path
 from electra_tf.finetuning.task_metrics import accuracy
-from electra_tf.models.multiple_choice import ABSENT, ElectraMultipleChoice
+from electra_tf.tasks.multiple_choice.model import ABSENT, ElectraMultipleChoice
 
 HEAVY_CUT = 0.1  # a split of which this share of (context, choice) pairs or more is cut gets a warning
 
@@ -103,8 +103,8 @@ class MultipleChoiceKind(TaskKind):
         ```python
         import json, os
 
-        from electra_tf.finetuning.config import FinetuneConfig
-        from electra_tf.finetuning.multiple_choice import MultipleChoiceKind
+        from electra_tf.tasks import FinetuneConfig
+        from electra_tf.tasks.multiple_choice.kind import MultipleChoiceKind
 
         os.makedirs("pick", exist_ok=True)
         for split in ("train", "dev"):

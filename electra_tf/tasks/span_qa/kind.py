@@ -25,12 +25,14 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf import run_files
-from electra_tf.finetuning import qa_metrics, squad
+from electra_tf.tasks.span_qa import metrics as qa_metrics
+from electra_tf.tasks.span_qa import squad
 from electra_tf.finetuning.batching import INPUTS, compiled_predictor, epoch_batches, predict_in_batches
 from electra_tf.finetuning.examples import Example, Prediction, each_line, field, json_object, spooled
-from electra_tf.finetuning.kind import TaskKind
-from electra_tf.finetuning.qa_features import build_qa_features
-from electra_tf.models.question_answerer import ElectraQuestionAnswerer
+from electra_tf.tasks.base import TaskKind
+from electra_tf.tasks.span_qa.config import Config
+from electra_tf.tasks.span_qa.features import build_qa_features
+from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer, GlobalMeanLoss
 
 SPLIT_FILES = {"train": "train.json", "dev": "dev.json", "test": "test.json"}
 QA_SETTINGS = ("doc_stride", "max_query_length", "max_answer_length", "n_best_size", "start_n_top", "end_n_top",
@@ -106,8 +108,10 @@ class SpanQAKind(TaskKind):
     """Extractive QA over SQuAD-format files (see the module docstring)."""
 
     name = "span_qa"
+    Config = Config  # its settings: flags of `python -m electra_tf.finetune`
     model_file = "question_answerer.keras"
     model_class = ElectraQuestionAnswerer
+    saved_classes = (GlobalMeanLoss,)  # named by its compiled model file
     predict_formats = ("squad", "jsonl")
     metric = "f1"
 
@@ -191,7 +195,7 @@ class SpanQAKind(TaskKind):
 
     @classmethod
     def serving_module(cls, model, vocab_file, settings, seq_length=None):
-        from electra_tf.export.qa_serving import qa_serving_module
+        from electra_tf.tasks.span_qa.serving import qa_serving_module
 
         qa = {k: settings[k] for k in ("doc_stride", "max_query_length", "max_answer_length", "null_threshold")
               if settings.get(k) is not None}

@@ -1,7 +1,7 @@
 """A pre-trained discriminator as a TensorFlow Serving model: raw text in, the probability that each word was
 replaced out (`python -m electra_tf.export --kind rtd`).
 
-Layout as `electra_tf.export.serving` (`<base_dir>/<model_name>/<version>/`, assets
+Layout as `electra_tf.tasks.classification.serving` (`<base_dir>/<model_name>/<version>/`, assets
 `vocab.txt`, `tokenizer_config.json`, `serving_config.json` with `"kind": "rtd"`).
 
 Signature `serving_default`: `text` string `(batch,)` ->
@@ -51,7 +51,7 @@ import tensorflow as tf
 
 from electra_tf.export.assets import (SERVING_CONFIG_ASSET, ServedModel, Untracked, add_assets, check_texts,
                                       save_version, version_dir)
-from electra_tf.export.tagging_serving import _char_offset, split_words, window_stride, word_windows
+from electra_tf.tasks.tagging.serving import _char_offset, split_words, window_stride, word_windows
 
 KIND = "rtd"  # the "kind" of its `serving_config.json` (`predicting.served_kinds`)
 CORRUPT_SIGNATURE = "serve_corrupted"
@@ -229,7 +229,7 @@ def export_rtd_serving(discriminator, vocab_file, base_dir, model_name="electra"
 
         import tensorflow as tf
 
-        from electra_tf.export.rtd_serving import export_rtd_serving
+        from electra_tf.tasks.replaced_tokens.serving import export_rtd_serving
         from electra_tf.models.discriminator import ElectraDiscriminator
         from electra_tf.models.encoder import ElectraEncoder
 

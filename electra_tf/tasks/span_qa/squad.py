@@ -19,7 +19,7 @@ offset but is found close by (whitespace shifts) is re-anchored later, in
 
 Example:
 >>> import json, os, tempfile
->>> from electra_tf.finetuning.squad import read_squad
+>>> from electra_tf.tasks.span_qa.squad import read_squad
 >>> path = os.path.join(tempfile.mkdtemp(), "dev.json")
 >>> _ = open(path, "w").write(json.dumps({"data": [{"title": "t", "paragraphs": [{
 ...     "context": "Paris is in France.",

@@ -32,7 +32,7 @@ class ElectraMultipleChoice(EncoderWithHead):
     Example:
     >>> import numpy as np
     >>> from electra_tf.models.encoder import ElectraEncoder
-    >>> from electra_tf.models.multiple_choice import ElectraMultipleChoice
+    >>> from electra_tf.tasks.multiple_choice.model import ElectraMultipleChoice
     >>> encoder = ElectraEncoder(vocab_size=100, num_layers=1, num_heads=2, hidden_dim=32,
     ...                          embedding_dim=16, intermediate_dim=64)
     >>> model = ElectraMultipleChoice(encoder)

@@ -12,8 +12,8 @@ class ElectraTokenClassifier(EncoderWithHead):
     The reference tagging head (official `finetune/tagging`): the encoder's
     sequence output, dropout 0.1, one dense layer applied at every position.
     Which positions carry a label (a word's first WordPiece) is the data's
-    business (`electra_tf.finetuning.tagging_features`); the loss ignores the
-    others (`electra_tf.finetuning.tagging.MaskedSparseCrossEntropy`).
+    business (`electra_tf.tasks.tagging.features`); the loss ignores the
+    others (`electra_tf.tasks.tagging.kind.MaskedSparseCrossEntropy`).
     Logits are returned in float32 under a mixed-precision policy.
 
     Args:
@@ -30,7 +30,7 @@ class ElectraTokenClassifier(EncoderWithHead):
     Example:
     >>> import numpy as np
     >>> from electra_tf.models.encoder import ElectraEncoder
-    >>> from electra_tf.models.token_classifier import ElectraTokenClassifier
+    >>> from electra_tf.tasks.tagging.model import ElectraTokenClassifier
     >>> encoder = ElectraEncoder(vocab_size=100, num_layers=2, num_heads=2, hidden_dim=32,
     ...                          embedding_dim=16, intermediate_dim=64)
     >>> tagger = ElectraTokenClassifier(encoder, num_labels=9)

@@ -56,7 +56,7 @@ class ElectraQuestionAnswerer(keras.Model):
     Example:
     >>> import numpy as np
     >>> from electra_tf.models.encoder import ElectraEncoder
-    >>> from electra_tf.models.question_answerer import ElectraQuestionAnswerer
+    >>> from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer
     >>> encoder = ElectraEncoder(vocab_size=100, num_layers=1, num_heads=2, hidden_dim=16,
     ...                          embedding_dim=16, intermediate_dim=32)
     >>> model = ElectraQuestionAnswerer(encoder, answerable=True, start_n_top=3, end_n_top=2)
@@ -223,7 +223,7 @@ class GlobalMeanLoss(keras.losses.Loss):
     Under a `tf.distribute` strategy each replica divides its sum by the example
     count summed over replicas and the replicas' gradients are summed, so N
     replicas train like one device on the same global batch, uneven last batch
-    included (as `electra_tf.finetuning.tagging.MaskedSparseCrossEntropy`).
+    included (as `electra_tf.tasks.tagging.kind.MaskedSparseCrossEntropy`).
     """
 
     def __init__(self, kind="position", name=None, **kwargs):

@@ -21,7 +21,7 @@ answers; an unanswerable question's gold is `[""]`; scores are percentages,
 with HasAns / NoAns breakdowns when both kinds are present.
 
 Example:
->>> from electra_tf.finetuning.qa_metrics import f1_score, normalize_answer, squad_scores
+>>> from electra_tf.tasks.span_qa.metrics import f1_score, normalize_answer, squad_scores
 >>> normalize_answer("The  Eiffel-Tower!")
 'eiffeltower'
 >>> round(f1_score("the cat sat", "a cat sat down"), 4)

@@ -1,7 +1,7 @@
 """A fine-tuned tagger (NER, chunking, POS) as a TensorFlow Serving model: raw text in, words, tags
 and entities with character offsets out.
 
-Layout as `electra_tf.export.serving` (`<base_dir>/<model_name>/<version>/`, assets
+Layout as `electra_tf.tasks.classification.serving` (`<base_dir>/<model_name>/<version>/`, assets
 `labels.txt`, `vocab.txt`, `tokenizer_config.json`, `serving_config.json`).
 
 Signature `serving_default`: `text` string `(batch,)` ->
@@ -315,7 +315,7 @@ def split_words(text, pre_split=False):
         `(words, starts, ends)`: ragged `(batch, None)` strings (as in `text`) and int64 byte offsets.
 
     Example:
-        >>> from electra_tf.export.tagging_serving import split_words
+        >>> from electra_tf.tasks.tagging.serving import split_words
         >>> [w.decode() for w in split_words(["The U.S. Treasury said on Friday, 1.5%"])[0][0].numpy()]
         ['The', 'U.S.', 'Treasury', 'said', 'on', 'Friday', ',', '1.5', '%']
     """
@@ -405,9 +405,9 @@ def export_tagging_serving(tagger, vocab_file, base_dir, model_name="electra", v
 
         import tensorflow as tf
 
-        from electra_tf.export.tagging_serving import export_tagging_serving
+        from electra_tf.tasks.tagging.serving import export_tagging_serving
         from electra_tf.models.encoder import ElectraEncoder
-        from electra_tf.models.token_classifier import ElectraTokenClassifier
+        from electra_tf.tasks.tagging.model import ElectraTokenClassifier
 
         tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", "a", "fine", "film"]
         pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")

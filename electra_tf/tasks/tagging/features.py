@@ -15,7 +15,7 @@ per-piece outputs of all windows back into one value per word.
 Example:
 >>> import os, tempfile
 >>> import numpy as np
->>> from electra_tf.finetuning.tagging_features import build_features, tokenize_words, word_predictions
+>>> from electra_tf.tasks.tagging.features import build_features, tokenize_words, word_predictions
 >>> from electra_tf.data.tokenizer import WordPieceTokenizer
 >>> vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
 >>> _ = open(vocab, "w").write("\\n".join(
@@ -142,7 +142,7 @@ def plan_windows(word_splits, max_pieces, stride):
         list of `Window`.
 
     Example:
-    >>> from electra_tf.finetuning.tagging_features import plan_windows
+    >>> from electra_tf.tasks.tagging.features import plan_windows
     >>> [(w.start, w.end, w.words.tolist()) for w in plan_windows([0, 1, 2, 3, 4, 5, 6, 7], 4, 2)]
     [(0, 4, [0, 1, 2]), (2, 6, [3, 4]), (4, 7, [5, 6])]
     """

@@ -22,7 +22,7 @@ answer index out of range, a line that is not JSON, a CSV quote never closed
 
 Example:
 >>> import os, tempfile
->>> from electra_tf.finetuning.multiple_choice_data import read_questions
+>>> from electra_tf.tasks.multiple_choice.data import read_questions
 >>> path = os.path.join(tempfile.mkdtemp(), "dev.jsonl")
 >>> _ = open(path, "w").write('{"question": "Pick the animal.", "choices": ["cat", "car"], "answer": 0}\\n')
 >>> read_questions(path)

@@ -19,14 +19,15 @@ from absl import logging
 
 from electra_tf import atomic, run_files
 from electra_tf.data.lines import table_rows
-from electra_tf.finetuning import tasks as tasks_lib
+from electra_tf.tasks.classification import data as tasks_lib
 from electra_tf.finetuning import trials
 from electra_tf.finetuning.batching import epoch_batches, predict_in_batches
 from electra_tf.finetuning.config import FinetuneConfig
 from electra_tf.finetuning.examples import BLANK, Example, Prediction, column_index, each_line, field, json_object
-from electra_tf.finetuning.kind import TaskKind
+from electra_tf.tasks.base import TaskKind
+from electra_tf.tasks.classification.config import Config
 from electra_tf.finetuning.task_metrics import task_metrics
-from electra_tf.models.classifier import ElectraClassifier
+from electra_tf.tasks.classification.model import ElectraClassifier
 
 
 # Header names of the first text, the second text and the label (GLUE's and the project's layouts), for predict.
@@ -103,8 +104,8 @@ class ClassificationKind(TaskKind):
         ```python
         import os
 
-        from electra_tf.finetuning.classification import ClassificationKind
-        from electra_tf.finetuning.config import FinetuneConfig
+        from electra_tf.tasks.classification.kind import ClassificationKind
+        from electra_tf.tasks import FinetuneConfig
 
         os.makedirs("polarity", exist_ok=True)
         for split in ("train", "dev"):
@@ -116,6 +117,7 @@ class ClassificationKind(TaskKind):
     """
 
     name = "classification"
+    Config = Config  # its settings: flags of `python -m electra_tf.finetune`
     model_file = "classifier.keras"
     model_class = ElectraClassifier
     predict_formats = ("tsv", "csv", "jsonl", "text")
@@ -227,7 +229,7 @@ class ClassificationKind(TaskKind):
 
     @classmethod
     def serving_module(cls, model, vocab_file, settings, seq_length=None):
-        from electra_tf.export.serving import classification_serving_module
+        from electra_tf.tasks.classification.serving import classification_serving_module
 
         return classification_serving_module(
             model, vocab_file, settings.get("label_names") or None, seq_length or settings.get("seq_length", 128),
@@ -368,7 +370,7 @@ def run_finetuning(spec, data_dir, init, output_dir, vocab_file=None, strategy=N
     task's name and columns (a GLUE name reads its layout).
 
     Args:
-        spec: `tasks.TaskSpec`.
+        spec: `data.TaskSpec`.
         data_dir: str. The task's folder.
         init: str. Any `--init` form.
         output_dir: str. Written: `results.json`, `classifier.keras` (best
@@ -382,7 +384,7 @@ def run_finetuning(spec, data_dir, init, output_dir, vocab_file=None, strategy=N
         columns = dict(text_a_column=str(spec.text_a), label_column=str(spec.label), regression=spec.is_regression,
                        text_b_column=None if spec.text_b is None else str(spec.text_b),
                        file_format="csv" if spec.delimiter == "," else "tsv")
-    config = FinetuneConfig(task=spec.name, task_kind="classification", data_dir=data_dir, init=init,
+    config = FinetuneConfig.with_fields_of(Config)(task=spec.name, task_kind="classification", data_dir=data_dir, init=init,
                             output_dir=output_dir, vocab_file=vocab_file, **columns).replace(**settings)
     return trials.run_trials(config, ClassificationKind, strategy)
 

@@ -35,8 +35,8 @@ exact, re-anchored, partial (a boundary inside a piece, e.g. "1990" in
 Example:
 >>> import os, tempfile
 >>> from electra_tf.data.tokenizer import WordPieceTokenizer
->>> from electra_tf.finetuning.squad import QAExample
->>> from electra_tf.finetuning.qa_features import build_qa_features
+>>> from electra_tf.tasks.span_qa.squad import QAExample
+>>> from electra_tf.tasks.span_qa.features import build_qa_features
 >>> vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
 >>> _ = open(vocab, "w").write("\\n".join(
 ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "where", "is", "paris", "in", "france", "?", "."]))
@@ -94,7 +94,7 @@ def char_offsets(text, byte_starts, byte_ends):
     """Byte offsets of pieces in UTF-8 `text` -> character offsets.
 
     Example:
-    >>> from electra_tf.finetuning.qa_features import char_offsets
+    >>> from electra_tf.tasks.span_qa.features import char_offsets
     >>> [c.tolist() for c in char_offsets("é a", [0, 3], [2, 4])]
     [[0, 2], [1, 3]]
     """
@@ -129,7 +129,7 @@ def word_offsets(ids, starts, ends, continues):
 
     Example:
     >>> import numpy as np
-    >>> from electra_tf.finetuning.qa_features import word_offsets
+    >>> from electra_tf.tasks.span_qa.features import word_offsets
     >>> continues = np.array([False, False, True, False])  # ids: 0 "ye", 1 "yel", 2 "##low", 3 "."
     >>> [w.tolist() for w in word_offsets(np.array([1, 2, 3]), np.array([0, 3, 6]), np.array([3, 6, 7]), continues)]
     [[0, 0, 6], [6, 6, 7]]
@@ -152,7 +152,7 @@ def locate_answer(context, text, start):
     between its words, is found within `NEAR` characters: the nearest occurrence.
 
     Example:
-    >>> from electra_tf.finetuning.qa_features import locate_answer
+    >>> from electra_tf.tasks.span_qa.features import locate_answer
     >>> locate_answer("a  cat sat", "cat", 2)
     (3, 6, 'reanchored')
     >>> locate_answer("a cat", "dog", 2)
@@ -201,7 +201,7 @@ def max_context_windows(windows, num_pieces):
     the windows' total length (linear in `num_pieces`), not pieces x windows.
 
     Example:
-    >>> from electra_tf.finetuning.qa_features import max_context_windows, plan_windows
+    >>> from electra_tf.tasks.span_qa.features import max_context_windows, plan_windows
     >>> windows = plan_windows(10, 6, 2)
     >>> windows
     [(0, 6), (2, 6), (4, 6)]
