@@ -23,6 +23,8 @@ that holds for h > -58 (the final LayerNorm keeps [CLS] components within a few
 units), and the rounding of h + 64 costs under 4e-6 per component.
 """
 
+import os
+
 import numpy as np
 
 from electra_tf.convert import hf_names
@@ -93,7 +95,8 @@ def export_task_model(model, directory, head):
         model: a fine-tuned model with an `encoder` (`ElectraEncoder`).
         directory: str. Created if needed.
         head: `(architecture, {hf name: array}, config entries)` of its head (its task kind's
-            `hf_head`: `classifier_head`, `token_classifier_head`, ...).
+            `hf_head`: `classifier_head`, `token_classifier_head`, ...), optionally with a fourth
+            item: other files of the folder, `{relative path: text}` (e.g. a sentence-transformers layout).
 
     Returns:
         list with `directory`.
@@ -116,7 +119,7 @@ def export_task_model(model, directory, head):
     """
     from electra_tf.convert.hugging_face import hf_config, write_folder
 
-    architecture, tensors, entries = head
+    architecture, tensors, entries, *files = head
     encoder = model.encoder
     state = {}
     for name, value in read_weights(encoder).items():
@@ -126,4 +129,8 @@ def export_task_model(model, directory, head):
             state[hf_name] = np.ascontiguousarray(value.T if transpose else value)
     state.update({k: np.ascontiguousarray(v) for k, v in tensors.items()})
     write_folder(directory, dict(hf_config(encoder, architecture), **entries), state)
+    for path, text in (files[0] if files else {}).items():
+        os.makedirs(os.path.dirname(os.path.join(directory, path)), exist_ok=True)
+        with open(os.path.join(directory, path), "w", encoding="utf-8") as f:
+            f.write(text)
     return [directory]

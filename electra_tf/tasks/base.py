@@ -42,7 +42,8 @@ export, its `serving_config.json`):
     score(settings, examples, predictions)                          metrics of labelled inputs, the
                                                                     headline named under "metric"
     hf_head(model, settings)                                        `convert --to hf`: (architecture,
-                                                                    head tensors, config entries)
+                                                                    head tensors, config entries[, other
+                                                                    files of the folder])
 """
 
 import dataclasses

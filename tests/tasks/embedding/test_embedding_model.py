@@ -41,6 +41,7 @@ def tiny_inputs(rows=3, length=12, seed=0):
             "segment_ids": np.zeros((rows, length), "int32"), "padding_mask": mask}
 
 
+@pytest.mark.large  # loads MiniLM twice (TF, torch): tens of seconds
 def test_minilm_vectors_equal_sentence_transformers_encode():
     """all-MiniLM-L6-v2 read as `--init` (its BERT folder), mean pooling: sentence-transformers' own normalised vectors,
     accents, an empty text and one cut at 256 tokens included."""
