@@ -29,6 +29,7 @@ from absl import logging
 
 from electra_tf import run_files, sources
 from electra_tf.finetuning import config as finetuning_config
+from electra_tf.finetuning import examples
 from electra_tf.finetuning import trials
 from electra_tf.tasks.classification.kind import ClassificationKind
 from electra_tf.tasks.embedding.kind import EmbeddingKind
@@ -45,12 +46,16 @@ KINDS = {
     "embedding": EmbeddingKind,
     "rtd": ReplacedTokenKind,  # served only: a pre-trained discriminator's replaced-token scores
 }
-DEFAULT = "classification"  # what `--task_kind auto` gives a task name no kind claims, and an export naming no kind
+DEFAULT = next(iter(KINDS))  # the first line: what `--task_kind auto` gives a task no kind claims, an old export's kind
 FINETUNED = {name: kind for name, kind in KINDS.items() if kind.finetunes}  # the `--task_kind`s
-REPLACED_TOKENS = "rtd"  # what `predict` reads an `--init` that is no fine-tuned model nor an export as
+# What `predict` reads an `--init` that is no fine-tuned model nor an export as: the served-only kind (a pre-trained
+# model's own outputs).
+PRETRAINED = next(name for name, kind in KINDS.items() if not kind.finetunes)
 
 # Every setting of a fine-tuning run: the recipe's fields and each kind's own (`TaskKind.Config`), one flag each.
 FinetuneConfig = finetuning_config.FinetuneConfig.with_fields_of(*(kind.Config for kind in FINETUNED.values()))
+# How `predict` reads its input: the column flags every reader shares and each kind's own (`TaskKind.PredictOptions`).
+ReadOptions = examples.ReadOptions.with_fields_of(*(kind.PredictOptions for kind in KINDS.values()))
 
 Finetuned = collections.namedtuple("Finetuned", ["kind", "model", "vocab_file", "settings"])
 
@@ -58,6 +63,19 @@ Finetuned = collections.namedtuple("Finetuned", ["kind", "model", "vocab_file", 
 def read_finetune_config(folder):
     """`finetuning.config.read_finetune_config` of `folder`, every kind's fields checked."""
     return finetuning_config.read_finetune_config(folder, FinetuneConfig)
+
+
+def input_formats():
+    """Every `predict --input_format`: the generic ones, then each kind's own."""
+    from electra_tf.predicting.inputs import FORMATS
+
+    kinds_own = [f for kind in KINDS.values() for f in kind.predict_formats if f not in FORMATS]
+    return [*FORMATS, *dict.fromkeys(kinds_own)]
+
+
+def format_extensions():
+    """File extension -> format, of every kind's own formats (`predict --input_format auto`)."""
+    return {extension: name for kind in KINDS.values() for extension, name in kind.format_extensions.items()}
 
 
 def get(name):

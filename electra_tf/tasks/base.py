@@ -16,6 +16,7 @@ Class attributes (known without a run):
     saved_classes     other Keras classes its saved model names (a loss), registered by `saved_classes`
     task_names        task names that `--task_kind auto` gives this kind
     predict_formats   the `predict --input_format`s it reads
+    format_extensions the file extensions of the formats only it reads (".conll": "conll")
     predict_options   the `predict` flags only some served kinds read (`ReadOptions` fields such as
                       `corrupt`) that it reads: none for a task kind
 
@@ -69,12 +70,14 @@ class TaskKind:
 
     name = None
     Config = NoSettings
+    PredictOptions = NoSettings
     model_file = None
     model_class = None
     saved_classes = ()
     finetunes = True  # False: a served-only kind (nothing to fine-tune; no `--task_kind`)
     task_names = ()
     predict_formats = ()
+    format_extensions = {}  # file extension -> a format of `predict_formats` only this kind reads
     predict_options = ()
     metric = None
 

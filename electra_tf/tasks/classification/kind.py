@@ -237,7 +237,7 @@ class ClassificationKind(TaskKind):
 
     @classmethod
     def hf_head(cls, model, settings):
-        from electra_tf.convert.hf_heads import classifier_head
+        from electra_tf.tasks.classification.hf_head import classifier_head
 
         return classifier_head(model, settings.get("label_names"))
 

@@ -25,7 +25,7 @@ from electra_tf.tasks.tagging import conll
 from electra_tf.finetuning.batching import INPUTS, compiled_predictor, epoch_batches, predict_in_batches
 from electra_tf.finetuning.examples import Example, Prediction, each_line, field, json_object, spooled
 from electra_tf.tasks.base import TaskKind
-from electra_tf.tasks.tagging.config import Config
+from electra_tf.tasks.tagging.config import Config, PredictOptions
 from electra_tf.tasks.tagging.features import (
     IGNORE_INDEX,
     build_features,
@@ -207,10 +207,12 @@ class TaggingKind(TaskKind):
 
     name = "tagging"
     Config = Config  # its settings: flags of `python -m electra_tf.finetune`
+    PredictOptions = PredictOptions  # its `predict` flags
     model_file = "token_classifier.keras"
     model_class = ElectraTokenClassifier
     saved_classes = (MaskedSparseCrossEntropy,)  # named by its compiled model file
     predict_formats = ("conll", "jsonl", "text")
+    format_extensions = {".conll": "conll"}  # `predict`'s --input_format auto
 
     def __init__(self, config):
         super().__init__(config)
@@ -282,7 +284,7 @@ class TaggingKind(TaskKind):
 
     @classmethod
     def hf_head(cls, model, settings):
-        from electra_tf.convert.hf_heads import token_classifier_head
+        from electra_tf.tasks.tagging.hf_head import token_classifier_head
 
         return token_classifier_head(model, settings.get("label_names"))
 
