@@ -98,9 +98,9 @@ def _finetuned(init, vocab_file=None):
     """The fine-tuned model `init` holds and the vocabulary to export with it (`--vocab_file` or its own), checked
     to fit the model's token table (`sources.check_vocabulary`)."""
     from electra_tf import sources
-    from electra_tf import tasks as kinds
+    from electra_tf import tasks
 
-    finetuned = kinds.load_finetuned(init)
+    finetuned = tasks.load_finetuned(init)
     vocab = vocab_file or finetuned.vocab_file
     sources.check_vocabulary(vocab, finetuned.model.encoder.vocab_size, init, given=bool(vocab_file))
     return finetuned, vocab
@@ -129,16 +129,16 @@ def main(argv):
 def _export():
     """Loads `--init` and writes the `--kind` export; returns its path."""
     if FLAGS.kind == "tflite":
-        from electra_tf import tasks as kinds
+        from electra_tf import tasks
 
         finetuned, vocab_file = _finetuned(FLAGS.init, FLAGS.vocab_file)
-        path = kinds.export_tflite(finetuned.model, vocab_file, FLAGS.output_dir,
+        path = tasks.export_tflite(finetuned.model, vocab_file, FLAGS.output_dir,
                                    finetuned.settings, FLAGS.seq_length, ids_only=FLAGS.ids, quantize=FLAGS.quantize)
     elif FLAGS.kind == "serving":
-        from electra_tf import tasks as kinds
+        from electra_tf import tasks
 
         finetuned, vocab_file = _finetuned(FLAGS.init, FLAGS.vocab_file)
-        path = kinds.export_serving(finetuned.model, vocab_file, FLAGS.output_dir,
+        path = tasks.export_serving(finetuned.model, vocab_file, FLAGS.output_dir,
                                     FLAGS.model_name, FLAGS.version, finetuned.settings, FLAGS.seq_length)
     elif FLAGS.kind in _pretrained_kinds():  # a served-only kind: a pre-trained model's serving version
         import os

@@ -120,7 +120,8 @@ def for_class_name(registered_name, what=None):
 
 
 def for_model(model, settings=None, what=None):
-    """The kind of a loaded `model`: the "kind" its `settings` (`finetune_config.json`) name, else its class's registered name."""
+    """The kind of a loaded `model`: the "kind" its `settings` (`finetune_config.json`) name, else its class's
+    registered name."""
     if settings and settings.get("kind"):
         return get(settings["kind"])
     import keras
@@ -129,7 +130,8 @@ def for_model(model, settings=None, what=None):
 
 
 def _saved_class_name(path):
-    """The registered class name a `.keras` file's config names (read from the zip, no model built); None if unreadable."""
+    """The registered class name a `.keras` file's config names (read from the zip, no model built); None if
+    unreadable."""
     try:
         with zipfile.ZipFile(path) as archive:
             config = json.loads(archive.read("config.json"))

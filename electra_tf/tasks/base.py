@@ -46,6 +46,9 @@ export, its `serving_config.json`):
     hf_head(model, settings)                                        `convert --to hf`: (architecture,
                                                                     head tensors, config entries[, other
                                                                     files of the folder])
+
+A served-only kind (`finetunes = False`: nothing to fine-tune) serves a pre-trained model instead:
+`open(init, options)` (what `predict` serves) and `export_pretrained(...)` (`export --kind <name>`).
 """
 
 import dataclasses

@@ -1,4 +1,4 @@
-"""The tagging kind's own settings: fine-tuning's (generic CoNLL columns, scheme, windows) and predict's (CoNLL columns)."""
+"""The tagging kind's own settings: fine-tuning's (generic CoNLL columns, scheme, windows), predict's (columns)."""
 
 import dataclasses
 import typing
