@@ -42,11 +42,12 @@ np.save(out, SentenceTransformer(folder, device="cpu").encode(json.load(open(tex
 
 
 def mrr_at_10(query_vectors, passage_vectors, gold):
-    """The mean over queries of 1 / rank of the gold passage within the 10 nearest by cosine (0 beyond)."""
+    """The mean over queries of 1 / rank of the first gold passage (`gold[i]`: a set) within the 10 nearest by
+    cosine (0 beyond)."""
     q = query_vectors / np.linalg.norm(query_vectors, axis=1, keepdims=True)
     p = passage_vectors / np.linalg.norm(passage_vectors, axis=1, keepdims=True)
     similarity = q @ p.T
-    ranks = [(similarity[i] > similarity[i, g]).sum() + 1 for i, g in enumerate(gold)]
+    ranks = [min((similarity[i] > similarity[i, g]).sum() + 1 for g in golds) for i, golds in enumerate(gold)]
     return float(np.mean([1.0 / r if r <= 10 else 0.0 for r in ranks]))
 
 
@@ -73,8 +74,7 @@ def test_embedding_journey(tmp_path):
     dev = [json.loads(line) for line in open(os.path.join(data, "dev.jsonl"))]
     queries = list(dict.fromkeys(r["query"] for r in dev))
     passages = list(dict.fromkeys(r["positive"] for r in dev))
-    gold = [passages.index(next(r["positive"] for r in dev if r["query"] == q)) for q in queries]
-    assert all(sum(r["query"] == q for r in dev) == 1 for q in queries) or True
+    gold = [{passages.index(r["positive"]) for r in dev if r["query"] == q} for q in queries]
     texts = queries + passages
     (tmp_path / "texts.txt").write_text("\n".join(texts) + "\n")
     (tmp_path / "passages.txt").write_text("\n".join(passages) + "\n")
