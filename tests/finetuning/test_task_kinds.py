@@ -8,6 +8,7 @@ import pytest
 
 from electra_tf import tasks as kinds
 from electra_tf.tasks import FinetuneConfig
+from electra_tf.tasks.base import NoSettings
 
 PACKAGE = os.path.join(os.path.dirname(__file__), "..", "..", "electra_tf")
 MODEL_CLASSES = "|".join(kind.model_class.__name__ for kind in kinds.FINETUNED.values())
@@ -57,6 +58,8 @@ def test_each_kind_declares_what_the_commands_ask_of_it():
     assert len(set(files)) == len(files) and all(f.endswith(".keras") for f in files)
     for name, kind in kinds.FINETUNED.items():
         assert kind.name == name and kind.predict_formats and kind.model_class is not None
+        # its settings are its folder's `config.py` ones, which `FinetuneConfig` collects without importing the kind
+        assert kind.Config is (kinds._settings_of(folder_of(kind), "Config") or NoSettings), name
         for member in ("serving_module", "read_examples", "format_prediction", "score", "hf_head",
                        "finetune_config", "evaluate", "build_model", "train_dataset"):
             assert callable(getattr(kind, member)), (name, member)
@@ -153,12 +156,12 @@ def names_outside(name, where):
 
 @pytest.mark.parametrize("name", list(kinds.KINDS))
 def test_a_kind_is_named_by_its_own_folder_and_one_registry_line(name):
-    """Adding a kind is its folder `electra_tf/tasks/<kind>/` and one line of `tasks.KINDS` (and its import): the
+    """Adding a kind is its folder `electra_tf/tasks/<kind>/` and one line of `tasks.FOLDERS`: the
     package's code (docstrings aside) names it, its classes or its modules nowhere else."""
     folder = folder_of(kinds.KINDS[name])
     found = names_outside(name, lambda relative: not relative.startswith(f"tasks/{folder}/"))
     registry = found.pop("tasks/__init__.py", [])
-    assert len(registry) == 2, f"tasks/__init__.py names {name} on lines {registry}: its import and KINDS line"
+    assert len(registry) == 1, f"tasks/__init__.py names {name} on lines {registry}: its line of FOLDERS"
     assert not found, f"{name} is named outside its folder: {found}"
 
 

@@ -5,7 +5,8 @@ import typing
 
 from electra_tf.config_fields import Config as BaseConfig
 from electra_tf.config_fields import field
-from electra_tf.tasks.embedding.model import POOLINGS
+
+POOLINGS = ("mean", "cls")  # the text's vector: the mean of its token outputs, or the [CLS] output
 
 
 @dataclasses.dataclass
