@@ -146,6 +146,7 @@ def main(argv):
     with writing.stop_on_sigterm("predict: stopped by SIGTERM; no output file written"
                                  + ("" if FLAGS.output_file else " (stdout holds the records written so far)")):
         model = served.open_model(FLAGS.init, given)
+        model.settings = model.kind.predict_settings(model, options)  # a kind's own flags may add (--passages)
         examples = inputs.read_examples(path, FLAGS.input_format, model.kind, model.settings, options, text=text,
                                         extensions=tasks.format_extensions())
         try:

@@ -5,6 +5,8 @@
 `dense_weights` and `label_entries` are what the heads share.
 """
 
+import os
+
 import numpy as np
 
 from electra_tf.convert import hf_names
@@ -32,7 +34,8 @@ def export_task_model(model, directory, head):
         model: a fine-tuned model with an `encoder` (`ElectraEncoder`).
         directory: str. Created if needed.
         head: `(architecture, {hf name: array}, config entries)` of its head (its task kind's
-            `hf_head`: `electra_tf/tasks/<kind>/hf_head.py`).
+            `hf_head`: `electra_tf/tasks/<kind>/hf_head.py`), optionally with a fourth item: other
+            files of the folder, `{relative path: text}` (e.g. a sentence-transformers layout).
 
     Returns:
         list with `directory`.
@@ -56,7 +59,7 @@ def export_task_model(model, directory, head):
     """
     from electra_tf.convert.hugging_face import hf_config, write_folder
 
-    architecture, tensors, entries = head
+    architecture, tensors, entries, *files = head
     encoder = model.encoder
     state = {}
     for name, value in read_weights(encoder).items():
@@ -66,4 +69,8 @@ def export_task_model(model, directory, head):
             state[hf_name] = np.ascontiguousarray(value.T if transpose else value)
     state.update({k: np.ascontiguousarray(v) for k, v in tensors.items()})
     write_folder(directory, dict(hf_config(encoder, architecture), **entries), state)
+    for path, text in (files[0] if files else {}).items():
+        os.makedirs(os.path.dirname(os.path.join(directory, path)), exist_ok=True)
+        with open(os.path.join(directory, path), "w", encoding="utf-8") as f:
+            f.write(text)
     return [directory]

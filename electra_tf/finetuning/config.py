@@ -36,7 +36,8 @@ class FinetuneConfig(Config):
     vocab_file: typing.Optional[str] = field(None, "Vocabulary; default: the one beside --init.")
     output_dir: typing.Optional[str] = field(None, "Results, the best model, its vocab and config.")
     # --- Recipe (reference section 5) ---
-    epochs: int = field(3, "Training epochs (reference: 3; 10 for RTE and STS-B).", range="[1, inf)")
+    epochs: int = field(3, "Training epochs (reference: 3; 10 for RTE and STS-B); 0 scores and writes the --init "
+                        "model as it is (zero-shot; a task head untrained).", range="[0, inf)")
     batch_size: int = field(32, "Global batch size, summed over replicas.", range="[1, inf)")
     learning_rate: float = field(3e-4, "Peak LR of the task head (3e-4 small, 1e-4 base, 5e-5 large).",
                                  range="(0, inf)")

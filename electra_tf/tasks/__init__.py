@@ -34,6 +34,7 @@ FOLDERS = {
     "tagging": "tagging",
     "span_qa": "span_qa",
     "multiple_choice": "multiple_choice",
+    "embedding": "embedding",
     "rtd": "replaced_tokens",  # served only: a pre-trained discriminator's replaced-token scores
 }
 DEFAULT = next(iter(FOLDERS))  # the first line: what `--task_kind auto` gives a task no kind claims, an old export's

@@ -39,11 +39,13 @@ export, its `serving_config.json`):
     tflite_module(model, vocab_file, settings, seq_length, ids_only)   what `export --kind tflite` converts
     sniff_format(text)                                              a predict input format told by content
     read_examples(name, text, input_format, settings, options)      predict's `examples.Example`s
+    predict_settings(served, options)                               the settings of a `predict` run
     format_prediction(row, example, settings)                       an `examples.Prediction` (one record)
     score(settings, examples, predictions)                          metrics of labelled inputs, the
                                                                     headline named under "metric"
     hf_head(model, settings)                                        `convert --to hf`: (architecture,
-                                                                    head tensors, config entries)
+                                                                    head tensors, config entries[, other
+                                                                    files of the folder])
 
 A served-only kind (`finetunes = False`: nothing to fine-tune) serves a pre-trained model instead:
 `open(init, options)` (what `predict` serves) and `export_pretrained(...)` (`export --kind <name>`).
@@ -124,6 +126,12 @@ class TaskKind:
     def missing_settings(cls, model):
         """What an export assumes for `model` when its run left no `finetune_config.json` (a warning)."""
         return "the export assumes 128 tokens per sequence unless --seq_length is given."
+
+    @classmethod
+    def predict_settings(cls, served, options):
+        """The settings `format_prediction` reads in a `predict` run: the served model's, which the kind's own
+        `predict` flags (`options`, its `PredictOptions`) may add to (embedding: `--passages`, their vectors)."""
+        return served.settings
 
     @classmethod
     def sniff_format(cls, text):
