@@ -20,7 +20,7 @@ TSV/CSV read with `--text_a_column/--text_b_column/--label_column`, or (with
 `--task_kind tagging`) for CoNLL-column files (train.txt, dev.txt) read with
 `--token_column/--label_column/--tag_scheme`, or (with `--task_kind span_qa`,
 the default for names starting with "squad") for SQuAD-format train.json /
-dev.json, extractive QA (`electra_tf.finetuning.qa`: predictions.json and
+dev.json, extractive QA (`electra_tf.tasks.span_qa.kind`: predictions.json and
 official EM/F1 in the output_dir).
 
 Every flag is a field of `electra_tf.finetuning.config.FinetuneConfig`, which
@@ -54,7 +54,7 @@ def define_flags(flag_values=flags.FLAGS):
     another CLI (`electra_tf.pretrain` defines `--seed` too) is harmless.
     """
     from electra_tf.config_fields import define_flags as define_field_flags
-    from electra_tf.finetuning.config import FinetuneConfig
+    from electra_tf.tasks import FinetuneConfig
 
     define_field_flags(FinetuneConfig, flag_values)
 
@@ -64,8 +64,8 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     from electra_tf.config_fields import fields
-    from electra_tf.finetuning import kinds
-    from electra_tf.finetuning.config import FinetuneConfig
+    from electra_tf import tasks as kinds
+    from electra_tf.tasks import FinetuneConfig
     from electra_tf.run_files import RESULTS_FILE
 
     if len(argv) > 1:

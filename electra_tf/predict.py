@@ -21,9 +21,9 @@ serving` or `--kind rtd`): a version folder, or the model folder above it (its h
 complete version), or a pre-trained ELECTRA for replaced-token scores: any `--init` form
 with the discriminator's head (a pre-training run with its checkpoints, `hf:DIR` of an
 `ElectraForPreTraining` folder, `hf:DISC,GEN`, `official:DIR`;
-`predicting.replaced_tokens`). Either way the predictions are the served SavedModel's:
+`tasks.replaced_tokens.kind`). Either way the predictions are the served SavedModel's:
 a fine-tuning dir or a pre-trained model is served in this process by the module the
-export would save (`finetuning.kinds.serving_module`, `export.rtd_serving`), an export is
+export would save (`tasks.serving_module`, `tasks.replaced_tokens.serving`), an export is
 loaded with `tf.saved_model.load`, and both run its signature on the raw text. The model's
 served kind (`predicting.served_kinds`: a task kind, or replaced-token scores) reads the
 input, formats each prediction and scores them.
@@ -127,7 +127,8 @@ def define_flags(flag_values=None):
 def main(argv):
     import time
 
-    from electra_tf.predicting import inputs, predictor, scoring, writing
+    from electra_tf.predicting import inputs, scoring, writing
+    from electra_tf.tasks import served
 
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
@@ -148,7 +149,7 @@ def main(argv):
     text = inputs.read_text(path)  # a missing or not-UTF-8 file fails before the model loads
     with writing.stop_on_sigterm("predict: stopped by SIGTERM; no output file written"
                                  + ("" if FLAGS.output_file else " (stdout holds the records written so far)")):
-        model = predictor.open_model(FLAGS.init, ["corrupt"] if FLAGS.corrupt else [])
+        model = served.open_model(FLAGS.init, ["corrupt"] if FLAGS.corrupt else [])
         options = inputs.ReadOptions(
             text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column, label_column=FLAGS.label_column,
             header=FLAGS.header, token_column=FLAGS.token_column, tag_scheme=FLAGS.tag_scheme,

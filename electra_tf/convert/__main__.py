@@ -124,8 +124,8 @@ def planned_outputs(model, target, path, part):
 
 
 def task_kind(model):
-    """The fine-tuning task kind of `model` (`finetuning.kinds`), or None for an encoder or a pretrainer."""
-    from electra_tf.finetuning import kinds
+    """The fine-tuning task kind of `model` (`tasks`), or None for an encoder or a pretrainer."""
+    from electra_tf import tasks as kinds
 
     try:
         return kinds.for_model(model)

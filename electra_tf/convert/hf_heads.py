@@ -102,7 +102,7 @@ def export_task_model(model, directory, head):
         ```python
         import transformers
         from electra_tf.convert.hf_heads import classifier_head, export_task_model
-        from electra_tf.models.classifier import ElectraClassifier
+        from electra_tf.tasks.classification.model import ElectraClassifier
         from electra_tf.models.encoder import ElectraEncoder
 
         encoder = ElectraEncoder(vocab_size=100, num_layers=1, num_heads=2, hidden_dim=32,

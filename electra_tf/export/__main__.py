@@ -16,14 +16,14 @@ r"""Exports a trained model: `python -m electra_tf.export --kind encoder|preset|
 `--init` for encoder/preset: any `--init` form (`electra_tf.sources` lists
 them; the discriminator of a pair); for serving: a `finetune --output_dir` (its
 task kind's model file + vocab.txt + finetune_config.json), served by that
-kind's serving module (`finetuning.kinds`: a classifier serves text -> label, a
+kind's serving module (`tasks`: a classifier serves text -> label, a
 tagger text -> words, tags and entities, a span_qa run question + context ->
 answer, and so on); for tflite: a classifier's `finetune --output_dir` (`--ids`:
 a tagger's too; `electra_tf.export.tflite`); for rtd: an `--init` form with the
 discriminator's replaced-token head (a pre-training run with its checkpoints, `hf:DIR` of an
 `ElectraForPreTraining` folder or `hf:DISC,GEN`, `official:DIR`; `sources.load_detector`),
 served text -> words, offsets and the probability that each was replaced
-(`export.rtd_serving`; with the generator, also its own corruption of the text).
+(`tasks.replaced_tokens.serving`; with the generator, also its own corruption of the text).
 The output must be new or empty (a serving version folder: new); it never
 holds or lies in `--init`. `--output` is the deprecated spelling of `--output_dir`. Installed as
 `electra-export`.
@@ -90,7 +90,7 @@ def _finetuned(init, vocab_file=None):
     """The fine-tuned model `init` holds and the vocabulary to export with it (`--vocab_file` or its own), checked
     to fit the model's token table (`sources.check_vocabulary`)."""
     from electra_tf import sources
-    from electra_tf.finetuning import kinds
+    from electra_tf import tasks as kinds
 
     finetuned = kinds.load_finetuned(init)
     vocab = vocab_file or finetuned.vocab_file
@@ -103,8 +103,8 @@ def export_rtd(init, output_dir, model_name, version, vocab_file=None, seq_lengt
     import os
 
     from electra_tf import sources
-    from electra_tf.export.rtd_serving import export_rtd_serving
-    from electra_tf.finetuning import kinds
+    from electra_tf.tasks.replaced_tokens.serving import export_rtd_serving
+    from electra_tf import tasks as kinds
 
     if os.path.isdir(init) and kinds.for_output_dir(init) is not None:
         raise ValueError(f"`--init={init}` is a fine-tuning output ({kinds.for_output_dir(init).model_file}): a "
@@ -138,13 +138,13 @@ def main(argv):
 def _export():
     """Loads `--init` and writes the `--kind` export; returns its path."""
     if FLAGS.kind == "tflite":
-        from electra_tf.finetuning import kinds
+        from electra_tf import tasks as kinds
 
         finetuned, vocab_file = _finetuned(FLAGS.init, FLAGS.vocab_file)
         path = kinds.export_tflite(finetuned.model, vocab_file, FLAGS.output_dir,
                                    finetuned.settings, FLAGS.seq_length, ids_only=FLAGS.ids, quantize=FLAGS.quantize)
     elif FLAGS.kind == "serving":
-        from electra_tf.finetuning import kinds
+        from electra_tf import tasks as kinds
 
         finetuned, vocab_file = _finetuned(FLAGS.init, FLAGS.vocab_file)
         path = kinds.export_serving(finetuned.model, vocab_file, FLAGS.output_dir,

@@ -13,7 +13,7 @@ blank input, then whatever the kind's reader finds (columns, fields, labels).
 
 Example:
 >>> import os, tempfile
->>> from electra_tf.finetuning.classification import ClassificationKind
+>>> from electra_tf.tasks.classification.kind import ClassificationKind
 >>> from electra_tf.predicting.inputs import read_examples
 >>> path = os.path.join(tempfile.mkdtemp(), "dev.tsv")
 >>> _ = open(path, "w").write("sentence\\tlabel\\na fine film\\t1\\ndull\\tnegative\\n")
@@ -40,7 +40,7 @@ def read_examples(path, input_format, kind, settings, options=None, text=None):
     Args:
         path: str. The file, or "-" for stdin.
         input_format: str. "auto" or one of `FORMATS`.
-        kind: the model's `TaskKind` subclass (`finetuning.kinds`).
+        kind: the model's `TaskKind` subclass (`tasks`).
         settings: dict. The model's serving config (`label_names`, `pair`, `regression`, `spans`, ...).
         options: `ReadOptions` or None.
         text: str or None. The input's text, when already read (`read_text`).

@@ -43,7 +43,7 @@ def table_rows(text):
 
 def test_the_hf_recipe_reads_the_fine_tuning_config_by_its_field_names():
     from benchmarks import common
-    from electra_tf.finetuning.config import FinetuneConfig
+    from electra_tf.tasks import FinetuneConfig
 
     config = FinetuneConfig(epochs=4, learning_rate=2e-5, layerwise_lr_decay=0.7, clip_norm=0.5, seed=3, keep="last",
                             seq_length=77)

@@ -24,7 +24,7 @@ def test_export_serving_reads_the_max_seq_length_of_an_earlier_finetune_config(a
 
 def test_an_unfinished_run_of_an_earlier_version_resumes_and_other_settings_are_named():
     from electra_tf.finetuning import trials
-    from electra_tf.finetuning.config import FinetuneConfig
+    from electra_tf.tasks import FinetuneConfig
 
     config = FinetuneConfig(task="toy", data_dir="d", init="i", output_dir="out", seq_length=64)
     saved = trials.settings(config)

@@ -8,8 +8,8 @@ import pathlib
 import pytest
 
 from helpers import make_run_dir, write_vocab
-from electra_tf.finetuning import tasks as tasks_lib
-from electra_tf.finetuning.classification import run_finetuning
+from electra_tf.tasks.classification import data as tasks_lib
+from electra_tf.tasks.classification.kind import run_finetuning
 
 
 def checksums(folder):
@@ -108,8 +108,8 @@ def test_corrupt_keras_init_names_the_file(tiny_run, tmp_path):
 def test_serving_export_without_finetune_config_warns_what_it_assumes(tiny_run, tmp_path, caplog):
     import keras
 
-    from electra_tf.finetuning.kinds import load_finetuned
-    from electra_tf.models.classifier import ElectraClassifier
+    from electra_tf.tasks import load_finetuned
+    from electra_tf.tasks.classification.model import ElectraClassifier
 
     encoder = keras.saving.load_model(os.path.join(tiny_run["run"], "discriminator.keras"))
     classifier = ElectraClassifier(encoder, num_labels=3)

@@ -1,4 +1,4 @@
-"""A task kind is one plug-in: the registry (`finetuning.kinds.KINDS`) is what fine-tuning, export, predict and
+"""A task kind is one plug-in: the registry (`tasks.KINDS`) is what fine-tuning, export, predict and
 convert consult, and no other module of the package dispatches on task kinds (read as text, nothing imported)."""
 
 import os
@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from electra_tf.finetuning import kinds
-from electra_tf.finetuning.config import FinetuneConfig
+from electra_tf import tasks as kinds
+from electra_tf.tasks import FinetuneConfig
 
 PACKAGE = os.path.join(os.path.dirname(__file__), "..", "..", "electra_tf")
 # The modules of the kinds themselves: the only places that may know one kind from another.
@@ -82,8 +82,8 @@ def test_an_unknown_task_kind_names_the_known_ones():
 # The files a task kind may live in: its modules, its model and serving files (by their names), and the
 # registry's one line. Everything else in the package reaches a kind through the registry.
 PLUG_IN_FILES = {
-    "multiple_choice": ("finetuning/multiple_choice.py", "finetuning/multiple_choice_data.py",
-                        "models/multiple_choice.py", "export/multiple_choice_serving.py"),
+    "multiple_choice": ("tasks/multiple_choice/kind.py", "tasks/multiple_choice/data.py",
+                        "tasks/multiple_choice/model.py", "tasks/multiple_choice/serving.py"),
 }
 
 
@@ -123,6 +123,6 @@ def test_a_kind_is_named_by_its_own_files_and_one_registry_line(kind):
         lines = sorted({line for line, name in code_names(path) if pattern.search(name)})
         if lines:
             found[relative] = lines
-    registry = found.pop("finetuning/kinds.py", [])
-    assert len(registry) == 2, f"finetuning/kinds.py names {kind} on lines {registry}: its import and KINDS line"
+    registry = found.pop("tasks/__init__.py", [])
+    assert len(registry) == 2, f"tasks/__init__.py names {kind} on lines {registry}: its import and KINDS line"
     assert not found, f"{kind} is named outside its plug-in files: {found}"

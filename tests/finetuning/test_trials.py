@@ -12,8 +12,8 @@ import pytest
 import tensorflow as tf
 
 from electra_tf import run_files
-from electra_tf.finetuning.config import FinetuneConfig
-from electra_tf.finetuning.kinds import finetune as run_trials
+from electra_tf.tasks import FinetuneConfig
+from electra_tf.tasks import finetune as run_trials
 from helpers import make_run_dir, run_python, write_vocab
 from test_bad_input_finetune import checksums
 from test_finetune_strategies import write_toy_tasks
@@ -219,7 +219,7 @@ def test_early_stopping_after_patience_epochs_without_a_better_score(data, run_d
 def test_conll_style_run_prints_dev_f1_per_epoch_keeps_the_best_and_scores_test(run_dir, tmp_path):
     from seqeval.metrics import f1_score
 
-    from electra_tf.finetuning import conll
+    from electra_tf.tasks.tagging import conll
 
     data = write_conll(tmp_path / "conll", splits=(("train", 48), ("dev", 16), ("test", 16)))
     out = tmp_path / "out"

@@ -1,0 +1,1 @@
+"""classification: one task kind, everything of it."""

@@ -1,0 +1,1 @@
+"""embedding: one task kind, everything of it."""

@@ -1,0 +1,1 @@
+"""multiple_choice: one task kind, everything of it."""

@@ -1,0 +1,1 @@
+"""replaced_tokens: one task kind, everything of it."""

@@ -1,0 +1,1 @@
+"""span_qa: one task kind, everything of it."""

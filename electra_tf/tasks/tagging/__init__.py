@@ -1,0 +1,1 @@
+"""tagging: one task kind, everything of it."""
