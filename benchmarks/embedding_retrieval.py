@@ -309,9 +309,30 @@ def electra_commands(unit, data, part, seed):
     commands = [[sys.executable, "-m", "electra_tf.finetune", "--task_kind", "embedding", "--task", TASK,
                  "--data_dir", data, "--init", "bert:" + st_folder(), "--output_dir", run,
                  "--seq_length", str(FLAGS.seq_length), *train]]
-    commands.append([sys.executable, "-m", "electra_tf.predict", "--model", run, "--input",
+    commands.append([sys.executable, "-m", "electra_tf.predict", "--init", run, "--input",
                      os.path.join(data, "texts.txt"), "--output_file", os.path.join(unit, "texts.jsonl")])
     return commands
+
+
+def finished_run(run, part, seed):
+    """Whether `run` holds a finished fine-tuning run of this unit's settings (reused, not run again)."""
+    results = common.read_json(os.path.join(run, "results.json"))
+    if not results or "settings" not in results:
+        return False
+    expected = dict(epochs=0) if part == "zero_shot" else dict(
+        epochs=FLAGS.epochs, batch_size=FLAGS.batch_size, learning_rate=FLAGS.learning_rate, layerwise_lr_decay=1.0,
+        warmup_proportion=FLAGS.warmup_proportion, weight_decay=FLAGS.weight_decay, clip_norm=FLAGS.clip_norm,
+        seed=seed)
+    expected.update(seq_length=FLAGS.seq_length, init="bert:" + st_folder(), train_limit=None, dev_limit=None)
+    return all(results["settings"].get(k) == v for k, v in expected.items())
+
+
+def own_metrics(run):
+    """The dev figures of electra_tf's own `results.json` (its kept epoch), in points."""
+    results = common.read_json(os.path.join(run, "results.json")) or {}
+    trials = results.get("trials") or [{}]
+    dev = trials[results.get("best_trial") or 0].get("dev") or {}
+    return {k: round(100 * dev[k], 4) for k in ("recall@1", "recall@10", "mrr@10") if k in dev}
 
 
 def run_command(command, log):
@@ -349,13 +370,15 @@ def run_unit(part, side, seed, data, root):
             record.update(json.load(f))
     else:
         commands = electra_commands(unit, data, part, seed)
-        record["seconds"] = [sum(x) for x in zip(*(run_command(c, log) for c in commands))]
+        reuse = finished_run(os.path.join(unit, "run"), part, seed)
+        record["reused_run"] = reuse
+        record["seconds"] = [sum(x) for x in zip(*(run_command(c, log) for c in commands[reuse:]))]
         record["commands"] = [common.portable(" ".join(["python", *c[1:]])) for c in commands]
         with open(os.path.join(unit, "texts.jsonl"), encoding="utf-8") as f:
             vectors = [json.loads(line)["embedding"] for line in f]
         save_vectors(os.path.join(unit, "queries.npy"), vectors[:len(gold)])
         save_vectors(os.path.join(unit, "corpus.npy"), vectors[len(gold):])
-        record["own_results"] = common.read_json(os.path.join(unit, "run", "results.json"))
+        record["own_results"] = own_metrics(os.path.join(unit, "run"))
     queries, corpus = (load_vectors(os.path.join(unit, f"{n}.npy")) for n in ("queries", "corpus"))
     assert queries.shape[0] == len(gold) and corpus.shape[0] == len(read_lines(os.path.join(data, "corpus.txt")))
     record["metrics"] = retrieval_metrics(queries, corpus, gold)
@@ -425,12 +448,8 @@ def zero_shot_section(by, root, np):
             lines.append(metric_row("sentence-transformers (`InformationRetrievalEvaluator`)", st["evaluator"]))
     if et:
         lines.append(metric_row("electra_tf (this script's scorer)", et["metrics"]))
-        own = et.get("own_results") or {}
-        mine = {k: own.get(k, own.get("dev", {}).get(k) if isinstance(own.get("dev"), dict) else None)
-                for k in ("recall@1", "recall@10", "mrr@10")}
-        if all(v is not None for v in mine.values()):
-            scale = 100 if max(mine.values()) <= 1 else 1
-            lines.append(metric_row("electra_tf (its `results.json`)", {k: scale * v for k, v in mine.items()}))
+        if len(et.get("own_results") or {}) == 3:
+            lines.append(metric_row("electra_tf (its own scorer, `results.json`)", et["own_results"]))
     if st and et:
         diffs = {}
         for name in ("queries", "corpus"):
@@ -457,28 +476,26 @@ def finetuned_section(by):
         r = next((by[k] for k in sorted(by) if k[0] == "finetuned" and k[1] == side), None)
         if r:
             lines.append(f"- {LABELS[side]} (seed {r['seed']}): " + "; ".join(f"`{c}`" for c in r["commands"]))
-    lines += ["", "| side | seed | recall@1 | recall@10 | MRR@10 | wall s | CPU s |", "|---|---:|---:|---:|---:|---:|---:|"]
+    lines += ["", "| side | seed | recall@1 | recall@10 | MRR@10 |", "|---|---:|---:|---:|---:|"]
     means = {}
     for side in SIDES:
         runs = [by[("finetuned", side, seed)] for seed in seeds if ("finetuned", side, seed) in by]
         for r in runs:
             m = r["metrics"]
             lines.append(f"| {LABELS[side]} | {r['seed']} | {fmt(m['recall@1'])} | {fmt(m['recall@10'])} | "
-                         f"{fmt(m['mrr@10'])} | {r['seconds'][0]:.0f} | {r['seconds'][1]:.0f} |")
+                         f"{fmt(m['mrr@10'])} |")
         if runs:
             means[side] = {k: statistics.mean(r["metrics"][k] for r in runs) for k in runs[0]["metrics"]}
             lines.append(f"| {LABELS[side]} | mean | {fmt(means[side]['recall@1'])} | {fmt(means[side]['recall@10'])} "
-                         f"| {fmt(means[side]['mrr@10'])} | | |")
+                         f"| {fmt(means[side]['mrr@10'])} |")
     if len(means) == 2:
         delta = {k: means["electra_tf"][k] - means["sentence_transformers"][k] for k in means["electra_tf"]}
         lines += ["", "electra_tf minus sentence-transformers, mean over the seeds: "
                   + ", ".join(f"{k} {v:+.2f}" for k, v in delta.items()) + " points."]
     own = [(r["seed"], r.get("own_results")) for k, r in sorted(by.items()) if k[0] == "finetuned" and k[1] == "electra_tf"]
     if own:
-        lines += ["", "electra_tf's own `results.json` (its dev scorer): " + "; ".join(
-            f"seed {seed}: {json.dumps(o, sort_keys=True)}" for seed, o in own)]
-    lines += ["", "Seconds: each unit's commands, wall and CPU (user + system of the processes), fine-tuning and "
-              "computing the vectors included; other jobs shared the machine, so they are no speed measurement."]
+        lines += ["", "electra_tf's own dev figures (`results.json`, its scorer): " + "; ".join(
+            f"seed {seed}: " + ", ".join(f"{k} {fmt(v)}" for k, v in (o or {}).items()) for seed, o in own) + "."]
     return lines
 
 
