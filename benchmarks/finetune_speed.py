@@ -91,7 +91,8 @@ def electra_tf_side(task, data, total_steps):
     from electra_tf.data.tokenizer import WordPieceTokenizer
     from electra_tf.tasks.classification.kind import make_dataset
     from electra_tf.finetuning.recipe import create_optimizer
-    from electra_tf.tasks.tagging.kind import MaskedSparseCrossEntropy, tagging_dataset
+    from electra_tf.tasks.tagging.kind import tagging_dataset
+    from electra_tf.tasks.tagging.model import MaskedSparseCrossEntropy
     from electra_tf.tasks.tagging.features import build_features, tokenize_words
     from electra_tf.tasks.classification.data import Example
     from electra_tf.tasks.classification.model import ElectraClassifier

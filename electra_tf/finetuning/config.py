@@ -89,43 +89,6 @@ class FinetuneConfig(Config):
         """The recipe part, as written to `results.json`."""
         return {name: getattr(self, name) for name in self.HPARAMS}
 
-    @classmethod
-    def with_fields_of(cls, *configs):
-        """This class with the fields of each of `configs` (a task kind's `Config`) added: one flag each.
-
-        A task kind declares its own settings in its folder (`electra_tf/tasks/<kind>/config.py`: a
-        `Config` dataclass whose fields are declared with `config_fields.field`, and `HPARAMS`, those of
-        them `results.json` reports); the task registry collects them into the `FinetuneConfig` whose
-        fields are the flags of `python -m electra_tf.finetune`. A name declared twice is an error
-        naming both.
-
-        Example:
-        >>> import dataclasses
-        >>> from electra_tf.config_fields import Config, field, fields
-        >>> from electra_tf.finetuning.config import FinetuneConfig
-        >>> @dataclasses.dataclass
-        ... class PairConfig(Config):
-        ...     margin: float = field(0.5, "pair: the loss's margin.", range="[0, inf)")
-        ...     HPARAMS = ("margin",)
-        >>> Collected = FinetuneConfig.with_fields_of(PairConfig)
-        >>> Collected(task="pairs", margin=0.2).hparams()["margin"], fields(Collected)["margin"].help
-        (0.2, "pair: the loss's margin.")
-        """
-        owner = {f.name: cls.__name__ for f in dataclasses.fields(cls)}
-        added, hparams = [], list(cls.HPARAMS)
-        for config in configs:
-            for f in dataclasses.fields(config):
-                if f.name in owner:
-                    raise TypeError(f"`{f.name}` is declared by both {owner[f.name]} and "
-                                    f"{config.__module__}.{config.__qualname__}.")
-                owner[f.name] = f"{config.__module__}.{config.__qualname__}"
-                declared = dataclasses.field(default=f.default, metadata=f.metadata)
-                added.append((f.name, typing.get_type_hints(config)[f.name], declared))
-            hparams += [name for name in getattr(config, "HPARAMS", ()) if name not in hparams]
-        return dataclasses.make_dataclass(cls.__name__, added, bases=(cls,), namespace={
-            "HPARAMS": tuple(hparams), "__module__": cls.__module__, "__doc__": cls.__doc__,
-            "__qualname__": cls.__qualname__})
-
 
 # Keys that files of earlier versions spell otherwise (finetune_config.json, results.json, settings.json): old -> new.
 OLD_KEYS = {"max_seq_length": "seq_length"}

@@ -132,7 +132,7 @@ def _finished_results(config):
     if results is None:
         return None
     _refuse_other_settings(results.get("settings") or {}, config, f"a finished fine-tuning run ({path})")
-    read_finetune_config(config.output_dir)  # an edited finetune_config.json is refused, naming the field
+    read_finetune_config(config.output_dir, type(config))  # an edited finetune_config.json is refused
     print(f"already finished; results in {path}", flush=True)
     return results
 

@@ -2,7 +2,7 @@
 
 A task kind is one folder, `electra_tf/tasks/<kind>/` (its `TaskKind` subclass, see `base.py`;
 its settings, readers, features, metrics, Keras model, serving module and Hugging Face head),
-and one line of `KINDS` below. A kind is known by its name only: the "kind" of a run's
+and one line of `FOLDERS` below. A kind is known by its name only: the "kind" of a run's
 `finetune_config.json` and of an export's `serving_config.json`, read back here. Everything
 else finds it here: `for_config` (which kind a fine-tuning run is), `finetune` (a fine-tuning
 run of that kind), `FinetuneConfig` (the recipe's fields and every kind's own), `for_output_dir`
@@ -20,61 +20,117 @@ Example:
 """
 
 import collections
+import importlib
 import json
 import os
 import zipfile
 
-import tensorflow as tf
-from absl import logging
-
-from electra_tf import run_files, sources
 from electra_tf.finetuning import config as finetuning_config
-from electra_tf.finetuning import trials
-from electra_tf.tasks.classification.kind import ClassificationKind
-from electra_tf.tasks.embedding.kind import EmbeddingKind
-from electra_tf.tasks.multiple_choice.kind import MultipleChoiceKind
-from electra_tf.tasks.replaced_tokens.kind import ReplacedTokenKind
-from electra_tf.tasks.span_qa.kind import SpanQAKind
-from electra_tf.tasks.tagging.kind import TaggingKind
+from electra_tf.finetuning import examples
 
-KINDS = {
-    "classification": ClassificationKind,
-    "tagging": TaggingKind,
-    "span_qa": SpanQAKind,
-    "multiple_choice": MultipleChoiceKind,
-    "embedding": EmbeddingKind,
-    "rtd": ReplacedTokenKind,  # served only: a pre-trained discriminator's replaced-token scores
+# One line per kind: its registry name (the "kind" a run and an export write) -> its folder under electra_tf/tasks/.
+FOLDERS = {
+    "classification": "classification",
+    "tagging": "tagging",
+    "span_qa": "span_qa",
+    "multiple_choice": "multiple_choice",
+    "embedding": "embedding",
+    "rtd": "replaced_tokens",  # served only: a pre-trained discriminator's replaced-token scores
 }
-DEFAULT = "classification"  # what `--task_kind auto` gives a task name no kind claims, and an export naming no kind
-FINETUNED = {name: kind for name, kind in KINDS.items() if kind.finetunes}  # the `--task_kind`s
-REPLACED_TOKENS = "rtd"  # what `predict` reads an `--init` that is no fine-tuned model nor an export as
-
-# Every setting of a fine-tuning run: the recipe's fields and each kind's own (`TaskKind.Config`), one flag each.
-FinetuneConfig = finetuning_config.FinetuneConfig.with_fields_of(*(kind.Config for kind in FINETUNED.values()))
+DEFAULT = next(iter(FOLDERS))  # the first line: what `--task_kind auto` gives a task no kind claims, an old export's
 
 Finetuned = collections.namedtuple("Finetuned", ["kind", "model", "vocab_file", "settings"])
+
+# Read on first use (`__getattr__`), so that what needs only the settings (`finetune --help`) imports no kind:
+#   KINDS          name -> the kind's `TaskKind` subclass (its folder's `kind.py`)
+#   FINETUNED      the kinds that fine-tune (the `--task_kind`s); the others are served only
+#   PRETRAINED     the served-only kind `predict` reads an `--init` as that is no fine-tuned model nor an export
+#   FinetuneConfig every setting of a fine-tuning run: the recipe's fields and each kind's `Config` (its folder's
+#                  `config.py`), one flag each
+#   ReadOptions    how `predict` reads its input: the column flags every reader shares and each kind's
+#                  `PredictOptions` (its folder's `config.py`)
+_LAZY = ("KINDS", "FINETUNED", "PRETRAINED", "FinetuneConfig", "ReadOptions")
+
+
+def _settings_of(folder, name):
+    """The `name` class (`Config`, `PredictOptions`) of the kind folder's `config.py`, or None."""
+    module = f"{__name__}.{folder}.config"
+    if importlib.util.find_spec(module) is None:
+        return None
+    return getattr(importlib.import_module(module), name, None)
+
+
+def _kind_class(name, folder):
+    from electra_tf.tasks.base import TaskKind
+
+    module = importlib.import_module(f"{__name__}.{folder}.kind")
+    found = [v for v in vars(module).values() if isinstance(v, type) and issubclass(v, TaskKind)
+             and v.__module__ == module.__name__]
+    if len(found) != 1 or found[0].name != name:
+        raise TypeError(f"{module.__name__} must define one TaskKind subclass named {name!r}; found {found}.")
+    return found[0]
+
+
+def _kinds():
+    return __getattr__("KINDS")
+
+
+def _finetuned():
+    return __getattr__("FINETUNED")
+
+
+def __getattr__(attribute):
+    if attribute not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {attribute!r}")
+    if attribute == "FinetuneConfig":
+        configs = [_settings_of(folder, "Config") for folder in FOLDERS.values()]
+        value = finetuning_config.FinetuneConfig.with_fields_of(*(c for c in configs if c is not None))
+    elif attribute == "ReadOptions":
+        options = [_settings_of(folder, "PredictOptions") for folder in FOLDERS.values()]
+        value = examples.ReadOptions.with_fields_of(*(o for o in options if o is not None))
+    elif attribute == "KINDS":
+        value = {name: _kind_class(name, folder) for name, folder in FOLDERS.items()}
+    elif attribute == "FINETUNED":
+        value = {name: kind for name, kind in _kinds().items() if kind.finetunes}
+    else:
+        value = next(name for name, kind in _kinds().items() if not kind.finetunes)
+    globals()[attribute] = value
+    return value
 
 
 def read_finetune_config(folder):
     """`finetuning.config.read_finetune_config` of `folder`, every kind's fields checked."""
-    return finetuning_config.read_finetune_config(folder, FinetuneConfig)
+    return finetuning_config.read_finetune_config(folder, __getattr__('FinetuneConfig'))
+
+
+def input_formats():
+    """Every `predict --input_format`: the generic ones, then each kind's own."""
+    from electra_tf.predicting.inputs import FORMATS
+
+    kinds_own = [f for kind in _kinds().values() for f in kind.predict_formats if f not in FORMATS]
+    return [*FORMATS, *dict.fromkeys(kinds_own)]
+
+
+def format_extensions():
+    """File extension -> format, of every kind's own formats (`predict --input_format auto`)."""
+    return {extension: name for kind in _kinds().values() for extension, name in kind.format_extensions.items()}
 
 
 def get(name):
     """The kind registered as `name`; an error listing the kinds otherwise."""
-    if name not in KINDS:
-        raise ValueError(f"Unknown task kind {name!r}. Known kinds: {sorted(KINDS)}.")
-    return KINDS[name]
+    if name not in _kinds():
+        raise ValueError(f"Unknown task kind {name!r}. Known kinds: {sorted(_kinds())}.")
+    return _kinds()[name]
 
 
 def for_config(config):
     """The kind of a fine-tuning `config`: `--task_kind`, or (auto) the kind that claims the task's name."""
     if config.task_kind not in (None, "auto"):
-        if config.task_kind not in FINETUNED:
-            raise ValueError(f"Unknown `--task_kind={config.task_kind}`. Choose auto or one of {sorted(FINETUNED)}.")
-        return FINETUNED[config.task_kind]
+        if config.task_kind not in _finetuned():
+            raise ValueError(f"Unknown `--task_kind={config.task_kind}`. Choose auto or one of {sorted(_finetuned())}.")
+        return _finetuned()[config.task_kind]
     name = (config.task or "").lower()
-    return next((kind for kind in FINETUNED.values() if kind.claims(name)), KINDS[DEFAULT])
+    return next((kind for kind in _finetuned().values() if kind.claims(name)), _kinds()[DEFAULT])
 
 
 def finetune(config, strategy=None):
@@ -82,6 +138,8 @@ def finetune(config, strategy=None):
 
     Returns the results dict (`results.json`), or None when a SIGTERM stopped the run.
     """
+    from electra_tf.finetuning import trials
+
     return trials.run_trials(config, for_config(config), strategy)
 
 
@@ -91,10 +149,10 @@ def for_class_name(registered_name, what=None):
     from, when given)."""
     import keras
 
-    for kind in FINETUNED.values():
+    for kind in _finetuned().values():
         if keras.saving.get_registered_name(kind.model_class) == registered_name:
             return kind
-    names = ", ".join(kind.model_class.__name__ for kind in FINETUNED.values())
+    names = ", ".join(kind.model_class.__name__ for kind in _finetuned().values())
     found = str(registered_name).rpartition(">")[2]
     found = f"{what} holds a {found}, which is" if what else f"A {found} is"
     raise TypeError(f"{found} not a fine-tuned model ({names}): fine-tune it first with "
@@ -102,7 +160,8 @@ def for_class_name(registered_name, what=None):
 
 
 def for_model(model, settings=None, what=None):
-    """The kind of a loaded `model`: the "kind" its `settings` (`finetune_config.json`) name, else its class's registered name."""
+    """The kind of a loaded `model`: the "kind" its `settings` (`finetune_config.json`) name, else its class's
+    registered name."""
     if settings and settings.get("kind"):
         return get(settings["kind"])
     import keras
@@ -111,7 +170,8 @@ def for_model(model, settings=None, what=None):
 
 
 def _saved_class_name(path):
-    """The registered class name a `.keras` file's config names (read from the zip, no model built); None if unreadable."""
+    """The registered class name a `.keras` file's config names (read from the zip, no model built); None if
+    unreadable."""
     try:
         with zipfile.ZipFile(path) as archive:
             config = json.loads(archive.read("config.json"))
@@ -122,13 +182,15 @@ def _saved_class_name(path):
 
 def model_files():
     """The file name of each kind's fine-tuned model, by kind name."""
-    return {name: kind.model_file for name, kind in FINETUNED.items()}
+    return {name: kind.model_file for name, kind in _finetuned().items()}
 
 
 def for_output_dir(path):
     """The kind of the fine-tuning output `path`: the "kind" of its `finetune_config.json`, else (a run of an earlier
     version) the kind whose model file it holds; None when it holds no fine-tuned model."""
-    found = next((kind for kind in FINETUNED.values() if tf.io.gfile.exists(os.path.join(path, kind.model_file))),
+    import tensorflow as tf
+
+    found = next((kind for kind in _finetuned().values() if tf.io.gfile.exists(os.path.join(path, kind.model_file))),
                  None)
     if found is None:
         return None
@@ -147,6 +209,11 @@ def load_finetuned(path):
         FileNotFoundError naming what was expected when `path` holds no fine-tuned model; ValueError
         naming the first weight that is not finite.
     """
+    import tensorflow as tf
+    from absl import logging
+
+    from electra_tf import run_files, sources
+
     if path.endswith(".keras"):
         model_path, folder = path, os.path.dirname(path)
     else:

@@ -16,6 +16,7 @@ Class attributes (known without a run):
     saved_classes     other Keras classes its saved model names (a loss), registered by `saved_classes`
     task_names        task names that `--task_kind auto` gives this kind
     predict_formats   the `predict --input_format`s it reads
+    format_extensions the file extensions of the formats only it reads (".conll": "conll")
     predict_options   the `predict` flags only some served kinds read (`ReadOptions` fields such as
                       `corrupt`) that it reads: none for a task kind
 
@@ -38,11 +39,16 @@ export, its `serving_config.json`):
     tflite_module(model, vocab_file, settings, seq_length, ids_only)   what `export --kind tflite` converts
     sniff_format(text)                                              a predict input format told by content
     read_examples(name, text, input_format, settings, options)      predict's `examples.Example`s
+    predict_settings(served, options)                               the settings of a `predict` run
     format_prediction(row, example, settings)                       an `examples.Prediction` (one record)
     score(settings, examples, predictions)                          metrics of labelled inputs, the
                                                                     headline named under "metric"
     hf_head(model, settings)                                        `convert --to hf`: (architecture,
-                                                                    head tensors, config entries)
+                                                                    head tensors, config entries[, other
+                                                                    files of the folder])
+
+A served-only kind (`finetunes = False`: nothing to fine-tune) serves a pre-trained model instead:
+`open(init, options)` (what `predict` serves) and `export_pretrained(...)` (`export --kind <name>`).
 """
 
 import dataclasses
@@ -68,12 +74,14 @@ class TaskKind:
 
     name = None
     Config = NoSettings
+    PredictOptions = NoSettings
     model_file = None
     model_class = None
     saved_classes = ()
     finetunes = True  # False: a served-only kind (nothing to fine-tune; no `--task_kind`)
     task_names = ()
     predict_formats = ()
+    format_extensions = {}  # file extension -> a format of `predict_formats` only this kind reads
     predict_options = ()
     metric = None
 
@@ -118,6 +126,12 @@ class TaskKind:
     def missing_settings(cls, model):
         """What an export assumes for `model` when its run left no `finetune_config.json` (a warning)."""
         return "the export assumes 128 tokens per sequence unless --seq_length is given."
+
+    @classmethod
+    def predict_settings(cls, served, options):
+        """The settings `format_prediction` reads in a `predict` run: the served model's, which the kind's own
+        `predict` flags (`options`, its `PredictOptions`) may add to (embedding: `--passages`, their vectors)."""
+        return served.settings
 
     @classmethod
     def sniff_format(cls, text):

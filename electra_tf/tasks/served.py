@@ -6,7 +6,7 @@ One code path for every kind of `--init`: a TF Serving export is loaded with
 export would save (`tasks.serving_module`) and its `signatures()` called; any other
 `--init` form (a pre-training run, `hf:`, `official:`, ...) is a pre-trained
 discriminator whose replaced-token scores are served by the module `export --kind rtd`
-would save (the registry's served-only kind `tasks.REPLACED_TOKENS`).
+would save (the registry's served-only kind `tasks.PRETRAINED`).
 """
 
 import json
@@ -68,7 +68,7 @@ def open_model(path, options=()):
             f"a TF Serving export (no {run_files.SAVED_MODEL_FILE} in it or in a numbered version folder) nor a "
             "pre-trained ELECTRA for replaced-token scores (a pre-training run, hf:DIR, official:DIR): fine-tune "
             "with `python -m electra_tf.finetune` first.") from None
-    kind = tasks.KINDS[tasks.REPLACED_TOKENS]
+    kind = tasks.KINDS[tasks.PRETRAINED]
     _check_options(kind, options, path)
     module = kind.open(path, options)
     settings = _asset_config(module, path)

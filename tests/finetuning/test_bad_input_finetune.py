@@ -62,7 +62,7 @@ def test_bad_task_files_name_the_file(tmp_path, train, message):
 
 
 @pytest.mark.parametrize("flag,value,wanted", [
-    ("epochs", 0, ">= 1"), ("epochs", -1, ">= 1"), ("batch_size", 0, ">= 1"), ("batch_size", -4, ">= 1"),
+    ("epochs", -1, ">= 0"), ("batch_size", 0, ">= 1"), ("batch_size", -4, ">= 1"),
     ("num_trials", 0, ">= 1"), ("learning_rate", -1.0, "> 0"), ("seq_length", 2, ">= 3"),
     ("warmup_proportion", 1.5, r"in \[0, 1\]"), ("dropout", 1.0, r"in \[0, 1\)"),
 ])

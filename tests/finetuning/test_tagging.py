@@ -11,7 +11,8 @@ import pytest
 
 from electra_tf.tasks.tagging import kind as tagging
 from electra_tf.tasks import FinetuneConfig
-from electra_tf.tasks.tagging.kind import MaskedSparseCrossEntropy, tagging_dataset
+from electra_tf.tasks.tagging.kind import tagging_dataset
+from electra_tf.tasks.tagging.model import MaskedSparseCrossEntropy
 from electra_tf.tasks.tagging.features import IGNORE_INDEX
 from electra_tf.tasks import finetune as run_trials
 from helpers import run_python

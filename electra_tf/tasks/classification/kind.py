@@ -237,7 +237,7 @@ class ClassificationKind(TaskKind):
 
     @classmethod
     def hf_head(cls, model, settings):
-        from electra_tf.convert.hf_heads import classifier_head
+        from electra_tf.tasks.classification.hf_head import classifier_head
 
         return classifier_head(model, settings.get("label_names"))
 
@@ -384,7 +384,8 @@ def run_finetuning(spec, data_dir, init, output_dir, vocab_file=None, strategy=N
         columns = dict(text_a_column=str(spec.text_a), label_column=str(spec.label), regression=spec.is_regression,
                        text_b_column=None if spec.text_b is None else str(spec.text_b),
                        file_format="csv" if spec.delimiter == "," else "tsv")
-    config = FinetuneConfig.with_fields_of(Config)(task=spec.name, task_kind="classification", data_dir=data_dir, init=init,
-                            output_dir=output_dir, vocab_file=vocab_file, **columns).replace(**settings)
+    config_class = FinetuneConfig.with_fields_of(Config)  # the recipe and this kind's fields
+    config = config_class(task=spec.name, task_kind="classification", data_dir=data_dir, init=init,
+                          output_dir=output_dir, vocab_file=vocab_file, **columns).replace(**settings)
     return trials.run_trials(config, ClassificationKind, strategy)
 

@@ -22,7 +22,7 @@ from absl import logging
 from electra_tf.finetuning.batching import epoch_batches, predict_in_batches
 from electra_tf.finetuning.examples import Example, Prediction, each_line, field, json_object
 from electra_tf.tasks.base import TaskKind
-from electra_tf.tasks.embedding.config import Config
+from electra_tf.tasks.embedding.config import Config, PredictOptions
 from electra_tf.tasks.embedding.data import SPLIT_FILES, read_pairs, split_path
 from electra_tf.tasks.embedding.loss import MultipleNegativesRankingLoss
 from electra_tf.tasks.embedding.metrics import METRIC, corpus_of, retrieval_metrics
@@ -58,12 +58,13 @@ class EmbeddingKind(TaskKind):
     """
 
     name = "embedding"
-    Config = Config
+    Config = Config  # its settings: flags of `python -m electra_tf.finetune`
+    PredictOptions = PredictOptions  # its `predict` flags
     model_file = "embedder.keras"
     model_class = ElectraEmbedder
     saved_classes = (MultipleNegativesRankingLoss,)  # named by its compiled model file
     predict_formats = ("text", "jsonl")
-    predict_options = ("passages",)
+    predict_options = ("passages", "top_k")
     metric = METRIC
 
     def __init__(self, config):
@@ -154,7 +155,23 @@ class EmbeddingKind(TaskKind):
         return each_line(name, text, lambda line, raw: Example({"text": raw}, None, line))
 
     @classmethod
+    def predict_settings(cls, served, options):
+        """With `--passages`: the passages and their vectors (`search`), which each query is ranked against."""
+        if getattr(options, "top_k", None) and not getattr(options, "passages", None):
+            raise ValueError("--top_k is the number of --passages written per query: add --passages, or leave out "
+                             "--top_k.")
+        if not getattr(options, "passages", None):
+            return served.settings
+        from electra_tf.tasks.embedding.search import passage_settings
+
+        return passage_settings(served, options)
+
+    @classmethod
     def format_prediction(cls, row, example, settings):
+        if "passage_vectors" in settings:
+            from electra_tf.tasks.embedding.search import top_passages
+
+            return Prediction({"top_k": top_passages(row["embedding"], settings)})
         return Prediction({"embedding": np.asarray(row["embedding"], np.float64).round(7).tolist()})
 
     @classmethod

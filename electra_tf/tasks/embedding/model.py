@@ -4,8 +4,7 @@ import keras
 import tensorflow as tf
 
 from electra_tf.models.encoder import ElectraEncoder  # noqa: F401  (registered for `from_config`)
-
-POOLINGS = ("mean", "cls")
+from electra_tf.tasks.embedding.config import POOLINGS
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")

@@ -3,7 +3,7 @@
 Not a fine-tuning task (nothing is fine-tuned): `ReplacedTokenKind` implements the
 post-training part of `tasks.base.TaskKind` (`serving_module`, `read_examples`,
 `format_prediction`, `score`, ...) for the served module of `tasks.replaced_tokens.serving`, and
-`predicting.served_kinds` lists it beside the task kinds. The model is read through the
+The registry `electra_tf.tasks.KINDS` lists it beside the fine-tuned kinds (served only). The model is read through the
 `--init` registry (`sources.load_detector`: a pre-training run with its checkpoints, an `hf:`
 `ElectraForPreTraining` folder or `DISC,GEN` pair, an `official:` checkpoint), or is an
 `export --kind rtd` SavedModel.
@@ -33,6 +33,7 @@ precision and recall at 0.5, and the words' AUC.
 import numpy as np
 
 from electra_tf.tasks.base import TaskKind
+from electra_tf.tasks.replaced_tokens.config import PredictOptions
 from electra_tf.tasks.replaced_tokens.serving import CORRUPT_SIGNATURE, KIND, rtd_serving_module
 from electra_tf.finetuning.examples import SERVING_DEFAULT, Example, Prediction, each_line, field, json_object
 
@@ -47,6 +48,7 @@ class ReplacedTokenKind(TaskKind):
     finetunes = False
     predict_formats = ("jsonl", "text")
     predict_options = ("corrupt",)  # the `predict` flags only this kind reads
+    PredictOptions = PredictOptions
 
     @classmethod
     def open(cls, init, options=()):
@@ -61,6 +63,24 @@ class ReplacedTokenKind(TaskKind):
 
         detector = sources.load_detector(init, generator_for="`--corrupt`" if "corrupt" in options else None)
         return cls.serving_module(detector, detector.vocab_file, {"source": init})
+
+    @classmethod
+    def export_pretrained(cls, init, output_dir, model_name, version, vocab_file=None, seq_length=None, finetuned=None):
+        """`export --kind rtd`: the replaced-token detector `init` holds as a TF Serving version; returns its folder.
+
+        `finetuned`: the task kind of the fine-tuning output `init` is (the caller asks the registry), or None; a
+        fine-tuned model is refused, naming the pre-trained model to export instead.
+        """
+        from electra_tf import sources
+        from electra_tf.tasks.replaced_tokens.serving import export_rtd_serving
+
+        if finetuned is not None:
+            raise ValueError(f"`--init={init}` is a fine-tuning output ({finetuned.model_file}): a fine-tuned model "
+                             "has no replaced-token head. Export it with --kind serving; --kind rtd takes the "
+                             "pre-training run (or hf:, official:) it was fine-tuned from.")
+        detector = sources.load_detector(init, vocab_file=vocab_file)
+        return export_rtd_serving(detector.discriminator, detector.vocab_file, output_dir, model_name, version,
+                                  seq_length, pretrainer=detector.pretrainer, source=init)
 
     @classmethod
     def serving_module(cls, model, vocab_file, settings, seq_length=None):
@@ -83,7 +103,7 @@ class ReplacedTokenKind(TaskKind):
         def example(line, value, example_id=None):
             inputs, signature, gold = {"text": value}, SERVING_DEFAULT, None
             if options.corrupt:
-                inputs, signature, gold = {"text": value, "seed": options.seed}, CORRUPT_SIGNATURE, CORRUPTED
+                inputs, signature, gold = {"text": value, "seed": options.seed or 0}, CORRUPT_SIGNATURE, CORRUPTED
             return Example(inputs, gold, line, signature=signature, id=example_id)
 
         if input_format == "jsonl":

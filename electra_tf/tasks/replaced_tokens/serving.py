@@ -29,11 +29,11 @@ Signature `predict_ids`: `token_ids`, `segment_ids`, `padding_mask` int32 `(batc
 `logits` and `probabilities` float32 `(batch, seq_len)`: every token's (the ids checked as
 every export checks them).
 
-Words are cut as the served tagger cuts them (`tagging_serving.split_words`: whitespace, PTB-style
+Words are cut as the served tagger cuts them (`export.word_windows.split_words`: whitespace, PTB-style
 punctuation, each CJK ideograph; offsets in Unicode code points, as Python's `str` indexing),
 and each word is split into WordPieces by the pre-training tokenizer. A word's probability is
 the highest of its pieces' (a word is replaced when any of its pieces is). A text longer than
-`seq_length - 2` pieces is cut into overlapping windows at word boundaries (`tagging_serving.word_windows`,
+`seq_length - 2` pieces is cut into overlapping windows at word boundaries (`word_windows.word_windows`,
 `stride` pieces apart) and every word is scored from the window where its first piece has the
 most context, so no word is dropped; a single word longer than a window has its pieces past
 the window's end unscored (NaN), its probability that of the pieces scored.
@@ -51,9 +51,9 @@ import tensorflow as tf
 
 from electra_tf.export.assets import (SERVING_CONFIG_ASSET, ServedModel, Untracked, add_assets, check_texts,
                                       save_version, version_dir)
-from electra_tf.tasks.tagging.serving import _char_offset, split_words, window_stride, word_windows
+from electra_tf.export.word_windows import char_offset, split_words, window_stride, word_windows
 
-KIND = "rtd"  # the "kind" of its `serving_config.json` (`predicting.served_kinds`)
+KIND = "rtd"  # the "kind" of its `serving_config.json` (`electra_tf.tasks.KINDS`)
 CORRUPT_SIGNATURE = "serve_corrupted"
 WORD_SCORE = "max"  # how a word's probability is read from its pieces' (recorded in `serving_config.json`)
 
@@ -161,8 +161,8 @@ class ReplacedTokenServingModule(ServedModel):
         row_text = tf.gather(text, words.value_rowids())
         outputs = {
             "words": words.to_tensor(""),
-            "word_start": per_word(_char_offset(row_text, byte_starts.flat_values), -1),
-            "word_end": per_word(_char_offset(row_text, byte_ends.flat_values), -1),
+            "word_start": per_word(char_offset(row_text, byte_starts.flat_values), -1),
+            "word_end": per_word(char_offset(row_text, byte_ends.flat_values), -1),
             "word_p_replaced": per_word(word_p, -1.0),
             "num_words": tf.cast(num_words, tf.int32),
             "pieces": per_text(self.tokenizer.detokenize(windows.pieces.flat_values), ""),

@@ -113,6 +113,7 @@ class SpanQAKind(TaskKind):
     model_class = ElectraQuestionAnswerer
     saved_classes = (GlobalMeanLoss,)  # named by its compiled model file
     predict_formats = ("squad", "jsonl")
+    format_extensions = {".json": "squad"}  # `predict`'s --input_format auto
     metric = "f1"
 
     def __init__(self, config):
@@ -204,7 +205,7 @@ class SpanQAKind(TaskKind):
 
     @classmethod
     def hf_head(cls, model, settings):
-        from electra_tf.convert.hf_heads import question_answerer_head
+        from electra_tf.tasks.span_qa.hf_head import question_answerer_head
 
         return question_answerer_head(model)
 

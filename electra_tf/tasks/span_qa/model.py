@@ -223,7 +223,7 @@ class GlobalMeanLoss(keras.losses.Loss):
     Under a `tf.distribute` strategy each replica divides its sum by the example
     count summed over replicas and the replicas' gradients are summed, so N
     replicas train like one device on the same global batch, uneven last batch
-    included (as `electra_tf.tasks.tagging.kind.MaskedSparseCrossEntropy`).
+    included (as the tagger's masked cross-entropy is).
     """
 
     def __init__(self, kind="position", name=None, **kwargs):

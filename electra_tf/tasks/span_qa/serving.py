@@ -37,7 +37,7 @@ import tensorflow as tf
 from electra_tf.data.tokenizer import pad_ragged
 from electra_tf.export.assets import (SERVING_CONFIG_ASSET, ServedModel, add_assets, save_version,
                                       version_dir)
-from electra_tf.tasks.tagging.serving import _char_offset
+from electra_tf.export.word_windows import char_offset
 
 NEG_INF = float("-inf")
 
@@ -161,8 +161,8 @@ class QAServingModule(ServedModel):
         b_start = tf.gather(byte_starts.flat_values, tf.gather(first_piece, safe(s_doc)))
         b_end = tf.gather(byte_ends.flat_values, tf.gather(last_piece, safe(e_doc)))
         answer = tf.strings.substr(context, tf.cast(b_start, tf.int32), tf.cast(b_end - b_start, tf.int32))
-        start = _char_offset(context, b_start)
-        end = _char_offset(context, b_end)
+        start = char_offset(context, b_start)
+        end = char_offset(context, b_end)
         outputs = {"score": best}
         if self.answerable:
             null = tf.math.unsorted_segment_min(out["answerable_logit"], example32, batch)

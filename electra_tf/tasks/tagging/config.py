@@ -1,4 +1,4 @@
-"""The tagging kind's own settings (flags of `python -m electra_tf.finetune`): generic CoNLL columns, scheme, windows."""
+"""The tagging kind's own settings: fine-tuning's (generic CoNLL columns, scheme, windows), predict's (columns)."""
 
 import dataclasses
 import typing
@@ -23,3 +23,12 @@ class Config(BaseConfig):
         range="[1, inf)")
 
     HPARAMS = ("stride",)  # reported in `results.json`'s hparams
+
+
+@dataclasses.dataclass
+class PredictOptions(BaseConfig):
+    """The `predict` flags of CoNLL input."""
+
+    token_column: int = field(0, "CoNLL: column of the word.")
+    tag_scheme: str = field("auto", "CoNLL: scheme of the gold span tags (auto: the file's own).",
+                            choices=("auto", "IOB1", "IOB2", "BIOES"))

@@ -15,7 +15,6 @@ import bisect
 import os
 import re
 
-import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
@@ -25,16 +24,15 @@ from electra_tf.tasks.tagging import conll
 from electra_tf.finetuning.batching import INPUTS, compiled_predictor, epoch_batches, predict_in_batches
 from electra_tf.finetuning.examples import Example, Prediction, each_line, field, json_object, spooled
 from electra_tf.tasks.base import TaskKind
-from electra_tf.tasks.tagging.config import Config
+from electra_tf.tasks.tagging.config import Config, PredictOptions
 from electra_tf.tasks.tagging.features import (
-    IGNORE_INDEX,
     build_features,
     tokenize_words,
     word_predictions,
 )
 from electra_tf.tasks.tagging import metrics as tagging_metrics
 from electra_tf.tasks.tagging.metrics import entity_scores, token_accuracy
-from electra_tf.tasks.tagging.model import ElectraTokenClassifier
+from electra_tf.tasks.tagging.model import ElectraTokenClassifier, MaskedSparseCrossEntropy
 
 WORDS_SIGNATURE = "serve_words"  # the served signature that takes whitespace-separated words as they are
 # Generic CoNLL-column files: the first of these names that exists in `--data_dir`.
@@ -76,44 +74,6 @@ def _int_column(value):
             f"CoNLL files have no header: `--label_column` must be a column index (-1: the last). "
             f"Received: `label_column={value!r}`"
         ) from None
-
-
-@keras.saving.register_keras_serializable(package="electra_tf")
-class MaskedSparseCrossEntropy(keras.losses.Loss):
-    """Cross-entropy from logits, averaged over the tokens whose label is not `IGNORE_INDEX`.
-
-    The mean is over the labelled tokens of the *global* batch: under a
-    `tf.distribute` strategy each replica divides its sum by the token count
-    summed over replicas, and the replicas' gradients are summed, so N
-    replicas train exactly like one device on the same global batch. (Keras
-    divides a loss by N only when it reduces a per-example loss itself; this
-    one returns a scalar, already the replica's share.) A batch with no
-    labelled token has loss 0.
-
-    Example:
-    >>> import numpy as np
-    >>> from electra_tf.tasks.tagging.kind import MaskedSparseCrossEntropy
-    >>> loss = MaskedSparseCrossEntropy()
-    >>> labels = np.array([[-100, 1, 0, -100]])
-    >>> logits = np.log(np.array([[[.5, .5], [.2, .8], [.6, .4], [.9, .1]]]))
-    >>> round(float(loss(labels, logits)), 5)  # -(log .8 + log .6) / 2: the two labelled tokens
-    0.36698
-    """
-
-    def __init__(self, name="masked_sparse_cross_entropy", **kwargs):
-        super().__init__(name=name, **kwargs)
-
-    def call(self, y_true, y_pred):
-        labels = keras.ops.cast(y_true, "int32")
-        mask = keras.ops.not_equal(labels, IGNORE_INDEX)
-        per_token = keras.losses.sparse_categorical_crossentropy(
-            keras.ops.where(mask, labels, 0), keras.ops.cast(y_pred, "float32"), from_logits=True)
-        mask = keras.ops.cast(mask, "float32")
-        total, count = keras.ops.sum(per_token * mask), keras.ops.sum(mask)
-        context = tf.distribute.get_replica_context()
-        if context is not None and context.num_replicas_in_sync > 1:
-            count = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
-        return total / keras.ops.maximum(count, 1.0)
 
 
 def tagging_dataset(features, batch_size, shuffle_seed=None, epoch=0, skip=0):
@@ -207,10 +167,12 @@ class TaggingKind(TaskKind):
 
     name = "tagging"
     Config = Config  # its settings: flags of `python -m electra_tf.finetune`
+    PredictOptions = PredictOptions  # its `predict` flags
     model_file = "token_classifier.keras"
     model_class = ElectraTokenClassifier
     saved_classes = (MaskedSparseCrossEntropy,)  # named by its compiled model file
     predict_formats = ("conll", "jsonl", "text")
+    format_extensions = {".conll": "conll"}  # `predict`'s --input_format auto
 
     def __init__(self, config):
         super().__init__(config)
@@ -282,7 +244,7 @@ class TaggingKind(TaskKind):
 
     @classmethod
     def hf_head(cls, model, settings):
-        from electra_tf.convert.hf_heads import token_classifier_head
+        from electra_tf.tasks.tagging.hf_head import token_classifier_head
 
         return token_classifier_head(model, settings.get("label_names"))
 
