@@ -46,7 +46,7 @@ def test_embedding_retrieval_scores_both_sides_alike_and_resumes(tmp_path):
     text = output.read_text(encoding="utf-8")
     assert text.startswith("# ") and "python -m benchmarks.embedding_retrieval --quick" in text.splitlines()[2]
     assert "python -m electra_tf.finetune --task_kind embedding" in text and "--layerwise_lr_decay 1" in text
-    assert "python -m electra_tf.predict --model" in text and "texts.txt" in text
+    assert "python -m electra_tf.predict --init" in text and "texts.txt" in text
 
     records = {(r["part"], r["side"]): r for r in map(json.loads, (work / "record.jsonl").read_text().splitlines())}
     assert sorted(records) == [(p, s) for p in ("finetuned", "zero_shot") for s in ("electra_tf", "sentence_transformers")]
