@@ -23,9 +23,10 @@ Example:
     ...                          embedding_dim=16, intermediate_dim=64)
     >>> ids = np.array([[2, 7, 9, 3, 0]], "int32")
     >>> inputs = {"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": (ids > 0).astype("int32")}
+    >>> keras_output = encoder(inputs)  # builds it
     >>> supported(encoder)
     True
-    >>> bool(np.allclose(encoder_forward(encoder, inputs), encoder(inputs), atol=1e-5))
+    >>> bool(np.allclose(encoder_forward(encoder, inputs), keras_output, atol=1e-5))
     True
 """
 
@@ -50,8 +51,9 @@ def supported(encoder):
     if getattr(encoder, "activation", None) not in ("gelu", "gelu_approximate"):
         return False
     layers = list(getattr(encoder, "transformer_layers", ()))
-    if not layers or not all(type(layer) is TransformerEncoder and not layer.normalize_first for layer in layers):
-        return False
+    if not layers or not all(type(layer) is TransformerEncoder and layer.built and not layer.normalize_first
+                             for layer in layers):
+        return False  # (an unbuilt encoder has no sublayers to read yet)
     norms = [encoder.embeddings.layer_norm] + [n for layer in layers for n in (
         layer._self_attention_layer_norm, layer._feedforward_layer_norm)]
     if not all(n.center and n.scale and not n.rms_scaling and list(n.axis) in ([-1], [2])
