@@ -23,7 +23,8 @@ commands a user runs:
 The sides, each in its own process (`--worker`), `--threads` threads each:
 
 - electra_tf SavedModel: `tf.saved_model.load` + `serving_default(text=...)` in a process that imports
-  TensorFlow and tensorflow-text only (intra-op threads `--threads`, inter-op 1);
+  TensorFlow and tensorflow-text only (intra-op threads `--threads`, inter-op 1, and the model server's
+  environment of docs/serving.md, Latency: `TF_ONEDNN_THREADPOOL_USE_CALLER_THREAD=1`);
 - electra_tf LiteRT float / int8: `electra_tf.export.tflite_runtime.load_interpreter` (ai-edge-litert,
   tensorflow-text's kernels) and the signature runner on raw text, TensorFlow's Python package never imported;
 - HF transformers + torch: the fast tokenizer (`padding=True`: the batch's longest row, truncation
@@ -335,6 +336,9 @@ def spawn(side, work):
 def worker_env():
     env = {**os.environ, "PYTHONPATH": common.REPO, "TF_CPP_MIN_LOG_LEVEL": "2", "OMP_NUM_THREADS": str(FLAGS.threads)}
     env.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")  # what electra_tf's commands turn on (electra_tf.cli.cpu_kernels)
+    # The model server's setting for small requests (docs/serving.md, Latency): oneDNN runs a kernel's first
+    # chunk on the calling thread instead of handing every chunk to the pool and waiting (TensorFlow only).
+    env.setdefault("TF_ONEDNN_THREADPOOL_USE_CALLER_THREAD", "1")
     return env
 
 

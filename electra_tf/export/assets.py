@@ -16,6 +16,7 @@ import tempfile
 import tensorflow as tf
 
 from electra_tf.data.tokenizer import SERVING_PAD_MULTIPLE, SETTINGS_FILE, WordPieceTokenizer, copy_vocab
+from electra_tf.export import inference_graph
 from electra_tf.run_files import ENCODER_CONFIG_ASSET, LABELS_ASSET, SERVING_CONFIG_ASSET, VOCAB_ASSET  # noqa: F401
 
 
@@ -45,6 +46,14 @@ class ServedModel(tf.Module):
         self.tokenizer = WordPieceTokenizer(vocab_file)
         self.seq_length = seq_length
         self.pad_multiple = SERVING_PAD_MULTIPLE
+
+    def encode(self, inputs):
+        """The encoder's sequence output in a served graph: `inference_graph.encoder_forward`'s fused ops
+        where they compute exactly what the encoder does (`inference_graph.supported`), else its Keras layers."""
+        encoder = self._model.obj.encoder
+        if inference_graph.supported(encoder):
+            return inference_graph.encoder_forward(encoder, inputs)
+        return encoder(inputs, training=False)
 
     def check_ids(self, token_ids, segment_ids, padding_mask):
         """The `predict_ids` inputs, checked (`check_ids`) against the served model's tables."""
