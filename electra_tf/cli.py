@@ -501,13 +501,14 @@ def _hidden(packages):
     Example:
     >>> import sys
     >>> from electra_tf.cli import _hidden
-    >>> with _hidden(("no_such_package_either",)):
+    >>> sys.modules.pop("tabnanny", None) and None
+    >>> with _hidden(("tabnanny",)):
     ...     try:
-    ...         import no_such_package_either
+    ...         import tabnanny
     ...     except ModuleNotFoundError as e:
     ...         print(e.name)
-    no_such_package_either
-    >>> import json; "json" in sys.modules  # outside: imports as ever
+    tabnanny
+    >>> import tabnanny; "tabnanny" in sys.modules  # outside: imports as ever
     True
     """
     finder = _HidingFinder(packages)
