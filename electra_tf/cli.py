@@ -483,7 +483,52 @@ def quiet_console():
         std_logging.getLogger(name or None).addFilter(
             _DropMessages(tuple(text for owner, text in _LOG_NOISE if owner == name)))
     if "tensorflow" not in sys.modules:
-        _import_quietly("tensorflow")
+        with _hidden(KERAS_EXTRAS):
+            _import_quietly("tensorflow")
+
+
+# Libraries Keras imports with TensorFlow when they are installed, for its scikit-learn wrappers
+# (scikit-learn, and SciPy through it) and its image-plotting helpers (matplotlib): about 4 s of a
+# CLI's start-up where they are. No CLI uses either, and Keras defines both without them, so they stay
+# out of that import; a later `import sklearn` or `import matplotlib` (by a user's script) works as ever.
+KERAS_EXTRAS = ("sklearn", "matplotlib", "scipy")
+
+
+@contextlib.contextmanager
+def _hidden(packages):
+    """Inside: importing any of `packages` (or their modules) not yet imported raises `ModuleNotFoundError`.
+
+    Example:
+    >>> import sys
+    >>> from electra_tf.cli import _hidden
+    >>> sys.modules.pop("tabnanny", None) and None
+    >>> with _hidden(("tabnanny",)):
+    ...     try:
+    ...         import tabnanny
+    ...     except ModuleNotFoundError as e:
+    ...         print(e.name)
+    tabnanny
+    >>> import tabnanny; "tabnanny" in sys.modules  # outside: imports as ever
+    True
+    """
+    finder = _HidingFinder(packages)
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+
+
+class _HidingFinder:
+    """A `sys.meta_path` finder that refuses `packages` (see `_hidden`)."""
+
+    def __init__(self, packages):
+        self.packages = tuple(packages)
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in self.packages:
+            raise ModuleNotFoundError(f"No module named {name!r} (left out of TensorFlow's import)", name=name)
+        return None
 
 
 class _WorkerLines:

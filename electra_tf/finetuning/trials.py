@@ -18,7 +18,8 @@ Resume: a trial's checkpoint (`output_dir/trials/trial-N`, `named_checkpoint`)
 holds model, optimizer, dropout RNG, the epochs scored, the best epoch's
 weights and metrics, and the running loss of the current epoch; the step
 gives the data position. It is written every `--save_checkpoints_steps`
-updates, after each epoch's evaluation and on SIGTERM (at the next step
+updates, after each epoch's evaluation but the trial's last (the trial's
+result, written next, is what a re-run reads then) and on SIGTERM (at the next step
 boundary, or at once during an epoch's evaluation, which the re-run does
 again; then the command exits 0). Re-running the same command continues
 from there and ends with the weights of an uninterrupted run
@@ -74,6 +75,7 @@ def run_trials(config, kind, strategy=None):
     recipe.check_required(config)
     recipe.check_output_dir(config)
     strategy = strategy or recipe.create_strategy(config)
+    recipe.cpu_graph_options()
     # One writer per output_dir: a second process is refused naming the holder (the chief holds it).
     with (run_lock.hold(config.output_dir) if distribute.is_chief(strategy) else contextlib.nullcontext()):
         return _run_trials(config, kind, strategy)
@@ -377,7 +379,8 @@ def _run_trial(task, config, trial, encoder, strategy, output_dir):
             outputs = _end_epoch(task, config, trial, model, progress, epoch_loss, writer, scored)
             if outputs is not None:
                 best_outputs = outputs
-            save.save(force=True)
+            if preemption.requested or not _last_save_skippable(progress, config, strategy):
+                save.save(force=True)
             if preemption.requested:
                 return _preempted(save.step())
     records = progress.records()
@@ -388,7 +391,8 @@ def _run_trial(task, config, trial, encoder, strategy, output_dir):
         print(f"{_trial_prefix(config, trial)}epochs 0: dev {task.metric} "
               f"{_number(records[0]['dev'].get(task.metric))} (the --init model)", flush=True)
     if config.keep == "best" and int(progress.best_epoch.numpy()) >= 0:
-        model.set_weights([w.numpy() for w in progress.best_weights])
+        if int(progress.best_epoch.numpy()) != len(records) - 1:  # the model holds the last epoch's weights
+            model.set_weights([w.numpy() for w in progress.best_weights])
         kept = records[int(progress.best_epoch.numpy())]
     elif config.epochs:
         kept, best_outputs = records[-1], None
@@ -439,6 +443,20 @@ def _end_epoch(task, config, trial, model, progress, epoch_loss, writer, scored)
     print(f"{_trial_prefix(config, trial)}epoch {epoch + 1}/{config.epochs}: train loss {_number(record['train_loss'])}, "
           f"dev {task.metric} {_number(headline)}" + (" (best)" if improved else ""), flush=True)
     return {split: outputs for split, (_, outputs) in scored.items()} if improved else None
+
+
+def _last_save_skippable(progress, config, strategy):
+    """Whether the checkpoint after this epoch may be left out: the trial's last epoch was scored, so nothing
+    resumes from it once the trial's result is written, which follows without another step.
+
+    Left out, a run killed before that result is written resumes from the checkpoint before (the steps
+    in between again, to the same weights). Kept on multi-worker runs, whose save is collective.
+    """
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return False
+    evaluated, best_epoch = int(progress.evaluated.numpy()), int(progress.best_epoch.numpy())
+    patience = config.early_stopping_patience
+    return evaluated >= config.epochs or bool(patience and best_epoch >= 0 and evaluated - 1 - best_epoch >= patience)
 
 
 def _trial_prefix(config, trial):
