@@ -12,6 +12,7 @@ import pytest
 from absl import flags
 
 from electra_tf import cli
+from electra_tf.cli import quiet, tensorflow_start
 from helpers import REPO, run_python
 
 CLIS = ["electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export.__main__", "electra_tf.convert.__main__",
@@ -104,10 +105,11 @@ def test_every_cli_is_a_console_script_with_a_callable_target():
 
 def test_quiet_console_leaves_a_users_log_level_alone(monkeypatch):
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "0")
-    monkeypatch.setattr(cli, "_quieted", False)
-    cli.quiet_console()
+    monkeypatch.setattr(quiet, "_quieted", False)
+    tensorflow_start.log_level()
+    quiet.quiet_console()
     assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0"  # kept; the start-up lines are still filtered
-    assert isinstance(cli.gpu_device_present(), bool)
+    assert isinstance(tensorflow_start.gpu_device_present(), bool)
 
 
 @pytest.mark.parametrize("users_setting,expected", [(None, "True"), ("0", "False")])
@@ -181,10 +183,10 @@ def test_beam_worker_lines_keep_the_pipelines_own_and_drop_start_up_and_tracebac
         "error: a line of the builder's own error boundary",
     ]
     kept = lambda keep: [line for line in worker if keep((line + "\n").encode())]  # noqa: E731
-    assert kept(cli._WorkerLines()) == ["INFO:absl:Reading /data/cut.txt.gz",
+    assert kept(quiet._WorkerLines()) == ["INFO:absl:Reading /data/cut.txt.gz",
                                         "INFO:absl:Wrote /out/pretrain_data.tfrecord-00000-of-00002 (3 examples)",
                                         "error: a line of the builder's own error boundary"]
-    debug = kept(cli._WorkerLines(debug=True))  # tracebacks kept, start-up noise still dropped
+    debug = kept(quiet._WorkerLines(debug=True))  # tracebacks kept, start-up noise still dropped
     assert debug == [line for line in worker[7:]]
 
 
