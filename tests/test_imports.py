@@ -27,7 +27,7 @@ LAYERS = {
     "convert": ("electra_tf.convert",),
     # The run-directory contract (file names, guards), named checkpoints and the `--init` registry:
     # what every command reads a model through.
-    "sources": ("electra_tf.run_files", "electra_tf.training.named_checkpoint", "electra_tf.sources"),
+    "sources": ("electra_tf.run_files", "electra_tf.sources"),
     "training": ("electra_tf.training",),  # pre-training: optimizers, callbacks, strategies, the run lock
     "export": ("electra_tf.export",),  # SavedModels, presets, the serving modules of every task kind
     "finetuning": ("electra_tf.finetuning",),  # the task kinds (each exports through its serving module)

@@ -90,7 +90,7 @@ def models(tmp_path_factory):
     from helpers import make_run_dir
     from electra_tf import run_files
     from electra_tf.models.pretrainer import build_pretrainer
-    from electra_tf.training.named_checkpoint import NamedCheckpoint
+    from electra_tf.sources.named_checkpoint import NamedCheckpoint
 
     vocab = str(shared_data("vocab", "bert_uncased_vocab.txt"))
     root = tmp_path_factory.mktemp("rtd")

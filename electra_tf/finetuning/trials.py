@@ -43,8 +43,8 @@ from electra_tf.finetuning import recipe
 from electra_tf.finetuning.batching import num_batches
 from electra_tf.finetuning.config import read_finetune_config, with_current_keys
 from electra_tf.training import callbacks, distribute, run_lock
-from electra_tf.training import named_checkpoint
-from electra_tf.training.named_checkpoint import NamedCheckpoint
+from electra_tf.sources import named_checkpoint
+from electra_tf.sources.named_checkpoint import NamedCheckpoint
 
 # Settings that do not change what a run computes: a run may resume with other values.
 NOT_SETTINGS = ("output_dir", "verbose", "strategy", "tpu", "num_cpu_devices", "save_checkpoints_steps",

@@ -9,8 +9,8 @@ from absl import logging
 from electra_tf import run_files
 from electra_tf.models.pretrainer import build_pretrainer
 from electra_tf.sources.base import Source
-from electra_tf.training import named_checkpoint
-from electra_tf.training.named_checkpoint import NamedCheckpoint
+from electra_tf.sources import named_checkpoint
+from electra_tf.sources.named_checkpoint import NamedCheckpoint
 
 
 def restore_pretrainer(model_dir, checkpoint=None):
@@ -35,7 +35,7 @@ def restore_pretrainer(model_dir, checkpoint=None):
         from electra_tf.models.pretrainer import build_pretrainer
         from electra_tf.run_files import write_config
         from electra_tf.sources import restore_pretrainer
-        from electra_tf.training.named_checkpoint import NamedCheckpoint
+        from electra_tf.sources.named_checkpoint import NamedCheckpoint
 
         # A run directory as `electra_tf.pretrain` leaves one: its config and a checkpoint.
         config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,

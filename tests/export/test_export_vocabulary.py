@@ -28,7 +28,7 @@ def runs(tmp_path_factory):
 
     from electra_tf import run_files
     from electra_tf.models.pretrainer import build_pretrainer
-    from electra_tf.training.named_checkpoint import NamedCheckpoint
+    from electra_tf.sources.named_checkpoint import NamedCheckpoint
 
     root = tmp_path_factory.mktemp("vocabularies")
     vocab = write_vocab(root / "vocab.txt", TABLE_ROWS)

@@ -61,7 +61,7 @@ def model_variables(model):
     Example:
         ```python
         from electra_tf.models.encoder import ElectraEncoder
-        from electra_tf.training.named_checkpoint import model_variables
+        from electra_tf.sources.named_checkpoint import model_variables
 
         encoder = ElectraEncoder(
             vocab_size=50, num_layers=1, num_heads=2, hidden_dim=8,
@@ -173,7 +173,7 @@ class NamedCheckpoint:
     Example:
         ```python
         from electra_tf.models.encoder import ElectraEncoder
-        from electra_tf.training.named_checkpoint import NamedCheckpoint
+        from electra_tf.sources.named_checkpoint import NamedCheckpoint
 
         encoder = ElectraEncoder(
             vocab_size=50, num_layers=1, num_heads=2, hidden_dim=8,
