@@ -52,7 +52,6 @@ import tensorflow as tf
 
 from electra_tf import atomic
 from electra_tf.config import ElectraConfig
-from electra_tf.convert.hf_names import HF_CONFIG_FILE, HF_WEIGHTS_FILE, HF_WEIGHTS_INDEX_FILE  # noqa: F401  (convert owns the HF format)
 from electra_tf.data.tokenizer import SETTINGS_FILE, VOCAB_FILE  # noqa: F401  (the tokenizer owns its file names)
 
 # --- A pre-training run ---
@@ -86,6 +85,10 @@ LABELS_ASSET = "labels.txt"  # export --kind serving: label i on line i
 VOCAB_ASSET = VOCAB_FILE  # the vocabulary asset keeps its file name
 TFLITE_MODEL_FILE = "model.tflite"  # export --kind tflite, beside LABELS_ASSET and VOCAB_FILE
 TFLITE_CONFIG_FILE = "tflite_config.json"  # what the .tflite takes and returns (electra_tf.export.tflite)
+# The files of a Hugging Face model folder (read and written by electra_tf.convert).
+HF_CONFIG_FILE = "config.json"
+HF_WEIGHTS_FILE = "model.safetensors"
+HF_WEIGHTS_INDEX_FILE = "model.safetensors.index.json"  # a sharded checkpoint
 HF_WEIGHTS_FILES = (HF_WEIGHTS_FILE, HF_WEIGHTS_INDEX_FILE)
 # --- A standalone encoder ---
 ENCODER_FILE = "encoder.keras"  # with VOCAB_FILE beside it

@@ -20,14 +20,14 @@ FOLDERS = {"electra_tf": "electra_tf", "configs": "electra_tf.configs", "pipelin
 LAYERS = {
     "core": ("electra_tf.cli", "electra_tf.config", "electra_tf.config_fields", "electra_tf.configs",
              "electra_tf.objectives", "electra_tf.data",  # presets and config, the tokenizer and the record schema
-             "electra_tf.atomic"),  # the one writer of files and folders
+             "electra_tf.atomic",  # the one writer of files and folders
+             "electra_tf.run_files"),  # the run-directory contract: every file name a command reads or writes
     "pipelines": ("electra_tf.pipelines",),  # data tools: text -> vocabulary -> TFRecords
     "layers": ("electra_tf.layers",),
     "models": ("electra_tf.models",),
     "convert": ("electra_tf.convert",),
-    # The run-directory contract (file names, guards), named checkpoints and the `--init` registry:
-    # what every command reads a model through.
-    "sources": ("electra_tf.run_files", "electra_tf.sources"),
+    # The `--init` registry and the named checkpoints: what every command reads a model through.
+    "sources": ("electra_tf.sources",),
     "training": ("electra_tf.training",),  # pre-training: optimizers, callbacks, strategies, the run lock
     "export": ("electra_tf.export",),  # SavedModels, presets, the serving modules of every task kind
     "finetuning": ("electra_tf.finetuning",),  # the task kinds (each exports through its serving module)

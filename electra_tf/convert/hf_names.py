@@ -19,10 +19,6 @@ import re
 import numpy as np
 
 ROLES = ("model", "discriminator", "generator")
-# The files of a Hugging Face model folder.
-HF_CONFIG_FILE = "config.json"
-HF_WEIGHTS_FILE = "model.safetensors"
-HF_WEIGHTS_INDEX_FILE = "model.safetensors.index.json"  # a sharded checkpoint
 
 _HEADS = {  # HF module -> official scope
     "discriminator_predictions.dense_prediction": "discriminator_predictions/dense_1",

@@ -20,6 +20,7 @@ import os
 import numpy as np
 from absl import logging
 
+from electra_tf import run_files
 from electra_tf.convert import hf_names
 from electra_tf.convert.weight_map import assign_weights, build_model, model_variables, read_weights
 from electra_tf.models.discriminator import ElectraDiscriminator
@@ -50,7 +51,7 @@ def read_config(directory):
     """The `config.json` dict of a Hugging Face directory; a clear error when there is none."""
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"Not a Hugging Face model directory: {directory!r}")
-    config_path = os.path.join(directory, hf_names.HF_CONFIG_FILE)
+    config_path = os.path.join(directory, run_files.HF_CONFIG_FILE)
     if not os.path.exists(config_path):
         raise FileNotFoundError(
             f"No `config.json` in {directory!r} (found: {sorted(os.listdir(directory))})."
@@ -80,7 +81,7 @@ def check_model_type(directory, config, expected):
     architectures = ", ".join(map(str, config.get("architectures") or []))
     what = f"a {found!r} model" if found else "no `model_type`"
     raise ValueError(
-        f"{os.path.join(directory, hf_names.HF_CONFIG_FILE)} describes {what}"
+        f"{os.path.join(directory, run_files.HF_CONFIG_FILE)} describes {what}"
         f"{f' ({architectures})' if architectures else ''}, not {expected}: `hf` reads ELECTRA folders "
         f"({', '.join(ARCHITECTURES)}), `bert` reads BERT folders (BertModel, BertFor*)."
     )
@@ -143,8 +144,8 @@ def read_safetensors_dir(directory, model_type=None):
     config = read_config(directory)
     if model_type is not None:
         check_model_type(directory, config, model_type)
-    single = os.path.join(directory, hf_names.HF_WEIGHTS_FILE)
-    index = os.path.join(directory, hf_names.HF_WEIGHTS_INDEX_FILE)
+    single = os.path.join(directory, run_files.HF_WEIGHTS_FILE)
+    index = os.path.join(directory, run_files.HF_WEIGHTS_INDEX_FILE)
     if os.path.exists(single):
         files = [single]
     elif os.path.exists(index):
@@ -296,8 +297,8 @@ def expand_directories(source):
     for path in paths:
         path = path.strip()
         subdirs = [os.path.join(path, s) for s in ("discriminator", "generator")]
-        subdirs = [s for s in subdirs if os.path.exists(os.path.join(s, hf_names.HF_CONFIG_FILE))]
-        if not os.path.exists(os.path.join(path, hf_names.HF_CONFIG_FILE)) and subdirs:
+        subdirs = [s for s in subdirs if os.path.exists(os.path.join(s, run_files.HF_CONFIG_FILE))]
+        if not os.path.exists(os.path.join(path, run_files.HF_CONFIG_FILE)) and subdirs:
             expanded.extend(subdirs)
         else:
             expanded.append(path)
@@ -597,9 +598,9 @@ def write_folder(directory, config, state):
     from safetensors.numpy import save_file
 
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, hf_names.HF_WEIGHTS_FILE)
+    path = os.path.join(directory, run_files.HF_WEIGHTS_FILE)
     try:
-        with open(os.path.join(directory, hf_names.HF_CONFIG_FILE), "w", encoding="utf-8") as f:
+        with open(os.path.join(directory, run_files.HF_CONFIG_FILE), "w", encoding="utf-8") as f:
             json.dump(config, f, indent=2, sort_keys=True)
         save_file(state, path, metadata={"format": "pt"})
     except Exception as e:  # safetensors' SafetensorError ("Error while serializing: IoError(...)") or an OSError
