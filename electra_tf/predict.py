@@ -90,7 +90,7 @@ import sys
 
 from absl import app, flags
 
-from electra_tf import cli
+from electra_tf import atomic, cli
 
 FLAGS = flags.FLAGS
 ALIASES = {}
@@ -163,7 +163,7 @@ def main(argv):
             return
         scores = scoring.score(model.kind, model.settings, examples, predictions)
         if FLAGS.metrics_file and scores is not None:
-            writing.write_json(FLAGS.metrics_file, scores)
+            atomic.write_json(FLAGS.metrics_file, scores, flag="metrics_file")
     seconds = time.perf_counter() - started
     if scores is not None:
         predicted = sum(not e.skipped for e in examples)

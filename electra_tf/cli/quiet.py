@@ -142,11 +142,12 @@ def quiet_beam_workers():
 def _import_quietly(module):
     """Imports `module` with file descriptor 2 captured; writes back every line but `_IMPORT_NOISE`."""
     import importlib
-    import tempfile
+
+    from electra_tf import atomic
 
     sys.stderr.flush()
     saved = os.dup(2)
-    with tempfile.TemporaryFile() as capture:
+    with atomic.scratch_file("stderr") as capture:
         os.dup2(capture.fileno(), 2)
         try:
             importlib.import_module(module)

@@ -20,7 +20,7 @@ import os
 import numpy as np
 from absl import logging
 
-from electra_tf import run_files
+from electra_tf import atomic, run_files
 from electra_tf.convert import hf_names
 from electra_tf.convert.weight_map import assign_weights, build_model, model_variables, read_weights
 from electra_tf.models.discriminator import ElectraDiscriminator
@@ -600,8 +600,7 @@ def write_folder(directory, config, state):
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, run_files.HF_WEIGHTS_FILE)
     try:
-        with open(os.path.join(directory, run_files.HF_CONFIG_FILE), "w", encoding="utf-8") as f:
-            json.dump(config, f, indent=2, sort_keys=True)
+        atomic.write_json(os.path.join(directory, run_files.HF_CONFIG_FILE), config, sort_keys=True)
         save_file(state, path, metadata={"format": "pt"})
     except Exception as e:  # safetensors' SafetensorError ("Error while serializing: IoError(...)") or an OSError
         raise OSError(f"{directory} cannot be written ({type(e).__name__}: {str(e).splitlines()[0][:300]})") from None

@@ -31,7 +31,6 @@ runs it. `quantize="dynamic_int8"` stores the weights as int8 (dynamic-range qua
 activations stay float).
 """
 
-import json
 import os
 
 import tensorflow as tf
@@ -216,7 +215,7 @@ def export_tflite(served, vocab_file, output_dir, task="", kind="classification"
             its variables, tokenizer, `seq_length`, `_outputs`.
         vocab_file: str. Its vocabulary.
         output_dir: str. A new or empty local folder; written as a whole (a hidden
-            `.<name>.partial-*` folder beside it, renamed when complete).
+            `.partial-<token>-<name>` folder beside it, renamed when complete: `atomic.staged_folder`).
         task: str. Recorded in `tflite_config.json`.
         kind: str. The model's task kind, recorded there too.
         ids_only: bool. Ids in, no custom op (else raw text in, tensorflow-text's two ops).
@@ -279,7 +278,5 @@ def _write_folder(output_dir, content, description, vocab_file):
             with open(os.path.join(partial, run_files.LABELS_ASSET), "w", encoding="utf-8") as f:
                 f.write("".join(f"{label}\n" for label in description["label_names"]))
         copy_vocab(vocab_file, os.path.join(partial, run_files.VOCAB_FILE))
-        with open(os.path.join(partial, run_files.TFLITE_CONFIG_FILE), "w", encoding="utf-8") as f:
-            json.dump(description, f, indent=2)
-            f.write("\n")
+        atomic.write_json(os.path.join(partial, run_files.TFLITE_CONFIG_FILE), description)
     return os.path.join(output_dir, run_files.TFLITE_MODEL_FILE)

@@ -18,9 +18,9 @@ Example:
 import dataclasses
 import json
 import re
-import tempfile
 import typing
 
+from electra_tf import atomic
 from electra_tf.data.lines import split_lines
 
 STDIN = "<stdin>"
@@ -120,7 +120,7 @@ def spooled(name, text, read):
     """`read(path)` on the input: a real file, or stdin's text in a temporary one (errors name `<stdin>`)."""
     if name != STDIN:
         return read(name)
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8") as f:
+    with atomic.scratch_file("stdin", suffix=".txt", mode="w", encoding="utf-8") as f:
         f.write(text)
         f.flush()
         try:

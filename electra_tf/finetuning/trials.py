@@ -93,7 +93,7 @@ def _run_trials(config, kind, strategy):
     output_dir = distribute.worker_dir(config.output_dir, strategy)  # multi_worker: the chief's is output_dir
     state_dir = os.path.join(output_dir, run_files.TRIALS_DIR)
     tf.io.gfile.makedirs(state_dir)
-    run_files.write_json(os.path.join(state_dir, run_files.RUN_SETTINGS_FILE), settings(config))
+    atomic.write_json(os.path.join(state_dir, run_files.RUN_SETTINGS_FILE), settings(config))
 
     trials, best = [], None
     for trial in range(config.num_trials):
@@ -109,7 +109,7 @@ def _run_trials(config, kind, strategy):
             result, model, outputs = outcome
             if _better(result, best, task.metric):
                 _save_model(task, model, outputs, vocab_file, output_dir)
-            run_files.write_json(os.path.join(run_files.trial_dir(output_dir, trial), run_files.TRIAL_RESULT_FILE),
+            atomic.write_json(os.path.join(run_files.trial_dir(output_dir, trial), run_files.TRIAL_RESULT_FILE),
                                  result)
         trials.append(result)
         if _better(result, best, task.metric):

@@ -158,12 +158,6 @@ class JsonLines:
         return self._writing.__exit__(kind, error, traceback)
 
 
-def write_json(path, value, flag="metrics_file"):
-    """Writes `value` as indented JSON to `path` (whole, as `JsonLines`)."""
-    with JsonLines(path, flag) as out:
-        out._file.write(json.dumps(value, indent=2) + "\n")
-
-
 def _stop(message):
     """Removes the files being written, writes `message`, exits 143: callable from any thread."""
     with atomic.lock:  # waits for a rename under way: a file is either complete or gone

@@ -8,11 +8,10 @@ pre-training start from the discriminator; `hf_generator:DIR` asks for the gener
 """
 
 import os
-import tempfile
 
 import tensorflow as tf
 
-from electra_tf import run_files
+from electra_tf import atomic, run_files
 from electra_tf.sources.base import Source
 
 
@@ -205,7 +204,7 @@ def _vocabulary_with_settings(vocab_file, settings):
 
     if (read_settings(vocab_file) or DEFAULT_SETTINGS) == settings:
         return vocab_file
-    folder = tempfile.mkdtemp(prefix="electra_tf_vocab_")
+    folder = atomic.scratch_folder("vocab")
     tf.io.gfile.copy(vocab_file, os.path.join(folder, run_files.VOCAB_FILE))
     write_settings(folder, settings)
     return os.path.join(folder, run_files.VOCAB_FILE)
