@@ -34,8 +34,8 @@ A Hugging Face model (`electra_tf.convert --to hf`): `config.json` + `model.safe
 A standalone encoder (`sources.save_encoder`, e.g. an experiment's untrained baseline):
 `encoder.keras` + `vocab.txt`, a `--init` for fine-tuning.
 
-What a folder holds (`artefact_kind`), so a command never writes its files into
-another kind of artefact:
+What a folder holds (`artefact_in`), so a command never writes its files into
+another artefact:
 
     a pre-training run         config.json with checkpoints/ or discriminator.keras
     a fine-tuning output       finetune_config.json, results.json or trials/
@@ -166,8 +166,8 @@ KERAS_HUB_PRESET = "a keras-hub preset"
 KERAS_HUB_PRESET_FILES = ("metadata.json", "model.weights.h5")  # keras-hub's own names (save_to_preset)
 
 
-def artefact_kind(folder):
-    """The kind of artefact `folder` holds (one of the constants above), or None (absent, empty, other files)."""
+def artefact_in(folder):
+    """The artefact `folder` holds (one of the constants above), or None (absent, empty, other files)."""
     def has(*names):
         return any(tf.io.gfile.exists(os.path.join(folder, name)) for name in names)
 
@@ -191,7 +191,7 @@ def artefact_kind(folder):
 
 
 def enclosing_artefact(path):
-    """`(folder, kind)` of the nearest artefact that is or holds `path` (itself or a parent folder), or None.
+    """`(folder, artefact)` of the nearest artefact that is or holds `path` (itself or a parent folder), or None.
 
     A parent counts only with an artefact's results (a lone `config.json`, or a
     lone `discriminator.keras` a script saved, makes `path` itself a pre-training
@@ -210,32 +210,32 @@ def enclosing_artefact(path):
     """
     path = os.fspath(path)
     if "://" in path:
-        kind = artefact_kind(path)
-        return None if kind is None else (path, kind)
+        artefact = artefact_in(path)
+        return None if artefact is None else (path, artefact)
     path = atomic.real_path(path)  # a link or a linked folder: where the file lies
     folder = path
     while True:
-        kind = artefact_kind(folder)
+        artefact = artefact_in(folder)
         # A parent is a run with its config and results: config.json alone, or a discriminator.keras that a
         # Keras script saved in a working folder, makes no folder under it part of a run.
-        weak = kind == PRETRAINING_RUN and not (tf.io.gfile.exists(os.path.join(folder, CONFIG_FILE)) and is_run(folder))
-        if kind is not None and (folder == path or not weak):
-            return folder, kind
+        weak = artefact == PRETRAINING_RUN and not (tf.io.gfile.exists(os.path.join(folder, CONFIG_FILE)) and is_run(folder))
+        if artefact is not None and (folder == path or not weak):
+            return folder, artefact
         parent = os.path.dirname(folder)
         if parent == folder:
             return None
         folder = parent
 
 
-def refuse_foreign_output(folder, flag, own_kind, inputs=()):
+def refuse_foreign_output(folder, flag, own_artefact, inputs=()):
     """Refuses an output folder that a resumable command (pre-training, fine-tuning) would write into another's.
 
     Refused, naming `--flag`, before anything is written: a folder that is,
     holds or lies inside one of `inputs` (the paths an `--init` names,
     `sources.init_inputs`; `--data_dir`);
-    one holding another kind of artefact than `own_kind`; and one lying inside
-    an artefact of any kind (another run's or export's folder). A folder of
-    `own_kind` itself is allowed (it resumes); a file is refused (it is not a folder).
+    one holding another artefact than `own_artefact`; and one lying inside
+    any artefact (another run's or export's folder). A folder of
+    `own_artefact` itself is allowed (it resumes); a file is refused (it is not a folder).
     Links are resolved first: a linked folder is the folder it names.
     """
     if tf.io.gfile.exists(folder) and not tf.io.gfile.isdir(folder):
@@ -249,9 +249,9 @@ def refuse_foreign_output(folder, flag, own_kind, inputs=()):
             raise ValueError(f"`--{flag}={folder}` is or overlaps the input {item}: writing there would mix "
                              f"with (or replace) what is being read. Choose another --{flag}.")
     found = enclosing_artefact(target)
-    if found is not None and (found[0] != target or found[1] != own_kind):
+    if found is not None and (found[0] != target or found[1] != own_artefact):
         where = "holds" if found[0] == target else f"lies inside {found[0]}, which holds"
-        raise FileExistsError(f"`--{flag}={folder}` {where} {found[1]}; writing {own_kind} there would mix its "
+        raise FileExistsError(f"`--{flag}={folder}` {where} {found[1]}; writing {own_artefact} there would mix its "
                               f"files with another artefact's. Choose another --{flag}.")
 
 
@@ -263,13 +263,13 @@ def refuse_inside_artefact(path, flag):
                               f"would mix with its files. Choose another --{flag}.")
 
 
-def guard_output(path, flag, own_kind, inputs=(), writes=None):
+def guard_output(path, flag, own_artefact, inputs=(), writes=None):
     """Refuses an output before anything is written: the one output guard of every command that writes.
 
     Refused, with a `FileExistsError` / `ValueError` naming `--flag`:
     an output that is, holds or lies inside one of `inputs` (`--init`,
-    `--input`; a file output: the same path); a folder holding another kind of artefact than `own_kind`
-    (see `artefact_kind`; for a file output, the folder it goes into); and
+    `--input`; a file output: the same path); a folder holding another artefact than `own_artefact`
+    (see `artefact_in`; for a file output, the folder it goes into); and
     anything that would be overwritten: for a file output (`writes` given as
     paths), each existing path of `writes`; for a folder output (`writes` None),
     a folder that is not empty. Paths are compared as the files they name (`atomic.real_path`,
@@ -278,7 +278,7 @@ def guard_output(path, flag, own_kind, inputs=(), writes=None):
     Args:
         path: str. The output (a folder, a `.keras` file or a checkpoint prefix).
         flag: str. The flag that named it, e.g. "output_dir".
-        own_kind: str or None. What the command writes (a kind constant above),
+        own_artefact: str or None. What the command writes (an artefact constant above),
             None for a single file outside any artefact.
         inputs: paths the command reads (comma-separated lists split by the caller).
         writes: None for a folder output; else the file paths the command writes.
@@ -307,10 +307,10 @@ def guard_output(path, flag, own_kind, inputs=(), writes=None):
             raise ValueError(f"`--{flag}={path}` is or overlaps the input {item}: writing there would replace "
                              "what is being read. Choose another --" + flag + ".")
     folder = target if writes is None else os.path.dirname(target)
-    kind = artefact_kind(folder)
-    if kind is not None and kind != own_kind:
+    artefact = artefact_in(folder)
+    if artefact is not None and artefact != own_artefact:
         where = f"`--{flag}={path}`" if writes is None else f"The folder of `--{flag}={path}` ({folder})"
-        raise FileExistsError(f"{where} holds {kind}; writing {own_kind or 'there'} would mix its files with "
+        raise FileExistsError(f"{where} holds {artefact}; writing {own_artefact or 'there'} would mix its files with "
                               f"another artefact's. Choose another --{flag}.")
     if writes is None:
         if tf.io.gfile.isdir(target) and tf.io.gfile.listdir(target):

@@ -421,7 +421,7 @@ def build_pretraining_data(
     """Builds packed pre-training TFRecords with Apache Beam; returns the stats.
 
     Args:
-        inputs: str or list of str. Input specs `[kind:]GLOB`, see `sources`.
+        inputs: str or list of str. Input specs `[format:]GLOB`, see `sources`.
         vocab_file: str. WordPiece `vocab.txt` (checked before any work).
         output_dir: str. Destination (local or `tf.io.gfile` path).
         max_seq_length: int. Example length, including [CLS]/[SEP].
@@ -612,7 +612,7 @@ def _pipeline(pipeline, files, vocab_file, settings, vocab_size, output_dir, max
 
 def define_flags():
     """Defines the CLI flags (only when run as a script, so imports never clash)."""
-    flags.DEFINE_list("input", None, "Input specs `[kind:]GLOB` (kind: text, wikipedia, books).")
+    flags.DEFINE_list("input", None, "Input specs `[format:]GLOB` (format: text, wikipedia, books).")
     cli.define_vocab_file("WordPiece vocab.txt.")
     cli.define_output_dir("Output directory.")
     cli.define_seq_length(128, "Example length including [CLS]/[SEP].", range="[5, inf)")

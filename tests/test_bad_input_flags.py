@@ -168,10 +168,10 @@ def test_another_vocabulary_is_refused_saying_how_it_differs(tmp_path, records):
     assert "400 tokens there, 500 in --vocab_file" in line
 
 
-def test_an_unknown_source_kind_is_named_with_the_kinds(folder):
+def test_an_unknown_corpus_format_is_named_with_the_formats(folder):
     line = refused(["-m", "electra_tf.pipelines.build_vocab", "--input", f"pdf:{folder}/*.pdf", "--vocab_file",
                     str(folder / "vocab.txt")], folder, exit_code=1)
-    assert line == (f"error: Unknown source kind `pdf:` in the input `pdf:{folder}/*.pdf`. The kinds are text:, "
+    assert line == (f"error: Unknown corpus format `pdf:` in the input `pdf:{folder}/*.pdf`. The formats are text:, "
                     "wikipedia:, books: (or no prefix: guessed from the name).")
 
 

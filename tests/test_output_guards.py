@@ -6,7 +6,7 @@ The commands that write (each module read for what it writes): `pretrain` (`--mo
 `--metrics_file`), `pipelines.build_vocab` (`--vocab_file`, and `electra_tokenizer.json` beside it),
 `pipelines.build_pretraining_data` (`--output_dir`). `pipelines.inspect_records` writes only to stdout.
 
-The artefacts here only look like their kind (the files `run_files.artefact_kind` reads): every refusal
+The artefacts here only look like what they are (the files `run_files.artefact_in` reads): every refusal
 happens before anything is loaded, so a real model would change nothing but the time. Each case is a
 process (TensorFlow's import is most of its time): each command's first case runs in the fast suite.
 """

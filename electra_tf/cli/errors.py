@@ -1,7 +1,7 @@
 """The commands' error boundary: bad input is one line `error: <message>` and an exit status, never a traceback.
 
 Bad input (`ValueError` and the project's errors built on it, `TypeError` for a model of the
-wrong kind, `OSError` such as `FileNotFoundError`, corrupt data reported by TensorFlow) prints
+wrong class, `OSError` such as `FileNotFoundError`, corrupt data reported by TensorFlow) prints
 
     error: No pre-training files match `--data=records/*`.
 

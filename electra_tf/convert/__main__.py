@@ -203,7 +203,7 @@ def convert(source, input_path, target, output_dir, num_heads=None, generator_nu
     from electra_tf import run_files, sources
 
     inputs = sources.SOURCES[source].inputs(input_path)
-    own_kind = run_files.HUGGING_FACE if target == "hf" else None
+    own_artefact = run_files.HUGGING_FACE if target == "hf" else None
     if target == "keras" and not output_dir.endswith(".keras"):
         raise ValueError(f"`--to keras` writes a `.keras` file. Received: `--output_dir={output_dir!r}`")
     early = None
@@ -213,13 +213,13 @@ def convert(source, input_path, target, output_dir, num_heads=None, generator_nu
         from electra_tf.convert.official import written_files
 
         early = written_files(output_dir)
-    run_files.guard_output(output_dir, "output_dir", own_kind, inputs=inputs, writes=early)
+    run_files.guard_output(output_dir, "output_dir", own_artefact, inputs=inputs, writes=early)
     run_files.refuse_inside_artefact(output_dir, "output_dir")
     model, vocab, part = load(source, input_path, num_heads, generator_num_heads, part)
     model = select_part(model, target, part)
     folders, writes = planned_outputs(model, target, output_dir, part)
     vocab_files = vocab_targets(vocab, folders)
-    run_files.guard_output(output_dir, "output_dir", own_kind, inputs=inputs, writes=writes)
+    run_files.guard_output(output_dir, "output_dir", own_artefact, inputs=inputs, writes=writes)
     if target == "hf":
         with staged_folder(output_dir) as stage:
             written = write(model, target, stage, part, finetune_settings(source, input_path), vocab,

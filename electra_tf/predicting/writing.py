@@ -151,11 +151,11 @@ class JsonLines:
     def write(self, record):
         self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
 
-    def __exit__(self, kind, error, traceback):
+    def __exit__(self, error_type, error, traceback):
         if self.path is None:
             self._file.flush()
             return None
-        return self._writing.__exit__(kind, error, traceback)
+        return self._writing.__exit__(error_type, error, traceback)
 
 
 def _stop(message):

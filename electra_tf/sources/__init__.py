@@ -49,7 +49,7 @@ from electra_tf.sources.encoders import (EncoderExport, KerasFile, load_encoder,
                                          untrained_encoder)
 from electra_tf.sources.runs import PretrainingRun, load_discriminator, restore_pretrainer
 
-# prefix -> source: the `KIND:PATH` forms.
+# prefix -> source: the `FORM:PATH` forms.
 SOURCES = {source.prefix: source for source in (
     HuggingFace(), HuggingFaceGenerator(), Official(), Bert(), KerasHub(), KerasFile())}
 # The bare paths recognised, tried in this order (a BERT folder before the ELECTRA reading of an HF folder).
@@ -59,10 +59,10 @@ FORMS = ", ".join(dict.fromkeys(s.form for s in PATH_FORMS[:3] + tuple(SOURCES.v
 
 
 def _split(spec):
-    """`(prefix, source or None, path)`: the one place an `--init` is split at its `KIND:`.
+    """`(prefix, source or None, path)`: the one place an `--init` is split at its `FORM:`.
 
     `prefix` is what stands before a colon (None without one); `source` its form when
-    it is a known `KIND`, and then `path` what follows, else the whole `spec`.
+    it is a known `FORM`, and then `path` what follows, else the whole `spec`.
     """
     prefix, sep, path = spec.partition(":")
     if not sep:
@@ -72,10 +72,10 @@ def _split(spec):
 
 
 def resolve(spec, flag="init"):
-    """`(Source, path)` of an `--init`: its `KIND:` prefix, else the first path form that recognises it.
+    """`(Source, path)` of an `--init`: its `FORM:` prefix, else the first path form that recognises it.
 
     Raises:
-        ValueError: an unknown `KIND:`, or a prefix with no path.
+        ValueError: an unknown `FORM:`, or a prefix with no path.
         FileNotFoundError: a path no form recognises (each form is listed).
 
     Example:
@@ -93,7 +93,7 @@ def resolve(spec, flag="init"):
         source.check_path(path, f"`--{flag}={spec}`")
         return source, path
     if prefix and "/" not in prefix and len(prefix) > 1 and not tf.io.gfile.exists(spec):
-        raise ValueError(f"Unknown `--{flag}={spec}`: the KIND:DIR forms are {[k + ':DIR' for k in SOURCES]}.")
+        raise ValueError(f"Unknown `--{flag}={spec}`: the FORM:DIR forms are {[k + ':DIR' for k in SOURCES]}.")
     for form in PATH_FORMS:
         if form.recognises(spec):
             return form, spec

@@ -40,7 +40,7 @@ class HuggingFace(Source):
     form = "hf:DIR[,DIR]"
 
     def recognises(self, path):
-        return run_files.artefact_kind(path) == run_files.HUGGING_FACE
+        return run_files.artefact_in(path) == run_files.HUGGING_FACE
 
     def inputs(self, path):
         return [p for p in path.split(",") if p]
@@ -153,7 +153,7 @@ class Bert(Source):
     def recognises(self, path):
         from electra_tf.convert.hugging_face import read_config
 
-        return (run_files.artefact_kind(path) == run_files.HUGGING_FACE
+        return (run_files.artefact_in(path) == run_files.HUGGING_FACE
                 and read_config(path).get("model_type") == "bert")
 
     def load(self, path, flag="init", **options):
@@ -177,7 +177,7 @@ class KerasHub(Source):
     form = "keras_hub:DIR"
 
     def recognises(self, path):
-        return run_files.artefact_kind(path) == run_files.KERAS_HUB_PRESET or is_preset_folder(path)
+        return run_files.artefact_in(path) == run_files.KERAS_HUB_PRESET or is_preset_folder(path)
 
     def load(self, path, flag="init", **options):
         from electra_tf.convert.keras_hub import read_keras_hub_preset

@@ -45,8 +45,8 @@ def load_keras_model(path, flag="init"):
 
 def _folder_hint(path, flag):
     """How a folder that is no .keras file is given instead (a run, a fine-tuning output: without `keras:`)."""
-    kind = run_files.artefact_kind(path)
-    return f", or, since it holds {kind}, the folder as `--{flag} {path}` (no keras: form)" if kind else ""
+    artefact = run_files.artefact_in(path)
+    return f", or, since it holds {artefact}, the folder as `--{flag} {path}` (no keras: form)" if artefact else ""
 
 
 def register_models():

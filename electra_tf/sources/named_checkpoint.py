@@ -291,12 +291,12 @@ def _nest(flat):
     return tree
 
 
-def _describe(kind, keys, shown=8):
+def _describe(problem, keys, shown=8):
     if not keys:
         return []
     names = [k.replace(_VALUE, "") for k in sorted(keys)]
     more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return [f"{len(names)} {kind}: {names[:shown]}{more}"]
+    return [f"{len(names)} {problem}: {names[:shown]}{more}"]
 
 
 def _positional_keys(reader, path, *chain):

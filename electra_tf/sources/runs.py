@@ -88,7 +88,7 @@ class PretrainingRun(Source):
     def recognises(self, path):
         from electra_tf.sources.converted import is_preset_folder
 
-        return (run_files.artefact_kind(path) == run_files.PRETRAINING_RUN
+        return (run_files.artefact_in(path) == run_files.PRETRAINING_RUN
                 and tf.io.gfile.exists(os.path.join(path, run_files.CONFIG_FILE))
                 and not (is_preset_folder(path) and not run_files.is_run(path)))  # a keras-hub preset, weights lost
 

@@ -37,7 +37,7 @@ def command(name, init, tmp_path):
         return ["-m", "electra_tf.pretrain", "--config", "tiny", *SIZE_FLAGS, "--batch_size", "4", "--train_steps", "1",
                 "--verbose", "0", "--model_dir", str(tmp_path / "out"), "--data", data, "--seq_length", "16",
                 "--init", init]
-    kind, _, path = init.partition(":")  # convert: --from KIND --input PATH
+    kind, _, path = init.partition(":")  # convert: --from FORM --input PATH
     return ["-m", "electra_tf.convert", "--from", kind, "--input", path, "--to", "keras",
             "--output_dir", str(tmp_path / "out" / "model.keras")]
 
