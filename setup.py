@@ -69,7 +69,7 @@ setuptools.setup(
             "electra-finetune=electra_tf.finetune:run",
             "electra-export=electra_tf.export.__main__:run",
             "electra-predict=electra_tf.predict:run",
-            "electra-convert=electra_tf.convert.__main__:run",
+            "electra-convert=electra_tf.convert:run",
             "electra-build-data=electra_tf.data_scripts:build_data",
             "electra-build-vocab=electra_tf.data_scripts:build_vocab",
         ],

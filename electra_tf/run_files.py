@@ -30,7 +30,7 @@ An export (`electra_tf.export`): a SavedModel (`saved_model.pb`, `variables/`,
 `assets/`: `vocab.txt`, `electra_tokenizer.json`, `encoder_config.json` or
 `serving_config.json`, and `labels.txt` for serving), a Keras-Hub preset, or a LiteRT
 model folder (`model.tflite`, `tflite_config.json`, `labels.txt`, `vocab.txt`).
-A Hugging Face model (`electra_tf.convert --to hf`): `config.json` + `model.safetensors`.
+A Hugging Face model (`python -m electra_tf.convert --to hf`): `config.json` + `model.safetensors`.
 A standalone encoder (`sources.save_encoder`, e.g. an experiment's untrained baseline):
 `encoder.keras` + `vocab.txt`, a `--init` for fine-tuning.
 
@@ -85,7 +85,7 @@ LABELS_ASSET = "labels.txt"  # export --kind serving: label i on line i
 VOCAB_ASSET = VOCAB_FILE  # the vocabulary asset keeps its file name
 TFLITE_MODEL_FILE = "model.tflite"  # export --kind tflite, beside LABELS_ASSET and VOCAB_FILE
 TFLITE_CONFIG_FILE = "tflite_config.json"  # what the .tflite takes and returns (electra_tf.export.tflite)
-# The files of a Hugging Face model folder (read and written by electra_tf.convert).
+# The files of a Hugging Face model folder (read and written by electra_tf.converting).
 HF_CONFIG_FILE = "config.json"
 HF_WEIGHTS_FILE = "model.safetensors"
 HF_WEIGHTS_INDEX_FILE = "model.safetensors.index.json"  # a sharded checkpoint

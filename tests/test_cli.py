@@ -15,7 +15,7 @@ from electra_tf import cli
 from electra_tf.cli import quiet, tensorflow_start
 from helpers import REPO, run_python
 
-CLIS = ["electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export.__main__", "electra_tf.convert.__main__",
+CLIS = ["electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export.__main__", "electra_tf.convert",
         "electra_tf.predict", "electra_tf.pipelines.build_pretraining_data", "electra_tf.pipelines.build_vocab",
         "electra_tf.pipelines.inspect_records"]
 CONSOLE_SCRIPTS = {"electra-pretrain", "electra-finetune", "electra-export", "electra-convert", "electra-predict",
@@ -32,7 +32,7 @@ def test_importing_every_cli_in_one_process_defines_no_flag_and_loads_no_tensorf
     """No DuplicateFlagError; and TensorFlow loads only once a CLI runs (after `cli.prepare_tensorflow`)."""
     code = ("import sys\n"
             "import electra_tf.pretrain, electra_tf.finetune, electra_tf.export, electra_tf.export.__main__, "
-            "electra_tf.convert.__main__, electra_tf.predict\n"
+            "electra_tf.convert, electra_tf.predict\n"
             "from absl import flags\n"
             "print(sorted(n for n in flags.FLAGS if n in ('model_dir', 'init', 'output_dir', 'seq_length')))\n"
             "print('tensorflow' in sys.modules)")
@@ -64,7 +64,7 @@ def test_the_pipelines_accept_their_old_spellings(module):
     ("electra_tf.pretrain", ["--init_from=hf:some_dir"], "init", "hf:some_dir"),
     ("electra_tf.finetune", ["--max_seq_length", "64"], "seq_length", 64),
     ("electra_tf.export.__main__", ["--output", "out"], "output_dir", "out"),
-    ("electra_tf.convert.__main__", ["-output=model.keras"], "output_dir", "model.keras"),
+    ("electra_tf.convert", ["-output=model.keras"], "output_dir", "model.keras"),
 ])
 def test_a_deprecated_spelling_is_the_new_flag_with_one_warning(module, args, name, value):
     program = importlib.import_module(module)
@@ -149,7 +149,7 @@ def test_help_lists_the_programs_flags(module, flag):
 
 
 def test_invoke_leaves_the_global_flags_as_they_were():
-    from electra_tf.convert import __main__ as convert_cli
+    from electra_tf import convert as convert_cli
 
     before = set(flags.FLAGS)
     with pytest.raises(SystemExit):

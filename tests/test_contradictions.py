@@ -61,7 +61,7 @@ def test_export_output_and_output_dir_with_other_values_are_refused_naming_both(
 DEPRECATED = [
     ("electra_tf.finetune", "max_seq_length", "seq_length", "64", "96"),
     ("electra_tf.export.__main__", "output", "output_dir", "a", "b"),
-    ("electra_tf.convert.__main__", "output", "output_dir", "a.keras", "b.keras"),
+    ("electra_tf.convert", "output", "output_dir", "a.keras", "b.keras"),
     ("electra_tf.pretrain", "init_from", "init", "runs/a", "runs/b"),
     ("pipelines.build_vocab", "output", "vocab_file", "a.txt", "b.txt"),
     ("pipelines.build_pretraining_data", "vocab", "vocab_file", "a.txt", "b.txt"),

@@ -26,7 +26,7 @@ LAYERS = {
     "pipelines": ("electra_tf.pipelines",),  # data tools: text -> vocabulary -> TFRecords
     "layers": ("electra_tf.layers",),
     "models": ("electra_tf.models",),
-    "convert": ("electra_tf.convert",),
+    "converting": ("electra_tf.converting",),
     # The `--init` registry and the named checkpoints: what every command reads a model through.
     "sources": ("electra_tf.sources",),
     "training": ("electra_tf.training",),  # pre-training: optimizers, callbacks, strategies, the run lock
@@ -37,10 +37,10 @@ LAYERS = {
     # first look-up of an `electra_tf>` name (by name, at run time: the package's root imports nothing of it).
     "saved classes": ("electra_tf.saved_classes",),
     "programs": ("electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export.__main__", "electra_tf.predict",
-                 "electra_tf.convert.__main__", "electra_tf.demo_data", "electra_tf.data_scripts"),
+                 "electra_tf.convert", "electra_tf.demo_data", "electra_tf.data_scripts"),
 }
 ROOT_LAYER = "core"  # the package's own `__init__` (exactly `electra_tf`)
-ORDER = ["core", "layers", "models", "convert", "sources", "training", "export", "finetuning", "predicting"]
+ORDER = ["core", "layers", "models", "converting", "sources", "training", "export", "finetuning", "predicting"]
 MAY_IMPORT = {
     **{layer: tuple(ORDER[:i]) for i, layer in enumerate(ORDER)},  # each package over the ones before it
     "pipelines": ("core",),  # the tokenizer and the record schema only
@@ -237,16 +237,16 @@ FOLDER_ORDER = [
     # the core modules: presets and config, the one writer, the tokenizer and the records, the run files, the CLI
     "configs", "objectives", "config_fields", "config", "atomic", "data", "run_files", "cli",
     "pipelines",  # data tools: text -> vocabulary -> TFRecords (over the core only)
-    "layers", "models", "convert", "sources", "training", "export", "finetuning", "predicting",
+    "layers", "models", "converting", "sources", "training", "export", "finetuning", "predicting",
     "saved_classes",  # every class a saved model names
     # the commands (`demo_data` is `pretrain --data=demo`'s)
-    "demo_data", "pretrain", "finetune", "export command", "predict", "convert command", "data_scripts",
+    "demo_data", "pretrain", "finetune", "export command", "predict", "convert", "data_scripts",
 ]
 # The command modules: a node of their own each, above every library folder.
 COMMANDS = {"electra_tf.pretrain": "pretrain", "electra_tf.finetune": "finetune", "electra_tf.predict": "predict",
-            "electra_tf.demo_data": "demo_data", "electra_tf.data_scripts": "data_scripts",
-            # Exceptions: two commands still inside a library folder (each is to become a module at the top).
-            "electra_tf.export.__main__": "export command", "electra_tf.convert.__main__": "convert command"}
+            "electra_tf.demo_data": "demo_data", "electra_tf.data_scripts": "data_scripts", "electra_tf.convert": "convert",
+            # The one exception: the export command still inside its library folder (to become a module at the top).
+            "electra_tf.export.__main__": "export command"}
 
 
 @functools.lru_cache(maxsize=1)

@@ -20,7 +20,7 @@ MACHINE_PATH = re.compile(r"(?<![\w.$~/-])/(?:work|root|home/[\w.-]+|tmp)/[\w.@*
 CREATES = re.compile(r"(?:--(?:output_dir|output|model_dir|workdir|export_dir|trace|json)[ =]|mkdir (?:-p )?)"
                      r"['\"]?(/tmp/[\w.-]+)")
 # Examples in docstrings of functions that write the path they name (`write_official_checkpoint(path)`).
-WRITTEN_BY_THE_EXAMPLE = {("electra_tf/convert/official.py", "/tmp/ckpt")}
+WRITTEN_BY_THE_EXAMPLE = {("electra_tf/converting/official.py", "/tmp/ckpt")}
 WORK_NUMBERS = re.compile(r"\b(?:issues?\s*#?\d+|sessions?\s+\d+|sweeps?\b|PR\s*#\d+)", re.IGNORECASE)
 
 

@@ -23,7 +23,7 @@ import os
 import keras_hub
 from absl import logging
 
-from electra_tf.convert.keras_hub import layer_pairs
+from electra_tf.converting.keras_hub import layer_pairs
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.models.encoder import ElectraEncoder
 

@@ -149,7 +149,7 @@ def check_finite(model, what):
 
 def _official_names(model):
     """Keras variable path -> official name (`electra/embeddings/word_embeddings`) where the model has them."""
-    from electra_tf.convert.weight_map import model_variables
+    from electra_tf.converting.weight_map import model_variables
 
     for candidate in (model, getattr(model, "encoder", None)):
         try:
@@ -227,7 +227,7 @@ def load_detector(init, flag="init", generator_for=None, vocab_file=None):
     Example:
         ```python
         from electra_tf.config import get_config
-        from electra_tf.convert import export_hugging_face
+        from electra_tf.converting import export_hugging_face
         from electra_tf.models.pretrainer import build_pretrainer
         from electra_tf.sources import load_detector
 
@@ -351,7 +351,7 @@ def init_pretrainer(init, pretrainer, strict=False):
     Example:
         ```python
         from electra_tf.config import get_config
-        from electra_tf.convert import export_hugging_face
+        from electra_tf.converting import export_hugging_face
         from electra_tf.models.pretrainer import build_pretrainer
         from electra_tf.sources import init_pretrainer
 

@@ -78,7 +78,7 @@ class Source:
         their initial values and are logged (an error when `strict`); a shape that
         differs is an error before any variable changes.
         """
-        from electra_tf.convert.weight_map import assign_weights, read_weights
+        from electra_tf.converting.weight_map import assign_weights, read_weights
 
         model = self.load(path, flag=flag)
         if not isinstance(model, (ElectraEncoder, ElectraPretrainer)):

@@ -118,7 +118,7 @@ def planned_outputs(model, target, path, part):
         if not path.endswith(".keras"):
             raise ValueError(f"`--to keras` writes a `.keras` file. Received: `--output_dir={path!r}`")
         return [folder], [os.path.abspath(path)]
-    from electra_tf.convert.official import written_files
+    from electra_tf.converting.official import written_files
 
     return [folder], written_files(path)
 
@@ -139,17 +139,17 @@ def save(model, target, path, part="both", settings=None):
     A fine-tuned model goes `--to hf` with the head its task kind gives (`TaskKind.hf_head`;
     `settings`: its run's `finetune_config.json`, for the label names).
     """
-    from electra_tf import convert
+    from electra_tf import converting
 
     if target == "hf":
         kind = task_kind(model)
         if kind is not None:
-            from electra_tf.convert.hf_heads import export_task_model
+            from electra_tf.converting.hf_heads import export_task_model
 
             return export_task_model(model, path, kind.hf_head(model, settings or {}))
-        return convert.export_hugging_face(model, path, part=part)
+        return converting.export_hugging_face(model, path, part=part)
     if target == "official":
-        return [convert.export_official(model, path)]
+        return [converting.export_official(model, path)]
     from electra_tf import atomic
 
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -210,7 +210,7 @@ def convert(source, input_path, target, output_dir, num_heads=None, generator_nu
     if target == "keras":
         early = [os.path.abspath(output_dir)]
     elif target == "official":
-        from electra_tf.convert.official import written_files
+        from electra_tf.converting.official import written_files
 
         early = written_files(output_dir)
     run_files.guard_output(output_dir, "output_dir", own_artefact, inputs=inputs, writes=early)

@@ -25,8 +25,8 @@ units), and the rounding of h + 64 costs under 4e-6 per component.
 
 import numpy as np
 
-from electra_tf.convert import hf_names
-from electra_tf.convert.weight_map import read_weights
+from electra_tf.converting import hf_names
+from electra_tf.converting.weight_map import read_weights
 
 SHIFT = 64.0
 
@@ -101,7 +101,7 @@ def export_task_model(model, directory, head):
     Example:
         ```python
         import transformers
-        from electra_tf.convert.hf_heads import classifier_head, export_task_model
+        from electra_tf.converting.hf_heads import classifier_head, export_task_model
         from electra_tf.models.classifier import ElectraClassifier
         from electra_tf.models.encoder import ElectraEncoder
 
@@ -114,7 +114,7 @@ def export_task_model(model, directory, head):
         # {0: 'negative', 1: 'positive'}
         ```
     """
-    from electra_tf.convert.hugging_face import hf_config, write_folder
+    from electra_tf.converting.hugging_face import hf_config, write_folder
 
     architecture, tensors, entries = head
     encoder = model.encoder

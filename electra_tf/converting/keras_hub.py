@@ -86,7 +86,7 @@ def read_keras_hub_preset(preset_dir, flag="init"):
     Example:
         ```python
         import keras_hub
-        from electra_tf.convert.keras_hub import read_keras_hub_preset
+        from electra_tf.converting.keras_hub import read_keras_hub_preset
 
         backbone = keras_hub.models.ElectraBackbone(vocab_size=100, num_layers=1, num_heads=2, hidden_dim=32,
                                                     embedding_dim=16, intermediate_dim=64)

@@ -21,8 +21,8 @@ import numpy as np
 from absl import logging
 
 from electra_tf import atomic, run_files
-from electra_tf.convert import hf_names
-from electra_tf.convert.weight_map import assign_weights, build_model, model_variables, read_weights
+from electra_tf.converting import hf_names
+from electra_tf.converting.weight_map import assign_weights, build_model, model_variables, read_weights
 from electra_tf.models.discriminator import ElectraDiscriminator
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.pretrainer import ElectraPretrainer
@@ -69,7 +69,7 @@ def check_model_type(directory, config, expected):
     The message names the file, what it describes (`model_type`, `architectures`) and what is read.
 
     Example:
-        >>> from electra_tf.convert.hugging_face import check_model_type
+        >>> from electra_tf.converting.hugging_face import check_model_type
         >>> check_model_type("gpt2", {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"]}, "electra")
         Traceback (most recent call last):
         ...
@@ -125,14 +125,14 @@ def read_safetensors_dir(directory, model_type=None):
     Example:
         ```python
         from electra_tf.config import get_config
-        from electra_tf.convert import export_hugging_face
+        from electra_tf.converting import export_hugging_face
         from electra_tf.models.pretrainer import build_pretrainer
 
         config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
                             intermediate_dim=64)  # a tiny model
         export_hugging_face(build_pretrainer(config), "hf")
 
-        from electra_tf.convert.hugging_face import read_safetensors_dir
+        from electra_tf.converting.hugging_face import read_safetensors_dir
 
         config, state = read_safetensors_dir("hf/discriminator")
         config["architectures"], state["electra.embeddings.word_embeddings.weight"].shape
@@ -193,14 +193,14 @@ def read_hugging_face(directory):
     Example:
         ```python
         from electra_tf.config import get_config
-        from electra_tf.convert import export_hugging_face
+        from electra_tf.converting import export_hugging_face
         from electra_tf.models.pretrainer import build_pretrainer
 
         config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
                             intermediate_dim=64)  # a tiny model
         export_hugging_face(build_pretrainer(config), "hf")
 
-        from electra_tf.convert.hugging_face import read_hugging_face
+        from electra_tf.converting.hugging_face import read_hugging_face
 
         checkpoint = read_hugging_face("hf/discriminator")
         checkpoint["role"]  # 'discriminator'
@@ -246,7 +246,7 @@ def encoder_kwargs(config):
     """`ElectraEncoder` arguments from a Hugging Face ELECTRA or BERT `config.json` dict.
 
     Example:
-        >>> from electra_tf.convert.hugging_face import encoder_kwargs
+        >>> from electra_tf.converting.hugging_face import encoder_kwargs
         >>> config = {"vocab_size": 100, "num_hidden_layers": 1, "num_attention_heads": 2,
         ...           "hidden_size": 32, "embedding_size": 16, "intermediate_size": 64}
         >>> kwargs = encoder_kwargs(config)  # ElectraEncoder(**kwargs) builds the model
@@ -328,14 +328,14 @@ def load_hugging_face(source, model, strict=False):
     Example:
         ```python
         from electra_tf.config import get_config
-        from electra_tf.convert import export_hugging_face
+        from electra_tf.converting import export_hugging_face
         from electra_tf.models.pretrainer import build_pretrainer
 
         config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
                             intermediate_dim=64)  # a tiny model
         export_hugging_face(build_pretrainer(config), "hf")
 
-        from electra_tf.convert.hugging_face import load_hugging_face
+        from electra_tf.converting.hugging_face import load_hugging_face
 
         pretrainer = build_pretrainer(config)
         load_hugging_face("hf/discriminator,hf/generator", pretrainer)
@@ -430,14 +430,14 @@ def build_from_hugging_face(source):
     Example:
         ```python
         from electra_tf.config import get_config
-        from electra_tf.convert import export_hugging_face
+        from electra_tf.converting import export_hugging_face
         from electra_tf.models.pretrainer import build_pretrainer
 
         config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
                             intermediate_dim=64)  # a tiny model
         export_hugging_face(build_pretrainer(config), "hf")
 
-        from electra_tf.convert.hugging_face import build_from_hugging_face
+        from electra_tf.converting.hugging_face import build_from_hugging_face
 
         pretrainer = build_from_hugging_face(["hf/discriminator", "hf/generator"])
         pretrainer.generator.hidden_dim  # 8
@@ -473,14 +473,14 @@ def build_discriminator_from_hugging_face(directory):
     Example:
         ```python
         from electra_tf.config import get_config
-        from electra_tf.convert import export_hugging_face
+        from electra_tf.converting import export_hugging_face
         from electra_tf.models.pretrainer import build_pretrainer
 
         config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
                             intermediate_dim=64)  # a tiny model
         export_hugging_face(build_pretrainer(config), "hf")
 
-        from electra_tf.convert.hugging_face import build_discriminator_from_hugging_face
+        from electra_tf.converting.hugging_face import build_discriminator_from_hugging_face
 
         detector = build_discriminator_from_hugging_face("hf/discriminator")
         detector.head.hidden_dim  # 32
@@ -538,7 +538,7 @@ def export_hugging_face(model, directory, part="both"):
         import transformers
 
         from electra_tf.config import get_config
-        from electra_tf.convert.hugging_face import export_hugging_face
+        from electra_tf.converting.hugging_face import export_hugging_face
         from electra_tf.models.pretrainer import build_pretrainer
 
         config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
