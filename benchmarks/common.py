@@ -199,7 +199,7 @@ def finetune_config(**overrides):
     from absl import flags
 
     from electra_tf.config_fields import fields
-    from electra_tf.finetuning.config import FinetuneConfig
+    from electra_tf.tasks import FinetuneConfig
 
     values = {name: flags.FLAGS[name].value for name in fields(FinetuneConfig)}
     return FinetuneConfig(**{**values, **overrides})
@@ -224,7 +224,7 @@ def hf_job(config, model_dir, **extra_splits):
 
     `extra_splits` (name -> rows) are scored after training, as dev is.
     """
-    from electra_tf.finetuning import kinds
+    from electra_tf import tasks as kinds
 
     task = kinds.for_config(config)(config)
     kind, labels = task.name, None
@@ -250,7 +250,8 @@ def run_electra_tf(config, kind=None):
     """`run_trials` with `config`'s task kind (or `kind`), what `python -m electra_tf.finetune` runs; a SIGTERM
     exits as the command does."""
     from electra_tf import cli
-    from electra_tf.finetuning import kinds, trials
+    from electra_tf import tasks as kinds
+    from electra_tf.finetuning import trials
 
     results = trials.run_trials(config, kinds.get(kind) if kind else kinds.for_config(config))
     if results is None:  # preempted: the checkpoint is saved; re-running the same command resumes

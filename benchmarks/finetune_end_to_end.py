@@ -108,7 +108,7 @@ def converted_init(folder):
 def finetune_command(run_config):
     """`python -m electra_tf.finetune` with every field of `run_config` that differs from the command's default."""
     from electra_tf.config_fields import fields
-    from electra_tf.finetuning.config import FinetuneConfig
+    from electra_tf.tasks import FinetuneConfig
 
     default = FinetuneConfig()
     return [f"--{name}={getattr(run_config, name)}" for name in fields(FinetuneConfig)
@@ -132,7 +132,7 @@ def run_side(side, run_config, scratch, n, job_path):
     output_dir = os.path.join(scratch, f"{side}-{n}")
     if side == "hf":
         from benchmarks import hf_side
-        from electra_tf.finetuning import kinds
+        from electra_tf import tasks as kinds
 
         command = [sys.executable, "-m", "benchmarks.hf_side", "--job", job_path, "--output_dir", output_dir]
         wall, cpu, results = timed(command, common.REPO, output_dir)

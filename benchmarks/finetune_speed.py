@@ -75,7 +75,7 @@ def tagging_data(num_sentences, rng):
     if not os.path.exists(path):
         path = os.path.join(FLAGS.conll_dir, "eng.train")
     if os.path.exists(path):
-        from electra_tf.finetuning import conll
+        from electra_tf.tasks.tagging import conll
 
         sentences = conll.read_conll(path, scheme="IOB1")
         sentences = [sentences[i] for i in rng.permutation(len(sentences))[:num_sentences]]
@@ -89,14 +89,15 @@ def electra_tf_side(task, data, total_steps):
     import keras
 
     from electra_tf.data.tokenizer import WordPieceTokenizer
-    from electra_tf.finetuning.classification import make_dataset
+    from electra_tf.tasks.classification.kind import make_dataset
     from electra_tf.finetuning.recipe import create_optimizer
-    from electra_tf.finetuning.tagging import MaskedSparseCrossEntropy, tagging_dataset
-    from electra_tf.finetuning.tagging_features import build_features, tokenize_words
-    from electra_tf.finetuning.tasks import Example
-    from electra_tf.models.classifier import ElectraClassifier
+    from electra_tf.tasks.tagging.kind import tagging_dataset
+    from electra_tf.tasks.tagging.model import MaskedSparseCrossEntropy
+    from electra_tf.tasks.tagging.features import build_features, tokenize_words
+    from electra_tf.tasks.classification.data import Example
+    from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.models.encoder import ElectraEncoder
-    from electra_tf.models.token_classifier import ElectraTokenClassifier
+    from electra_tf.tasks.tagging.model import ElectraTokenClassifier
 
     config = common.finetune_config()
     keras.utils.set_random_seed(config.seed)

@@ -95,7 +95,7 @@ def check_runs_dir(runs_dir, config):
 
 
 def read_shifts():
-    from electra_tf.finetuning.squad import read_squad
+    from electra_tf.tasks.span_qa.squad import read_squad
 
     return read_squad(FLAGS.shifts_file, FLAGS.shifts_limit) if FLAGS.shifts_file else []
 
@@ -106,8 +106,8 @@ def run_electra_tf(config, folder, shifts):
 
     from electra_tf import run_files
     from electra_tf.data.tokenizer import WordPieceTokenizer
-    from electra_tf.finetuning import qa
-    from electra_tf.finetuning.qa_features import build_qa_features
+    from electra_tf.tasks.span_qa import kind as qa
+    from electra_tf.tasks.span_qa.features import build_qa_features
 
     config = config.replace(output_dir=os.path.join(folder, "electra_tf"))
     results = common.run_electra_tf(config, "span_qa")
@@ -219,7 +219,7 @@ def main(argv):
         check_runs_dir(runs_dir, config)  # another recipe's folder ends the run before any work
         shifts = read_shifts()
         results = runs(plan, config, runs_dir, shifts)
-    from electra_tf.finetuning.qa import read_split
+    from electra_tf.tasks.span_qa.kind import read_split
 
     sizes = dict(train=len(read_split(config, "train", config.train_limit)),
                  dev=len(read_split(config, "dev", config.dev_limit)), shifts=len(shifts))

@@ -247,7 +247,7 @@ def score_tags(rows, meta, outputs, labels):
 
 def score_spans(rows, meta, outputs, recipe):
     """Official EM / F1 of the best span of each question: start + end logit over the n-best of every window."""
-    from electra_tf.finetuning.qa_metrics import squad_scores
+    from electra_tf.tasks.span_qa.metrics import squad_scores
 
     best, n = {}, recipe["n_best_size"]
     for (row, context), (starts, ends) in zip(meta, outputs):

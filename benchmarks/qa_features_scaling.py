@@ -19,8 +19,9 @@ from absl import flags
 from benchmarks import common
 from electra_tf import cli
 from electra_tf.data.tokenizer import WordPieceTokenizer
-from electra_tf.finetuning import qa_features, squad
-from electra_tf.finetuning.squad import QAExample
+from electra_tf.tasks.span_qa import features as qa_features
+from electra_tf.tasks.span_qa import squad
+from electra_tf.tasks.span_qa.squad import QAExample
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("squad", common.bench_data("squad_v1.1", "dev.json"), "SQuAD JSON whose paragraphs make the contexts.")

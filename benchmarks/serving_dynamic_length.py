@@ -77,10 +77,10 @@ def main(argv):
 
     from electra_tf.data.tokenizer import WordPieceTokenizer
     from electra_tf.export.assets import save_version
-    from electra_tf.export.serving import classification_serving_module
+    from electra_tf.tasks.classification.serving import classification_serving_module
     from electra_tf.export.tflite import export_tflite
     from electra_tf.export.tflite_runtime import load_interpreter
-    from electra_tf.models.classifier import ElectraClassifier
+    from electra_tf.tasks.classification.model import ElectraClassifier
 
     init = FLAGS.init or f"bert:{common.minilm_dir()}"
     encoder, vocab = common.load_init(init)

@@ -68,10 +68,10 @@ def texts_for(kind, batch_size):
 
 def build(kind, encoder, vocab_file, base):
     """(export path, keras model) of `kind` on `encoder`."""
-    from electra_tf.finetuning.kinds import export_serving
-    from electra_tf.models.classifier import ElectraClassifier
-    from electra_tf.models.question_answerer import ElectraQuestionAnswerer
-    from electra_tf.models.token_classifier import ElectraTokenClassifier
+    from electra_tf.tasks import export_serving
+    from electra_tf.tasks.classification.model import ElectraClassifier
+    from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer
+    from electra_tf.tasks.tagging.model import ElectraTokenClassifier
 
     if kind == "classification":
         model, labels = ElectraClassifier(encoder, num_labels=2), ["negative", "positive"]
@@ -87,21 +87,21 @@ def build(kind, encoder, vocab_file, base):
 
 def graph_ids(kind, tokenizer, request):
     """The ids `serving_default` feeds its model, built as training builds them (numpy), and the tokenizer alone."""
-    from electra_tf.export.tagging_serving import split_words
+    from electra_tf.export.word_windows import split_words
 
     if kind == "classification":
         fn = tf.function(lambda text: tokenizer.pack(text, seq_length=FLAGS.seq_length))
         return fn(tf.constant(request["text"])), lambda: fn(tf.constant(request["text"]))
     if kind == "tagging":
-        from electra_tf.finetuning.tagging_features import build_features, tokenize_words
+        from electra_tf.tasks.tagging.features import build_features, tokenize_words
 
         words = [[w.decode() for w in row] for row in split_words(request["text"])[0].numpy()]
         features = build_features(tokenizer, tokenize_words(tokenizer, words), None, FLAGS.seq_length)
         fn = tf.function(lambda text: tokenizer.tokenize(split_words(text)[0].flat_values))
         return ({k: features[k] for k in ("token_ids", "segment_ids", "padding_mask")},
                 lambda: fn(tf.constant(request["text"])))
-    from electra_tf.finetuning import qa_features
-    from electra_tf.finetuning.squad import QAExample
+    from electra_tf.tasks.span_qa import features as qa_features
+    from electra_tf.tasks.span_qa.squad import QAExample
 
     examples = [QAExample(str(i), q, c) for i, (q, c) in enumerate(zip(request["question"], request["context"]))]
     features = qa_features.build_qa_features(tokenizer, examples, FLAGS.seq_length, 64, 32)

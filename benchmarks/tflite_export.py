@@ -96,7 +96,7 @@ def main(argv):
     import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
 
     from electra_tf.export.tflite_runtime import load_interpreter
-    from electra_tf.finetuning.kinds import export_serving, export_tflite, load_finetuned
+    from electra_tf.tasks import export_serving, export_tflite, load_finetuned
 
     work = tempfile.mkdtemp(prefix="electra_tflite_bench_")
     start = time.time()

@@ -236,6 +236,43 @@ class Config:
         parsed = {name: _parse(declared[name], value) for name, value in overrides.items()}
         return dataclasses.replace(self, **parsed)
 
+    @classmethod
+    def with_fields_of(cls, *configs):
+        """This config class with the fields of each of `configs` (`Config` dataclasses) added: one flag each.
+
+        A plug-in declares its own settings where it lives (a task kind: `electra_tf/tasks/<kind>/config.py`)
+        and a registry collects them (`electra_tf.tasks.FinetuneConfig`: the flags of `python -m
+        electra_tf.finetune`). A tuple `HPARAMS` (the fields a run reports) is collected too. A name
+        declared twice is an error naming both.
+
+        Example:
+        >>> import dataclasses
+        >>> from electra_tf.config_fields import Config, field, fields
+        >>> from electra_tf.finetuning.config import FinetuneConfig
+        >>> @dataclasses.dataclass
+        ... class PairConfig(Config):
+        ...     margin: float = field(0.5, "pair: the loss's margin.", range="[0, inf)")
+        ...     HPARAMS = ("margin",)
+        >>> Collected = FinetuneConfig.with_fields_of(PairConfig)
+        >>> Collected(task="pairs", margin=0.2).hparams()["margin"], fields(Collected)["margin"].help
+        (0.2, "pair: the loss's margin.")
+        """
+        owner = {f.name: cls.__name__ for f in dataclasses.fields(cls)}
+        added, hparams = [], list(getattr(cls, "HPARAMS", ()))
+        for config in configs:
+            for f in dataclasses.fields(config):
+                if f.name in owner:
+                    raise TypeError(f"`{f.name}` is declared by both {owner[f.name]} and "
+                                    f"{config.__module__}.{config.__qualname__}.")
+                owner[f.name] = f"{config.__module__}.{config.__qualname__}"
+                declared = dataclasses.field(default=f.default, metadata=f.metadata)
+                added.append((f.name, typing.get_type_hints(config)[f.name], declared))
+            hparams += [name for name in getattr(config, "HPARAMS", ()) if name not in hparams]
+        namespace = {"__module__": cls.__module__, "__doc__": cls.__doc__, "__qualname__": cls.__qualname__}
+        if hasattr(cls, "HPARAMS"):
+            namespace["HPARAMS"] = tuple(hparams)
+        return dataclasses.make_dataclass(cls.__name__, added, bases=(cls,), namespace=namespace)
+
     def to_dict(self):
         return dataclasses.asdict(self)
 

@@ -123,12 +123,13 @@ def planned_outputs(model, target, path, part):
     return [folder], written_files(path)
 
 
-def task_kind(model):
-    """The fine-tuning task kind of `model` (`finetuning.kinds`), or None for an encoder or a pretrainer."""
-    from electra_tf.finetuning import kinds
+def task_kind(model, settings=None):
+    """The fine-tuning task kind of `model` (`electra_tf.tasks.for_model`: the "kind" of its run's `settings`, else
+    its class's registered name), or None for an encoder or a pretrainer."""
+    from electra_tf import tasks
 
     try:
-        return kinds.for_model(model)
+        return tasks.for_model(model, settings)
     except TypeError:
         return None
 
@@ -142,7 +143,7 @@ def save(model, target, path, part="both", settings=None):
     from electra_tf import converting
 
     if target == "hf":
-        kind = task_kind(model)
+        kind = task_kind(model, settings)
         if kind is not None:
             from electra_tf.converting.hf_heads import export_task_model
 
@@ -160,7 +161,7 @@ def save(model, target, path, part="both", settings=None):
 
 def finetune_settings(source, input_path):
     """The `finetune_config.json` beside a fine-tuned `.keras` input (its label names), checked; or an empty dict."""
-    from electra_tf.finetuning.config import read_finetune_config
+    from electra_tf.tasks import read_finetune_config  # every kind's fields checked
 
     if source != "keras":
         return {}

@@ -20,10 +20,11 @@ TSV/CSV read with `--text_a_column/--text_b_column/--label_column`, or (with
 `--task_kind tagging`) for CoNLL-column files (train.txt, dev.txt) read with
 `--token_column/--label_column/--tag_scheme`, or (with `--task_kind span_qa`,
 the default for names starting with "squad") for SQuAD-format train.json /
-dev.json, extractive QA (`electra_tf.finetuning.qa`: predictions.json and
+dev.json, extractive QA (`electra_tf.tasks.span_qa.kind`: predictions.json and
 official EM/F1 in the output_dir).
 
-Every flag is a field of `electra_tf.finetuning.config.FinetuneConfig`, which
+Every flag is a field of `electra_tf.tasks.FinetuneConfig` (the recipe's fields,
+`electra_tf.finetuning.config`, and each task kind's own, `electra_tf/tasks/<kind>/config.py`), which
 holds the defaults (`--max_seq_length` is the deprecated spelling of `--seq_length`). The loop is `electra_tf.finetuning.trials.run_trials`:
 the reference recipe (section 5), dev scored every epoch (one line each,
 TensorBoard under `output_dir/logs`), the best epoch kept (`--keep`), a
@@ -54,7 +55,7 @@ def define_flags(flag_values=flags.FLAGS):
     another CLI (`electra_tf.pretrain` defines `--seed` too) is harmless.
     """
     from electra_tf.config_fields import define_flags as define_field_flags
-    from electra_tf.finetuning.config import FinetuneConfig
+    from electra_tf.tasks import FinetuneConfig
 
     define_field_flags(FinetuneConfig, flag_values)
 
@@ -63,9 +64,9 @@ FLAGS = flags.FLAGS
 
 
 def main(argv):
+    from electra_tf import tasks
     from electra_tf.config_fields import fields
-    from electra_tf.finetuning import kinds
-    from electra_tf.finetuning.config import FinetuneConfig
+    from electra_tf.tasks import FinetuneConfig
     from electra_tf.run_files import RESULTS_FILE
 
     if len(argv) > 1:
@@ -74,7 +75,7 @@ def main(argv):
     for name in ("task", "data_dir", "init", "output_dir"):
         if not getattr(config, name):
             raise app.UsageError(f"--{name} is required.")
-    results = kinds.finetune(config)
+    results = tasks.finetune(config)
     if results is None:  # preempted: the checkpoint is saved, exit 0
         return
     metric = results["metric"]

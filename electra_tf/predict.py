@@ -21,11 +21,11 @@ serving` or `--kind rtd`): a version folder, or the model folder above it (its h
 complete version), or a pre-trained ELECTRA for replaced-token scores: any `--init` form
 with the discriminator's head (a pre-training run with its checkpoints, `hf:DIR` of an
 `ElectraForPreTraining` folder, `hf:DISC,GEN`, `official:DIR`;
-`predicting.replaced_tokens`). Either way the predictions are the served SavedModel's:
+`tasks.replaced_tokens.kind`). Either way the predictions are the served SavedModel's:
 a fine-tuning dir or a pre-trained model is served in this process by the module the
-export would save (`finetuning.kinds.serving_module`, `export.rtd_serving`), an export is
+export would save (`tasks.serving_module`, `tasks.replaced_tokens.serving`), an export is
 loaded with `tf.saved_model.load`, and both run its signature on the raw text. The model's
-served kind (`predicting.served_kinds`: a task kind, or replaced-token scores) reads the
+served kind (`electra_tf.tasks.KINDS`: a task kind, or replaced-token scores) reads the
 input, formats each prediction and scores them.
 
 Input (`--input`, `-` or none with piped stdin for stdin; `--input_format`
@@ -98,7 +98,8 @@ ALIASES = {}
 
 def define_flags(flag_values=None):
     """The flags (only when run as a program)."""
-    from electra_tf.predicting.inputs import FORMATS
+    from electra_tf import tasks
+    from electra_tf.config_fields import define_flags as define_field_flags
 
     fv = flags.FLAGS if flag_values is None else flag_values
     cli.define_init("A fine-tuning output dir, a TF Serving export (version or model folder), or a pre-trained "
@@ -106,28 +107,21 @@ def define_flags(flag_values=None):
                     flag_values=fv)
     cli.define("string", "input", None, "Examples to predict; `-` or none (piped): stdin.", fv)
     cli.define("enum", "input_format", "auto", "Input format (auto: by extension, else by content; each task "
-               "kind reads some).", fv, enum_values=["auto", *FORMATS])
+               "kind reads some).", fv, enum_values=["auto", *tasks.input_formats()])
     cli.define("string", "output_file", None, "JSON Lines predictions (default: stdout).", fv)
     cli.define("string", "metrics_file", None, "Scores against the input's gold labels, as JSON.", fv)
     cli.define("integer", "batch_size", 32, "Examples per call of the serving signature.", fv)
     cli.define("bool", "progress", False, "Progress on stderr even when it is not a terminal.", fv)
-    cli.define("string", "text_a_column", None, "TSV/CSV: column of the (first) text (header name or index).", fv)
-    cli.define("string", "text_b_column", None, "TSV/CSV: column of the second text (pair tasks).", fv)
-    cli.define("string", "label_column", None, "TSV/CSV: gold label column; CoNLL: tag column (default -1).", fv)
-    cli.define("bool", "header", True, "TSV/CSV: the first line names the columns.", fv)
-    cli.define("integer", "token_column", 0, "CoNLL: column of the word.", fv)
-    cli.define("enum", "tag_scheme", "auto", "CoNLL: scheme of the gold span tags (auto: the file's own).", fv,
-               enum_values=["auto", "IOB1", "IOB2", "BIOES"])
-    cli.define("bool", "corrupt", False, "Replaced-token scores: corrupt each text with the model's own generator "
-               "first (as pre-training does), score the corrupted text and the discriminator's AUC.", fv)
-    cli.define("integer", "seed", 0, "With --corrupt: the seed of the masking and the generator's samples.", fv,
-               range="[0, inf)")
+    define_field_flags(tasks.ReadOptions, fv)  # the column flags and each task kind's own (`--corrupt`, ...)
 
 
 def main(argv):
     import time
 
-    from electra_tf.predicting import inputs, predictor, scoring, writing
+    from electra_tf import tasks
+    from electra_tf.config_fields import fields
+    from electra_tf.predicting import inputs, scoring, writing
+    from electra_tf.tasks import served
 
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
@@ -135,8 +129,11 @@ def main(argv):
         raise app.UsageError("--init is required.")
     if FLAGS.batch_size < 1:
         raise app.UsageError(f"--batch_size must be positive. Received: {FLAGS.batch_size}")
-    if FLAGS["seed"].present and not FLAGS.corrupt:
-        raise app.UsageError("--seed seeds --corrupt's masking and sampling: add --corrupt, or leave out --seed.")
+    try:
+        options = tasks.ReadOptions(**{name: FLAGS[name].value for name in fields(tasks.ReadOptions)})
+    except ValueError as e:  # flags that go together (a task kind's own checks)
+        raise app.UsageError(str(e)) from None
+    given = [name for kind in tasks.KINDS.values() for name in kind.predict_options if FLAGS[name].value]
     path = FLAGS.input
     if path is None:
         if sys.stdin.isatty():
@@ -148,12 +145,10 @@ def main(argv):
     text = inputs.read_text(path)  # a missing or not-UTF-8 file fails before the model loads
     with writing.stop_on_sigterm("predict: stopped by SIGTERM; no output file written"
                                  + ("" if FLAGS.output_file else " (stdout holds the records written so far)")):
-        model = predictor.open_model(FLAGS.init, ["corrupt"] if FLAGS.corrupt else [])
-        options = inputs.ReadOptions(
-            text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column, label_column=FLAGS.label_column,
-            header=FLAGS.header, token_column=FLAGS.token_column, tag_scheme=FLAGS.tag_scheme,
-            corrupt=FLAGS.corrupt, seed=FLAGS.seed)
-        examples = inputs.read_examples(path, FLAGS.input_format, model.kind, model.settings, options, text=text)
+        model = served.open_model(FLAGS.init, given)
+        model.settings = model.kind.predict_settings(model, options)  # a kind's own flags may add (--passages)
+        examples = inputs.read_examples(path, FLAGS.input_format, model.kind, model.settings, options, text=text,
+                                        extensions=tasks.format_extensions())
         try:
             with writing.JsonLines(FLAGS.output_file) as out:
                 predictions = model.predict(examples, FLAGS.batch_size, out.write,

@@ -341,8 +341,6 @@ def write_results(output_dir, results, finetune_config):
     atomic.write_json(os.path.join(output_dir, RESULTS_FILE), results)  # last: its presence marks a finished run
 
 
-write_json = atomic.write_json  # the span_qa kind's predictions (its own module takes atomic's once it has moved)
-
 
 def read_json(path):
     """The JSON value in `path`, or None when there is no such file."""

@@ -3,25 +3,23 @@
 Importing this module registers them all: the models (encoder, discriminator, pre-trainer and
 each fine-tuned kind's), their layers, losses, optimizers and learning-rate schedules, so
 `keras.saving.load_model(path)` restores any `.keras` file electra_tf writes (pre-training's
-`discriminator.keras` and every task kind's model file: each kind's `model_class`, through the
-kinds' registry), its compiled optimizer included. `import electra_tf` makes Keras import
+`discriminator.keras` and every task kind's model file: each kind's `model_class` and
+`saved_classes`, through the registry `electra_tf.tasks`), its compiled optimizer included. `import electra_tf` makes Keras import
 it the first time it looks up a name of the `electra_tf>` package (see `electra_tf.__init__`),
 so a plain `import electra_tf, keras` is enough.
 """
 
-from electra_tf.finetuning.kinds import KINDS
 from electra_tf.finetuning.layerwise_lr import LayerwiseAdamW
-from electra_tf.finetuning.tagging import MaskedSparseCrossEntropy
 from electra_tf.layers.discriminator_head import DiscriminatorHead
 from electra_tf.layers.embeddings import ElectraEmbeddings
 from electra_tf.models.discriminator import ElectraDiscriminator
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.pretrainer import ElectraPretrainer
-from electra_tf.models.question_answerer import GlobalMeanLoss
+from electra_tf.tasks import FINETUNED
 from electra_tf.training.optimization import AdamW, Lamb, WarmupLinearDecay
 
 SAVED_CLASSES = (
-    ElectraEncoder, ElectraDiscriminator, ElectraPretrainer, *(kind.model_class for kind in KINDS.values()),
-    ElectraEmbeddings, DiscriminatorHead, MaskedSparseCrossEntropy, GlobalMeanLoss, AdamW, Lamb, LayerwiseAdamW,
-    WarmupLinearDecay,
+    ElectraEncoder, ElectraDiscriminator, ElectraPretrainer,
+    *(saved for kind in FINETUNED.values() for saved in (kind.model_class, *kind.saved_classes)),
+    ElectraEmbeddings, DiscriminatorHead, AdamW, Lamb, LayerwiseAdamW, WarmupLinearDecay,
 )

@@ -123,7 +123,7 @@ def finetuned_runs(root, kinds, vocab_file, seed=0, **encoder_sizes):
 
     import keras
 
-    from electra_tf.finetuning import kinds as task_kinds
+    from electra_tf import tasks as task_kinds
     from electra_tf.models.encoder import ElectraEncoder
     from electra_tf import run_files
 

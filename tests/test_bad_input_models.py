@@ -44,7 +44,7 @@ def models(tmp_path_factory):
     import keras
 
     from electra_tf.export.encoder_saved_model import export_encoder
-    from electra_tf.models.classifier import ElectraClassifier
+    from electra_tf.tasks.classification.model import ElectraClassifier
 
     root = tmp_path_factory.mktemp("models")
     vocab = write_vocab(root / "vocab.txt", 400)

@@ -18,8 +18,8 @@ import pytest
 
 from helpers import REPO, digests, run_python, shared_data
 
-from electra_tf.finetuning.classification import ClassificationKind
-from electra_tf.finetuning.tagging import TaggingKind
+from electra_tf.tasks.classification.kind import ClassificationKind
+from electra_tf.tasks.tagging.kind import TaggingKind
 
 LABELS = ["negative", "positive"]
 TAGS = ["O", "B-LOC", "B-PER", "I-LOC", "I-PER"]  # no MISC, no ORG
@@ -42,9 +42,9 @@ def predict(*args, check=False, **kwargs):
 def runs(tmp_path_factory):
     """A tiny classifier and a tiny tagger, as `finetune` leaves them (untrained), and inputs."""
     from electra_tf import run_files
-    from electra_tf.models.classifier import ElectraClassifier
+    from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.models.encoder import ElectraEncoder
-    from electra_tf.models.token_classifier import ElectraTokenClassifier
+    from electra_tf.tasks.tagging.model import ElectraTokenClassifier
 
     vocab = shared_data("vocab", "bert_uncased_vocab.txt").read_text()
     root = tmp_path_factory.mktemp("predict_bad")
@@ -232,7 +232,7 @@ def test_an_iob1_file_is_read_as_iob1_and_scored_as_seqeval_scores_it(runs, tmp_
 
 
 def test_the_scheme_is_detected_from_the_file(tmp_path):
-    from electra_tf.finetuning import conll
+    from electra_tf.tasks.tagging import conll
 
     for i, (text, scheme) in enumerate(((IOB1, "IOB1"), ("a B-PER\nb I-PER\nc O\n", "IOB2"),
                                         ("a S-PER\nb O\n", "BIOES"), ("a B-PER\nb I-LOC\n", "IOB1"),

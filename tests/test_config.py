@@ -62,7 +62,7 @@ def test_nan_and_infinite_values_fail_the_range_check_naming_the_flag(name, valu
 @pytest.mark.parametrize("name, value", [("learning_rate", "nan"), ("warmup_proportion", "nan"),
                                          ("dropout", "inf"), ("layerwise_lr_decay", "nan"), ("clip_norm", "inf")])
 def test_fine_tuning_refuses_nan_and_infinite_flags(name, value):
-    from electra_tf.finetuning.config import FinetuneConfig
+    from electra_tf.tasks import FinetuneConfig
 
     with pytest.raises(ValueError, match=rf"^`--{name}` must be .*Received: `--{name}={value}`$"):
         FinetuneConfig(**{name: float(value)})

@@ -16,7 +16,7 @@ from electra_tf import config_fields
 from electra_tf.config import ElectraConfig, get_config
 from electra_tf.config_fields import Interval, fields
 from electra_tf.finetuning import config as finetune_config_lib
-from electra_tf.finetuning.config import FinetuneConfig
+from electra_tf.tasks import FinetuneConfig
 from helpers import run_python, write_records
 
 CONFIGS = [ElectraConfig, FinetuneConfig]

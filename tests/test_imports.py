@@ -30,9 +30,12 @@ LAYERS = {
     # The `--init` registry and the named checkpoints: what every command reads a model through.
     "sources": ("electra_tf.sources",),
     "training": ("electra_tf.training",),  # pre-training: optimizers, callbacks, strategies, the run lock
-    "export": ("electra_tf.export",),  # SavedModels, presets, the serving modules of every task kind
-    "finetuning": ("electra_tf.finetuning",),  # the task kinds (each exports through its serving module)
-    "predicting": ("electra_tf.predicting",),  # a fine-tuned model's signatures on batches, by its kind
+    "export": ("electra_tf.export",),  # SavedModels, presets, LiteRT plumbing, the shared serving parts: no kind
+    "finetuning": ("electra_tf.finetuning",),  # the generic loop: trials, recipe, batching, layer-wise LR
+    "predicting": ("electra_tf.predicting",),  # a served model's signatures on batches; reading and writing
+    # The task kinds, one folder each, and their registry (`electra_tf.tasks`): each uses the generic layers
+    # below, and none of those names a kind.
+    "tasks": ("electra_tf.tasks",),
     # Every class a saved model names, registered with Keras: `import electra_tf` has Keras import it on its
     # first look-up of an `electra_tf>` name (by name, at run time: the package's root imports nothing of it).
     "saved classes": ("electra_tf.saved_classes",),
@@ -40,7 +43,7 @@ LAYERS = {
                  "electra_tf.convert", "electra_tf.demo_data", "electra_tf.data_scripts"),
 }
 ROOT_LAYER = "core"  # the package's own `__init__` (exactly `electra_tf`)
-ORDER = ["core", "layers", "models", "converting", "sources", "training", "export", "finetuning", "predicting"]
+ORDER = ["core", "layers", "models", "converting", "sources", "training", "export", "finetuning", "predicting", "tasks"]
 MAY_IMPORT = {
     **{layer: tuple(ORDER[:i]) for i, layer in enumerate(ORDER)},  # each package over the ones before it
     "pipelines": ("core",),  # the tokenizer and the record schema only
@@ -177,7 +180,7 @@ def test_the_walk_sees_the_whole_package():
             "electra_tf.export.__main__", "electra_tf.run_files"} <= set(modules)
     edges, _ = import_graph()
     # A function-level import counts (the export program imports its library inside `main`).
-    assert "electra_tf.finetuning.kinds" in edges["electra_tf.export.__main__"]
+    assert "electra_tf.tasks" in edges["electra_tf.export.__main__"]
 
 
 def test_no_import_of_tools_tests_or_generic_top_level_names():
@@ -238,6 +241,7 @@ FOLDER_ORDER = [
     "configs", "objectives", "config_fields", "config", "atomic", "data", "run_files", "cli",
     "pipelines",  # data tools: text -> vocabulary -> TFRecords (over the core only)
     "layers", "models", "converting", "sources", "training", "export", "finetuning", "predicting",
+    "tasks",  # the task kinds, one folder each, over the generic folders
     "saved_classes",  # every class a saved model names
     # the commands (`demo_data` is `pretrain --data=demo`'s)
     "demo_data", "pretrain", "finetune", "export command", "predict", "convert", "data_scripts",

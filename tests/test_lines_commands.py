@@ -33,9 +33,9 @@ def records(path):
 def runs(tmp_path_factory):
     """A tiny classifier and a tiny multiple-choice model as `finetune` leaves them (untrained)."""
     from electra_tf import run_files
-    from electra_tf.models.classifier import ElectraClassifier
+    from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.models.encoder import ElectraEncoder
-    from electra_tf.models.multiple_choice import ElectraMultipleChoice
+    from electra_tf.tasks.multiple_choice.model import ElectraMultipleChoice
 
     root = tmp_path_factory.mktemp("lines")
     for i, (name, build, file_name, config) in enumerate((

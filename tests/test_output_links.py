@@ -52,7 +52,7 @@ def world(tmp_path_factory):
     """A tiny fine-tuned classifier, a pre-training run, a task, a corpus, records, and links and devices to them."""
     import keras
 
-    from electra_tf.models.classifier import ElectraClassifier
+    from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.models.encoder import ElectraEncoder
 
     root = tmp_path_factory.mktemp("links")

@@ -12,10 +12,10 @@ import pytest
 
 from helpers import finetuned_runs, official_exact, official_f1, run_python, shared_data
 
-from electra_tf.finetuning import kinds
-from electra_tf.finetuning.classification import ClassificationKind
-from electra_tf.finetuning.qa import SpanQAKind
-from electra_tf.finetuning.tagging import TaggingKind
+from electra_tf import tasks as kinds
+from electra_tf.tasks.classification.kind import ClassificationKind
+from electra_tf.tasks.span_qa.kind import SpanQAKind
+from electra_tf.tasks.tagging.kind import TaggingKind
 
 LABELS = ["negative", "positive"]
 TAGS = ["O", "B-LOC", "B-PER", "I-LOC", "I-PER"]
@@ -84,9 +84,9 @@ def squad_questions():
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     """Three tiny fine-tuning output dirs (as `finetune` leaves them), their exports, the input files."""
-    from electra_tf.models.classifier import ElectraClassifier
-    from electra_tf.models.question_answerer import ElectraQuestionAnswerer
-    from electra_tf.models.token_classifier import ElectraTokenClassifier
+    from electra_tf.tasks.classification.model import ElectraClassifier
+    from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer
+    from electra_tf.tasks.tagging.model import ElectraTokenClassifier
 
     vocab = str(shared_data("vocab", "bert_uncased_vocab.txt"))
     root = tmp_path_factory.mktemp("predict")
@@ -342,7 +342,7 @@ def test_bad_input_file_is_one_error_line_and_exit_1(models, tmp_path):
 
 
 def test_a_folder_that_is_not_a_model_is_a_clear_error(tmp_path):
-    from electra_tf.predicting.predictor import open_model
+    from electra_tf.tasks.served import open_model
 
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "notes.txt").write_text("no model here")

@@ -232,8 +232,8 @@ def test_the_export_serves_what_predict_gives_from_the_run(models, tmp_path):
 @pytest.mark.large
 def test_bad_input_is_refused_in_one_line_and_nothing_is_written(models, tmp_path):
     from electra_tf import run_files
-    from electra_tf.finetuning.classification import ClassificationKind
-    from electra_tf.models.classifier import ElectraClassifier
+    from electra_tf.tasks.classification.kind import ClassificationKind
+    from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.sources import load_discriminator
 
     finetuned = tmp_path / "finetuned"
@@ -322,7 +322,7 @@ def test_a_trained_discriminator_spots_its_generators_replacements_on_held_out_t
 
 
 def test_auc_equals_its_definition_with_ties():
-    from electra_tf.predicting.replaced_tokens import auc
+    from electra_tf.tasks.replaced_tokens.kind import auc
 
     rng = np.random.default_rng(0)
     labels = rng.random(500) < 0.2
@@ -336,7 +336,7 @@ def test_a_texts_corruption_depends_on_the_text_and_seed_not_on_its_batch():
     import tensorflow as tf
 
     from electra_tf.config import get_config
-    from electra_tf.export.rtd_serving import rtd_serving_module
+    from electra_tf.tasks.replaced_tokens.serving import rtd_serving_module
     from electra_tf.models.discriminator import ElectraDiscriminator
     from electra_tf.models.pretrainer import build_pretrainer
 

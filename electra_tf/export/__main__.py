@@ -16,14 +16,14 @@ r"""Exports a trained model: `python -m electra_tf.export --kind encoder|preset|
 `--init` for encoder/preset: any `--init` form (`electra_tf.sources` lists
 them; the discriminator of a pair); for serving: a `finetune --output_dir` (its
 task kind's model file + vocab.txt + finetune_config.json), served by that
-kind's serving module (`finetuning.kinds`: a classifier serves text -> label, a
+kind's serving module (`tasks`: a classifier serves text -> label, a
 tagger text -> words, tags and entities, a span_qa run question + context ->
 answer, and so on); for tflite: a classifier's `finetune --output_dir` (`--ids`:
 a tagger's too; `electra_tf.export.tflite`); for rtd: an `--init` form with the
 discriminator's replaced-token head (a pre-training run with its checkpoints, `hf:DIR` of an
 `ElectraForPreTraining` folder or `hf:DISC,GEN`, `official:DIR`; `sources.load_detector`),
 served text -> words, offsets and the probability that each was replaced
-(`export.rtd_serving`; with the generator, also its own corruption of the text).
+(`tasks.replaced_tokens.serving`; with the generator, also its own corruption of the text).
 The output must be new or empty (a serving version folder: new); it never
 holds or lies in `--init`. `--output` is the deprecated spelling of `--output_dir`. Installed as
 `electra-export`.
@@ -43,7 +43,7 @@ def define_flags(flag_values=None):
     """The flags (only when run as a program)."""
     fv = flags.FLAGS if flag_values is None else flag_values
     cli.define("enum", "kind", None, "What to export.", fv,
-               enum_values=["encoder", "preset", "serving", "tflite", "rtd"])
+               enum_values=["encoder", "preset", "serving", "tflite", *_pretrained_kinds()])
     cli.define_init("Model to export (see the module docstring).", flag_values=fv)
     cli.define_output_dir("Output folder (serving: the base folder).", flag_values=fv)
     cli.define_vocab_file("Vocabulary; default: the one beside --init.", flag_values=fv)
@@ -56,6 +56,13 @@ def define_flags(flag_values=None):
     cli.define("bool", "ids", False, "tflite: token ids in, no custom op (default: raw text in).", fv)
     cli.define("enum", "quantize", "none", "tflite: dynamic_int8 stores the weights as int8.", fv,
                enum_values=["none", "dynamic_int8"])
+
+
+def _pretrained_kinds():
+    """The served-only task kinds (`electra_tf.tasks`): each exports a pre-trained model as `--kind <its name>`."""
+    from electra_tf import tasks
+
+    return [name for name, kind in tasks.KINDS.items() if not kind.finetunes]
 
 
 def _model_name(value):
@@ -74,14 +81,15 @@ def guard(kind, init, output_dir, model_name="electra", version=1):
 
     from electra_tf import atomic, run_files, sources
 
-    if kind in ("serving", "rtd"):  # the base folder holds versions; the new version folder must not exist
+    served = kind == "serving" or kind in _pretrained_kinds()
+    if served:  # the base folder holds versions; the new version folder must not exist
         path, own = os.path.join(output_dir, model_name, str(version)), run_files.SAVED_MODEL
     else:
         path = output_dir
         own = {"encoder": run_files.SAVED_MODEL, "tflite": run_files.TFLITE_MODEL}.get(kind, run_files.KERAS_HUB_PRESET)
     run_files.guard_output(path, "output_dir", own, inputs=sources.init_inputs(init))
     run_files.refuse_inside_artefact(path, "output_dir")
-    if kind in ("tflite", "serving", "rtd"):  # written whole under the claimed temporary folder
+    if served or kind == "tflite":  # written whole under the claimed temporary folder
         atomic.claim_folder(path, "output_dir")
     return path
 
@@ -90,29 +98,12 @@ def _finetuned(init, vocab_file=None):
     """The fine-tuned model `init` holds and the vocabulary to export with it (`--vocab_file` or its own), checked
     to fit the model's token table (`sources.check_vocabulary`)."""
     from electra_tf import sources
-    from electra_tf.finetuning import kinds
+    from electra_tf import tasks
 
-    finetuned = kinds.load_finetuned(init)
+    finetuned = tasks.load_finetuned(init)
     vocab = vocab_file or finetuned.vocab_file
     sources.check_vocabulary(vocab, finetuned.model.encoder.vocab_size, init, given=bool(vocab_file))
     return finetuned, vocab
-
-
-def export_rtd(init, output_dir, model_name, version, vocab_file=None, seq_length=None):
-    """`--kind rtd`: the replaced-token detector `init` holds as a TF Serving version; returns its folder."""
-    import os
-
-    from electra_tf import sources
-    from electra_tf.export.rtd_serving import export_rtd_serving
-    from electra_tf.finetuning import kinds
-
-    if os.path.isdir(init) and kinds.for_output_dir(init) is not None:
-        raise ValueError(f"`--init={init}` is a fine-tuning output ({kinds.for_output_dir(init).model_file}): a "
-                         "fine-tuned model has no replaced-token head. Export it with --kind serving; --kind rtd "
-                         "takes the pre-training run (or hf:, official:) it was fine-tuned from.")
-    detector = sources.load_detector(init, vocab_file=vocab_file)
-    return export_rtd_serving(detector.discriminator, detector.vocab_file, output_dir, model_name, version,
-                              seq_length, pretrainer=detector.pretrainer, source=init)
 
 
 def main(argv):
@@ -138,20 +129,25 @@ def main(argv):
 def _export():
     """Loads `--init` and writes the `--kind` export; returns its path."""
     if FLAGS.kind == "tflite":
-        from electra_tf.finetuning import kinds
+        from electra_tf import tasks
 
         finetuned, vocab_file = _finetuned(FLAGS.init, FLAGS.vocab_file)
-        path = kinds.export_tflite(finetuned.model, vocab_file, FLAGS.output_dir,
+        path = tasks.export_tflite(finetuned.model, vocab_file, FLAGS.output_dir,
                                    finetuned.settings, FLAGS.seq_length, ids_only=FLAGS.ids, quantize=FLAGS.quantize)
     elif FLAGS.kind == "serving":
-        from electra_tf.finetuning import kinds
+        from electra_tf import tasks
 
         finetuned, vocab_file = _finetuned(FLAGS.init, FLAGS.vocab_file)
-        path = kinds.export_serving(finetuned.model, vocab_file, FLAGS.output_dir,
+        path = tasks.export_serving(finetuned.model, vocab_file, FLAGS.output_dir,
                                     FLAGS.model_name, FLAGS.version, finetuned.settings, FLAGS.seq_length)
-    elif FLAGS.kind == "rtd":
-        path = export_rtd(FLAGS.init, FLAGS.output_dir, FLAGS.model_name, FLAGS.version, FLAGS.vocab_file,
-                          FLAGS.seq_length)
+    elif FLAGS.kind in _pretrained_kinds():  # a served-only kind: a pre-trained model's serving version
+        import os
+
+        from electra_tf import tasks
+
+        finetuned = tasks.for_output_dir(FLAGS.init) if os.path.isdir(FLAGS.init) else None
+        path = tasks.get(FLAGS.kind).export_pretrained(FLAGS.init, FLAGS.output_dir, FLAGS.model_name, FLAGS.version,
+                                                       FLAGS.vocab_file, FLAGS.seq_length, finetuned)
     else:
         from electra_tf.sources import load_init
 

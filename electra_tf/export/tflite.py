@@ -204,10 +204,10 @@ def _quietly(fn):
         tf.get_logger().setLevel(tf_level)
 
 
-def export_tflite(served, vocab_file, output_dir, task="", kind="classification", ids_only=False, quantize=None):
+def export_tflite(served, vocab_file, output_dir, task="", kind=None, ids_only=False, quantize=None):
     """Writes the model of a serving module as a LiteRT model folder (see the module docstring).
 
-    `finetuning.kinds.export_tflite` calls it with the serving module a fine-tuned model's
+    `tasks.export_tflite` calls it with the serving module a fine-tuned model's
     task kind gives for LiteRT (`TaskKind.tflite_module`: a classifier's, a tagger's for `--ids`).
 
     Args:

@@ -93,9 +93,9 @@ def load_interpreter(model_path, num_threads=None):
 
         import numpy as np
 
-        from electra_tf.finetuning.kinds import export_tflite
+        from electra_tf.tasks import export_tflite
         from electra_tf.export.tflite_runtime import custom_ops, load_interpreter
-        from electra_tf.models.classifier import ElectraClassifier
+        from electra_tf.tasks.classification.model import ElectraClassifier
         from electra_tf.models.encoder import ElectraEncoder
 
         pathlib.Path("vocab.txt").write_text("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n[MASK]\\nis\\nit\\nspam\\n?\\n")

@@ -14,8 +14,6 @@ from electra_tf.config import PRECISIONS
 from electra_tf.config_fields import Config, field, renamed
 from electra_tf.training.distribute import STRATEGIES
 
-QA_HEADS = ("official", "simple")
-TAG_SCHEMES = ("auto", "IOB1", "IOB2", "BIOES", "none")
 
 
 @dataclasses.dataclass
@@ -27,7 +25,7 @@ class FinetuneConfig(Config):
         None, "GLUE name, CoNLL name (conll2003, conll2003_chunk, conll2003_pos), squad, or a name another "
         "task kind claims, or any name with --task_kind for files of that kind's layout.")
     task_kind: str = field(
-        "auto", "A task kind of electra_tf.finetuning.kinds.KINDS (classification, tagging, span_qa, ...); auto: "
+        "auto", "A task kind of electra_tf.tasks.KINDS (classification, tagging, span_qa, ...); auto: "
         "the kind that claims the task's name (tagging for the CoNLL names, span_qa for names starting with "
         "squad, ...), else classification.")
     data_dir: typing.Optional[str] = field(
@@ -38,7 +36,8 @@ class FinetuneConfig(Config):
     vocab_file: typing.Optional[str] = field(None, "Vocabulary; default: the one beside --init.")
     output_dir: typing.Optional[str] = field(None, "Results, the best model, its vocab and config.")
     # --- Recipe (reference section 5) ---
-    epochs: int = field(3, "Training epochs (reference: 3; 10 for RTE and STS-B).", range="[1, inf)")
+    epochs: int = field(3, "Training epochs (reference: 3; 10 for RTE and STS-B); 0 scores and writes the --init "
+                        "model as it is (zero-shot; a task head untrained).", range="[0, inf)")
     batch_size: int = field(32, "Global batch size, summed over replicas.", range="[1, inf)")
     learning_rate: float = field(3e-4, "Peak LR of the task head (3e-4 small, 1e-4 base, 5e-5 large).",
                                  range="(0, inf)")
@@ -69,39 +68,9 @@ class FinetuneConfig(Config):
                            range="[1, inf)")
     deterministic: bool = field(
         False, "TF op determinism: a resumed run ends bit-equal to an uninterrupted one (slower on GPU).")
-    # --- Generic classification files ---
-    text_a_column: str = field("sentence", "Generic tasks: first text column (name or index).")
-    text_b_column: typing.Optional[str] = field(None, "Generic tasks: second text column, for pairs.")
+    # --- Generic task files (the kinds that read columns) ---
     label_column: typing.Optional[str] = field(
         None, "Generic tasks: label column; default 'label' (classification) or -1, the last (tagging).")
-    regression: bool = field(False, "Generic tasks: float labels (Pearson/Spearman).")
-    file_format: str = field("tsv", "Generic tasks: file format.", choices=("tsv", "csv"))
-    both_orders: typing.Optional[bool] = field(None, "Also train on (b, a) pairs; default on for MRPC and STS-B.")
-    # --- Tagging ---
-    token_column: int = field(0, "Generic tagging: column of the word.")
-    tag_scheme: str = field(
-        "auto", "Generic tagging: span scheme of the labels (scored by entity F1); auto: the files' own (an I-X "
-        "starting a span: IOB1, S-/E- tags: BIOES, else IOB2); none: labels as written (POS), scored by token "
-        "accuracy.", choices=TAG_SCHEMES)
-    stride: typing.Optional[int] = field(
-        None, "Tagging: pieces between the starts of windows over a long sentence (default: half a window).",
-        range="[1, inf)")
-    # --- Extractive question answering (span_qa: train.json / dev.json in SQuAD format) ---
-    doc_stride: int = field(128, "span_qa: context pieces between window starts (reference: 128).", range="[1, inf)")
-    max_query_length: int = field(64, "span_qa: question pieces kept; longer questions are truncated.",
-                                  range="[1, inf)")
-    max_answer_length: int = field(30, "span_qa: pieces per predicted answer at most.", range="[1, inf)")
-    n_best_size: int = field(20, "span_qa: spans ranked per question (n-best across windows).", range="[1, inf)")
-    start_n_top: int = field(20, "span_qa, official head: starts in the prediction beam.", range="[1, inf)")
-    end_n_top: int = field(20, "span_qa, official head: ends per start in the prediction beam.", range="[1, inf)")
-    qa_head: str = field(
-        "official", "span_qa: official (ELECTRA/XLNet end-conditioned-on-start head) or simple "
-        "(independent start/end, BERT's).", choices=QA_HEADS)
-    null_threshold: typing.Optional[float] = field(
-        None, "span_qa, SQuAD 2.0: answer '' when null score - best span score exceeds this; default: tuned on dev.")
-    swap_contexts: bool = field(
-        False, "span_qa: add every question again paired with another article's context, as unanswerable "
-        "(trains and scores the SQuAD 2.0 path on 1.1 data).")
     # --- Devices and precision ---
     strategy: typing.Optional[str] = field(
         "auto", "tf.distribute strategy; auto: tpu with --tpu, mirrored over several GPUs, the one GPU, else the "
@@ -111,13 +80,14 @@ class FinetuneConfig(Config):
     precision: str = field("float32", "Keras dtype policy.", choices=PRECISIONS)
     jit_compile: bool = field(False, "XLA-compile the train step.")
 
+    # The recipe fields written to `results.json`'s hparams; a kind's `Config` adds its own (`HPARAMS`).
+    HPARAMS = ("epochs", "batch_size", "learning_rate", "layerwise_lr_decay", "warmup_proportion", "weight_decay",
+               "clip_norm", "dropout", "seq_length", "num_trials", "seed", "train_limit", "dev_limit", "strategy",
+               "precision", "jit_compile", "keep", "early_stopping_patience", "deterministic")
+
     def hparams(self):
         """The recipe part, as written to `results.json`."""
-        names = ("epochs", "batch_size", "learning_rate", "layerwise_lr_decay", "warmup_proportion",
-                 "weight_decay", "clip_norm", "dropout", "seq_length", "num_trials", "seed",
-                 "both_orders", "train_limit", "dev_limit", "stride", "strategy", "precision", "jit_compile",
-                 "keep", "early_stopping_patience", "deterministic")
-        return {name: getattr(self, name) for name in names}
+        return {name: getattr(self, name) for name in self.HPARAMS}
 
 
 # Keys that files of earlier versions spell otherwise (finetune_config.json, results.json, settings.json): old -> new.
@@ -144,14 +114,15 @@ SETTINGS_TYPES = {"kind": _STR, "label_names": ((list, _NONE), "a list of str or
 RESULTS_KEY = "finetune_config"
 
 
-def read_finetune_config(folder):
+def read_finetune_config(folder, config_class=FinetuneConfig):
     """The `finetune_config.json` of the fine-tuning output `folder`, with current keys and checked; None without one.
 
     Refused with one line naming the file (and the field): not JSON or no object; a field of the
     wrong type (`"seq_length": "128"`: `FinetuneConfig`'s own checks, as a run's `config.json`
     has them); a field that differs from the copy the run wrote into its `results.json`: the file
     was edited after fine-tuning, and the model's outputs follow what it was trained with
-    (relabelled `label_names` would name every prediction wrongly).
+    (relabelled `label_names` would name every prediction wrongly). `config_class`: the
+    `FinetuneConfig` whose fields are checked (`electra_tf.tasks.FinetuneConfig` has every kind's).
     """
     import os
 
@@ -165,9 +136,9 @@ def read_finetune_config(folder):
         return None
     values = run_files.read_json_object(path)
     values = with_current_keys(values)  # an earlier version wrote max_seq_length
-    declared = fields(FinetuneConfig)
+    declared = fields(config_class)
     try:
-        FinetuneConfig(**{name: value for name, value in values.items() if name in declared})
+        config_class(**{name: value for name, value in values.items() if name in declared})
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
     for name, (kinds, words) in SETTINGS_TYPES.items():

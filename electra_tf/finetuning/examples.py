@@ -21,6 +21,8 @@ import re
 import typing
 
 from electra_tf import atomic
+from electra_tf.config_fields import Config
+from electra_tf.config_fields import field as config_field
 from electra_tf.data.lines import split_lines
 
 STDIN = "<stdin>"
@@ -62,18 +64,17 @@ class Prediction:
 
 
 @dataclasses.dataclass
-class ReadOptions:
-    """How to read the input (the `predict` flags): TSV/CSV column names or indices, CoNLL columns; what to
-    ask of a served kind that reads more (`--corrupt`, `--seed`: replaced-token scores on a corrupted text)."""
+class ReadOptions(Config):
+    """How to read the input (the `predict` flags every reader of columns shares: TSV/CSV columns, a header). A
+    task kind that reads more declares its own (`TaskKind.PredictOptions`), which the registry adds
+    (`electra_tf.tasks.ReadOptions`)."""
 
-    text_a_column: typing.Optional[str] = None
-    text_b_column: typing.Optional[str] = None
-    label_column: typing.Optional[str] = None
-    header: bool = True
-    token_column: int = 0
-    tag_scheme: str = "auto"
-    corrupt: bool = False
-    seed: int = 0
+    text_a_column: typing.Optional[str] = config_field(
+        None, "TSV/CSV: column of the (first) text (header name or index).")
+    text_b_column: typing.Optional[str] = config_field(None, "TSV/CSV: column of the second text (pair tasks).")
+    label_column: typing.Optional[str] = config_field(
+        None, "TSV/CSV: gold label column; CoNLL: tag column (default -1).")
+    header: bool = config_field(True, "TSV/CSV: the first line names the columns.")
 
 
 def each_line(name, text, parse):
@@ -93,13 +94,13 @@ def json_object(name, line, raw):
     return record
 
 
-def field(record, keys, name, line, required=True, kind=str):
-    """The value of the first of `keys` in a JSON `record`, checked to be a `kind`; None if absent and optional."""
+def field(record, keys, name, line, required=True, value_type=str):
+    """The value of the first of `keys` in a JSON `record`, checked to be a `value_type`; None if absent and optional."""
     for key in keys:
         if key in record:
             value = record[key]
-            if not isinstance(value, kind):
-                raise ValueError(f"{name}:{line}: \"{key}\" must be a {kind.__name__}, found "
+            if not isinstance(value, value_type):
+                raise ValueError(f"{name}:{line}: \"{key}\" must be a {value_type.__name__}, found "
                                  f"{type(value).__name__}.")
             return value
     if required:

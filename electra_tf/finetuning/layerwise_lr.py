@@ -86,7 +86,7 @@ class LayerwiseAdamW(_SumThenClip, OptionalBiasCorrection, keras.optimizers.Adam
 
     Example:
         ```python
-        from electra_tf.models.classifier import ElectraClassifier
+        from electra_tf.tasks.classification.model import ElectraClassifier
         from electra_tf.models.encoder import ElectraEncoder
         from electra_tf.finetuning.layerwise_lr import LayerwiseAdamW
 

@@ -132,7 +132,7 @@ def _finished_results(config):
     if results is None:
         return None
     _refuse_other_settings(results.get("settings") or {}, config, f"a finished fine-tuning run ({path})")
-    read_finetune_config(config.output_dir)  # an edited finetune_config.json is refused, naming the field
+    read_finetune_config(config.output_dir, type(config))  # an edited finetune_config.json is refused
     print(f"already finished; results in {path}", flush=True)
     return results
 
@@ -381,15 +381,23 @@ def _run_trial(task, config, trial, encoder, strategy, output_dir):
             if preemption.requested:
                 return _preempted(save.step())
     records = progress.records()
+    if not records:  # --epochs 0: the --init model scored as it is (zero-shot; a task head untrained)
+        scored = {split: task.evaluate(model, split) for split in task.eval_splits}
+        records = [{"epoch": 0, "train_loss": None, **{s: recipe.finite(m) for s, (m, _) in scored.items()}}]
+        best_outputs = {s: outputs for s, (_, outputs) in scored.items()}
+        print(f"{_trial_prefix(config, trial)}epochs 0: dev {task.metric} "
+              f"{_number(records[0]['dev'].get(task.metric))} (the --init model)", flush=True)
     if config.keep == "best" and int(progress.best_epoch.numpy()) >= 0:
         model.set_weights([w.numpy() for w in progress.best_weights])
         kept = records[int(progress.best_epoch.numpy())]
-    else:
+    elif config.epochs:
         kept, best_outputs = records[-1], None
+    else:
+        kept = records[0]
     if best_outputs is None:  # resumed after the kept epoch (or keep=last): its outputs again
         best_outputs = {split: task.evaluate(model, split)[1] for split in task.eval_splits}
     result = {"trial": trial, "seed": seed, "train_seconds": round(float(progress.seconds.numpy()), 2),
-              "train_examples_per_second": round(len(records) * task.num_train_rows
+              "train_examples_per_second": round(int(progress.evaluated.numpy()) * task.num_train_rows
                                                  / max(float(progress.seconds.numpy()), 1e-9), 2),
               "train_loss": [r["train_loss"] for r in records], "epochs": records, "kept_epoch": kept["epoch"]}
     for split in task.eval_splits:

@@ -13,7 +13,7 @@ blank input, then whatever the kind's reader finds (columns, fields, labels).
 
 Example:
 >>> import os, tempfile
->>> from electra_tf.finetuning.classification import ClassificationKind
+>>> from electra_tf.tasks.classification.kind import ClassificationKind
 >>> from electra_tf.predicting.inputs import read_examples
 >>> path = os.path.join(tempfile.mkdtemp(), "dev.tsv")
 >>> _ = open(path, "w").write("sentence\\tlabel\\na fine film\\t1\\ndull\\tnegative\\n")
@@ -29,30 +29,34 @@ import sys
 from electra_tf.data.lines import split_lines
 from electra_tf.finetuning.examples import STDIN, Example, ReadOptions  # noqa: F401  (what callers read)
 
-FORMATS = ("tsv", "csv", "conll", "squad", "jsonl", "text")  # `--input_format`; each kind reads some of them
-_EXTENSIONS = {".tsv": "tsv", ".csv": "csv", ".json": "squad", ".jsonl": "jsonl", ".ndjson": "jsonl",
-               ".conll": "conll", ".txt": None}  # .txt: by content (CoNLL-2003's own files are .txt)
+# The formats every reader shares; a task kind adds its own (`TaskKind.predict_formats`, `format_extensions`).
+FORMATS = ("tsv", "csv", "jsonl", "text")
+EXTENSIONS = {".tsv": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl",
+              ".txt": None}  # .txt: by content (a kind may tell its own format: CoNLL-2003's files are .txt)
+JSON_EXTENSION = ".json"  # a JSON document: the format a kind reads `.json` files as (else JSON Lines)
 
 
-def read_examples(path, input_format, kind, settings, options=None, text=None):
+def read_examples(path, input_format, kind, settings, options=None, text=None, extensions=None):
     """Reads `path` (`-`: stdin) as `input_format` ("auto": by extension, else by content) for a `kind` model.
 
     Args:
         path: str. The file, or "-" for stdin.
-        input_format: str. "auto" or one of `FORMATS`.
-        kind: the model's `TaskKind` subclass (`finetuning.kinds`).
+        input_format: str. "auto", one of `FORMATS` or one the kind reads.
+        kind: the model's `TaskKind` subclass (`tasks`).
         settings: dict. The model's serving config (`label_names`, `pair`, `regression`, `spans`, ...).
-        options: `ReadOptions` or None.
+        options: `ReadOptions` with the kind's `PredictOptions` fields (`electra_tf.tasks.ReadOptions`), or None.
         text: str or None. The input's text, when already read (`read_text`).
+        extensions: dict or None. File extension -> format of every kind (`electra_tf.tasks.format_extensions`:
+            a file another kind's extension names is refused naming that format); default: the kind's own.
 
     Returns:
         list of `Example`, in input order.
     """
-    options = options or ReadOptions()
+    options = options or ReadOptions.with_fields_of(kind.PredictOptions)()  # the defaults of the kind's flags
     name = STDIN if path == "-" else path
     text = read_text(path) if text is None else _with_records(path, text)
     if input_format == "auto":
-        input_format = detect(path, text, kind)
+        input_format = detect(path, text, kind, extensions)
     if input_format not in kind.predict_formats:
         raise ValueError(f"{name}: a {kind.name} model reads {', '.join(kind.predict_formats)}, not {input_format} "
                          "(see --input_format).")
@@ -92,16 +96,18 @@ def _with_records(path, text):
     return text
 
 
-def detect(path, text, kind):
-    """The input format of `text` for a `kind` model: by extension, else by content."""
+def detect(path, text, kind, extensions=None):
+    """The input format of `text` for a `kind` model: by extension (`EXTENSIONS`, the kinds' `extensions`), else by
+    content."""
+    extensions = {**EXTENSIONS, **(kind.format_extensions if extensions is None else extensions)}
     extension = os.path.splitext(path)[1].lower() if path != "-" else ""
-    if _EXTENSIONS.get(extension):
-        return _EXTENSIONS[extension]
+    if extensions.get(extension):
+        return extensions[extension]
     first = next((line for line in split_lines(text) if line.strip()), "")
     if first.lstrip().startswith("{"):
         try:
             json.loads(first)
             return "jsonl"
         except json.JSONDecodeError:
-            return "squad"  # an object over several lines
+            return extensions.get(JSON_EXTENSION) or "jsonl"  # an object over several lines: a JSON document
     return kind.sniff_format(text) or "text"

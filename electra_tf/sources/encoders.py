@@ -8,12 +8,11 @@ encoder of an `export --kind encoder` SavedModel.
 import importlib
 import json
 import os
-import pkgutil
 
 import keras
 import tensorflow as tf
 
-from electra_tf import atomic, models, run_files
+from electra_tf import atomic, run_files
 from electra_tf.data.tokenizer import copy_vocab
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.pretrainer import build_pretrainer
@@ -50,9 +49,11 @@ def _folder_hint(path, flag):
 
 
 def register_models():
-    """Imports every module of `electra_tf.models`: each model class registers itself for `load_model`."""
-    for module in pkgutil.iter_modules(models.__path__):
-        importlib.import_module(f"{models.__name__}.{module.name}")
+    """Imports `electra_tf.saved_classes`, by name at run time (as `import electra_tf` has Keras do on a look-up): every
+    class a saved model names registers itself for `load_model`, each task kind's model and loss included."""
+    import electra_tf
+
+    importlib.import_module(electra_tf.SAVED_CLASSES_MODULE)
 
 
 def load_encoder(export_dir):

@@ -44,8 +44,8 @@ from electra_tf.config import OBJECTIVES, get_config  # noqa: E402
 from electra_tf.data.pretraining_dataset import list_files, pretraining_dataset  # noqa: E402
 from electra_tf.demo_data import resolve_data  # noqa: E402
 from electra_tf.finetuning.config import with_current_keys  # noqa: E402
-from electra_tf.finetuning.tasks import load_task  # noqa: E402
-from electra_tf.finetuning.classification import ClassificationKind, run_finetuning  # noqa: E402
+from electra_tf.tasks.classification.data import load_task  # noqa: E402
+from electra_tf.tasks.classification.kind import ClassificationKind, run_finetuning  # noqa: E402
 from electra_tf.training import flops  # noqa: E402
 from electra_tf.training.pretraining import train  # noqa: E402
 from experiments.efficiency import guard, merge, probes, report  # noqa: E402

@@ -43,7 +43,7 @@ def table_rows(text):
 
 def test_the_hf_recipe_reads_the_fine_tuning_config_by_its_field_names():
     from benchmarks import common
-    from electra_tf.finetuning.config import FinetuneConfig
+    from electra_tf.tasks import FinetuneConfig
 
     config = FinetuneConfig(epochs=4, learning_rate=2e-5, layerwise_lr_decay=0.7, clip_norm=0.5, seed=3, keep="last",
                             seq_length=77)
@@ -74,17 +74,52 @@ def test_the_side_by_side_report_regenerates_from_its_committed_runs(tmp_path):
     assert len(rows) == 9 and all(row in committed for row in rows), rows
 
 
+
+def test_the_profile_sums_each_op_into_its_part_of_the_step():
+    """`train_step --profile`'s table: op names as the TF profiler reports them, each in the part it belongs to."""
+    from benchmarks.train_step import op_time_by_part
+
+    layer = "discriminator/transformer_layer_0/"
+    ops = {
+        layer + "feedforward_intermediate_dense/Tensordot/MatMul:_MklMatMul": 10.0,
+        "gradient_tape/" + layer + "self_attention_layer/einsum/Einsum:_MklBatchMatMulV2": 4.0,
+        "gradient_tape/" + layer + "self_attention_layer/query/einsum/Einsum:_MklBatchMatMulV2": 1.0,
+        "generator_predictions/token_embedding/Tensordot/MatMul:_MklMatMul": 3.0,
+        layer + "feedforward_dropout/stateless_dropout/stateless_random_uniform:StatelessRandomUniformV2": 2.0,
+        "StatelessRandomUniformV2_2:StatelessRandomUniformV2": 1.5,
+        layer + "feedforward_intermediate_dense/Erfc:Erfc": 1.0,
+        "ArgMax_2:ArgMax": 0.5,
+        "StatefulPartitionedCall/Log_3:Log": 0.125,
+        "StatefulPartitionedCall/Max:Max": 0.125,
+        "gradient_tape/" + layer + "self_attention_layer_norm/moments/mean:Mean": 0.5,
+        "adam_w/ResourceApplyAdam_3:ResourceApplyAdam": 0.25,
+        "SparseSoftmaxCrossEntropyWithLogits/SparseSoftmaxCrossEntropyWithLogits:SparseSoftmaxCrossEntropyWithLogits": 2,
+    }
+    assert op_time_by_part(ops) == {
+        "matmul: dense layers": 11.0,
+        "matmul: attention scores and context": 4.0,
+        "matmul: tied vocabulary projection": 3.0,
+        "random numbers: dropout": 2.0,
+        "MLM cross-entropy": 2.0,
+        "random numbers: Gumbel noise, masking": 1.5,
+        "GELU (exact erf)": 1.0,
+        "sampling (Gumbel log / argmax, inverse CDF), accuracy argmax": 0.75,
+        "LayerNorm": 0.5,
+        "optimizer (AdamW, clipping)": 0.25,
+    }
+
 # --- Large: the quick benchmarks at tiny size ---
 
 @pytest.mark.large
 def test_train_step_times_the_step_and_summarises_its_runs(tmp_path):
     runs = tmp_path / "runs.jsonl"
-    for precision in ("float32", "mixed_bfloat16"):
+    for precision, profile in (("float32", ["--profile", str(tmp_path / "trace")]), ("mixed_bfloat16", [])):
         run_python(["-m", "benchmarks.train_step", "--config", "tiny", "--batch_size", "4", "--seq_length", "32",
                     "--precision", precision, "--warmup", "1", "--repeats", "2", "--steps", "2", "--peak", "0",
-                    "--json", str(runs)], timeout=600)
+                    "--json", str(runs), *profile], timeout=600)
     records = [json.loads(line) for line in runs.read_text().splitlines()]
     assert [len(r["steps_per_s"]) for r in records] == [2, 2] and all(x > 0 for r in records for x in r["steps_per_s"])
+    assert records[0]["op_ms"]["matmul: dense layers"] > 0 and records[1]["op_ms"] is None
     run_python(["-m", "benchmarks.train_step", "--summarize", str(runs), "--output", str(tmp_path / "r.md")])
     settings = [r.split(" | ")[0][2:] for r in table_rows((tmp_path / "r.md").read_text()) if " | 4 x 32 | " in r]
     assert [s.split(" onednn=")[0] for s in settings] == ["tiny float32 xla=0 spe=1", "tiny mixed_bfloat16 xla=0 spe=1"]

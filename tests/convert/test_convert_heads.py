@@ -14,10 +14,10 @@ from convert_helpers import inputs, tiny_config
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from helpers import run_python, write_vocab  # noqa: E402
 
-from electra_tf.models.classifier import ElectraClassifier  # noqa: E402
+from electra_tf.tasks.classification.model import ElectraClassifier  # noqa: E402
 from electra_tf.models.pretrainer import build_pretrainer  # noqa: E402
-from electra_tf.models.question_answerer import NEG, ElectraQuestionAnswerer  # noqa: E402
-from electra_tf.models.token_classifier import ElectraTokenClassifier  # noqa: E402
+from electra_tf.tasks.span_qa.model import NEG, ElectraQuestionAnswerer  # noqa: E402
+from electra_tf.tasks.tagging.model import ElectraTokenClassifier  # noqa: E402
 
 TOLERANCE = 1e-4
 

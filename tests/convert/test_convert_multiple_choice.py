@@ -14,8 +14,8 @@ from test_convert_heads import perturb_head, perturbed_encoder, to_hf
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from helpers import write_vocab  # noqa: E402
 
-from electra_tf.finetuning.multiple_choice import MultipleChoiceKind  # noqa: E402
-from electra_tf.models.multiple_choice import ElectraMultipleChoice  # noqa: E402
+from electra_tf.tasks.multiple_choice.kind import MultipleChoiceKind  # noqa: E402
+from electra_tf.tasks.multiple_choice.model import ElectraMultipleChoice  # noqa: E402
 
 TOLERANCE = 1e-4
 

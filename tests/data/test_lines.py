@@ -13,15 +13,16 @@ import json
 import pytest
 
 from electra_tf.data.lines import split_lines, table_rows
-from electra_tf.finetuning import conll, squad
-from electra_tf.finetuning import tasks as tasks_lib
-from electra_tf.finetuning.classification import ClassificationKind
-from electra_tf.finetuning.multiple_choice import MultipleChoiceKind
-from electra_tf.finetuning.multiple_choice_data import read_questions
-from electra_tf.finetuning.qa import SpanQAKind
-from electra_tf.finetuning.tagging import TaggingKind
+from electra_tf.tasks.tagging import conll
+from electra_tf.tasks.span_qa import squad
+from electra_tf.tasks.classification import data as tasks_lib
+from electra_tf.tasks.classification.kind import ClassificationKind
+from electra_tf.tasks.multiple_choice.kind import MultipleChoiceKind
+from electra_tf.tasks.multiple_choice.data import read_questions
+from electra_tf.tasks.span_qa.kind import SpanQAKind
+from electra_tf.tasks.tagging.kind import TaggingKind
 from electra_tf.predicting.inputs import read_examples
-from electra_tf.predicting.replaced_tokens import ReplacedTokenKind
+from electra_tf.tasks.replaced_tokens.kind import ReplacedTokenKind
 
 BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines breaks at, besides \n and \r
 # Three texts, each holding some of them: one line each.

@@ -36,8 +36,8 @@ def artifacts(tmp_path_factory):
 
     from electra_tf.export.encoder_saved_model import export_encoder
     from electra_tf.export.keras_hub_preset import export_preset
-    from electra_tf.finetuning.kinds import export_serving
-    from electra_tf.models.classifier import ElectraClassifier
+    from electra_tf.tasks import export_serving
+    from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.sources import load_discriminator
 
     root = tmp_path_factory.mktemp("export")

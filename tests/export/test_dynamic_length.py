@@ -59,8 +59,8 @@ def test_padded_length_is_a_bounded_set_of_shapes_never_past_seq_length():
 
 @pytest.mark.parametrize("pair", [False, True])
 def test_classification_equals_the_model_on_full_length_inputs(vocab, pair):
-    from electra_tf.export.serving import classification_serving_module
-    from electra_tf.models.classifier import ElectraClassifier
+    from electra_tf.tasks.classification.serving import classification_serving_module
+    from electra_tf.tasks.classification.model import ElectraClassifier
 
     classifier = ElectraClassifier(encoder(vocab), num_labels=3)
     classifier.build()
@@ -92,8 +92,8 @@ def test_classification_equals_the_model_on_full_length_inputs(vocab, pair):
 
 
 def test_multiple_choice_equals_the_model_on_full_length_inputs(vocab):
-    from electra_tf.export.multiple_choice_serving import MultipleChoiceServingModule, pack_choices
-    from electra_tf.models.multiple_choice import ElectraMultipleChoice
+    from electra_tf.tasks.multiple_choice.serving import MultipleChoiceServingModule, pack_choices
+    from electra_tf.tasks.multiple_choice.model import ElectraMultipleChoice
 
     model = ElectraMultipleChoice(encoder(vocab))
     model.build()
@@ -136,7 +136,7 @@ def _assert_same_outputs(got, expected, atol=1e-5):
 
 
 def _window_widths(module, texts):
-    from electra_tf.export.tagging_serving import split_words, word_windows
+    from electra_tf.export.word_windows import split_words, word_windows
 
     words = split_words(tf.constant(texts))[0]
     return word_windows(module.tokenizer, words, module.seq_length, module.stride,
@@ -144,8 +144,8 @@ def _window_widths(module, texts):
 
 
 def test_tagging_equals_full_length_windows(vocab):
-    from electra_tf.export.tagging_serving import TaggingServingModule
-    from electra_tf.models.token_classifier import ElectraTokenClassifier
+    from electra_tf.tasks.tagging.serving import TaggingServingModule
+    from electra_tf.tasks.tagging.model import ElectraTokenClassifier
 
     tagger = ElectraTokenClassifier(encoder(vocab), num_labels=len(TAGS))
     tagger.build()
@@ -165,7 +165,7 @@ def test_tagging_equals_full_length_windows(vocab):
 
 
 def test_replaced_tokens_equal_full_length_windows(vocab):
-    from electra_tf.export.rtd_serving import rtd_serving_module
+    from electra_tf.tasks.replaced_tokens.serving import rtd_serving_module
     from electra_tf.models.discriminator import ElectraDiscriminator
 
     detector = ElectraDiscriminator(encoder(vocab))
@@ -178,8 +178,8 @@ def test_replaced_tokens_equal_full_length_windows(vocab):
 
 
 def test_question_answering_equals_full_length_windows(vocab):
-    from electra_tf.export.qa_serving import qa_serving_module
-    from electra_tf.models.question_answerer import ElectraQuestionAnswerer
+    from electra_tf.tasks.span_qa.serving import qa_serving_module
+    from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer
 
     model = ElectraQuestionAnswerer(encoder(vocab), start_n_top=3, end_n_top=3)
     model.build()

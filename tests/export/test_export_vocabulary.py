@@ -23,7 +23,7 @@ def runs(tmp_path_factory):
     a 500-entry vocabulary."""
     import keras
 
-    from electra_tf.models.classifier import ElectraClassifier
+    from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.sources import load_discriminator
 
     from electra_tf import run_files

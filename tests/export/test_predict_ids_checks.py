@@ -39,10 +39,10 @@ print(json.dumps(out))
 @pytest.fixture(scope="module")
 def exports(artifacts, tmp_path_factory):
     """The classifier's and the encoder's exports (session fixtures), and a tagger's and a QA model's."""
-    from electra_tf.export.qa_serving import export_qa_serving
-    from electra_tf.export.tagging_serving import export_tagging_serving
-    from electra_tf.models.question_answerer import ElectraQuestionAnswerer
-    from electra_tf.models.token_classifier import ElectraTokenClassifier
+    from electra_tf.tasks.span_qa.serving import export_qa_serving
+    from electra_tf.tasks.tagging.serving import export_tagging_serving
+    from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer
+    from electra_tf.tasks.tagging.model import ElectraTokenClassifier
 
     base = tmp_path_factory.mktemp("ids_checks")
     keras.utils.set_random_seed(7)

@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.models.encoder import ElectraEncoder
-from electra_tf.models.question_answerer import ElectraQuestionAnswerer
+from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer
 
 VOCAB = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "vocab",
                                      "bert_uncased_vocab.txt"))
@@ -33,7 +33,7 @@ TOY = [("Where does Anna live?", "The weather was good. Anna lives in Zürich, n
 
 
 def examples():
-    from electra_tf.finetuning.squad import QAExample, read_squad
+    from electra_tf.tasks.span_qa.squad import QAExample, read_squad
 
     toy = [QAExample(f"toy{i}", q, c) for i, (q, c) in enumerate(TOY)]
     if os.path.exists(DEV):  # real dev questions: contexts of several windows at 48 pieces
@@ -45,7 +45,7 @@ def examples():
 def exported(tmp_path_factory):
     if not os.path.exists(VOCAB):
         pytest.skip("shared vocabulary missing")
-    from electra_tf.finetuning.kinds import export_serving, load_finetuned
+    from electra_tf.tasks import export_serving, load_finetuned
     from electra_tf.run_files import FINETUNE_CONFIG_FILE
 
     keras.utils.set_random_seed(5)
@@ -75,9 +75,10 @@ def serve(exported):
 
 def keras_answers(model, items):
     from electra_tf.data.tokenizer import WordPieceTokenizer
-    from electra_tf.finetuning import qa_features, qa_metrics
-    from electra_tf.finetuning.config import FinetuneConfig
-    from electra_tf.finetuning.qa import predict_windows
+    from electra_tf.tasks.span_qa import features as qa_features
+    from electra_tf.tasks.span_qa import metrics as qa_metrics
+    from electra_tf.tasks import FinetuneConfig
+    from electra_tf.tasks.span_qa.kind import predict_windows
 
     features = qa_features.build_qa_features(WordPieceTokenizer(VOCAB), items, SETTINGS["seq_length"],
                                              SETTINGS["doc_stride"], SETTINGS["max_query_length"])
@@ -184,7 +185,7 @@ def test_empty_batch_gives_empty_outputs(serve):
 
 def test_a_question_longer_than_the_window_keeps_its_first_pieces_as_training_does(exported, serve):
     """70 pieces against `max_query_length=12` at 48 pieces a window: `qa_features` truncates, serving too."""
-    from electra_tf.finetuning.squad import QAExample
+    from electra_tf.tasks.span_qa.squad import QAExample
 
     model, _ = exported
     question = "why " * 69 + "where does anna live?"
@@ -197,7 +198,7 @@ def test_a_question_longer_than_the_window_keeps_its_first_pieces_as_training_do
 
 @pytest.mark.skipif(not os.path.exists(VOCAB), reason="shared vocabulary missing")
 def test_export_refuses_a_query_length_that_leaves_no_context():
-    from electra_tf.export.qa_serving import QAServingModule
+    from electra_tf.tasks.span_qa.serving import QAServingModule
 
     encoder = ElectraEncoder(vocab_size=30522, num_layers=1, num_heads=2, hidden_dim=16, embedding_dim=16,
                              intermediate_dim=32, max_sequence_length=64)

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.data.tokenizer import WordPieceTokenizer
-from electra_tf.finetuning.kinds import export_serving, load_finetuned
+from electra_tf.tasks import export_serving, load_finetuned
 
 BIN = os.path.dirname(sys.executable)
 
@@ -150,7 +150,7 @@ def test_cli_exports_finetuned_dir(artifacts, tmp_path):
 
 
 def test_regression_model_serves_a_score(artifacts, tmp_path):
-    from electra_tf.models.classifier import ElectraClassifier
+    from electra_tf.tasks.classification.model import ElectraClassifier
 
     regressor = ElectraClassifier(artifacts.encoder, num_labels=1)
     regressor.build()

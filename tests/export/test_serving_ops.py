@@ -11,14 +11,14 @@ from electra_tf.export.serving_ops import MODEL_SERVER_OPS, TEXT_OPS_LIB_TARGETS
 def exports(artifacts, tmp_path_factory):
     """One export of each kind: classification and encoder (conftest), regression, tagging, QA, replaced tokens
     (with the generator's corruption)."""
-    from electra_tf.export.rtd_serving import export_rtd_serving
-    from electra_tf.finetuning.kinds import export_serving
+    from electra_tf.tasks.replaced_tokens.serving import export_rtd_serving
+    from electra_tf.tasks import export_serving
     from electra_tf.models.discriminator import ElectraDiscriminator
     from electra_tf.models.pretrainer import build_pretrainer
     from electra_tf.run_files import read_config
-    from electra_tf.models.classifier import ElectraClassifier
-    from electra_tf.models.question_answerer import ElectraQuestionAnswerer
-    from electra_tf.models.token_classifier import ElectraTokenClassifier
+    from electra_tf.tasks.classification.model import ElectraClassifier
+    from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer
+    from electra_tf.tasks.tagging.model import ElectraTokenClassifier
 
     base = str(tmp_path_factory.mktemp("ops"))
     regressor = ElectraClassifier(artifacts.encoder, num_labels=1)

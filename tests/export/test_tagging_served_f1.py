@@ -43,7 +43,7 @@ def test_served_tagger_scores_the_cli_entity_f1(tmp_path):
     from seqeval.metrics.sequence_labeling import get_entities
 
     from electra_tf.converting.bert import build_from_bert
-    from electra_tf.finetuning import conll
+    from electra_tf.tasks.tagging import conll
 
     # A real pre-trained encoder (MiniLM as an ElectraEncoder .keras file, its vocabulary beside it).
     init = tmp_path / "minilm"

@@ -16,10 +16,10 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.data.tokenizer import WordPieceTokenizer
-from electra_tf.export.tagging_serving import ABBREVIATIONS
-from electra_tf.finetuning.tagging_features import build_features, plan_windows, tokenize_words, word_predictions
+from electra_tf.export.word_windows import ABBREVIATIONS
+from electra_tf.tasks.tagging.features import build_features, plan_windows, tokenize_words, word_predictions
 from electra_tf.models.encoder import ElectraEncoder
-from electra_tf.models.token_classifier import ElectraTokenClassifier
+from electra_tf.tasks.tagging.model import ElectraTokenClassifier
 
 VOCAB = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "vocab",
                                      "bert_uncased_vocab.txt"))
@@ -159,8 +159,8 @@ def keras_tags(tagger, tokenizer, sentences):
 def exported(tmp_path_factory):
     if not os.path.exists(VOCAB):
         pytest.skip("shared vocabulary missing")
-    from electra_tf.finetuning.kinds import export_serving, load_finetuned
-    from electra_tf.finetuning.tagging import TaggingKind
+    from electra_tf.tasks import export_serving, load_finetuned
+    from electra_tf.tasks.tagging.kind import TaggingKind
     from electra_tf.run_files import FINETUNE_CONFIG_FILE
 
     keras.utils.set_random_seed(3)
@@ -233,7 +233,9 @@ def test_fresh_process_words_tags_and_entities_equal_the_keras_model(exported, s
 
 def test_offsets_slice_entities_exactly_for_hand_made_tags(exported, tmp_path):
     """Whatever the tags, each entity's [start, end) is the text from its first to its last word."""
-    from electra_tf.export.tagging_serving import _char_offset, _entities, KEPT_DELIMITERS, WORD_DELIMITERS
+    from electra_tf.export.word_windows import KEPT_DELIMITERS, WORD_DELIMITERS
+    from electra_tf.export.word_windows import char_offset as _char_offset
+    from electra_tf.tasks.tagging.serving import _entities
     import tensorflow_text as tf_text
 
     texts = tf.constant(["Ünïcode  Straße 東京 x", "a  b, c"])
@@ -260,7 +262,7 @@ def test_predict_ids_equals_the_keras_model(exported, served):
 
 
 def test_windows_in_the_graph_equal_plan_windows():
-    from electra_tf.export.tagging_serving import _plan_windows
+    from electra_tf.export.word_windows import _plan_windows
 
     rng = np.random.RandomState(0)
     for _ in range(12):
@@ -284,7 +286,7 @@ def test_windows_in_the_graph_equal_plan_windows():
 
 
 def test_assets_signatures_and_wrong_label_count(exported, tmp_path):
-    from electra_tf.export.tagging_serving import export_tagging_serving
+    from electra_tf.tasks.tagging.serving import export_tagging_serving
 
     tagger, path = exported
     config = json.loads(open(os.path.join(path, "assets", "serving_config.json")).read())
@@ -327,7 +329,7 @@ def odd_texts():
     ]
     conll = os.path.join(os.path.expanduser("~"), ".cache", "electra_tf", "benchmarks", "conll2003", "dev.txt")
     if os.path.exists(conll):
-        from electra_tf.finetuning.conll import read_conll
+        from electra_tf.tasks.tagging.conll import read_conll
 
         texts += [" ".join(s.words) for s in read_conll(conll)[::10]]
     squad = os.path.join(os.path.expanduser("~"), ".cache", "electra_tf", "benchmarks", "squad_v1.1", "dev.json")
@@ -338,7 +340,7 @@ def odd_texts():
 
 
 def test_word_split_in_the_graph_equals_the_hand_scan():
-    from electra_tf.export.tagging_serving import split_words
+    from electra_tf.export.word_windows import split_words
 
     texts = odd_texts()
     words, starts, _ = split_words(tf.constant(texts))
@@ -351,7 +353,7 @@ def test_word_split_in_the_graph_equals_the_hand_scan():
 def test_conll_tokens_stay_whole_words():
     """CoNLL dev tokens come back as the same words, but for a few (numbered lists `3.`, decimals `.496`,
     `+48`), of which at most 1 in 10,000 is part of an entity."""
-    from electra_tf.finetuning.conll import read_conll
+    from electra_tf.tasks.tagging.conll import read_conll
 
     conll = os.path.join(os.path.expanduser("~"), ".cache", "electra_tf", "benchmarks", "conll2003", "dev.txt")
     if not os.path.exists(conll):
@@ -373,7 +375,7 @@ def test_conll_tokens_stay_whole_words():
 @pytest.mark.skipif(not os.path.exists(VOCAB), reason="shared vocabulary missing")
 def test_us_treasury_gives_one_entity_covering_us_when_the_model_tags_it():
     """A tagger whose head says B-LOC everywhere: every word is one entity, so `U.S.` is one (not `U`, `S`)."""
-    from electra_tf.export.tagging_serving import TaggingServingModule
+    from electra_tf.tasks.tagging.serving import TaggingServingModule
 
     encoder = ElectraEncoder(vocab_size=30522, num_layers=1, num_heads=2, hidden_dim=16, embedding_dim=16,
                              intermediate_dim=32, max_sequence_length=64)

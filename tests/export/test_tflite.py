@@ -15,8 +15,8 @@ import tensorflow as tf
 
 from helpers import error_line, finetuned_runs, run_python, shared_data
 
-from electra_tf.finetuning.classification import ClassificationKind
-from electra_tf.finetuning.tagging import TaggingKind
+from electra_tf.tasks.classification.kind import ClassificationKind
+from electra_tf.tasks.tagging.kind import TaggingKind
 
 TASKS = ("movie_polarity", "trec6", "sms_spam")
 TEXT_OPS = ["FastBertNormalize", "FastWordpieceTokenizeWithOffsets"]
@@ -87,8 +87,8 @@ def test_pack_ids_equals_the_served_packing_on_every_task_dev_set():
 @pytest.fixture(scope="module")
 def finetuned(tmp_path_factory):
     """Tiny fine-tuning output dirs (as `finetune` leaves them) and their TF Serving exports."""
-    from electra_tf.models.classifier import ElectraClassifier
-    from electra_tf.models.token_classifier import ElectraTokenClassifier
+    from electra_tf.tasks.classification.model import ElectraClassifier
+    from electra_tf.tasks.tagging.model import ElectraTokenClassifier
 
     root = tmp_path_factory.mktemp("tflite")
     kinds = {
@@ -118,7 +118,7 @@ def signature(path, name):
 @pytest.mark.large  # two CLI exports, two in this process, a fresh LiteRT process: ~3 min on 2 shared cores
 def test_cli_exports_answer_as_the_saved_model_on_the_dev_set_without_tensorflow(finetuned, tmp_path):
     """Raw text and `--ids`, float and int8, classification, pairs and regression, against the SavedModel."""
-    from electra_tf.finetuning.kinds import export_tflite, load_finetuned
+    from electra_tf.tasks import export_tflite, load_finetuned
 
     dirs, served, root = finetuned
     texts, labels = dev_set("movie_polarity")
@@ -182,7 +182,7 @@ def test_cli_exports_answer_as_the_saved_model_on_the_dev_set_without_tensorflow
 def test_litert_tokenizes_every_task_dev_set_as_the_saved_model(finetuned, tmp_path):
     """The tokenizer's LiteRT kernels (tensorflow-text's) give the SavedModel's `preprocess` ids, singles and pairs."""
     from electra_tf.export.tflite import TFLiteModule, convert
-    from electra_tf.finetuning.kinds import load_finetuned, serving_module
+    from electra_tf.tasks import load_finetuned, serving_module
 
     dirs, served, _ = finetuned
     texts = [text for task in TASKS for text in dev_set(task)[0]] + EDGE_TEXTS
@@ -258,7 +258,7 @@ def test_a_failed_write_leaves_no_output_and_no_partial_folder(tmp_path):
 
 def _tiny_model_dir(tmp_path, settings):
     from electra_tf.data.tokenizer import write_settings
-    from electra_tf.models.classifier import ElectraClassifier
+    from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.models.encoder import ElectraEncoder
     from helpers import write_vocab
 
@@ -273,7 +273,7 @@ def _tiny_model_dir(tmp_path, settings):
 
 def test_raw_text_refuses_a_normalisation_litert_lacks_and_ids_take_it(tmp_path):
     """Lower-casing without stripping accents runs TF string ops (no LiteRT kernel): --ids only."""
-    from electra_tf.finetuning.kinds import export_tflite
+    from electra_tf.tasks import export_tflite
 
     model, vocab = _tiny_model_dir(tmp_path, {"lower_case": True, "strip_accents": False})
     with pytest.raises(ValueError, match="export it with --ids"):
@@ -288,9 +288,9 @@ def test_raw_text_refuses_a_normalisation_litert_lacks_and_ids_take_it(tmp_path)
 
 
 def test_a_question_answering_model_is_refused_naming_the_serving_export(tmp_path):
-    from electra_tf.finetuning.kinds import export_tflite
+    from electra_tf.tasks import export_tflite
     from electra_tf.models.encoder import ElectraEncoder
-    from electra_tf.models.question_answerer import ElectraQuestionAnswerer
+    from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer
     from helpers import write_vocab
 
     encoder = ElectraEncoder(vocab_size=120, num_layers=1, num_heads=1, hidden_dim=8, embedding_dim=8,

@@ -45,9 +45,9 @@ def exported(tmp_path_factory):
     import keras
 
     from electra_tf.data.tokenizer import WordPieceTokenizer
-    from electra_tf.export.serving import classification_serving_module
-    from electra_tf.finetuning.kinds import export_tflite
-    from electra_tf.models.classifier import ElectraClassifier
+    from electra_tf.tasks.classification.serving import classification_serving_module
+    from electra_tf.tasks import export_tflite
+    from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.models.encoder import ElectraEncoder
 
     root = tmp_path_factory.mktemp("tflite_dynamic")

@@ -8,8 +8,8 @@ import pathlib
 import pytest
 
 from helpers import make_run_dir, write_vocab
-from electra_tf.finetuning import tasks as tasks_lib
-from electra_tf.finetuning.classification import run_finetuning
+from electra_tf.tasks.classification import data as tasks_lib
+from electra_tf.tasks.classification.kind import run_finetuning
 
 
 def checksums(folder):
@@ -62,7 +62,7 @@ def test_bad_task_files_name_the_file(tmp_path, train, message):
 
 
 @pytest.mark.parametrize("flag,value,wanted", [
-    ("epochs", 0, ">= 1"), ("epochs", -1, ">= 1"), ("batch_size", 0, ">= 1"), ("batch_size", -4, ">= 1"),
+    ("epochs", -1, ">= 0"), ("batch_size", 0, ">= 1"), ("batch_size", -4, ">= 1"),
     ("num_trials", 0, ">= 1"), ("learning_rate", -1.0, "> 0"), ("seq_length", 2, ">= 3"),
     ("warmup_proportion", 1.5, r"in \[0, 1\]"), ("dropout", 1.0, r"in \[0, 1\)"),
 ])
@@ -108,8 +108,8 @@ def test_corrupt_keras_init_names_the_file(tiny_run, tmp_path):
 def test_serving_export_without_finetune_config_warns_what_it_assumes(tiny_run, tmp_path, caplog):
     import keras
 
-    from electra_tf.finetuning.kinds import load_finetuned
-    from electra_tf.models.classifier import ElectraClassifier
+    from electra_tf.tasks import load_finetuned
+    from electra_tf.tasks.classification.model import ElectraClassifier
 
     encoder = keras.saving.load_model(os.path.join(tiny_run["run"], "discriminator.keras"))
     classifier = ElectraClassifier(encoder, num_labels=3)

@@ -147,7 +147,7 @@ def test_squad11_question_without_answers_is_refused(run_dir, tmp_path, output_d
 
 def test_squad2_questions_without_answers_are_read(tmp_path):
     """Declared 2.0 (the version field, or an `is_impossible` field): unanswerable questions are read."""
-    from electra_tf.finetuning.squad import read_squad
+    from electra_tf.tasks.span_qa.squad import read_squad
 
     for name, content in (("v2.json", squad([question("a"), question("b", answer=None)], version="v2.0")),
                           ("field.json", squad([question("a"), question("b", answer=None, is_impossible=True)]))):

@@ -42,8 +42,8 @@ def test_cli_beats_majority_class_on_movie_polarity(run_dir, tmp_path):
 @pytest.mark.large
 def test_multiple_trials_report_spread(run_dir, tmp_path):
     """Two trials on a toy pair task: per-trial metrics, their mean/median/std, different seeds."""
-    from electra_tf.finetuning import tasks
-    from electra_tf.finetuning.classification import run_finetuning
+    from electra_tf.tasks.classification import data as tasks
+    from electra_tf.tasks.classification.kind import run_finetuning
 
     data = tmp_path / "data"
     data.mkdir()

@@ -3,7 +3,7 @@
 import keras
 import numpy as np
 
-from electra_tf.models.classifier import ElectraClassifier
+from electra_tf.tasks.classification.model import ElectraClassifier
 from electra_tf.models.encoder import ElectraEncoder
 
 

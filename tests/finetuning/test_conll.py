@@ -7,7 +7,7 @@ import re
 import pytest
 from seqeval.metrics.sequence_labeling import get_entities
 
-from electra_tf.finetuning import conll
+from electra_tf.tasks.tagging import conll
 
 CONLL_TEXT = """-DOCSTART- -X- -X- O
 

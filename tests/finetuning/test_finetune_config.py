@@ -6,7 +6,7 @@ import pytest
 from absl import flags
 
 from electra_tf.config_fields import fields
-from electra_tf.finetuning.config import FinetuneConfig
+from electra_tf.tasks import FinetuneConfig
 
 # The flags and defaults of `electra_tf.finetune` before FinetuneConfig existed (label_column's
 # "label" is now resolved at use: None means "label" for classification, the last column for tagging).
@@ -49,8 +49,8 @@ def test_choices_and_ranges_are_checked():
 
 
 def test_task_kind_and_generic_tagging_columns():
-    from electra_tf.finetuning.tagging import tagging_task
-    from electra_tf.finetuning.kinds import for_config
+    from electra_tf.tasks.tagging.kind import tagging_task
+    from electra_tf.tasks import for_config
 
     def is_tagging(config):
         return for_config(config).name == "tagging"

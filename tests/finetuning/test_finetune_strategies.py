@@ -43,10 +43,10 @@ import os
 import keras
 from helpers import make_run_dir
 from test_finetune_strategies import write_toy_tasks
-from electra_tf.finetuning import tasks
-from electra_tf.finetuning.config import FinetuneConfig
-from electra_tf.finetuning.classification import run_finetuning
-from electra_tf.finetuning.kinds import finetune as run_trials
+from electra_tf.tasks.classification import data as tasks
+from electra_tf.tasks import FinetuneConfig
+from electra_tf.tasks.classification.kind import run_finetuning
+from electra_tf.tasks import finetune as run_trials
 
 tmp, vocab = sys.argv[1:]
 run_dir = make_run_dir(os.path.join(tmp, "run"), vocab, dropout=0.0, num_layers=2, hidden_dim=32,
@@ -84,10 +84,10 @@ def float32_after():
 @pytest.mark.skipif(not os.path.exists(VOCAB), reason="shared vocabulary missing")
 @pytest.mark.parametrize("kind", ["classification", "regression", "tagging"])
 def test_mixed_bfloat16_and_xla_fine_tune_on_cpu(kind, run_dir, tmp_path, float32_after):
-    from electra_tf.finetuning import tasks
-    from electra_tf.finetuning.config import FinetuneConfig
-    from electra_tf.finetuning.classification import run_finetuning
-    from electra_tf.finetuning.kinds import finetune as run_trials
+    from electra_tf.tasks.classification import data as tasks
+    from electra_tf.tasks import FinetuneConfig
+    from electra_tf.tasks.classification.kind import run_finetuning
+    from electra_tf.tasks import finetune as run_trials
 
     data = write_toy_tasks(tmp_path / "data", num_sentences=32)
     settings = dict(epochs=2, batch_size=8, learning_rate=2e-3, seq_length=16, verbose=0,
@@ -114,11 +114,11 @@ WORKER_SCRIPT = textwrap.dedent(
     """
     import json, os, sys
     import keras
-    from electra_tf.finetuning import tasks
-    from electra_tf.finetuning.config import FinetuneConfig
+    from electra_tf.tasks.classification import data as tasks
+    from electra_tf.tasks import FinetuneConfig
     from electra_tf.finetuning.recipe import create_strategy
-    from electra_tf.finetuning.classification import run_finetuning
-    from electra_tf.finetuning.kinds import finetune as run_trials
+    from electra_tf.tasks.classification.kind import run_finetuning
+    from electra_tf.tasks import finetune as run_trials
 
     run_dir, data, out, strategy_name = sys.argv[1:]
     settings = dict(epochs=2, batch_size=8, learning_rate=2e-3, dropout=0.0, seq_length=16, verbose=0,
@@ -151,8 +151,8 @@ def test_multi_worker_two_processes_fine_tune_like_one_device(tmp_path):
     """Two local workers (TF_CONFIG) fine-tune classification and tagging on the same global batches as
     one device: equal losses on both workers and the one-device run, the chief's saved weights equal the
     one-device run's, and the non-chief's scratch folders are gone."""
-    import electra_tf.models.classifier  # noqa: F401  (registers the saved classes)
-    import electra_tf.models.token_classifier  # noqa: F401
+    import electra_tf.tasks.classification.model  # noqa: F401  (registers the saved classes)
+    import electra_tf.tasks.tagging.model  # noqa: F401
     run_dir = make_run_dir(tmp_path / "run", VOCAB, dropout=0.0, num_layers=2, hidden_dim=32, embedding_dim=16,
                            intermediate_dim=64, max_sequence_length=32, seq_length=16)
     data = write_toy_tasks(tmp_path / "data")

@@ -8,8 +8,8 @@ import tensorflow as tf
 from helpers import write_vocab
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.finetuning.batching import epoch_order
-from electra_tf.finetuning.classification import make_dataset
-from electra_tf.finetuning.tasks import Example
+from electra_tf.tasks.classification.kind import make_dataset
+from electra_tf.tasks.classification.data import Example
 
 
 def reference_batches(examples, tokenizer, seq_length, batch_size, shuffle_seed, epoch, skip=0):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.models.classifier import ElectraClassifier
+from electra_tf.tasks.classification.model import ElectraClassifier
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.finetuning.layerwise_lr import LayerwiseAdamW, layer_depth
 

@@ -121,8 +121,8 @@ def test_predict_refuses_a_question_of_too_many_choices(trained, tmp_path):
 def test_batches_are_padded_to_their_own_widest_question(data, tmp_path, bert_vocab):
     from electra_tf.data.tokenizer import WordPieceTokenizer
     from electra_tf.finetuning.batching import epoch_order, predict_in_batches
-    from electra_tf.finetuning.config import FinetuneConfig
-    from electra_tf.finetuning.multiple_choice import MultipleChoiceKind
+    from electra_tf.tasks import FinetuneConfig
+    from electra_tf.tasks.multiple_choice.kind import MultipleChoiceKind
 
     folder = tmp_path / "wide"
     folder.mkdir()

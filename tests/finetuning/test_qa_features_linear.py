@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from electra_tf.data.tokenizer import WordPieceTokenizer
-from electra_tf.finetuning import qa_features, squad
-from electra_tf.finetuning.squad import QAExample
+from electra_tf.tasks.span_qa import features as qa_features
+from electra_tf.tasks.span_qa import squad
+from electra_tf.tasks.span_qa.squad import QAExample
 
 WORDS = ["where", "is", "paris", "in", "france", "the", "city", "of", "light", "river", "seine", "flows",
          "through", "it", "a", "and", "many", "words", "here", "café", "naïve", "?", ".", ",", "1990", "##s"]

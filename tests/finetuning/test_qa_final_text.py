@@ -28,7 +28,7 @@ def reference_answer(context, start, end):
 
 
 def piece_spans(tokenizer, text):
-    from electra_tf.finetuning.qa_features import tokenize_with_char_offsets
+    from electra_tf.tasks.span_qa.features import tokenize_with_char_offsets
 
     ids, starts, ends = tokenize_with_char_offsets(tokenizer, [text])[0]
     return [tokenizer.vocab[i] for i in ids], starts, ends
@@ -36,7 +36,7 @@ def piece_spans(tokenizer, text):
 
 def test_word_offsets_are_the_basic_tokenizers_words_for_every_span_of_a_real_text():
     from electra_tf.data.tokenizer import WordPieceTokenizer
-    from electra_tf.finetuning.qa_features import tokenize_with_char_offsets, word_offsets
+    from electra_tf.tasks.span_qa.features import tokenize_with_char_offsets, word_offsets
 
     tokenizer = WordPieceTokenizer(str(shared_data("vocab", "bert_uncased_vocab.txt")))
     text = ("Unbelievably, the yellowish U.S.-based outfitters re-tokenized 1990s' catalogues: naïve "
@@ -54,7 +54,7 @@ def toy(tmp_path_factory):
     """A tiny vocabulary in which "yellow" is `ye ##ll ##ow`, and an untrained question answerer over it."""
     from electra_tf.data.tokenizer import WordPieceTokenizer
     from electra_tf.models.encoder import ElectraEncoder
-    from electra_tf.models.question_answerer import ElectraQuestionAnswerer
+    from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer
 
     vocab = tmp_path_factory.mktemp("qa_words") / "vocab.txt"
     vocab.write_text("\n".join(TOKENS) + "\n")
@@ -85,9 +85,10 @@ def beam(inputs, start_piece, end_piece, ids):
     ("sky", "sky", "sky"),  # a whole word stays as it is
 ])
 def test_evaluation_and_the_served_graph_answer_whole_words(toy, start_piece, end_piece, answer):
-    from electra_tf.export.qa_serving import qa_serving_module
-    from electra_tf.finetuning import qa_features, qa_metrics
-    from electra_tf.finetuning.squad import QAExample
+    from electra_tf.tasks.span_qa.serving import qa_serving_module
+    from electra_tf.tasks.span_qa import features as qa_features
+    from electra_tf.tasks.span_qa import metrics as qa_metrics
+    from electra_tf.tasks.span_qa.squad import QAExample
 
     model, vocab, tokenizer = toy
     ids = {token: i for i, token in enumerate(TOKENS)}
@@ -117,9 +118,9 @@ def test_no_gold_answer_of_the_squad_dev_split_starts_or_ends_inside_a_word():
     """Whole words change no training label there: every gold answer's pieces start at a word's first piece and
     end at a word's last (a `##` piece never begins a gold answer nor follows one)."""
     from electra_tf.data.tokenizer import WordPieceTokenizer
-    from electra_tf.finetuning.qa_features import (answer_token_span, locate_answer, tokenize_with_char_offsets,
+    from electra_tf.tasks.span_qa.features import (answer_token_span, locate_answer, tokenize_with_char_offsets,
                                                    word_offsets)
-    from electra_tf.finetuning.squad import read_squad
+    from electra_tf.tasks.span_qa.squad import read_squad
 
     path = os.path.join(os.path.expanduser("~"), ".cache", "electra_tf", "benchmarks", "squad_v1.1", "dev.json")
     if not os.path.exists(path):

@@ -8,8 +8,8 @@ import keras
 import numpy as np
 import pytest
 
-from electra_tf.finetuning.config import FinetuneConfig
-from electra_tf.finetuning.kinds import finetune as run_trials, for_config
+from electra_tf.tasks import FinetuneConfig
+from electra_tf.tasks import finetune as run_trials, for_config
 from helpers import assert_trained_alike, run_python, train_on_one_and_two_cpus
 
 VOCAB = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "vocab", "bert_uncased_vocab.txt")
@@ -130,8 +130,8 @@ import os
 import keras
 from helpers import make_run_dir
 from test_squad import SETTINGS, write_toy_squad
-from electra_tf.finetuning.config import FinetuneConfig
-from electra_tf.finetuning.kinds import finetune as run_trials
+from electra_tf.tasks import FinetuneConfig
+from electra_tf.tasks import finetune as run_trials
 
 tmp, vocab = sys.argv[1:]
 run_dir = make_run_dir(os.path.join(tmp, "run"), vocab, dropout=0.0, num_layers=1, hidden_dim=32,

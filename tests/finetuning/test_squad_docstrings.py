@@ -4,8 +4,12 @@ import doctest
 
 import pytest
 
-from electra_tf.finetuning import qa_features, qa_metrics, squad
-from electra_tf.models import question_answerer
+from electra_tf.tasks.span_qa import features as qa_features
+
+from electra_tf.tasks.span_qa import metrics as qa_metrics
+
+from electra_tf.tasks.span_qa import squad
+from electra_tf.tasks.span_qa import model as question_answerer
 
 
 @pytest.mark.parametrize("module", [squad, qa_features, qa_metrics, question_answerer], ids=lambda m: m.__name__)

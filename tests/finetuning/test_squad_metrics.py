@@ -7,9 +7,11 @@ official script's arithmetic is checked on cases worked out by hand.
 import numpy as np
 import pytest
 
-from electra_tf.finetuning import qa_features, qa_metrics
-from electra_tf.finetuning.qa_metrics import exact_match, f1_score, normalize_answer, squad_scores
-from electra_tf.finetuning.squad import QAExample, swap_contexts
+from electra_tf.tasks.span_qa import features as qa_features
+
+from electra_tf.tasks.span_qa import metrics as qa_metrics
+from electra_tf.tasks.span_qa.metrics import exact_match, f1_score, normalize_answer, squad_scores
+from electra_tf.tasks.span_qa.squad import QAExample, swap_contexts
 
 
 @pytest.mark.parametrize("text, normal", [

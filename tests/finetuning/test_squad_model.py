@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from electra_tf.models.encoder import ElectraEncoder
-from electra_tf.models.question_answerer import ElectraQuestionAnswerer
+from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer
 
 
 def tiny(head="official", answerable=True, **kwargs):

@@ -9,11 +9,12 @@ import keras
 import numpy as np
 import pytest
 
-from electra_tf.finetuning import tagging
-from electra_tf.finetuning.config import FinetuneConfig
-from electra_tf.finetuning.tagging import MaskedSparseCrossEntropy, tagging_dataset
-from electra_tf.finetuning.tagging_features import IGNORE_INDEX
-from electra_tf.finetuning.kinds import finetune as run_trials
+from electra_tf.tasks.tagging import kind as tagging
+from electra_tf.tasks import FinetuneConfig
+from electra_tf.tasks.tagging.kind import tagging_dataset
+from electra_tf.tasks.tagging.model import MaskedSparseCrossEntropy
+from electra_tf.tasks.tagging.features import IGNORE_INDEX
+from electra_tf.tasks import finetune as run_trials
 from helpers import run_python
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # seqeval's zero-division warnings
@@ -61,7 +62,7 @@ def test_masked_loss_equals_pytorch_cross_entropy_with_ignore_index():
 
 def test_batches_are_cut_to_the_longest_row_without_changing_labelled_logits():
     from electra_tf.models.encoder import ElectraEncoder
-    from electra_tf.models.token_classifier import ElectraTokenClassifier
+    from electra_tf.tasks.tagging.model import ElectraTokenClassifier
 
     features = {name: np.zeros((3, 64), np.int32) for name in ("token_ids", "segment_ids", "padding_mask")}
     features["label_ids"] = np.full((3, 64), IGNORE_INDEX, np.int32)
@@ -103,7 +104,7 @@ def independent_dev_tags(model, vocab_file, sentences, labels):
 def test_tagging_learns_and_scores_as_seqeval(run_dir, tmp_path):
     from seqeval.metrics import accuracy_score, f1_score, precision_score, recall_score
 
-    from electra_tf.finetuning import conll
+    from electra_tf.tasks.tagging import conll
     from electra_tf.finetuning.recipe import create_optimizer
 
     data = write_conll(tmp_path / "data")
@@ -188,8 +189,8 @@ def test_sentence_longer_than_max_seq_length_is_windowed_and_named(bert_vocab, t
     """Bad input, documented behaviour: a long sentence is no error; the run names its file and line and
     every word is trained on and predicted once (windows)."""
     from electra_tf.data.tokenizer import WordPieceTokenizer
-    from electra_tf.finetuning import conll
-    from electra_tf.finetuning.tagging_features import build_features, tokenize_words, word_predictions
+    from electra_tf.tasks.tagging import conll
+    from electra_tf.tasks.tagging.features import build_features, tokenize_words, word_predictions
 
     words = ["John", "went", "to", "Paris"] * 10
     text = "short O\nline O\n\n" + "".join(f"{w} {'B-PER' if w == 'John' else 'O'}\n" for w in words)

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from electra_tf.data.tokenizer import WordPieceTokenizer
-from electra_tf.finetuning import conll
-from electra_tf.finetuning.tagging_features import (
+from electra_tf.tasks.tagging import conll
+from electra_tf.tasks.tagging.features import (
     IGNORE_INDEX, build_features, plan_windows, tokenize_words, word_predictions)
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "new", "york", "##er", "##s", "lives",

@@ -6,8 +6,8 @@ import pytest
 from seqeval.metrics import (accuracy_score, classification_report, f1_score, precision_score,
                              recall_score)
 
-from electra_tf.finetuning import conll
-from electra_tf.finetuning.tagging_metrics import entity_scores, get_entities, token_accuracy
+from electra_tf.tasks.tagging import conll
+from electra_tf.tasks.tagging.metrics import entity_scores, get_entities, token_accuracy
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # seqeval's zero-division warnings
 

@@ -1,4 +1,4 @@
-"""A task kind is one plug-in: the registry (`finetuning.kinds.KINDS`) is what fine-tuning, export, predict and
+"""A task kind is one plug-in: the registry (`tasks.KINDS`) is what fine-tuning, export, predict and
 convert consult, and no other module of the package dispatches on task kinds (read as text, nothing imported)."""
 
 import os
@@ -6,13 +6,12 @@ import re
 
 import pytest
 
-from electra_tf.finetuning import kinds
-from electra_tf.finetuning.config import FinetuneConfig
+from electra_tf import tasks as kinds
+from electra_tf.tasks import FinetuneConfig
+from electra_tf.tasks.base import NoSettings
 
 PACKAGE = os.path.join(os.path.dirname(__file__), "..", "..", "electra_tf")
-# The modules of the kinds themselves: the only places that may know one kind from another.
-KIND_MODULES = {"classification.py", "tagging.py", "qa.py", "multiple_choice.py"}
-MODEL_CLASSES = "|".join(kind.model_class.__name__ for kind in kinds.KINDS.values())
+MODEL_CLASSES = "|".join(kind.model_class.__name__ for kind in kinds.FINETUNED.values())
 NAMES = "|".join(kinds.KINDS)
 DISPATCH = [
     re.compile(rf"isinstance\([^)]*\b({MODEL_CLASSES})\b"),  # which model is it?
@@ -35,7 +34,7 @@ def test_no_module_outside_the_kinds_dispatches_on_a_task_kind():
     found = []
     for path in package_files():
         relative = os.path.relpath(path, PACKAGE)
-        if os.path.dirname(relative) == "finetuning" and os.path.basename(relative) in KIND_MODULES:
+        if relative.startswith("tasks/") and relative.count("/") == 2:  # a kind's own folder
             continue
         for number, line in enumerate(open(path, encoding="utf-8"), start=1):
             if any(pattern.search(line) for pattern in DISPATCH):
@@ -55,10 +54,12 @@ def test_the_patterns_catch_the_dispatch_they_are_for():
 
 
 def test_each_kind_declares_what_the_commands_ask_of_it():
-    files = [kind.model_file for kind in kinds.KINDS.values()]
+    files = [kind.model_file for kind in kinds.FINETUNED.values()]
     assert len(set(files)) == len(files) and all(f.endswith(".keras") for f in files)
-    for name, kind in kinds.KINDS.items():
+    for name, kind in kinds.FINETUNED.items():
         assert kind.name == name and kind.predict_formats and kind.model_class is not None
+        # its settings are its folder's `config.py` ones, which `FinetuneConfig` collects without importing the kind
+        assert kind.Config is (kinds._settings_of(folder_of(kind), "Config") or NoSettings), name
         for member in ("serving_module", "read_examples", "format_prediction", "score", "hf_head",
                        "finetune_config", "evaluate", "build_model", "train_dataset"):
             assert callable(getattr(kind, member)), (name, member)
@@ -79,17 +80,17 @@ def test_an_unknown_task_kind_names_the_known_ones():
         kinds.get("ranking")
 
 
-# The files a task kind may live in: its modules, its model and serving files (by their names), and the
-# registry's one line. Everything else in the package reaches a kind through the registry.
-PLUG_IN_FILES = {
-    "multiple_choice": ("finetuning/multiple_choice.py", "finetuning/multiple_choice_data.py",
-                        "models/multiple_choice.py", "export/multiple_choice_serving.py"),
-}
+TASKS = os.path.join(PACKAGE, "tasks")
+
+
+def folder_of(kind):
+    """The folder of `kind` under `electra_tf/tasks/` (its module's package)."""
+    return kind.__module__.split(".")[2]
 
 
 def code_names(path):
-    """Identifiers, attribute names, imported names and string constants of `path`, docstrings and comments
-    left out: what the module's code refers to."""
+    """(line, what) of the identifiers, attribute names, imported modules and names and string constants of `path`,
+    docstrings and comments left out: what the module's code refers to."""
     import ast
 
     tree = ast.parse(open(path, encoding="utf-8").read())
@@ -109,20 +110,74 @@ def code_names(path):
             yield node.lineno, node.value
 
 
-@pytest.mark.parametrize("kind", list(PLUG_IN_FILES))
-def test_a_kind_is_named_by_its_own_files_and_one_registry_line(kind):
-    """Adding the kind touched its modules, its model and serving files and `kinds.KINDS`: the package's code
-    (docstrings aside) names it nowhere else, and the registry in one line and its import."""
-    camel = "".join(part.title() for part in kind.split("_"))
-    pattern = re.compile(rf"{kind}|{camel}")
+def defined_classes(paths):
+    import ast
+
+    return {node.name for path in paths for node in ast.walk(ast.parse(open(path, encoding="utf-8").read()))
+            if isinstance(node, ast.ClassDef)}
+
+
+def kind_names(name):
+    """What names the kind `name`: its registry name and folder, its model file, the input formats only it reads, the
+    classes only its folder defines, and (a prefix) its modules."""
+    kind = kinds.KINDS[name]
+    folder = folder_of(kind)
+    own = [p for p in package_files() if os.path.dirname(p) == os.path.join(TASKS, folder)]
+    others = [p for p in package_files() if p not in own]
+    from electra_tf.predicting.inputs import FORMATS  # every reader's
+
+    formats = set(kind.predict_formats) - set(FORMATS) - {f for other in kinds.KINDS.values() if other is not kind
+                                                          for f in other.predict_formats}
+    exact = {name, folder, *([kind.model_file] if kind.model_file else []), *formats,
+             *(defined_classes(own) - defined_classes(others))}
+    return exact, f"electra_tf.tasks.{folder}"
+
+
+# The same word for another concept: "rtd" is also pre-training's replaced-token-detection loss term (its objective
+# weights, FLOPs and metrics), which is not the served kind "rtd" of a pre-trained model's scores.
+OTHER_MEANINGS = {"rtd": ("objectives.py", "training/", "models/pretrainer.py")}
+
+
+def names_outside(name, where):
+    """{relative path: sorted lines} of the package modules in `where` (a predicate of the relative path) that name
+    the kind `name`."""
+    exact, prefix = kind_names(name)
     found = {}
     for path in package_files():
         relative = os.path.relpath(path, PACKAGE).replace(os.sep, "/")
-        if relative in PLUG_IN_FILES[kind]:
+        if not where(relative) or relative.startswith(OTHER_MEANINGS.get(name, ())):
             continue
-        lines = sorted({line for line, name in code_names(path) if pattern.search(name)})
+        lines = sorted({line for line, word in code_names(path) if word in exact or word == prefix
+                        or word.startswith(prefix + ".")})
         if lines:
             found[relative] = lines
-    registry = found.pop("finetuning/kinds.py", [])
-    assert len(registry) == 2, f"finetuning/kinds.py names {kind} on lines {registry}: its import and KINDS line"
-    assert not found, f"{kind} is named outside its plug-in files: {found}"
+    return found
+
+
+@pytest.mark.parametrize("name", list(kinds.KINDS))
+def test_a_kind_is_named_by_its_own_folder_and_one_registry_line(name):
+    """Adding a kind is its folder `electra_tf/tasks/<kind>/` and one line of `tasks.FOLDERS`: the
+    package's code (docstrings aside) names it, its classes or its modules nowhere else."""
+    folder = folder_of(kinds.KINDS[name])
+    found = names_outside(name, lambda relative: not relative.startswith(f"tasks/{folder}/"))
+    registry = found.pop("tasks/__init__.py", [])
+    assert len(registry) == 1, f"tasks/__init__.py names {name} on lines {registry}: its line of FOLDERS"
+    assert not found, f"{name} is named outside its folder: {found}"
+
+
+def test_no_module_outside_the_tasks_folder_names_a_task_kind():
+    """The generic layers (fine-tuning loop, export formats, predict's reading and writing, the commands) reach every
+    kind through the registry, by the name a run or an export wrote."""
+    found = {name: names_outside(name, lambda relative: not relative.startswith("tasks/")) for name in kinds.KINDS}
+    assert not any(found.values()), f"task kinds named outside electra_tf/tasks/: {found}"
+
+
+def test_the_footprint_check_finds_a_kind_named_elsewhere(tmp_path, monkeypatch):
+    """The check above is only as good as what it reads: a generic module that imports a kind's model, or compares
+    with its name, is found."""
+    path = tmp_path / "generic.py"
+    path.write_text('"""span_qa in a docstring is prose."""\nfrom electra_tf.tasks.tagging.model import X\n'
+                    'if settings["kind"] == "span_qa":\n    pass\n')
+    words = {word for _, word in code_names(str(path))}
+    assert "electra_tf.tasks.tagging.model" in words and "span_qa" in words
+    assert not any("docstring" in word for word in words)

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from electra_tf.finetuning import tasks
+from electra_tf.tasks.classification import data as tasks
 
 SHARED_TASKS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "tasks"))
 

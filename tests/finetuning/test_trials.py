@@ -12,8 +12,8 @@ import pytest
 import tensorflow as tf
 
 from electra_tf import run_files
-from electra_tf.finetuning.config import FinetuneConfig
-from electra_tf.finetuning.kinds import finetune as run_trials
+from electra_tf.tasks import FinetuneConfig
+from electra_tf.tasks import finetune as run_trials
 from helpers import make_run_dir, run_python, write_vocab
 from test_bad_input_finetune import checksums
 from test_finetune_strategies import write_toy_tasks
@@ -206,6 +206,18 @@ def test_each_epoch_is_scored_logged_and_the_kept_epoch_is_the_saved_model(keep,
     assert again == json.loads((out / "results.json").read_text()) and checksums(out) == before
 
 
+def test_zero_epochs_score_and_save_the_init_model_as_it_is(data, run_dir, tmp_path, capsys):
+    """`--epochs 0`: no update; the dev score is the untrained head's, and the saved model is that model."""
+    out = tmp_path / "out"
+    results = run_trials(config_for("classification", data, run_dir, out, epochs=0))
+    trial = results["trials"][0]
+    assert trial["kept_epoch"] == 0 and [r["epoch"] for r in trial["epochs"]] == [0]
+    assert trial["train_loss"] == [None] and trial["train_examples_per_second"] == 0
+    saved = independent_accuracy(out / "classifier.keras", out / "vocab.txt", os.path.join(data["text"], "dev.tsv"))
+    assert saved == pytest.approx(trial["dev"]["accuracy"], abs=1e-9)
+    assert "epochs 0: dev accuracy " in capsys.readouterr().out
+
+
 def test_early_stopping_after_patience_epochs_without_a_better_score(data, run_dir, tmp_path):
     config = config_for("classification", data, run_dir, tmp_path / "out", epochs=5, learning_rate=1e-9,
                         early_stopping_patience=1)
@@ -219,7 +231,7 @@ def test_early_stopping_after_patience_epochs_without_a_better_score(data, run_d
 def test_conll_style_run_prints_dev_f1_per_epoch_keeps_the_best_and_scores_test(run_dir, tmp_path):
     from seqeval.metrics import f1_score
 
-    from electra_tf.finetuning import conll
+    from electra_tf.tasks.tagging import conll
 
     data = write_conll(tmp_path / "conll", splits=(("train", 48), ("dev", 16), ("test", 16)))
     out = tmp_path / "out"

@@ -5,9 +5,9 @@ import doctest
 import keras
 import numpy as np
 
-from electra_tf.models import token_classifier
+from electra_tf.tasks.tagging import model as token_classifier
 from electra_tf.models.encoder import ElectraEncoder
-from electra_tf.models.token_classifier import ElectraTokenClassifier
+from electra_tf.tasks.tagging.model import ElectraTokenClassifier
 
 
 def tiny_encoder():

@@ -134,7 +134,7 @@ def test_auto_picks_the_strategy_from_the_devices(gpus, tpu, cpus, expected):
 def test_auto_is_the_default_and_the_run_logs_its_strategy_and_devices():
     from absl import logging as absl_logging
 
-    from electra_tf.finetuning.config import FinetuneConfig
+    from electra_tf.tasks import FinetuneConfig
     from electra_tf.training import distribute
 
     assert FinetuneConfig.__dataclass_fields__["strategy"].default == "auto"

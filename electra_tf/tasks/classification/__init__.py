@@ -1,0 +1,5 @@
+"""classification: sentence(-pair) classification and regression over GLUE / TSV / CSV files.
+
+`kind` (`ClassificationKind`), `config` (its flags), `data` (the task files), `model` (`ElectraClassifier`),
+`serving` (TF Serving, raw text in), `hf_head` (`convert --to hf`).
+"""

@@ -1,0 +1,46 @@
+"""`predict --passages FILE --top_k K` of an embedding model: each query's best passages by cosine similarity.
+
+The passages (one per line, or JSON Lines `{"text": ...}`; blank lines skipped) are embedded
+once by the served model's `serving_default`, as the queries are; each query's record is then
+
+    {"line": 1, "top_k": [{"index": 3, "score": 0.82, "text": "..."}, ...]}
+
+best first, `index` the passage's 0-based position among the passages (blank lines not
+counted), `score` the cosine similarity.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.data.lines import split_lines
+from electra_tf.finetuning.examples import field, json_object
+from electra_tf.predicting.inputs import read_text
+from electra_tf.tasks.embedding.metrics import rank
+
+DEFAULT_TOP_K = 10
+
+
+def read_passages(path):
+    """The passages of `path`: text lines, or JSON Lines with "text" (by the first line); errors name file and line."""
+    text = read_text(path)
+    lines = [(number, raw) for number, raw in enumerate(split_lines(text), start=1) if raw.strip()]
+    if lines[0][1].lstrip().startswith("{"):
+        return [field(json_object(path, number, raw), ("text",), path, number) for number, raw in lines]
+    return [raw for _, raw in lines]
+
+
+def passage_settings(served, options, batch_size=32):
+    """`served.settings` with the passages of `options.passages`, their vectors and `top_k` added."""
+    passages = read_passages(options.passages)
+    signature = served.signatures["serving_default"]
+    vectors = np.concatenate([signature(text=tf.constant(passages[i:i + batch_size]))["embedding"].numpy()
+                              for i in range(0, len(passages), batch_size)])
+    return dict(served.settings, passages=passages, passage_vectors=vectors,
+                top_k=options.top_k or DEFAULT_TOP_K)
+
+
+def top_passages(vector, settings):
+    """The `top_k` records of one query's `vector`, best first."""
+    indices, scores = rank(np.asarray(vector)[None, :], settings["passage_vectors"], settings["top_k"])
+    return [{"index": int(i), "score": round(float(s), 7), "text": settings["passages"][i]}
+            for i, s in zip(indices[0].tolist(), scores[0].tolist())]

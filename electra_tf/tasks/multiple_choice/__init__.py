@@ -1,0 +1,4 @@
+"""multiple_choice: a question and its choices (SWAG CSVs or JSON Lines), one score per choice.
+
+`kind` (`MultipleChoiceKind`), `data` (the files), `model` (`ElectraMultipleChoice`), `serving`.
+"""

@@ -1,0 +1,246 @@
+"""Multiple choice (SWAG, ARC- or RACE-style sets): the task kind that scores each (context, choice) pair.
+
+`MultipleChoiceKind(config)` reads `--task swag` (the released SWAG CSVs:
+`train.csv`, `val.csv` as dev, a labelled `test.csv` scored once at the end) or
+any task name with `--task_kind multiple_choice` (SWAG CSVs or the JSON Lines
+layout of `multiple_choice_data`: `train.jsonl`, `dev.jsonl`, `test.jsonl`).
+It trains `ElectraMultipleChoice`: each choice is packed with its context
+(`[CLS] context [SEP] question choice [SEP]`, truncated longest-first), the
+encoder's [CLS] vector of each pair gets one score, and cross-entropy over a
+question's choices (transformers' `ElectraForMultipleChoice` and `run_swag.py`).
+The headline metric is accuracy. A question may have two to `MAX_CHOICES` (64)
+choices; each batch is padded to its own widest question with empty slots that
+take no probability. A `seq_length` that leaves every question of a split
+with choices packed alike is refused; one that cuts many pairs is warned of.
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from electra_tf.tasks.multiple_choice.serving import MultipleChoiceServingModule
+from electra_tf.finetuning.batching import compiled_predictor, epoch_batches, predict_in_batches
+from electra_tf.finetuning.examples import Example, Prediction, each_line, json_object
+from electra_tf.tasks.base import TaskKind
+from electra_tf.tasks.multiple_choice.data import SPLIT_FILES, question_of_record, read_questions, split_path
+from electra_tf.finetuning.task_metrics import accuracy
+from electra_tf.tasks.multiple_choice.model import ABSENT, ElectraMultipleChoice
+
+HEAVY_CUT = 0.1  # a split of which this share of (context, choice) pairs or more is cut gets a warning
+
+
+def pack_questions(questions, tokenizer, seq_length, chunk=4096):
+    """Model inputs of `questions`: dict of int32 `tf.RaggedTensor`s `(len(questions), None, seq_length)`.
+
+    Each (context, choice) pair is packed by `tokenizer.pack` as training and
+    serving pack it; row `i` holds question `i`'s choices, no padding slot: a
+    batch is padded to its own widest question (`batching.dense_rows`).
+
+    Args:
+        questions: list of `multiple_choice_data.Question`.
+        tokenizer: `WordPieceTokenizer`.
+        seq_length: int.
+        chunk: int. Pairs packed per call.
+    """
+    firsts, seconds = _pairs(questions)
+    flat = {name: np.zeros((len(firsts), seq_length), np.int32)
+            for name in ("token_ids", "segment_ids", "padding_mask")}
+    for start in range(0, len(firsts), chunk):
+        packed = tokenizer.pack(tf.constant(firsts[start:start + chunk]), tf.constant(seconds[start:start + chunk]),
+                                seq_length=seq_length)
+        for name, value in packed.items():
+            flat[name][start:start + chunk] = value.numpy()
+    row_lengths = np.array([len(q.choices) for q in questions], np.int64)
+    return {name: tf.RaggedTensor.from_row_lengths(value, row_lengths) for name, value in flat.items()}
+
+
+def _pairs(questions):
+    """The first and second segments of every (context, choice) pair, question by question."""
+    firsts = [question.context for question in questions for _ in question.choices]
+    seconds = [second for question in questions for second in question.second_segments()]
+    return firsts, seconds
+
+
+def cut_report(questions, tokenizer, packed, seq_length, chunk=4096):
+    """What packing to `seq_length` cut from `questions` (packed by `pack_questions`).
+
+    Returns:
+        dict: `pairs` (all), `cut_pairs` (pairs that lost pieces), `cut_pieces` (pieces lost),
+        `blind` (questions whose choices all packed to the same tokens: nothing tells them apart)
+        and `needed` (the shortest `seq_length` that keeps a piece of every choice of every question).
+    """
+    firsts, seconds = _pairs(questions)
+    prompts = [question.question for question in questions for _ in question.choices]
+    lengths = []
+    for texts in (firsts, seconds, prompts):
+        lengths.append(np.concatenate([tokenizer.tokenize(tf.constant(texts[i:i + chunk])).row_lengths().numpy()
+                                       for i in range(0, len(texts), chunk)]))
+    first, second, prompt = lengths
+    full = 3 + first + second  # [CLS] first [SEP] second [SEP]
+    # Longest-first truncation (`tokenizer.pair_lengths`) keeps `b` pieces of the second segment once the
+    # budget is b + min(first, b): a choice shows its first piece from b = prompt + 1.
+    shown = np.minimum(second, prompt + 1)
+    needed = 3 + shown + np.minimum(first, shown)
+    tokens = packed["token_ids"]
+    starts = tokens.row_starts().numpy()
+    flat = tokens.flat_values.numpy()
+    same = (flat == np.repeat(flat[starts], tokens.row_lengths().numpy(), axis=0)).all(-1)
+    return {"pairs": len(full), "cut_pairs": int((full > seq_length).sum()), "pieces": int((full - 3).sum()),
+            "cut_pieces": int(np.maximum(full - seq_length, 0).sum()),
+            "blind": int(np.logical_and.reduceat(same, starts).sum()), "needed": int(needed.max())}
+
+
+def choice_predictor(model):
+    """`model`'s logits, compiled once for `(batch, choices, seq)` batches of any size."""
+    return compiled_predictor(lambda inputs: model(inputs, training=False), rank=3)
+
+
+class MultipleChoiceKind(TaskKind):
+    """Multiple choice over SWAG CSVs or JSON Lines (see the module docstring).
+
+    Example:
+        ```python
+        import json, os
+
+        from electra_tf.tasks import FinetuneConfig
+        from electra_tf.tasks.multiple_choice.kind import MultipleChoiceKind
+
+        os.makedirs("pick", exist_ok=True)
+        for split in ("train", "dev"):
+            with open(f"pick/{split}.jsonl", "w") as f:
+                f.write(json.dumps({"question": "Which one purrs?", "choices": ["a cat", "a car"], "answer": 0}) + "\\n")
+        kind = MultipleChoiceKind(FinetuneConfig(task="pick", task_kind="multiple_choice", data_dir="pick"))
+        kind.metric, kind.num_train_rows  # ('accuracy', 1)
+        ```
+    """
+
+    name = "multiple_choice"
+    model_file = "multiple_choice.keras"
+    model_class = ElectraMultipleChoice
+    predict_formats = ("jsonl", "csv")
+    metric = "accuracy"
+    task_names = ("swag",)
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.questions, self.paths = {}, {}
+        for split, limit in (("train", config.train_limit), ("dev", config.dev_limit)):
+            path = split_path(config.data_dir, split)
+            if path is None:
+                raise FileNotFoundError(f"No {split} split of task {config.task!r} in {config.data_dir} (looked for "
+                                        f"{', '.join(SPLIT_FILES[split])}).")
+            self.questions[split], self.paths[split] = read_questions(path, limit=limit), path
+        test = split_path(config.data_dir, "test")
+        if test is not None:
+            questions = read_questions(test)
+            if all(q.label is not None for q in questions):
+                self.questions["test"], self.paths["test"] = questions, test
+                self.test_splits.append("test")
+            else:
+                logging.warning("Test split %s is not scored: it has unlabelled questions.", test)
+        unlabelled = [f"{split} line {q.line}" for split in ("train", "dev") for q in self.questions[split]
+                      if q.label is None]
+        if unlabelled:
+            raise ValueError(f"Task {config.task!r}: questions without an answer in a labelled split: "
+                             f"{', '.join(unlabelled[:5])}.")
+        self.num_train_rows = len(self.questions["train"])
+        self.packed = {}
+        logging.info("Task %s: %s questions.", config.task, {k: len(v) for k, v in self.questions.items()})
+
+    def prepare(self, tokenizer):
+        """Packs every split; refuses a `seq_length` that leaves no choice of a split a piece, warns of heavy cuts."""
+        seq_length = self.config.seq_length
+        for split, questions in self.questions.items():
+            packed = pack_questions(questions, tokenizer, seq_length)
+            cut = cut_report(questions, tokenizer, packed, seq_length)
+            if cut["blind"] == len(questions):
+                raise ValueError(f"`--seq_length={seq_length}` leaves no room for the choices: every question of "
+                                 f"{self.paths[split]} packs all its choices to the same tokens ([CLS] context [SEP] "
+                                 f"question choice [SEP], cut to {seq_length}); use --seq_length {cut['needed']} "
+                                 "or more.")
+            if cut["blind"] or cut["cut_pairs"] >= HEAVY_CUT * cut["pairs"]:
+                logging.warning("--seq_length=%d cuts %d of %d (context, choice) pairs of %s (%d of %d word pieces); "
+                                "%d of %d questions pack all their choices to the same tokens. --seq_length %d keeps "
+                                "a piece of every choice.", seq_length, cut["cut_pairs"], cut["pairs"],
+                                self.paths[split], cut["cut_pieces"], cut["pieces"], cut["blind"], len(questions),
+                                cut["needed"])
+            self.packed[split] = packed
+
+    def _labels(self, split):
+        return np.array([q.label for q in self.questions[split]], np.int32)
+
+    def train_dataset(self, seed, epoch, skip):
+        return epoch_batches((self.packed["train"], self._labels("train")), self.config.batch_size, seed, epoch,
+                             skip)
+
+    def build_model(self, encoder):
+        model = ElectraMultipleChoice(encoder, dropout=self.config.dropout)
+        return model, {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
+
+    def evaluate(self, model, split):
+        predict = self.predictor(model, choice_predictor)
+        width = max(len(q.choices) for q in self.questions[split])
+
+        def widened(inputs):  # each batch is as wide as its widest question; the split's rows, as wide as its
+            logits = predict(inputs)
+            return tf.pad(logits, [[0, 0], [0, width - tf.shape(logits)[1]]], constant_values=ABSENT)
+
+        logits = predict_in_batches(widened, self.packed[split], 4 * self.config.batch_size)
+        predicted = logits.argmax(-1)
+        return {"accuracy": accuracy(self._labels(split), predicted)}, predicted
+
+    def results(self):
+        return {"num_questions": {split: len(q) for split, q in self.questions.items()},
+                "num_choices": {split: int(max(len(x.choices) for x in q)) for split, q in self.questions.items()}}
+
+    def finetune_config(self, best_trial):
+        return {"task": self.config.task, "kind": self.name, "seq_length": self.config.seq_length}
+
+    # --- After training ---
+
+    @classmethod
+    def serving_module(cls, model, vocab_file, settings, seq_length=None):
+        return MultipleChoiceServingModule(model, vocab_file, seq_length or settings.get("seq_length", 128),
+                                           settings.get("task", ""))
+
+    @classmethod
+    def hf_head(cls, model, settings):
+        """transformers' `ElectraForMultipleChoice` with its sequence summary an identity ([CLS] as it is).
+
+        Its head is `sequence_summary` (a dense(H, H) and GELU by default) then
+        `classifier` dense(H, 1); with `summary_use_proj=False` and a linear summary
+        activation, the summary is [CLS] itself and `classifier` is this model's
+        dense(1): the logits are equal.
+        """
+        kernel, bias = (np.asarray(w, np.float32) for w in model.head.get_weights())
+        return ("ElectraForMultipleChoice", {"classifier.weight": kernel.T, "classifier.bias": bias},
+                {"num_labels": 1, "summary_type": "first", "summary_use_proj": False, "summary_activation": "linear",
+                 "summary_last_dropout": float(model.dropout)})
+
+    @classmethod
+    def read_examples(cls, name, text, input_format, settings, options):
+        """JSON Lines (`{"context"/"question", "choices", "answer"}`) or a SWAG CSV; answers are scored."""
+        if input_format == "csv":
+            return [_example(q) for q in read_questions(name, text=text, file_format="csv")]
+        return each_line(name, text, lambda line, raw: _example(question_of_record(json_object(name, line, raw),
+                                                                                   name, line)))
+
+    @classmethod
+    def format_prediction(cls, row, example, settings):
+        n = len(example.inputs["choices"])
+        choice = int(row["choice"])
+        return Prediction({"choice": choice, "answer": example.inputs["choices"][choice],
+                           "probabilities": row["probabilities"][:n].astype(float).tolist()})
+
+    @classmethod
+    def score(cls, settings, examples, predictions):
+        return {"metric": "accuracy",
+                "accuracy": accuracy([e.gold for e in examples], [p.output["choice"] for p in predictions]),
+                "examples": len(examples)}
+
+
+def _example(question):
+    """The `Example` of a `Question`: what the served `serving_default` takes, its gold index."""
+    return Example({"context": question.context, "question": question.question, "choices": list(question.choices)},
+                   question.label, question.line)

@@ -1,0 +1,390 @@
+"""Token classification fine-tuning (NER, chunking, POS): the task kind `run_trials` runs for CoNLL-column files.
+
+`TaggingKind(config)` reads a named CoNLL-2003 task (`--task conll2003`) or
+any CoNLL-column files (`--task_kind tagging`), trains the official tagging
+head, `ElectraTokenClassifier`: a word's label on its first WordPiece
+(`tagging_features`), cross-entropy averaged over those pieces only
+(`MaskedSparseCrossEntropy`), and reads predictions back at the same pieces
+(`word_predictions`), scored per word: entity precision / recall / F1 (CoNLL
+semantics, `tagging_metrics.entity_scores`) for span tags, token accuracy
+for all (the headline of POS). A test split (`eng.testb`, `test.txt`) is
+scored once at the end.
+"""
+
+import bisect
+import os
+import re
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from electra_tf.data.lines import split_lines
+from electra_tf.tasks.tagging import conll
+from electra_tf.finetuning.batching import INPUTS, compiled_predictor, epoch_batches, predict_in_batches
+from electra_tf.finetuning.examples import Example, Prediction, each_line, field, json_object, spooled
+from electra_tf.tasks.base import TaskKind
+from electra_tf.tasks.tagging.config import Config, PredictOptions
+from electra_tf.tasks.tagging.features import (
+    build_features,
+    tokenize_words,
+    word_predictions,
+)
+from electra_tf.tasks.tagging import metrics as tagging_metrics
+from electra_tf.tasks.tagging.metrics import entity_scores, token_accuracy
+from electra_tf.tasks.tagging.model import ElectraTokenClassifier, MaskedSparseCrossEntropy
+
+WORDS_SIGNATURE = "serve_words"  # the served signature that takes whitespace-separated words as they are
+# Generic CoNLL-column files: the first of these names that exists in `--data_dir`.
+GENERIC_SPLITS = {
+    "train": ("train.txt", "eng.train", "train.conll"),
+    "dev": ("dev.txt", "valid.txt", "eng.testa", "dev.conll"),
+    "test": ("test.txt", "eng.testb", "test.conll"),
+}
+
+
+def tagging_task(config):
+    """The `conll.ConllTask` of `config`: a named CoNLL-2003 task, or generic CoNLL-column files.
+
+    Example:
+    >>> from electra_tf.tasks import FinetuneConfig
+    >>> from electra_tf.tasks.tagging.kind import tagging_task
+    >>> task = tagging_task(FinetuneConfig(task="ner", task_kind="tagging", label_column="3"))
+    >>> (task.token_column, task.label_column, task.scheme, task.metric)
+    (0, 3, 'auto', 'entity_f1')
+    >>> tagging_task(FinetuneConfig(task="pos", task_kind="tagging", tag_scheme="none")).metric
+    'token_accuracy'
+    """
+    name = (config.task or "").lower()
+    if name in conll.TASKS:
+        return conll.TASKS[name]
+    label_column = -1 if config.label_column is None else _int_column(config.label_column)
+    scheme = None if config.tag_scheme == "none" else config.tag_scheme
+    return conll.ConllTask(
+        config.task or "tagging", GENERIC_SPLITS, token_column=config.token_column,
+        label_column=label_column, scheme=scheme, metric="entity_f1" if scheme else "token_accuracy",
+    )
+
+
+def _int_column(value):
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(
+            f"CoNLL files have no header: `--label_column` must be a column index (-1: the last). "
+            f"Received: `label_column={value!r}`"
+        ) from None
+
+
+def tagging_dataset(features, batch_size, shuffle_seed=None, epoch=0, skip=0):
+    """`tf.data` of `(inputs dict, label_ids)` batches of `build_features` rows.
+
+    Each batch is cut to its longest row (rounded up to `batching.LENGTH_MULTIPLE`):
+    padding is masked, so this changes no result and saves most of the
+    compute on CoNLL's short sentences.
+
+    Args:
+        features: dict from `build_features`.
+        batch_size: int. Global batch.
+        shuffle_seed: int or None. The order of epoch `epoch` for this seed; None keeps the rows' order.
+        epoch, skip: int. The epoch, and its batches left out (a resumed run).
+    """
+    arrays = ({name: features[name] for name in INPUTS}, features["label_ids"])
+    return epoch_batches(arrays, batch_size, shuffle_seed, epoch, skip)
+
+
+def piece_predictor(model):
+    """A compiled function: arg-max label id at every piece, padded back to the rows' full length."""
+
+    def predict(inputs):
+        ids = tf.argmax(model(inputs, training=False), axis=-1, output_type=tf.int32)
+        return tf.pad(ids, [[0, 0], [0, model.encoder.max_sequence_length - tf.shape(ids)[1]]])
+
+    return compiled_predictor(predict)
+
+
+def predict_piece_labels(model, features, batch_size=128, predict=None):
+    """Arg-max label id at every piece of every `build_features` row, `(num_rows, seq_length)`."""
+    pieces = predict_in_batches(predict or piece_predictor(model), features, batch_size)
+    return pieces[:, :features["token_ids"].shape[1]]
+
+
+def evaluate(model, features, sentences, labels, span_tags, batch_size=128, predict=None):
+    """Dev metrics of `model`: token accuracy, and entity precision / recall / F1 for span tags.
+
+    Args:
+        model: `ElectraTokenClassifier`.
+        features: dict from `build_features` of `sentences`.
+        sentences: list of `conll.Sentence` (true tags in IOB2, or as written).
+        labels: list of str. Label names in id order.
+        span_tags: bool. Whether the tags are IOB2 spans.
+        predict: optional `piece_predictor(model)` (compiled once, reused every epoch).
+
+    Returns:
+        `(metrics, per_type)`: dict of floats, and entity scores per type (None without spans).
+    """
+    pieces = predict_piece_labels(model, features, batch_size, predict)
+    predicted_ids = word_predictions(pieces, features, [len(s.words) for s in sentences])
+    predicted = [[labels[i] for i in ids] for ids in predicted_ids]
+    true = [list(s.tags) for s in sentences]
+    metrics = {"token_accuracy": token_accuracy(true, predicted)}
+    per_type = None
+    if span_tags:
+        scores = entity_scores(true, predicted)
+        metrics.update(entity_f1=scores["f1"], entity_precision=scores["precision"],
+                       entity_recall=scores["recall"])
+        per_type = scores["per_type"]
+    return metrics, per_type
+
+
+def long_sentences(sentences, word_pieces, seq_length):
+    """What happens to sentences longer than a window, naming the first one's file and line; None if none is.
+
+    Such sentences are not an error: they are split into overlapping windows
+    (`tagging_features.plan_windows`), every word trained on and predicted once.
+
+    Example:
+    >>> import numpy as np
+    >>> from electra_tf.tasks.tagging import conll
+    >>> from electra_tf.tasks.tagging.kind import long_sentences
+    >>> from electra_tf.tasks.tagging.features import WordPieces
+    >>> pieces = WordPieces(np.arange(9, dtype=np.int32), np.array([0, 3, 6, 9]), np.array([], np.int64))
+    >>> long_sentences([conll.Sentence(("a", "b", "c"), ("O",) * 3, "train.txt", (4, 5, 6))], [pieces], 8)
+    '1 sentence(s) longer than seq_length - 2 = 6 pieces are split into overlapping windows (no word is dropped); the first at train.txt:4 (9 pieces).'
+    """
+    limit = seq_length - 2
+    long = [(s, p) for s, p in zip(sentences, word_pieces) if len(p.ids) > limit]
+    if not long:
+        return None
+    sentence, pieces = long[0]
+    where = f"{sentence.path}:{sentence.lines[0]}" if sentence.lines else sentence.path or "?"
+    return (f"{len(long)} sentence(s) longer than seq_length - 2 = {limit} pieces are split into overlapping "
+            f"windows (no word is dropped); the first at {where} ({len(pieces.ids)} pieces).")
+
+
+class TaggingKind(TaskKind):
+    """Token classification over CoNLL-column files (see the module docstring)."""
+
+    name = "tagging"
+    Config = Config  # its settings: flags of `python -m electra_tf.finetune`
+    PredictOptions = PredictOptions  # its `predict` flags
+    model_file = "token_classifier.keras"
+    model_class = ElectraTokenClassifier
+    saved_classes = (MaskedSparseCrossEntropy,)  # named by its compiled model file
+    predict_formats = ("conll", "jsonl", "text")
+    format_extensions = {".conll": "conll"}  # `predict`'s --input_format auto
+
+    def __init__(self, config):
+        super().__init__(config)
+        task = tagging_task(config)
+        self.task, self.metric = task, task.metric
+        self.sentences = {split: task.read(config.data_dir, split)[:limit]
+                          for split, limit in (("train", config.train_limit), ("dev", config.dev_limit))}
+        if "test" in task.splits and any(tf.io.gfile.exists(p) for p in _paths(task, config.data_dir, "test")):
+            self.sentences["test"] = task.read(config.data_dir, "test")
+            self.test_splits.append("test")
+        self.labels = task.labels(config.data_dir, self.sentences["train"])
+        self.label_ids = {split: conll.encode_labels(s, self.labels) for split, s in self.sentences.items()}
+        logging.info("Task %s: %s sentences, %d labels %s.", task.name,
+                     {k: len(v) for k, v in self.sentences.items()}, len(self.labels), self.labels)
+        self.features = {}
+
+    def prepare(self, tokenizer):
+        c = self.config
+        for split, sentences in self.sentences.items():
+            pieces = tokenize_words(tokenizer, [s.words for s in sentences])
+            message = long_sentences(sentences, pieces, c.seq_length)
+            if message:
+                logging.info(message)
+            self.features[split] = build_features(tokenizer, pieces, self.label_ids[split], c.seq_length,
+                                                  c.stride)
+        self.num_train_rows = len(self.features["train"]["label_ids"])
+
+    def train_dataset(self, seed, epoch, skip):
+        return tagging_dataset(self.features["train"], self.config.batch_size, seed, epoch, skip)
+
+    def build_model(self, encoder):
+        model = ElectraTokenClassifier(encoder, len(self.labels), dropout=self.config.dropout)
+        return model, {"loss": MaskedSparseCrossEntropy()}
+
+    def evaluate(self, model, split):
+        return evaluate(model, self.features[split], self.sentences[split], self.labels, self.task.scheme is not None,
+                        4 * self.config.batch_size, self.predictor(model, piece_predictor))
+
+    def trial_extras(self, outputs):
+        return {"dev_per_type": outputs.get("dev")}
+
+    def results(self):
+        return {"labels": self.labels, "num_train_sentences": len(self.sentences["train"]),
+                "num_train_windows": int(self.num_train_rows), "num_dev_sentences": len(self.sentences["dev"])}
+
+    def finetune_config(self, best_trial):
+        return {
+            "task": self.task.name,
+            "kind": self.name,
+            "label_names": self.labels,
+            "scheme": "IOB2" if self.task.scheme else None,
+            "seq_length": self.config.seq_length,
+            "stride": self.config.stride,
+        }
+
+    # --- After training ---
+
+    @classmethod
+    def claims(cls, task):
+        return task in conll.TASKS
+
+    @classmethod
+    def serving_module(cls, model, vocab_file, settings, seq_length=None):
+        from electra_tf.tasks.tagging.serving import tagging_serving_module
+
+        return tagging_serving_module(model, vocab_file, settings.get("label_names") or None,
+                                      seq_length or settings.get("seq_length", 128), task=settings.get("task", ""),
+                                      stride=settings.get("stride"))
+
+    @classmethod
+    def hf_head(cls, model, settings):
+        from electra_tf.tasks.tagging.hf_head import token_classifier_head
+
+        return token_classifier_head(model, settings.get("label_names"))
+
+    @classmethod
+    def tflite_module(cls, model, vocab_file, settings, seq_length=None, ids_only=False):
+        if not ids_only:
+            raise ValueError("A tagger exports to LiteRT with --ids only (ids in, a tag per piece out): its raw-text "
+                             "word split uses tensorflow-text's RegexSplitWithOffsets and string ops, which have no "
+                             "LiteRT kernel.")
+        return cls.serving_module(model, vocab_file, settings, seq_length)
+
+    @classmethod
+    def sniff_format(cls, text):
+        """CoNLL columns: every one of the first data lines ends in a tag (O, X-TYPE) or is `-DOCSTART-`."""
+        rows = [conll.line_columns(line) for line in split_lines(text)[:50] if line.strip()]
+        tag = re.compile(r"^(O|[BIES]-\S+)$")
+        if rows and all(row[0] == "-DOCSTART-" or (len(row) > 1 and tag.match(row[-1])) for row in rows):
+            return "conll"
+        return None
+
+    @classmethod
+    def read_examples(cls, name, text, input_format, settings, options):
+        """CoNLL columns (gold tags scored), JSON Lines (`{"words", "tags"}` or `{"text"}`) or raw text lines.
+
+        Words given as words (CoNLL, `"words"`) go to the `serve_words` signature, taken as they are;
+        raw text to `serving_default`, which cuts it into words as CoNLL's tokens are cut.
+        """
+        if input_format == "conll":
+            return _read_conll(name, text, settings, options)
+        if input_format == "jsonl":
+            return each_line(name, text, lambda line, raw: _json_example(json_object(name, line, raw), settings, name,
+                                                                        line))
+        return each_line(name, text, lambda line, raw: Example({"text": raw}, None, line))
+
+    @classmethod
+    def format_prediction(cls, row, example, settings):
+        n = int(row["num_words"])
+        output = {"text": example.inputs["text"], "words": _strings(row["words"][:n]), "tags": _strings(row["tags"][:n])}
+        if "num_entities" in row:
+            m = int(row["num_entities"])
+            output["entities"] = [
+                {"text": t, "type": y, "start": int(s), "end": int(e)}
+                for t, y, s, e in zip(_strings(row["entity_text"][:m]), _strings(row["entity_type"][:m]),
+                                      row["entity_start"][:m], row["entity_end"][:m])]
+        return Prediction(output, {"word_starts": row["word_start"][:n].tolist()})
+
+    @classmethod
+    def score(cls, settings, examples, predictions):
+        """Token accuracy and (span tags) entity precision / recall / F1 of the gold words, CoNLL semantics."""
+        true = [e.gold for e in examples]
+        predicted = [word_tags(e, p) for e, p in zip(examples, predictions)]
+        scores = {"token_accuracy": tagging_metrics.token_accuracy(true, predicted)}
+        if settings.get("spans"):  # the names fine-tuning reports
+            entities = tagging_metrics.entity_scores(true, predicted)
+            scores = {"entity_f1": entities["f1"], "entity_precision": entities["precision"],
+                      "entity_recall": entities["recall"], **scores,
+                      **{k: entities[k] for k in ("num_true", "num_predicted", "num_correct", "per_type")}}
+        return {"metric": "entity_f1" if settings.get("spans") else "token_accuracy", **scores,
+                "sentences": len(examples)}
+
+
+def word_tags(example, prediction):
+    """The predicted tag of each input word: that of the first served word starting inside it.
+
+    With the `serve_words` signature the served words are the input words; with
+    `serving_default` a word such as `U.S.` may be served as several (`U`, `.`,
+    `S`, `.`): it takes the first one's tag (as training labels a word's first
+    piece). A word with no served word (only control characters) is `O`.
+    """
+    starts, position = [], 0
+    for word in example.words:
+        starts.append(position)
+        position += len(word) + 1
+    served = prediction.extra["word_starts"]
+    tags = prediction.output["tags"]
+    out = []
+    for start, word in zip(starts, example.words):
+        i = bisect.bisect_left(served, start)
+        out.append(tags[i] if i < len(served) and served[i] < start + len(word) else "O")
+    return out
+
+
+def _strings(values):
+    return [v.decode() for v in np.asarray(values).tolist()]
+
+
+def _read_conll(name, text, settings, options):
+    rows = (conll.line_columns(line) for line in split_lines(text))
+    first = next((row for row in rows if row and row[0] != conll.DOCSTART), None)
+    if first is None:
+        return []
+    labelled = len(first) > 1
+    label_column = -1 if options.label_column is None else int(options.label_column)
+    scheme = options.tag_scheme if settings.get("spans") else None
+    sentences = spooled(name, text, lambda p: conll.read_conll(p, options.token_column,
+                                                               label_column if labelled else options.token_column,
+                                                               scheme if labelled else None))
+    examples = []
+    for sentence in sentences:
+        gold = _known_tags(sentence.tags, sentence.lines, settings, name) if labelled else None
+        words = list(sentence.words)
+        examples.append(Example({"text": " ".join(words)}, gold, sentence.lines[0], signature=WORDS_SIGNATURE,
+                                words=words))
+    return examples
+
+
+def _json_example(record, settings, name, line):
+    if "words" not in record:
+        return Example({"text": field(record, ("text",), name, line)}, None, line)
+    words = field(record, ("words",), name, line, value_type=list)
+    for word in words:
+        if not isinstance(word, str) or not word or any(c.isspace() for c in word):
+            raise ValueError(f"{name}:{line}: every word must be a non-empty string without whitespace. "
+                             f"Received: {word!r}")
+    tags = field(record, ("tags",), name, line, required=False, value_type=list)
+    if tags is not None:
+        if len(tags) != len(words) or not all(isinstance(t, str) for t in tags):
+            raise ValueError(f"{name}:{line}: \"tags\" must be {len(words)} strings, one per word.")
+        if settings.get("spans"):
+            for tag in tags:
+                if not re.fullmatch(r"O|[BI]-\S+", tag):
+                    raise ValueError(f"{name}:{line}: {tag!r} is not an IOB2 tag (O, B-TYPE or I-TYPE).")
+        tags = _known_tags(tags, [line] * len(tags), settings, name)
+    return Example({"text": " ".join(words)}, tags, line, signature=WORDS_SIGNATURE, words=list(words))
+
+
+def _known_tags(tags, lines, settings, name):
+    """Gold tags the model has (as a classification label must be one of its labels), else an error naming the
+    line: of a span model, each entity type; else each tag."""
+    known = settings.get("label_names") or []
+    spans = settings.get("spans")
+    types = sorted({tag[2:] for tag in known if tag != "O"}) if spans else known
+    for tag, line in zip(tags, lines):
+        if (tag[2:] if spans and tag != "O" else tag) not in (types if spans and tag != "O" else known):
+            what = f"entity type {tag[2:]!r}" if spans else f"tag {tag!r}"
+            raise ValueError(f"{name}:{line}: gold {what} is none of the model's {'types' if spans else 'tags'} "
+                             f"{types}: the model cannot predict it, so it cannot be scored (predict without the "
+                             "gold tags, or with a model trained on them).")
+    return list(tags)
+
+
+def _paths(task, data_dir, split):
+    return [os.path.join(data_dir, name) for name in task.splits[split]]
