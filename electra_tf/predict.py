@@ -16,8 +16,8 @@ r"""Predicts with a fine-tuned model: `python -m electra_tf.predict --init MODEL
                                                            # generator's own corruption (AUC)
 
 `--init` is a fine-tuning output dir (`python -m electra_tf.finetune
---output_dir`), a TF Serving export (`python -m electra_tf.export --kind
-serving` or `--kind rtd`): a version folder, or the model folder above it (its highest
+--output_dir`), a TF Serving export (`python -m electra_tf.export --format
+serving` or `--format rtd`): a version folder, or the model folder above it (its highest
 complete version), or a pre-trained ELECTRA for replaced-token scores: any `--init` form
 with the discriminator's head (a pre-training run with its checkpoints, `hf:DIR` of an
 `ElectraForPreTraining` folder, `hf:DISC,GEN`, `official:DIR`;

@@ -39,8 +39,8 @@ another artefact:
 
     a pre-training run         config.json with checkpoints/ or discriminator.keras
     a fine-tuning output       finetune_config.json, results.json or trials/
-    an exported SavedModel     saved_model.pb (export --kind encoder|serving)
-    a LiteRT model             model.tflite (export --kind tflite)
+    an exported SavedModel     saved_model.pb (export --format encoder|serving)
+    a LiteRT model             model.tflite (export --format tflite)
     a Hugging Face model       config.json + model.safetensors (convert --to hf)
 """
 
@@ -79,12 +79,12 @@ GLUE_SUBMISSION_FILES = {
 # --- An export (SavedModel), a Hugging Face model ---
 SAVED_MODEL_FILE = "saved_model.pb"
 ASSETS_DIR = "assets"
-ENCODER_CONFIG_ASSET = "encoder_config.json"  # export --kind encoder
-SERVING_CONFIG_ASSET = "serving_config.json"  # export --kind serving
-LABELS_ASSET = "labels.txt"  # export --kind serving: label i on line i
+ENCODER_CONFIG_ASSET = "encoder_config.json"  # export --format encoder
+SERVING_CONFIG_ASSET = "serving_config.json"  # export --format serving
+LABELS_ASSET = "labels.txt"  # export --format serving: label i on line i
 VOCAB_ASSET = VOCAB_FILE  # the vocabulary asset keeps its file name
-TFLITE_MODEL_FILE = "model.tflite"  # export --kind tflite, beside LABELS_ASSET and VOCAB_FILE
-TFLITE_CONFIG_FILE = "tflite_config.json"  # what the .tflite takes and returns (electra_tf.export.tflite)
+TFLITE_MODEL_FILE = "model.tflite"  # export --format tflite, beside LABELS_ASSET and VOCAB_FILE
+TFLITE_CONFIG_FILE = "tflite_config.json"  # what the .tflite takes and returns (electra_tf.exporting.tflite)
 # The files of a Hugging Face model folder (read and written by electra_tf.converting).
 HF_CONFIG_FILE = "config.json"
 HF_WEIGHTS_FILE = "model.safetensors"

@@ -15,7 +15,7 @@ from electra_tf import cli
 from electra_tf.cli import quiet, tensorflow_start
 from helpers import REPO, run_python
 
-CLIS = ["electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export.__main__", "electra_tf.convert",
+CLIS = ["electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export", "electra_tf.convert",
         "electra_tf.predict", "electra_tf.pipelines.build_pretraining_data", "electra_tf.pipelines.build_vocab",
         "electra_tf.pipelines.inspect_records"]
 CONSOLE_SCRIPTS = {"electra-pretrain", "electra-finetune", "electra-export", "electra-convert", "electra-predict",
@@ -31,7 +31,7 @@ def console_scripts():
 def test_importing_every_cli_in_one_process_defines_no_flag_and_loads_no_tensorflow():
     """No DuplicateFlagError; and TensorFlow loads only once a CLI runs (after `cli.prepare_tensorflow`)."""
     code = ("import sys\n"
-            "import electra_tf.pretrain, electra_tf.finetune, electra_tf.export, electra_tf.export.__main__, "
+            "import electra_tf.pretrain, electra_tf.finetune, electra_tf.export, electra_tf.exporting, "
             "electra_tf.convert, electra_tf.predict\n"
             "from absl import flags\n"
             "print(sorted(n for n in flags.FLAGS if n in ('model_dir', 'init', 'output_dir', 'seq_length')))\n"
@@ -63,7 +63,8 @@ def test_the_pipelines_accept_their_old_spellings(module):
 @pytest.mark.parametrize("module,args,name,value", [
     ("electra_tf.pretrain", ["--init_from=hf:some_dir"], "init", "hf:some_dir"),
     ("electra_tf.finetune", ["--max_seq_length", "64"], "seq_length", 64),
-    ("electra_tf.export.__main__", ["--output", "out"], "output_dir", "out"),
+    ("electra_tf.export", ["--output", "out"], "output_dir", "out"),
+    ("electra_tf.export", ["--kind", "tflite"], "format", "tflite"),  # the flag's name before --format
     ("electra_tf.convert", ["-output=model.keras"], "output_dir", "model.keras"),
 ])
 def test_a_deprecated_spelling_is_the_new_flag_with_one_warning(module, args, name, value):
@@ -131,7 +132,7 @@ def test_a_cli_start_turns_on_onednn_unless_the_user_chose(users_setting, expect
 def test_a_cli_started_without_a_log_level_prints_only_its_own_lines():
     """No TensorFlow start-up lines (oneDNN, CUDA drivers, cuInit, CPU instructions), no absl pre-init line."""
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-    result = subprocess.run([sys.executable, "-m", "electra_tf.export", "--kind", "encoder", "--output", "x"],
+    result = subprocess.run([sys.executable, "-m", "electra_tf.export", "--format", "encoder", "--output", "x"],
                             cwd=REPO, capture_output=True, text=True, timeout=300,
                             env=dict(env, PYTHONPATH=str(REPO)))
     assert result.returncode == 2

@@ -30,7 +30,7 @@ LAYERS = {
     # The `--init` registry and the named checkpoints: what every command reads a model through.
     "sources": ("electra_tf.sources",),
     "training": ("electra_tf.training",),  # pre-training: optimizers, callbacks, strategies, the run lock
-    "export": ("electra_tf.export",),  # SavedModels, presets, LiteRT plumbing, the shared serving parts: no kind
+    "exporting": ("electra_tf.exporting",),  # SavedModels, presets, LiteRT plumbing, the shared serving parts: no kind
     "finetuning": ("electra_tf.finetuning",),  # the generic loop: trials, recipe, batching, layer-wise LR
     "predicting": ("electra_tf.predicting",),  # a served model's signatures on batches; reading and writing
     # The task kinds, one folder each, and their registry (`electra_tf.tasks`): each uses the generic layers
@@ -39,16 +39,18 @@ LAYERS = {
     # Every class a saved model names, registered with Keras: `import electra_tf` has Keras import it on its
     # first look-up of an `electra_tf>` name (by name, at run time: the package's root imports nothing of it).
     "saved classes": ("electra_tf.saved_classes",),
-    "programs": ("electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export.__main__", "electra_tf.predict",
+    "export formats": ("electra_tf.export_formats",),  # what `export --format` writes, by name (over the task kinds)
+    "programs": ("electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export", "electra_tf.predict",
                  "electra_tf.convert", "electra_tf.demo_data", "electra_tf.data_scripts"),
 }
 ROOT_LAYER = "core"  # the package's own `__init__` (exactly `electra_tf`)
-ORDER = ["core", "layers", "models", "converting", "sources", "training", "export", "finetuning", "predicting", "tasks"]
+ORDER = ["core", "layers", "models", "converting", "sources", "training", "exporting", "finetuning", "predicting", "tasks"]
 MAY_IMPORT = {
     **{layer: tuple(ORDER[:i]) for i, layer in enumerate(ORDER)},  # each package over the ones before it
     "pipelines": ("core",),  # the tokenizer and the record schema only
-    "programs": ("core", "pipelines", *ORDER[1:]),
+    "programs": ("core", "pipelines", *ORDER[1:], "export formats"),
     "saved classes": ("core", *ORDER[1:]),
+    "export formats": ("core", *ORDER[1:]),
 }
 # Top-level names the package must never import (tools, tests, and the folders' old generic names).
 FORBIDDEN_TOP_LEVEL = ("pipelines", "configs", "benchmarks", "tests", "helpers", "conftest")
@@ -177,10 +179,10 @@ def test_every_module_has_a_layer():
 def test_the_walk_sees_the_whole_package():
     modules = package_modules()
     assert {"electra_tf", "electra_tf.configs.small", "electra_tf.pipelines.packing",
-            "electra_tf.export.__main__", "electra_tf.run_files"} <= set(modules)
+            "electra_tf.export", "electra_tf.run_files"} <= set(modules)
     edges, _ = import_graph()
     # A function-level import counts (the export program imports its library inside `main`).
-    assert "electra_tf.tasks" in edges["electra_tf.export.__main__"]
+    assert "electra_tf.export_formats" in edges["electra_tf.export"]
 
 
 def test_no_import_of_tools_tests_or_generic_top_level_names():
@@ -240,17 +242,17 @@ FOLDER_ORDER = [
     # the core modules: presets and config, the one writer, the tokenizer and the records, the run files, the CLI
     "configs", "objectives", "config_fields", "config", "atomic", "data", "run_files", "cli",
     "pipelines",  # data tools: text -> vocabulary -> TFRecords (over the core only)
-    "layers", "models", "converting", "sources", "training", "export", "finetuning", "predicting",
+    "layers", "models", "converting", "sources", "training", "exporting", "finetuning", "predicting",
     "tasks",  # the task kinds, one folder each, over the generic folders
     "saved_classes",  # every class a saved model names
+    "export_formats",  # what `export --format` writes
     # the commands (`demo_data` is `pretrain --data=demo`'s)
-    "demo_data", "pretrain", "finetune", "export command", "predict", "convert", "data_scripts",
+    "demo_data", "pretrain", "finetune", "export", "predict", "convert", "data_scripts",
 ]
 # The command modules: a node of their own each, above every library folder.
 COMMANDS = {"electra_tf.pretrain": "pretrain", "electra_tf.finetune": "finetune", "electra_tf.predict": "predict",
             "electra_tf.demo_data": "demo_data", "electra_tf.data_scripts": "data_scripts", "electra_tf.convert": "convert",
-            # The one exception: the export command still inside its library folder (to become a module at the top).
-            "electra_tf.export.__main__": "export command"}
+            "electra_tf.export": "export"}
 
 
 @functools.lru_cache(maxsize=1)

@@ -131,11 +131,11 @@ CASES = [
      "is `--data_dir`"),
     ("finetune", "--task toy --data_dir {r}/task --init {r}/pre --output_dir {r}/devs/full", "output_dir",
      "is a file, not a folder"),
-    ("export", "--kind encoder --init {r}/pre --output_dir {r}/links/pre_dir/export", "output_dir",
+    ("export", "--format encoder --init {r}/pre --output_dir {r}/links/pre_dir/export", "output_dir",
      "is or overlaps the input"),
-    ("export", "--kind serving --init {r}/links/ft_dir --output_dir {r}/ft", "output_dir",
+    ("export", "--format serving --init {r}/links/ft_dir --output_dir {r}/ft", "output_dir",
      "is or overlaps the input"),
-    ("export", "--kind tflite --init {r}/ft --output_dir {r}/devs/full", "output_dir", "is a file, not a folder"),
+    ("export", "--format tflite --init {r}/ft --output_dir {r}/devs/full", "output_dir", "is a file, not a folder"),
     ("convert", "--from keras --input {r}/links/classifier.keras --to keras --output_dir {r}/ft/classifier.keras",
      "output_dir", "is or overlaps the input"),
     ("convert", "--from keras --input {r}/ft/classifier.keras --to keras "
@@ -236,7 +236,7 @@ def test_a_second_litert_export_into_the_same_folder_at_once_is_refused_before_i
     """The first claims the folder before its work; the second, started while it works, is refused naming
     `--output_dir`; the first finishes; nothing temporary is left."""
     out = tmp_path / "lite"
-    command = [sys.executable, "-m", "electra_tf.export", "--kind", "tflite", "--init", str(world / "ft"),
+    command = [sys.executable, "-m", "electra_tf.export", "--format", "tflite", "--init", str(world / "ft"),
                "--output_dir", str(out)]
     env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "2"}
     first = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

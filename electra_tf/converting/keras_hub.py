@@ -1,6 +1,6 @@
 """keras-hub ELECTRA presets in: `ElectraBackbone.save_to_preset` folders as an `ElectraEncoder`.
 
-The inverse of `electra_tf.export.keras_hub_preset`: the backbone is rebuilt by
+The inverse of `electra_tf.exporting.keras_hub_preset`: the backbone is rebuilt by
 keras-hub from the preset folder (`ElectraBackbone.from_preset(DIR)`, local,
 no download) and its weights are copied layer by layer into an
 `ElectraEncoder` with the backbone's dimensions and its tanh-approximate GELU

@@ -4,7 +4,7 @@
 |---|---|
 | `runs/x` | a pre-training run: its checkpoints (the whole pretrainer), else `discriminator.keras` (`runs.PretrainingRun`) |
 | `m.keras`, `keras:m.keras`, a folder with `encoder.keras` | an encoder, a pretrainer or a fine-tuned model (`encoders.KerasFile`) |
-| `exports/encoder` | an `export --kind encoder` SavedModel (`encoders.EncoderExport`) |
+| `exports/encoder` | an `export --format encoder` SavedModel (`encoders.EncoderExport`) |
 | `hf:DIR[,DIR]`, a bare HF folder | transformers `ElectraModel` / `ElectraForPreTraining` (+ `ElectraForMaskedLM`) (`converted.HuggingFace`) |
 | `hf_generator:DIR` | the generator (`ElectraForMaskedLM`) itself, asked for by name (`converted.HuggingFaceGenerator`) |
 | `official:DIR` | a google-research/electra TF1 checkpoint (`converted.Official`) |
@@ -13,7 +13,7 @@
 
 Every command takes these: `pretrain --init` (continued pre-training, `init_pretrainer`),
 `finetune --init` and `export --init` (`load_init`: the encoder and its vocabulary),
-`predict --init` and `export --kind rtd` for replaced-token scores (`load_detector`: the
+`predict --init` and `export --format rtd` for replaced-token scores (`load_detector`: the
 discriminator with its head, and the generator where there is one), and
 `convert --from F --input X` reads `F:X` (`load_source`). Whatever the form, the weights
 read must be finite (a NaN or infinity names the tensor); a Hugging Face or BERT folder's

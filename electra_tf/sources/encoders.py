@@ -2,7 +2,7 @@
 
 `save_encoder` writes a standalone encoder (`encoder.keras` + `vocab.txt`, e.g. an
 experiment's untrained baseline from `untrained_encoder`); `load_encoder` rebuilds the
-encoder of an `export --kind encoder` SavedModel.
+encoder of an `export --format encoder` SavedModel.
 """
 
 import importlib
@@ -129,7 +129,7 @@ class KerasFile(Source):
 
 
 class EncoderExport(Source):
-    """`exports/encoder`: an `export --kind encoder` SavedModel (its `assets/encoder_config.json`)."""
+    """`exports/encoder`: an `export --format encoder` SavedModel (its `assets/encoder_config.json`)."""
 
     form = "an exported encoder (assets/encoder_config.json)"
 

@@ -26,7 +26,7 @@ def with_vocab(folder):
 def command(name, init, tmp_path):
     """The argv of `name` reading `init` and writing under `tmp_path/out*`."""
     if name == "export":
-        return ["-m", "electra_tf.export", "--kind", "encoder", "--init", init, "--output_dir", str(tmp_path / "out")]
+        return ["-m", "electra_tf.export", "--format", "encoder", "--init", init, "--output_dir", str(tmp_path / "out")]
     if name == "finetune":
         return ["-m", "electra_tf.finetune", "--task", "pieces", "--data_dir", write_task(tmp_path / "task"),
                 "--init", init, "--output_dir", str(tmp_path / "out"), "--epochs", "1", "--batch_size", "8",

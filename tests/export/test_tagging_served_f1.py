@@ -56,7 +56,7 @@ def test_served_tagger_scores_the_cli_entity_f1(tmp_path):
                 "--batch_size", "16", "--learning_rate", "1e-4", "--seq_length", str(SEQ),
                 "--train_limit", str(TRAIN), "--dev_limit", str(DEV), "--verbose", "0"], timeout=1800)
     cli_f1 = json.loads((out / "results.json").read_text())["trials"][0]["dev"]["entity_f1"]
-    run_python(["-m", "electra_tf.export", "--kind", "serving", "--init", str(out), "--output_dir",
+    run_python(["-m", "electra_tf.export", "--format", "serving", "--init", str(out), "--output_dir",
                 str(tmp_path / "serving"), "--model_name", "ner"])
     loaded = tf.saved_model.load(str(tmp_path / "serving" / "ner" / "1"))
 

@@ -212,7 +212,7 @@ class SpanQAKind(TaskKind):
     @classmethod
     def tflite_module(cls, model, vocab_file, settings, seq_length=None, ids_only=False):
         raise ValueError("A question-answering model has no LiteRT export: its windows and span search run in "
-                         "TensorFlow string and loop ops that have no LiteRT kernel. Serve it with `--kind serving`.")
+                         "TensorFlow string and loop ops that have no LiteRT kernel. Serve it with `--format serving`.")
 
     @classmethod
     def read_examples(cls, name, text, input_format, settings, options):

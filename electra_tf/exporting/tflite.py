@@ -1,6 +1,6 @@
 """A fine-tuned model as a LiteRT (TensorFlow Lite) model, for phones and other small devices.
 
-`export_tflite` writes a folder (`python -m electra_tf.export --kind tflite`):
+`export_tflite` writes a folder (`python -m electra_tf.export --format tflite`):
 
     model.tflite         the model, one signature `serving_default`
     labels.txt           label i on line i (not for regression)
@@ -37,7 +37,7 @@ import tensorflow as tf
 
 from electra_tf import atomic, run_files
 from electra_tf.data.tokenizer import copy_vocab, pair_lengths, padded_length
-from electra_tf.export.tflite_runtime import TEXT_OP_REGISTRARS, custom_ops
+from electra_tf.exporting.tflite_runtime import TEXT_OP_REGISTRARS, custom_ops
 
 QUANTIZATIONS = ("none", "dynamic_int8")
 SIGNATURE = "serving_default"
@@ -67,7 +67,7 @@ def pack_ids(tokenizer, texts_a, texts_b=None, seq_length=128, pad_multiple=None
         import pathlib
 
         from electra_tf.data.tokenizer import WordPieceTokenizer
-        from electra_tf.export.tflite import pack_ids
+        from electra_tf.exporting.tflite import pack_ids
 
         tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!"]
         pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
