@@ -153,7 +153,7 @@ FULL_DISK = textwrap.dedent("""
                               'message: "No space left on device" })')
 
     safetensors.numpy.serialize_file = serialize_file
-    from electra_tf.converting import run
+    from electra_tf.convert import run
 
     sys.argv = ["electra-convert", *sys.argv[1:]]
     run()

@@ -240,10 +240,14 @@ def test_export_refuses_an_existing_output_and_its_init_before_loading(tmp_path)
     out.mkdir()
     (out / "model.tflite").write_bytes(b"an earlier export")
     assert f"`--output_dir={out}` is not empty" in error_line(export_cli(init, out))
-    from electra_tf.exporting import guard  # what the command runs first, here in-process
+    import types
 
+    from electra_tf import export_formats
+    from electra_tf.export import guard  # what the command runs first, here in-process
+
+    options = types.SimpleNamespace(init=str(init), output_dir=str(init / "tflite"))
     with pytest.raises(ValueError, match="overlaps the input"):
-        guard("tflite", str(init), str(init / "tflite"))
+        guard(export_formats.get("tflite"), options)
     assert (out / "model.tflite").read_bytes() == b"an earlier export"
     assert sorted(os.listdir(tmp_path)) == ["out", "run"] and os.listdir(init) == ["notes.txt"]
 
