@@ -42,7 +42,7 @@ setuptools.setup(
         # `build_pretraining_data --runner DaskRunner` on a dask.distributed cluster: where the build is
         # submitted and on every worker (the versions Beam's DaskRunner asks for; tested with 2026.8).
         "dask": DASK,
-        # `export --kind tflite` and running its models (`electra_tf.export.tflite_runtime`): the LiteRT
+        # `export --format tflite` and running its models (`electra_tf.exporting.tflite_runtime`): the LiteRT
         # interpreter; a raw-text model also needs tensorflow-text's TFLite kernels (a core requirement).
         "tflite": ["ai-edge-litert~=2.3"],
         # The suite checks conversions against transformers itself (PyTorch, CPU).
@@ -67,9 +67,9 @@ setuptools.setup(
             # Every CLI; each quiets TensorFlow's start-up before importing it (electra_tf.cli).
             "electra-pretrain=electra_tf.pretrain:run",
             "electra-finetune=electra_tf.finetune:run",
-            "electra-export=electra_tf.export.__main__:run",
+            "electra-export=electra_tf.export:run",
             "electra-predict=electra_tf.predict:run",
-            "electra-convert=electra_tf.convert.__main__:run",
+            "electra-convert=electra_tf.convert:run",
             "electra-build-data=electra_tf.data_scripts:build_data",
             "electra-build-vocab=electra_tf.data_scripts:build_vocab",
         ],

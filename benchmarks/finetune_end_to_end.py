@@ -75,7 +75,7 @@ flags.DEFINE_string("record", None, "JSON Lines file of finished runs: each run 
 FLAGS = flags.FLAGS
 
 # (label, file, function): the cumulative seconds of each function the run called, in this order.
-PROFILE = [("imports (TensorFlow, Keras, ...)", "cli.py", "_import_quietly"),
+PROFILE = [("imports (TensorFlow, Keras, ...)", "cli/quiet.py", "_import_quietly"),
            ("load --init (.keras)", "sources/__init__.py", "load_init"), ("read the CoNLL files", "conll.py", "read"),
            ("read the SQuAD files", "squad.py", "read_squad"), ("tokenize (prepare)", "classification.py", "prepare"),
            ("input pipeline: make_dataset (train)", "classification.py", "make_dataset"),

@@ -76,10 +76,10 @@ def main(argv):
     import tensorflow_text  # noqa: F401
 
     from electra_tf.data.tokenizer import WordPieceTokenizer
-    from electra_tf.export.assets import save_version
+    from electra_tf.exporting.assets import save_version
     from electra_tf.tasks.classification.serving import classification_serving_module
-    from electra_tf.export.tflite import export_tflite
-    from electra_tf.export.tflite_runtime import load_interpreter
+    from electra_tf.exporting.tflite import export_tflite
+    from electra_tf.exporting.tflite_runtime import load_interpreter
     from electra_tf.tasks.classification.model import ElectraClassifier
 
     init = FLAGS.init or f"bert:{common.minilm_dir()}"

@@ -87,7 +87,7 @@ def build(kind, encoder, vocab_file, base):
 
 def graph_ids(kind, tokenizer, request):
     """The ids `serving_default` feeds its model, built as training builds them (numpy), and the tokenizer alone."""
-    from electra_tf.export.word_windows import split_words
+    from electra_tf.exporting.word_windows import split_words
 
     if kind == "classification":
         fn = tf.function(lambda text: tokenizer.pack(text, seq_length=FLAGS.seq_length))

@@ -14,8 +14,8 @@ for `--train_limit` rows, one epoch, by `python -m electra_tf.finetune` (a few s
 not depend on the weights, only that every side holds the same ones), then written by the
 commands a user runs:
 
-- `python -m electra_tf.export --kind serving` (TF Serving SavedModel, raw text in),
-  `--kind tflite` and `--kind tflite --quantize dynamic_int8` (LiteRT, raw text in);
+- `python -m electra_tf.export --format serving` (TF Serving SavedModel, raw text in),
+  `--format tflite` and `--format tflite --quantize dynamic_int8` (LiteRT, raw text in);
 - `python -m electra_tf.convert --to hf` (transformers' `ElectraForSequenceClassification`), and from
   it `torch.onnx.export` (dynamic batch and length, opset 17) and
   `onnxruntime.quantization.quantize_dynamic` (int8 weights).
@@ -25,7 +25,7 @@ The sides, each in its own process (`--worker`), `--threads` threads each:
 - electra_tf SavedModel: `tf.saved_model.load` + `serving_default(text=...)` in a process that imports
   TensorFlow and tensorflow-text only (intra-op threads `--threads`, inter-op 1, and the model server's
   environment of docs/serving.md, Latency: `TF_ONEDNN_THREADPOOL_USE_CALLER_THREAD=1`);
-- electra_tf LiteRT float / int8: `electra_tf.export.tflite_runtime.load_interpreter` (ai-edge-litert,
+- electra_tf LiteRT float / int8: `electra_tf.exporting.tflite_runtime.load_interpreter` (ai-edge-litert,
   tensorflow-text's kernels) and the signature runner on raw text, TensorFlow's Python package never imported;
 - HF transformers + torch: the fast tokenizer (`padding=True`: the batch's longest row, truncation
   at the fine-tuning `seq_length`) and the model under `torch.inference_mode`;
@@ -158,11 +158,11 @@ def build(work):
                   "--epochs", "1", "--batch_size", "32", "--seq_length", str(FLAGS.seq_length), "--learning_rate",
                   "1e-4", "--num_trials", "1", "--verbose", "0"], work, record)
     if not os.path.exists(p["serving"]):
-        run_step(["-m", "electra_tf.export", "--kind", "serving", "--init", p["finetuned"], "--output_dir",
+        run_step(["-m", "electra_tf.export", "--format", "serving", "--init", p["finetuned"], "--output_dir",
                   os.path.join(work, "serving"), "--model_name", "classifier", "--version", "1"], work, record)
     for side, extra in (("litert_float", []), ("litert_int8", ["--quantize", "dynamic_int8"])):
         if not os.path.exists(os.path.join(p[side], "model.tflite")):
-            run_step(["-m", "electra_tf.export", "--kind", "tflite", "--init", p["finetuned"], "--output_dir",
+            run_step(["-m", "electra_tf.export", "--format", "tflite", "--init", p["finetuned"], "--output_dir",
                       p[side], *extra], work, record)
     if record.get("exports_commit") != commit:
         record["exports_commit"] = commit
@@ -255,7 +255,7 @@ def load_side(side, work):
     if side.startswith("litert"):
         from importlib import metadata
 
-        from electra_tf.export.tflite_runtime import load_interpreter
+        from electra_tf.exporting.tflite_runtime import load_interpreter
 
         runner = load_interpreter(os.path.join(p[side], "model.tflite"), num_threads=threads).get_signature_runner()
         return (lambda texts: runner(text=np.array(texts))["label_id"],

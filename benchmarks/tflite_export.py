@@ -95,7 +95,7 @@ def main(argv):
     tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
     import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
 
-    from electra_tf.export.tflite_runtime import load_interpreter
+    from electra_tf.exporting.tflite_runtime import load_interpreter
     from electra_tf.tasks import export_serving, export_tflite, load_finetuned
 
     work = tempfile.mkdtemp(prefix="electra_tflite_bench_")
@@ -177,7 +177,7 @@ def write(finetune_command, finetune_seconds, config, num_dev, saved_accuracy, s
         "vocab 30522) fine-tuned by "
         f"`{finetune_command}` ({finetune_seconds:.0f} s), task `{config.get('task', '')}`, "
         f"{len(config.get('label_names', []))} labels; exported with `seq_length` {FLAGS.seq_length} as "
-        "`python -m electra_tf.export --kind serving` and `--kind tflite` [`--ids`] [`--quantize dynamic_int8`] "
+        "`python -m electra_tf.export --format serving` and `--format tflite` [`--ids`] [`--quantize dynamic_int8`] "
         f"write them. Dev set: {num_dev} rows. Machine: {platform.machine()}, {os.cpu_count()} cores, shared "
         f"(1-minute load average {os.getloadavg()[0]:.1f} at the end); TensorFlow {versions['tensorflow']}, "
         f"tensorflow-text {tensorflow_text.__version__}, ai-edge-litert {_version(ai_edge_litert)}, "

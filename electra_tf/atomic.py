@@ -32,6 +32,15 @@ work, so a second command writing the same folder at once is refused then, namin
 flag, not after it has done its work; the claim of a killed command (no such process on
 this host) is taken over.
 
+JSON goes through `write_json` (strict: a NaN or infinity is an error, never a bare `NaN` in
+a file), the one JSON writer of the package.
+
+A private working file or folder that is no output (a SavedModel's assets before they are
+copied into it, a vocabulary with other settings, stdin spooled for a reader) lies in the
+system's temporary folder as `electra_tf-<what>-<random>` (`scratch_folder`, `scratch_file`).
+So every temporary name the package makes is one of two: `.partial-` beside an output, or
+`electra_tf-` in the temporary folder (`tests/test_output_links.py` reads the package for others).
+
 The only other rename in the package is `training/run_lock.py`'s stale-lock takeover
 (a lock protocol, not a write).
 
@@ -53,11 +62,13 @@ import os
 import shutil
 import socket
 import stat
+import tempfile
 import threading
 import uuid
 
 PARTIAL_PREFIX = ".partial-"  # every temporary output: `.partial-<token>-<name>`, beside its target
 CLAIM_TOKEN = "claim"  # the token of a folder claimed before the work (`claim_folder`)
+SCRATCH_PREFIX = "electra_tf-"  # every private working file or folder: `electra_tf-<what>-<random>`, in the temp folder
 CLAIM_OWNER = ".owner.json"  # in a claimed folder while it is written: the claiming process's host and pid
 
 _partials = set()  # temporary files and folders being written by this process (removed on SIGTERM)
@@ -328,6 +339,39 @@ def write_bytes(path, data, flag=None):
     """Writes `data` to `path` whole (`open_write`)."""
     with open_write(path, "wb", flag) as f:
         f.write(data)
+
+
+def write_json(path, value, flag=None, indent=2, sort_keys=False):
+    """Writes `value` as strict JSON to `path` whole (`open_write`), its folder made when missing: the one JSON writer.
+
+    A NaN or an infinity is a `ValueError`, never a bare `NaN` in the file (no JSON reader but Python's takes one).
+
+    Example:
+    >>> import json, os, tempfile
+    >>> from electra_tf import atomic
+    >>> path = os.path.join(tempfile.mkdtemp(), "run", "results.json")
+    >>> atomic.write_json(path, {"accuracy": 0.5})
+    >>> json.load(open(path))
+    {'accuracy': 0.5}
+    """
+    text = json.dumps(value, indent=indent, sort_keys=sort_keys, allow_nan=False) + "\n"
+    folder = os.path.dirname(os.fspath(path))
+    if folder and is_url(folder):
+        _gfile().makedirs(folder)
+    elif folder:
+        os.makedirs(folder, exist_ok=True)
+    write_text(path, text, flag)
+
+
+def scratch_folder(what):
+    """A new private folder in the system's temporary folder, `electra_tf-<what>-<random>`, for files that are no
+    output (removed by its user, or by the system)."""
+    return tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{what}-")
+
+
+def scratch_file(what, suffix="", mode="w+b", encoding=None):
+    """A private temporary file (`tempfile.NamedTemporaryFile`, removed when closed), `electra_tf-<what>-<random>`."""
+    return tempfile.NamedTemporaryFile(mode, prefix=f"{SCRATCH_PREFIX}{what}-", suffix=suffix, encoding=encoding)
 
 
 def claim_folder(path, flag):

@@ -30,7 +30,7 @@ import numbers
 import re
 import typing
 
-FLAG_KINDS = {int: "integer", float: "float", bool: "bool", str: "string"}  # absl's DEFINE_<kind>
+FLAG_TYPES = {int: "integer", float: "float", bool: "bool", str: "string"}  # absl's DEFINE_<flag type>
 _INTERVAL = re.compile(r"^\s*([\[(])\s*([^,\s]+)\s*,\s*([^\])\s]+)\s*([\])])\s*$")
 
 
@@ -162,7 +162,7 @@ class Field:
 
     Args:
         name: str. The field, and its flag.
-        kind: type. int, float, bool or str (`Optional[X]` gives X).
+        value_type: type. int, float, bool or str (`Optional[X]` gives X).
         optional: bool. None is a value (the annotation is `Optional[...]`).
         default: the default value.
         help: str. Its help text.
@@ -171,7 +171,7 @@ class Field:
     """
 
     name: str
-    kind: type
+    value_type: type
     optional: bool
     default: typing.Any
     help: str
@@ -188,19 +188,19 @@ def fields(config_class):
         from electra_tf.config_fields import fields
 
         hidden = fields(ElectraConfig)["hidden_dim"]
-        hidden.kind, hidden.default, str(hidden.range)  # (int, 256, '[1, inf)')
+        hidden.value_type, hidden.default, str(hidden.range)  # (int, 256, '[1, inf)')
         ```
     """
     config_class = config_class if isinstance(config_class, type) else type(config_class)
     hints = typing.get_type_hints(config_class)
     out = {}
     for f in dataclasses.fields(config_class):
-        kind, optional = hints[f.name], False
-        if typing.get_origin(kind) is typing.Union:
-            kind, optional = next(a for a in typing.get_args(kind) if a is not type(None)), True
+        value_type, optional = hints[f.name], False
+        if typing.get_origin(value_type) is typing.Union:
+            value_type, optional = next(a for a in typing.get_args(value_type) if a is not type(None)), True
         if "help" not in f.metadata:
             raise TypeError(f"{config_class.__name__}.{f.name} is not declared with `config_fields.field`.")
-        out[f.name] = Field(f.name, kind, optional, f.default, f.metadata["help"], f.metadata["range"],
+        out[f.name] = Field(f.name, value_type, optional, f.default, f.metadata["help"], f.metadata["range"],
                             f.metadata["choices"])
     return out
 
@@ -296,7 +296,7 @@ def check(config):
             check_choice(spec.name, value, spec.choices)
         if spec.range is not None:
             check_range(spec.name, value, spec.range)
-        elif spec.kind is float:
+        elif spec.value_type is float:
             check_range(spec.name, value, Interval(None, None))
 
 
@@ -310,31 +310,31 @@ def _typed(spec, value):
         int: isinstance(value, numbers.Integral) and not isinstance(value, bool),
         float: isinstance(value, numbers.Real) and not isinstance(value, bool),
         str: isinstance(value, str),
-    }[spec.kind]
+    }[spec.value_type]
     if not fits:
         none = " or null" if spec.optional else ""
-        raise ValueError(f"`{spec.name}` expects {_ARTICLES[spec.kind]}{none}; received {value!r} "
+        raise ValueError(f"`{spec.name}` expects {_ARTICLES[spec.value_type]}{none}; received {value!r} "
                          f"({type(value).__name__}).")
-    return spec.kind(value) if spec.kind in (int, float) else value
+    return spec.value_type(value) if spec.value_type in (int, float) else value
 
 
 def _parse(spec, value):
     """An override as the field's type: strings (a command line, a preset) are parsed."""
-    if not isinstance(value, str) or spec.kind is str:
+    if not isinstance(value, str) or spec.value_type is str:
         return value
     text = value.strip()
     if spec.optional and text.lower() in ("none", "null"):
         return None
     try:
-        if spec.kind is bool:
+        if spec.value_type is bool:
             if text.lower() in ("1", "true", "yes"):
                 return True
             if text.lower() in ("0", "false", "no"):
                 return False
             raise ValueError(text)
-        return spec.kind(text)
+        return spec.value_type(text)
     except ValueError:
-        raise ValueError(f"`{spec.name}` expects {_ARTICLES[spec.kind]}; received {value!r}.") from None
+        raise ValueError(f"`{spec.name}` expects {_ARTICLES[spec.value_type]}; received {value!r}.") from None
 
 
 def renamed(values, table):
@@ -382,19 +382,19 @@ def define_flags(config_class, flag_values, preset_defaults=False):
         help_text = spec.help
         if preset_defaults:
             help_text = f"{help_text} (default: the preset's, else {spec.default!r})"
-        define_flag("enum" if spec.choices else FLAG_KINDS[spec.kind], spec.name,
+        define_flag("enum" if spec.choices else FLAG_TYPES[spec.value_type], spec.name,
                     None if preset_defaults else spec.default, help_text, flag_values, range=spec.range,
                     **({"enum_values": [str(c) for c in spec.choices]} if spec.choices else {}))
 
 
-def define_flag(kind, name, default, help_text, flag_values, range=None, check=None, **kwargs):  # noqa: A002
-    """`flags.DEFINE_<kind>(name, ...)` unless `name` is already defined; `range` and `check` apply when flags are parsed.
+def define_flag(flag_type, name, default, help_text, flag_values, range=None, check=None, **kwargs):  # noqa: A002
+    """`flags.DEFINE_<flag_type>(name, ...)` unless `name` is already defined; `range` and `check` apply when flags are parsed.
 
     A value out of `range` (NaN and infinities included), or one `check` refuses, is a bad
     flag: the command line is refused before anything runs, with one line naming `--name`.
 
     Args:
-        kind: str. "integer", "float", "bool", "string", "enum", "list", ...
+        flag_type: str. "integer", "float", "bool", "string", "enum", "list", ...
         name: str.
         default: the default value (None: unset).
         help_text: str.
@@ -402,13 +402,13 @@ def define_flag(kind, name, default, help_text, flag_values, range=None, check=N
         range: str, `Interval` or None. The values a number flag takes, e.g. "[0, inf)".
         check: callable or None. `check(value)` raises a `ValueError` whose message names
             `--name` ("`--name` must be ...") for a value the flag does not take.
-        **kwargs: passed to `DEFINE_<kind>` (`enum_values`, ...).
+        **kwargs: passed to `DEFINE_<flag_type>` (`enum_values`, ...).
     """
     from absl import flags
 
     if name in flag_values:
         return
-    getattr(flags, f"DEFINE_{kind}")(name=name, default=default, help=help_text, flag_values=flag_values,
+    getattr(flags, f"DEFINE_{flag_type}")(name=name, default=default, help=help_text, flag_values=flag_values,
                                      **kwargs)
     checks = [check] if check is not None else []
     if range is not None:

@@ -35,7 +35,7 @@ the dev (and labelled test) metrics of every trial and their mean / median /
 std / min / max go to `output_dir/results.json`. The best trial's model is saved as
 `output_dir/classifier.keras` (tagging: `token_classifier.keras`, QA:
 `question_answerer.keras`) with `vocab.txt` and `finetune_config.json`, which
-`python -m electra_tf.export --kind serving` reads. Installed as `electra-finetune`.
+`python -m electra_tf.export --format serving` reads. Installed as `electra-finetune`.
 """
 
 import os

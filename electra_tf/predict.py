@@ -16,8 +16,8 @@ r"""Predicts with a fine-tuned model: `python -m electra_tf.predict --init MODEL
                                                            # generator's own corruption (AUC)
 
 `--init` is a fine-tuning output dir (`python -m electra_tf.finetune
---output_dir`), a TF Serving export (`python -m electra_tf.export --kind
-serving` or `--kind rtd`): a version folder, or the model folder above it (its highest
+--output_dir`), a TF Serving export (`python -m electra_tf.export --format
+serving` or `--format rtd`): a version folder, or the model folder above it (its highest
 complete version), or a pre-trained ELECTRA for replaced-token scores: any `--init` form
 with the discriminator's head (a pre-training run with its checkpoints, `hf:DIR` of an
 `ElectraForPreTraining` folder, `hf:DISC,GEN`, `official:DIR`;
@@ -90,7 +90,7 @@ import sys
 
 from absl import app, flags
 
-from electra_tf import cli
+from electra_tf import atomic, cli
 
 FLAGS = flags.FLAGS
 ALIASES = {}
@@ -158,7 +158,7 @@ def main(argv):
             return
         scores = scoring.score(model.kind, model.settings, examples, predictions)
         if FLAGS.metrics_file and scores is not None:
-            writing.write_json(FLAGS.metrics_file, scores)
+            atomic.write_json(FLAGS.metrics_file, scores, flag="metrics_file")
     seconds = time.perf_counter() - started
     if scores is not None:
         predicted = sum(not e.skipped for e in examples)

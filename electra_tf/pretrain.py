@@ -68,7 +68,7 @@ def main(argv):
 
 def _check_model_dir(model_dir, init, data):
     """Refuses, before anything is written (the run lock included), a `--model_dir` that is or overlaps `--init`,
-    holds the `--data` records, holds another kind of artefact or lies inside one."""
+    holds the `--data` records, holds another artefact or lies inside one."""
     from electra_tf import atomic, run_files, sources
 
     run_files.refuse_foreign_output(model_dir, "model_dir", run_files.PRETRAINING_RUN,

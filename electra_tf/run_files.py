@@ -30,17 +30,17 @@ An export (`electra_tf.export`): a SavedModel (`saved_model.pb`, `variables/`,
 `assets/`: `vocab.txt`, `electra_tokenizer.json`, `encoder_config.json` or
 `serving_config.json`, and `labels.txt` for serving), a Keras-Hub preset, or a LiteRT
 model folder (`model.tflite`, `tflite_config.json`, `labels.txt`, `vocab.txt`).
-A Hugging Face model (`electra_tf.convert --to hf`): `config.json` + `model.safetensors`.
+A Hugging Face model (`python -m electra_tf.convert --to hf`): `config.json` + `model.safetensors`.
 A standalone encoder (`sources.save_encoder`, e.g. an experiment's untrained baseline):
 `encoder.keras` + `vocab.txt`, a `--init` for fine-tuning.
 
-What a folder holds (`artefact_kind`), so a command never writes its files into
-another kind of artefact:
+What a folder holds (`artefact_in`), so a command never writes its files into
+another artefact:
 
     a pre-training run         config.json with checkpoints/ or discriminator.keras
     a fine-tuning output       finetune_config.json, results.json or trials/
-    an exported SavedModel     saved_model.pb (export --kind encoder|serving)
-    a LiteRT model             model.tflite (export --kind tflite)
+    an exported SavedModel     saved_model.pb (export --format encoder|serving)
+    a LiteRT model             model.tflite (export --format tflite)
     a Hugging Face model       config.json + model.safetensors (convert --to hf)
 """
 
@@ -52,7 +52,6 @@ import tensorflow as tf
 
 from electra_tf import atomic
 from electra_tf.config import ElectraConfig
-from electra_tf.convert.hf_names import HF_CONFIG_FILE, HF_WEIGHTS_FILE, HF_WEIGHTS_INDEX_FILE  # noqa: F401  (convert owns the HF format)
 from electra_tf.data.tokenizer import SETTINGS_FILE, VOCAB_FILE  # noqa: F401  (the tokenizer owns its file names)
 
 # --- A pre-training run ---
@@ -80,12 +79,16 @@ GLUE_SUBMISSION_FILES = {
 # --- An export (SavedModel), a Hugging Face model ---
 SAVED_MODEL_FILE = "saved_model.pb"
 ASSETS_DIR = "assets"
-ENCODER_CONFIG_ASSET = "encoder_config.json"  # export --kind encoder
-SERVING_CONFIG_ASSET = "serving_config.json"  # export --kind serving
-LABELS_ASSET = "labels.txt"  # export --kind serving: label i on line i
+ENCODER_CONFIG_ASSET = "encoder_config.json"  # export --format encoder
+SERVING_CONFIG_ASSET = "serving_config.json"  # export --format serving
+LABELS_ASSET = "labels.txt"  # export --format serving: label i on line i
 VOCAB_ASSET = VOCAB_FILE  # the vocabulary asset keeps its file name
-TFLITE_MODEL_FILE = "model.tflite"  # export --kind tflite, beside LABELS_ASSET and VOCAB_FILE
-TFLITE_CONFIG_FILE = "tflite_config.json"  # what the .tflite takes and returns (electra_tf.export.tflite)
+TFLITE_MODEL_FILE = "model.tflite"  # export --format tflite, beside LABELS_ASSET and VOCAB_FILE
+TFLITE_CONFIG_FILE = "tflite_config.json"  # what the .tflite takes and returns (electra_tf.exporting.tflite)
+# The files of a Hugging Face model folder (read and written by electra_tf.converting).
+HF_CONFIG_FILE = "config.json"
+HF_WEIGHTS_FILE = "model.safetensors"
+HF_WEIGHTS_INDEX_FILE = "model.safetensors.index.json"  # a sharded checkpoint
 HF_WEIGHTS_FILES = (HF_WEIGHTS_FILE, HF_WEIGHTS_INDEX_FILE)
 # --- A standalone encoder ---
 ENCODER_FILE = "encoder.keras"  # with VOCAB_FILE beside it
@@ -163,8 +166,8 @@ KERAS_HUB_PRESET = "a keras-hub preset"
 KERAS_HUB_PRESET_FILES = ("metadata.json", "model.weights.h5")  # keras-hub's own names (save_to_preset)
 
 
-def artefact_kind(folder):
-    """The kind of artefact `folder` holds (one of the constants above), or None (absent, empty, other files)."""
+def artefact_in(folder):
+    """The artefact `folder` holds (one of the constants above), or None (absent, empty, other files)."""
     def has(*names):
         return any(tf.io.gfile.exists(os.path.join(folder, name)) for name in names)
 
@@ -188,7 +191,7 @@ def artefact_kind(folder):
 
 
 def enclosing_artefact(path):
-    """`(folder, kind)` of the nearest artefact that is or holds `path` (itself or a parent folder), or None.
+    """`(folder, artefact)` of the nearest artefact that is or holds `path` (itself or a parent folder), or None.
 
     A parent counts only with an artefact's results (a lone `config.json`, or a
     lone `discriminator.keras` a script saved, makes `path` itself a pre-training
@@ -207,32 +210,32 @@ def enclosing_artefact(path):
     """
     path = os.fspath(path)
     if "://" in path:
-        kind = artefact_kind(path)
-        return None if kind is None else (path, kind)
+        artefact = artefact_in(path)
+        return None if artefact is None else (path, artefact)
     path = atomic.real_path(path)  # a link or a linked folder: where the file lies
     folder = path
     while True:
-        kind = artefact_kind(folder)
+        artefact = artefact_in(folder)
         # A parent is a run with its config and results: config.json alone, or a discriminator.keras that a
         # Keras script saved in a working folder, makes no folder under it part of a run.
-        weak = kind == PRETRAINING_RUN and not (tf.io.gfile.exists(os.path.join(folder, CONFIG_FILE)) and is_run(folder))
-        if kind is not None and (folder == path or not weak):
-            return folder, kind
+        weak = artefact == PRETRAINING_RUN and not (tf.io.gfile.exists(os.path.join(folder, CONFIG_FILE)) and is_run(folder))
+        if artefact is not None and (folder == path or not weak):
+            return folder, artefact
         parent = os.path.dirname(folder)
         if parent == folder:
             return None
         folder = parent
 
 
-def refuse_foreign_output(folder, flag, own_kind, inputs=()):
+def refuse_foreign_output(folder, flag, own_artefact, inputs=()):
     """Refuses an output folder that a resumable command (pre-training, fine-tuning) would write into another's.
 
     Refused, naming `--flag`, before anything is written: a folder that is,
     holds or lies inside one of `inputs` (the paths an `--init` names,
     `sources.init_inputs`; `--data_dir`);
-    one holding another kind of artefact than `own_kind`; and one lying inside
-    an artefact of any kind (another run's or export's folder). A folder of
-    `own_kind` itself is allowed (it resumes); a file is refused (it is not a folder).
+    one holding another artefact than `own_artefact`; and one lying inside
+    any artefact (another run's or export's folder). A folder of
+    `own_artefact` itself is allowed (it resumes); a file is refused (it is not a folder).
     Links are resolved first: a linked folder is the folder it names.
     """
     if tf.io.gfile.exists(folder) and not tf.io.gfile.isdir(folder):
@@ -246,9 +249,9 @@ def refuse_foreign_output(folder, flag, own_kind, inputs=()):
             raise ValueError(f"`--{flag}={folder}` is or overlaps the input {item}: writing there would mix "
                              f"with (or replace) what is being read. Choose another --{flag}.")
     found = enclosing_artefact(target)
-    if found is not None and (found[0] != target or found[1] != own_kind):
+    if found is not None and (found[0] != target or found[1] != own_artefact):
         where = "holds" if found[0] == target else f"lies inside {found[0]}, which holds"
-        raise FileExistsError(f"`--{flag}={folder}` {where} {found[1]}; writing {own_kind} there would mix its "
+        raise FileExistsError(f"`--{flag}={folder}` {where} {found[1]}; writing {own_artefact} there would mix its "
                               f"files with another artefact's. Choose another --{flag}.")
 
 
@@ -260,13 +263,13 @@ def refuse_inside_artefact(path, flag):
                               f"would mix with its files. Choose another --{flag}.")
 
 
-def guard_output(path, flag, own_kind, inputs=(), writes=None):
+def guard_output(path, flag, own_artefact, inputs=(), writes=None):
     """Refuses an output before anything is written: the one output guard of every command that writes.
 
     Refused, with a `FileExistsError` / `ValueError` naming `--flag`:
     an output that is, holds or lies inside one of `inputs` (`--init`,
-    `--input`; a file output: the same path); a folder holding another kind of artefact than `own_kind`
-    (see `artefact_kind`; for a file output, the folder it goes into); and
+    `--input`; a file output: the same path); a folder holding another artefact than `own_artefact`
+    (see `artefact_in`; for a file output, the folder it goes into); and
     anything that would be overwritten: for a file output (`writes` given as
     paths), each existing path of `writes`; for a folder output (`writes` None),
     a folder that is not empty. Paths are compared as the files they name (`atomic.real_path`,
@@ -275,7 +278,7 @@ def guard_output(path, flag, own_kind, inputs=(), writes=None):
     Args:
         path: str. The output (a folder, a `.keras` file or a checkpoint prefix).
         flag: str. The flag that named it, e.g. "output_dir".
-        own_kind: str or None. What the command writes (a kind constant above),
+        own_artefact: str or None. What the command writes (an artefact constant above),
             None for a single file outside any artefact.
         inputs: paths the command reads (comma-separated lists split by the caller).
         writes: None for a folder output; else the file paths the command writes.
@@ -304,10 +307,10 @@ def guard_output(path, flag, own_kind, inputs=(), writes=None):
             raise ValueError(f"`--{flag}={path}` is or overlaps the input {item}: writing there would replace "
                              "what is being read. Choose another --" + flag + ".")
     folder = target if writes is None else os.path.dirname(target)
-    kind = artefact_kind(folder)
-    if kind is not None and kind != own_kind:
+    artefact = artefact_in(folder)
+    if artefact is not None and artefact != own_artefact:
         where = f"`--{flag}={path}`" if writes is None else f"The folder of `--{flag}={path}` ({folder})"
-        raise FileExistsError(f"{where} holds {kind}; writing {own_kind or 'there'} would mix its files with "
+        raise FileExistsError(f"{where} holds {artefact}; writing {own_artefact or 'there'} would mix its files with "
                               f"another artefact's. Choose another --{flag}.")
     if writes is None:
         if tf.io.gfile.isdir(target) and tf.io.gfile.listdir(target):
@@ -333,19 +336,10 @@ def write_results(output_dir, results, finetune_config):
 
     Strict JSON: a NaN or infinity is an error (`ValueError`), never a bare `NaN` in the file.
     """
-    write_json(os.path.join(output_dir, FINETUNE_CONFIG_FILE), finetune_config)
+    atomic.write_json(os.path.join(output_dir, FINETUNE_CONFIG_FILE), finetune_config)
     results = dict(results, finetune_config=finetune_config)  # its copy: an edit of the file is found on reading
-    write_json(os.path.join(output_dir, RESULTS_FILE), results)  # last: its presence marks a finished run
+    atomic.write_json(os.path.join(output_dir, RESULTS_FILE), results)  # last: its presence marks a finished run
 
-
-def write_json(path, value, indent=2):
-    """Writes `value` as strict JSON (no NaN) to `path` atomically (`atomic`): a reader never sees half a file.
-
-    The one JSON writer of the package (runs, results, statistics, configs).
-    """
-    text = json.dumps(value, indent=indent, allow_nan=False)
-    tf.io.gfile.makedirs(os.path.dirname(path) or ".")
-    atomic.write_text(path, text)
 
 
 def read_json(path):

@@ -67,8 +67,9 @@ from electra_tf.pipelines import sources
 from electra_tf.pipelines import text_io
 from electra_tf.pipelines import tfrecord
 
-_PARTIAL_STATS = ".stats.partial-"  # + the shard index + ".json": each shard's counts, summed by the build
-_TMP_PREFIXES = (atomic.PARTIAL_PREFIX, ".tmp-")  # temporary files and staging folders (".tmp-": older builds')
+_STATS_TOKEN = "shard"  # each shard's counts, summed by the build: .partial-shard-stats-<shard>.json
+_OLDER_TEMP_PREFIXES = (".tmp-", ".stats.partial-")  # older builds' temporary names: still removed, never written
+_TMP_PREFIXES = (atomic.PARTIAL_PREFIX, *_OLDER_TEMP_PREFIXES)  # temporary files and staging folders
 _STAGING = "build"  # the name of a staging folder (`atomic.partial_path`): .partial-<token>-build
 
 
@@ -81,7 +82,7 @@ def shard_paths(output_dir, num_shards):
 
 
 def _partial_stats_path(output_dir, shard):
-    return os.path.join(output_dir, f"{_PARTIAL_STATS}{shard:05d}.json")
+    return atomic.partial_path(os.path.join(output_dir, f"stats-{shard:05d}.json"), _STATS_TOKEN)
 
 
 def _sum_stats(dicts):
@@ -276,7 +277,7 @@ class WriteShardFn(beam.DoFn):
 
 
 def _write_json(path, value):
-    atomic.write_text(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
+    atomic.write_json(path, value, sort_keys=True)
 
 
 def _prepare_output_dir(output_dir, num_shards):
@@ -286,7 +287,7 @@ def _prepare_output_dir(output_dir, num_shards):
     for name in tf.io.gfile.listdir(output_dir):
         stale = (
             name in (SUCCESS_FILE, STATS_FILE)
-            or name.startswith((*_TMP_PREFIXES, _PARTIAL_STATS))
+            or name.startswith(_TMP_PREFIXES)
             or (name.startswith(SHARD_PREFIX) and name not in keep)
         )
         if stale:
@@ -307,7 +308,7 @@ def _remove_temp_files(output_dir):
 
 def _owned(name):
     """Whether the build writes or removes a file of this name in its output folder."""
-    return name in (SUCCESS_FILE, STATS_FILE) or name.startswith((*_TMP_PREFIXES, SHARD_PREFIX, _PARTIAL_STATS))
+    return name in (SUCCESS_FILE, STATS_FILE) or name.startswith((*_TMP_PREFIXES, SHARD_PREFIX))
 
 
 def check_output_dir(output_dir, input_paths, only_a_build=True):
@@ -420,7 +421,7 @@ def build_pretraining_data(
     """Builds packed pre-training TFRecords with Apache Beam; returns the stats.
 
     Args:
-        inputs: str or list of str. Input specs `[kind:]GLOB`, see `sources`.
+        inputs: str or list of str. Input specs `[format:]GLOB`, see `sources`.
         vocab_file: str. WordPiece `vocab.txt` (checked before any work).
         output_dir: str. Destination (local or `tf.io.gfile` path).
         max_seq_length: int. Example length, including [CLS]/[SEP].
@@ -611,7 +612,7 @@ def _pipeline(pipeline, files, vocab_file, settings, vocab_size, output_dir, max
 
 def define_flags():
     """Defines the CLI flags (only when run as a script, so imports never clash)."""
-    flags.DEFINE_list("input", None, "Input specs `[kind:]GLOB` (kind: text, wikipedia, books).")
+    flags.DEFINE_list("input", None, "Input specs `[format:]GLOB` (format: text, wikipedia, books).")
     cli.define_vocab_file("WordPiece vocab.txt.")
     cli.define_output_dir("Output directory.")
     cli.define_seq_length(128, "Example length including [CLS]/[SEP].", range="[5, inf)")

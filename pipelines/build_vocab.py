@@ -84,7 +84,7 @@ def build_vocab(inputs, vocab_size, output, lower_case=True, num_unused=100, lim
     """Trains a WordPiece vocabulary and writes `vocab.txt`.
 
     Args:
-        inputs: str or list of str. Input specs `[kind:]GLOB` (see `sources`).
+        inputs: str or list of str. Input specs `[format:]GLOB` (see `sources`).
         vocab_size: int. Total lines of `vocab.txt`, special tokens included.
         output: str. Path of the `vocab.txt` to write (atomically).
         lower_case: bool. Lower-case and strip accents (an uncased vocabulary).
@@ -187,7 +187,7 @@ def check_output(inputs, output, lower_case, overwrite=False):
 
 def define_flags():
     """Defines the CLI flags (only when run as a script)."""
-    flags.DEFINE_list("input", None, "Input specs `[kind:]GLOB`, comma-separated.")
+    flags.DEFINE_list("input", None, "Input specs `[format:]GLOB`, comma-separated.")
     cli.define("integer", "vocab_size", 30522, "Total vocabulary size, special tokens included.", range="[1, inf)")
     cli.define_vocab_file("Path of the vocab.txt to write.")
     flags.DEFINE_bool("lower_case", True, "Uncased vocabulary (lower-case, strip accents); saved in "

@@ -265,7 +265,7 @@ def build_demo_data(output_dir, seq_length=128, vocab_size=8192, num_shards=4, s
         f"text:{corpus_file}", vocab_file, output_dir, max_seq_length=seq_length, num_shards=num_shards,
         seed=seed, pipeline_args=["--direct_running_mode=in_memory"], overwrite=True,
     )
-    atomic.write_text(manifest_path, json.dumps(dict(params=params, corpus=corpus), indent=2, sort_keys=True))
+    atomic.write_json(manifest_path, dict(params=params, corpus=corpus), sort_keys=True)
     logging.info("demo data: built in %.1fs: %d examples", time.time() - start, stats["examples"])
     return dict(result, stats=dict(stats, corpus=corpus, cached=False))
 

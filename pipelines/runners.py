@@ -389,9 +389,9 @@ def check_scheduler(pipeline_args):
                               "protocol. Give the scheduler's address (`dask scheduler` prints it).") from None
     except OSError as e:
         raise ConnectionError(f"No Dask scheduler answered at {target}: {e}") from None
-    kind = identity.get("type") if isinstance(identity, dict) else None
-    if kind != "Scheduler":
-        raise ConnectionError(f"{target} is a Dask {kind or 'server'}, not a scheduler: give the scheduler's "
+    server = identity.get("type") if isinstance(identity, dict) else None
+    if server != "Scheduler":
+        raise ConnectionError(f"{target} is a Dask {server or 'server'}, not a scheduler: give the scheduler's "
                               "address (`dask scheduler` prints it).")
 
 

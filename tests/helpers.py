@@ -138,7 +138,7 @@ def finetuned_runs(root, kinds, vocab_file, seed=0, **encoder_sizes):
         shutil.copyfile(vocab_file, run / run_files.VOCAB_FILE)
         (run / run_files.FINETUNE_CONFIG_FILE).write_text(json.dumps(config))
         dirs[name] = str(run)
-        finetuned = task_kinds.load_finetuned(str(run))  # what `export --kind serving` does
+        finetuned = task_kinds.load_finetuned(str(run))  # what `export --format serving` does
         exports[name] = task_kinds.export_serving(finetuned.model, finetuned.vocab_file,
                                                   str(pathlib.Path(root) / "serving"), name, 1, finetuned.settings)
     return dirs, exports

@@ -60,7 +60,7 @@ def records(tmp_path_factory):
     (["-m", "electra_tf.finetune", "--task", "sst-2", "--data_dir", "{tmp}", "--init", "{tmp}", "--output_dir",
       "{tmp}/out", "--strategy", "mirrored", "--num_cpu_devices", "-2"],
      "error: `--num_cpu_devices` must be >= 0. Received: `--num_cpu_devices=-2`"),
-    (["-m", "electra_tf.export", "--kind", "serving", "--init", "{tmp}", "--output_dir", "{tmp}/serving",
+    (["-m", "electra_tf.export", "--format", "serving", "--init", "{tmp}", "--output_dir", "{tmp}/serving",
       "--model_name", ""],
      "error: `--model_name` must be one folder name, not empty and without '/': the version goes in "
      "<output_dir>/<model_name>/<version>. Received: `--model_name=''`"),
@@ -110,7 +110,7 @@ def test_a_config_field_of_the_wrong_type_names_the_file_and_the_field(tmp_path)
     values["hidden_dim"] = str(values["hidden_dim"])  # "64": a hand edit
     with open(config_file, "w") as f:
         json.dump(values, f)
-    line = refused(["-m", "electra_tf.export", "--kind", "encoder", "--init", run, "--output_dir",
+    line = refused(["-m", "electra_tf.export", "--format", "encoder", "--init", run, "--output_dir",
                     str(tmp_path / "encoder")], tmp_path, exit_code=1)
     assert line == f"error: {config_file}: `hidden_dim` expects an int; received '64' (str)."
 
@@ -168,10 +168,10 @@ def test_another_vocabulary_is_refused_saying_how_it_differs(tmp_path, records):
     assert "400 tokens there, 500 in --vocab_file" in line
 
 
-def test_an_unknown_source_kind_is_named_with_the_kinds(folder):
+def test_an_unknown_corpus_format_is_named_with_the_formats(folder):
     line = refused(["-m", "electra_tf.pipelines.build_vocab", "--input", f"pdf:{folder}/*.pdf", "--vocab_file",
                     str(folder / "vocab.txt")], folder, exit_code=1)
-    assert line == (f"error: Unknown source kind `pdf:` in the input `pdf:{folder}/*.pdf`. The kinds are text:, "
+    assert line == (f"error: Unknown corpus format `pdf:` in the input `pdf:{folder}/*.pdf`. The formats are text:, "
                     "wikipedia:, books: (or no prefix: guessed from the name).")
 
 

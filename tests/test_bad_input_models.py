@@ -43,7 +43,7 @@ def models(tmp_path_factory):
     """A pre-training run, its encoder export, a fine-tuned classifier output, a keras-hub preset, a task."""
     import keras
 
-    from electra_tf.export.encoder_saved_model import export_encoder
+    from electra_tf.exporting.encoder_saved_model import export_encoder
     from electra_tf.tasks.classification.model import ElectraClassifier
 
     root = tmp_path_factory.mktemp("models")

@@ -71,7 +71,7 @@ def test_cased_vocabulary_keeps_case_from_records_to_serving(tmp_path):
                          "--max_seq_length", "16", "--verbose", "0"])
     assert deprecations(result) == ["warning: --max_seq_length is deprecated; use --seq_length"]
     serving = tmp_path / "serving"
-    result = run_python(["-m", "electra_tf.export", "--kind", "serving", "--init", str(finetuned),
+    result = run_python(["-m", "electra_tf.export", "--format", "serving", "--init", str(finetuned),
                          "--output", str(serving)])
     assert deprecations(result) == ["warning: --output is deprecated; use --output_dir"]
     loaded = tf.saved_model.load(glob.glob(str(serving / "*" / "1"))[0])

@@ -12,9 +12,10 @@ import pytest
 from absl import flags
 
 from electra_tf import cli
+from electra_tf.cli import quiet, tensorflow_start
 from helpers import REPO, run_python
 
-CLIS = ["electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export.__main__", "electra_tf.convert.__main__",
+CLIS = ["electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export", "electra_tf.convert",
         "electra_tf.predict", "electra_tf.pipelines.build_pretraining_data", "electra_tf.pipelines.build_vocab",
         "electra_tf.pipelines.inspect_records"]
 CONSOLE_SCRIPTS = {"electra-pretrain", "electra-finetune", "electra-export", "electra-convert", "electra-predict",
@@ -30,8 +31,8 @@ def console_scripts():
 def test_importing_every_cli_in_one_process_defines_no_flag_and_loads_no_tensorflow():
     """No DuplicateFlagError; and TensorFlow loads only once a CLI runs (after `cli.prepare_tensorflow`)."""
     code = ("import sys\n"
-            "import electra_tf.pretrain, electra_tf.finetune, electra_tf.export, electra_tf.export.__main__, "
-            "electra_tf.convert.__main__, electra_tf.predict\n"
+            "import electra_tf.pretrain, electra_tf.finetune, electra_tf.export, electra_tf.exporting, "
+            "electra_tf.convert, electra_tf.predict\n"
             "from absl import flags\n"
             "print(sorted(n for n in flags.FLAGS if n in ('model_dir', 'init', 'output_dir', 'seq_length')))\n"
             "print('tensorflow' in sys.modules)")
@@ -62,8 +63,9 @@ def test_the_pipelines_accept_their_old_spellings(module):
 @pytest.mark.parametrize("module,args,name,value", [
     ("electra_tf.pretrain", ["--init_from=hf:some_dir"], "init", "hf:some_dir"),
     ("electra_tf.finetune", ["--max_seq_length", "64"], "seq_length", 64),
-    ("electra_tf.export.__main__", ["--output", "out"], "output_dir", "out"),
-    ("electra_tf.convert.__main__", ["-output=model.keras"], "output_dir", "model.keras"),
+    ("electra_tf.export", ["--output", "out"], "output_dir", "out"),
+    ("electra_tf.export", ["--kind", "tflite"], "format", "tflite"),  # the flag's name before --format
+    ("electra_tf.convert", ["-output=model.keras"], "output_dir", "model.keras"),
 ])
 def test_a_deprecated_spelling_is_the_new_flag_with_one_warning(module, args, name, value):
     program = importlib.import_module(module)
@@ -104,10 +106,11 @@ def test_every_cli_is_a_console_script_with_a_callable_target():
 
 def test_quiet_console_leaves_a_users_log_level_alone(monkeypatch):
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "0")
-    monkeypatch.setattr(cli, "_quieted", False)
-    cli.quiet_console()
+    monkeypatch.setattr(quiet, "_quieted", False)
+    tensorflow_start.log_level()
+    quiet.quiet_console()
     assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0"  # kept; the start-up lines are still filtered
-    assert isinstance(cli.gpu_device_present(), bool)
+    assert isinstance(tensorflow_start.gpu_device_present(), bool)
 
 
 @pytest.mark.parametrize("users_setting,expected", [(None, "True"), ("0", "False")])
@@ -129,7 +132,7 @@ def test_a_cli_start_turns_on_onednn_unless_the_user_chose(users_setting, expect
 def test_a_cli_started_without_a_log_level_prints_only_its_own_lines():
     """No TensorFlow start-up lines (oneDNN, CUDA drivers, cuInit, CPU instructions), no absl pre-init line."""
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-    result = subprocess.run([sys.executable, "-m", "electra_tf.export", "--kind", "encoder", "--output", "x"],
+    result = subprocess.run([sys.executable, "-m", "electra_tf.export", "--format", "encoder", "--output", "x"],
                             cwd=REPO, capture_output=True, text=True, timeout=300,
                             env=dict(env, PYTHONPATH=str(REPO)))
     assert result.returncode == 2
@@ -147,7 +150,7 @@ def test_help_lists_the_programs_flags(module, flag):
 
 
 def test_invoke_leaves_the_global_flags_as_they_were():
-    from electra_tf.convert import __main__ as convert_cli
+    from electra_tf import convert as convert_cli
 
     before = set(flags.FLAGS)
     with pytest.raises(SystemExit):
@@ -181,10 +184,10 @@ def test_beam_worker_lines_keep_the_pipelines_own_and_drop_start_up_and_tracebac
         "error: a line of the builder's own error boundary",
     ]
     kept = lambda keep: [line for line in worker if keep((line + "\n").encode())]  # noqa: E731
-    assert kept(cli._WorkerLines()) == ["INFO:absl:Reading /data/cut.txt.gz",
+    assert kept(quiet._WorkerLines()) == ["INFO:absl:Reading /data/cut.txt.gz",
                                         "INFO:absl:Wrote /out/pretrain_data.tfrecord-00000-of-00002 (3 examples)",
                                         "error: a line of the builder's own error boundary"]
-    debug = kept(cli._WorkerLines(debug=True))  # tracebacks kept, start-up noise still dropped
+    debug = kept(quiet._WorkerLines(debug=True))  # tracebacks kept, start-up noise still dropped
     assert debug == [line for line in worker[7:]]
 
 

@@ -28,14 +28,14 @@ def test_the_readme_quick_start_trains_on_the_demo_corpus_and_exits_0(tmp_path, 
 @pytest.mark.parametrize("kind", ["encoder", "preset"])
 def test_export_exits_0_and_never_writes_into_an_existing_output_or_its_init(run_dir, tmp_path, kind):
     out = tmp_path / kind
-    result = run_python(["-m", "electra_tf.export", "--kind", kind, "--init", run_dir, "--output_dir", str(out),
+    result = run_python(["-m", "electra_tf.export", "--format", kind, "--init", run_dir, "--output_dir", str(out),
                          "--seq_length", "64"][: 8 if kind == "preset" else 10])
     assert result.returncode == 0
     before, run_before = digests(out), digests(run_dir)
-    again = run_python(["-m", "electra_tf.export", "--kind", kind, "--init", run_dir, "--output_dir", str(out)],
+    again = run_python(["-m", "electra_tf.export", "--format", kind, "--init", run_dir, "--output_dir", str(out)],
                        check=False)
     assert f"`--output_dir={out}` is not empty" in error_line(again)
-    into_init = run_python(["-m", "electra_tf.export", "--kind", kind, "--init", run_dir, "--output_dir",
+    into_init = run_python(["-m", "electra_tf.export", "--format", kind, "--init", run_dir, "--output_dir",
                             os.path.join(run_dir, "export")], check=False)
     assert "overlaps the input" in error_line(into_init)
     assert digests(out) == before and digests(run_dir) == run_before

@@ -87,7 +87,7 @@ def test_help_shows_every_field_with_its_help_text(module, config_class, preset)
     text = flat(result.stdout)
     for spec in fields(config_class).values():
         shown = spec.help + (f" (default: the preset's, else {spec.default!r})" if preset else "")
-        assert f"--{'[no]' if spec.kind is bool else ''}{spec.name}: " in text, spec.name
+        assert f"--{'[no]' if spec.value_type is bool else ''}{spec.name}: " in text, spec.name
         assert flat(shown) in text, spec.name
     assert "Config override" not in text
 

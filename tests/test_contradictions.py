@@ -50,7 +50,7 @@ def test_max_seq_length_and_seq_length_with_other_values_are_refused_naming_both
 
 def test_export_output_and_output_dir_with_other_values_are_refused_naming_both(tmp_path):
     (tmp_path / "notes.txt").write_text("kept\n")
-    line = refused(["-m", "electra_tf.export", "--kind", "encoder", "--init", str(tmp_path), "--output",
+    line = refused(["-m", "electra_tf.export", "--format", "encoder", "--init", str(tmp_path), "--output",
                     str(tmp_path / "A"), "--output_dir", str(tmp_path / "B")], tmp_path, exit_code=2)
     assert line == (f"error: `--output={tmp_path / 'A'}` and `--output_dir={tmp_path / 'B'}` contradict each other: "
                     "--output is the deprecated spelling of --output_dir. Give --output_dir once.")
@@ -60,8 +60,9 @@ def test_export_output_and_output_dir_with_other_values_are_refused_naming_both(
 # Every deprecated spelling a command accepts (the README's table): module, old, new, two values of the flag.
 DEPRECATED = [
     ("electra_tf.finetune", "max_seq_length", "seq_length", "64", "96"),
-    ("electra_tf.export.__main__", "output", "output_dir", "a", "b"),
-    ("electra_tf.convert.__main__", "output", "output_dir", "a.keras", "b.keras"),
+    ("electra_tf.export", "output", "output_dir", "a", "b"),
+    ("electra_tf.export", "kind", "format", "encoder", "preset"),
+    ("electra_tf.convert", "output", "output_dir", "a.keras", "b.keras"),
     ("electra_tf.pretrain", "init_from", "init", "runs/a", "runs/b"),
     ("pipelines.build_vocab", "output", "vocab_file", "a.txt", "b.txt"),
     ("pipelines.build_pretraining_data", "vocab", "vocab_file", "a.txt", "b.txt"),
@@ -161,7 +162,7 @@ def test_edited_label_names_are_refused_on_rerun_predict_and_export_naming_file_
     assert refused([*finished["args"], "--output_dir", str(out)], tmp_path) == wanted  # not "already finished"
     assert refused(["-m", "electra_tf.predict", "--init", str(out), "--input", str(finished["input"]),
                     "--output_file", str(tmp_path / "predictions.jsonl")], tmp_path) == wanted
-    assert refused(["-m", "electra_tf.export", "--kind", "serving", "--init", str(out), "--output_dir",
+    assert refused(["-m", "electra_tf.export", "--format", "serving", "--init", str(out), "--output_dir",
                     str(tmp_path / "serving")], tmp_path) == wanted
 
 

@@ -7,6 +7,7 @@ install inside it, `configs/` (`electra_tf.configs`) and `pipelines/`
 """
 
 import ast
+import functools
 import os
 
 import pytest
@@ -20,16 +21,16 @@ FOLDERS = {"electra_tf": "electra_tf", "configs": "electra_tf.configs", "pipelin
 LAYERS = {
     "core": ("electra_tf.cli", "electra_tf.config", "electra_tf.config_fields", "electra_tf.configs",
              "electra_tf.objectives", "electra_tf.data",  # presets and config, the tokenizer and the record schema
-             "electra_tf.atomic"),  # the one writer of files and folders
+             "electra_tf.atomic",  # the one writer of files and folders
+             "electra_tf.run_files"),  # the run-directory contract: every file name a command reads or writes
     "pipelines": ("electra_tf.pipelines",),  # data tools: text -> vocabulary -> TFRecords
     "layers": ("electra_tf.layers",),
     "models": ("electra_tf.models",),
-    "convert": ("electra_tf.convert",),
-    # The run-directory contract (file names, guards), named checkpoints and the `--init` registry:
-    # what every command reads a model through.
-    "sources": ("electra_tf.run_files", "electra_tf.training.named_checkpoint", "electra_tf.sources"),
+    "converting": ("electra_tf.converting",),
+    # The `--init` registry and the named checkpoints: what every command reads a model through.
+    "sources": ("electra_tf.sources",),
     "training": ("electra_tf.training",),  # pre-training: optimizers, callbacks, strategies, the run lock
-    "export": ("electra_tf.export",),  # SavedModels, presets, LiteRT plumbing, the shared serving parts: no kind
+    "exporting": ("electra_tf.exporting",),  # SavedModels, presets, LiteRT plumbing, the shared serving parts: no kind
     "finetuning": ("electra_tf.finetuning",),  # the generic loop: trials, recipe, batching, layer-wise LR
     "predicting": ("electra_tf.predicting",),  # a served model's signatures on batches; reading and writing
     # The task kinds, one folder each, and their registry (`electra_tf.tasks`): each uses the generic layers
@@ -38,16 +39,18 @@ LAYERS = {
     # Every class a saved model names, registered with Keras: `import electra_tf` has Keras import it on its
     # first look-up of an `electra_tf>` name (by name, at run time: the package's root imports nothing of it).
     "saved classes": ("electra_tf.saved_classes",),
-    "programs": ("electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export.__main__", "electra_tf.predict",
-                 "electra_tf.convert.__main__", "electra_tf.demo_data", "electra_tf.data_scripts"),
+    "export formats": ("electra_tf.export_formats",),  # what `export --format` writes, by name (over the task kinds)
+    "programs": ("electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export", "electra_tf.predict",
+                 "electra_tf.convert", "electra_tf.demo_data", "electra_tf.data_scripts"),
 }
 ROOT_LAYER = "core"  # the package's own `__init__` (exactly `electra_tf`)
-ORDER = ["core", "layers", "models", "convert", "sources", "training", "export", "finetuning", "predicting", "tasks"]
+ORDER = ["core", "layers", "models", "converting", "sources", "training", "exporting", "finetuning", "predicting", "tasks"]
 MAY_IMPORT = {
     **{layer: tuple(ORDER[:i]) for i, layer in enumerate(ORDER)},  # each package over the ones before it
     "pipelines": ("core",),  # the tokenizer and the record schema only
-    "programs": ("core", "pipelines", *ORDER[1:]),
+    "programs": ("core", "pipelines", *ORDER[1:], "export formats"),
     "saved classes": ("core", *ORDER[1:]),
+    "export formats": ("core", *ORDER[1:]),
 }
 # Top-level names the package must never import (tools, tests, and the folders' old generic names).
 FORBIDDEN_TOP_LEVEL = ("pipelines", "configs", "benchmarks", "tests", "helpers", "conftest")
@@ -176,10 +179,10 @@ def test_every_module_has_a_layer():
 def test_the_walk_sees_the_whole_package():
     modules = package_modules()
     assert {"electra_tf", "electra_tf.configs.small", "electra_tf.pipelines.packing",
-            "electra_tf.export.__main__", "electra_tf.run_files"} <= set(modules)
+            "electra_tf.export", "electra_tf.run_files"} <= set(modules)
     edges, _ = import_graph()
     # A function-level import counts (the export program imports its library inside `main`).
-    assert "electra_tf.tasks" in edges["electra_tf.export.__main__"]
+    assert "electra_tf.export_formats" in edges["electra_tf.export"]
 
 
 def test_no_import_of_tools_tests_or_generic_top_level_names():
@@ -228,3 +231,93 @@ def test_only_configs_and_pipelines_join_the_package():
     for name in ("electra_tf.tests", "electra_tf.benchmarks", "electra_tf.electra_tf"):
         assert importlib.util.find_spec(name) is None, name
     assert electra_tf.SOURCE_FOLDERS == ("configs", "pipelines")
+
+
+# --- Between folders ------------------------------------------------------------------------------
+#
+# The same graph, one node a folder of the package (or a module at its top): every arrow between two
+# folders points down this order, lowest first, and no library module imports a command.
+FOLDER_ORDER = [
+    "electra_tf",  # the package's own `__init__`
+    # the core modules: presets and config, the one writer, the tokenizer and the records, the run files, the CLI
+    "configs", "objectives", "config_fields", "config", "atomic", "data", "run_files", "cli",
+    "pipelines",  # data tools: text -> vocabulary -> TFRecords (over the core only)
+    "layers", "models", "converting", "sources", "training", "exporting", "finetuning", "predicting",
+    "tasks",  # the task kinds, one folder each, over the generic folders
+    "saved_classes",  # every class a saved model names
+    "export_formats",  # what `export --format` writes
+    # the commands (`demo_data` is `pretrain --data=demo`'s)
+    "demo_data", "pretrain", "finetune", "export", "predict", "convert", "data_scripts",
+]
+# The command modules: a node of their own each, above every library folder.
+COMMANDS = {"electra_tf.pretrain": "pretrain", "electra_tf.finetune": "finetune", "electra_tf.predict": "predict",
+            "electra_tf.demo_data": "demo_data", "electra_tf.data_scripts": "data_scripts", "electra_tf.convert": "convert",
+            "electra_tf.export": "export"}
+
+
+@functools.lru_cache(maxsize=1)
+def _edges():
+    """The import graph's edges, read once for the folder checks (each test copies what it changes)."""
+    return import_graph()[0]
+
+
+def folder_of(module):
+    """The node of `module` in the folder graph: its command, else its folder (or top-level module) of the package."""
+    if module in COMMANDS:
+        return COMMANDS[module]
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def folder_graph(edges):
+    """{(folder, folder): [module arrows]} of every import between two different nodes of `folder_of`."""
+    arrows = {}
+    for module, targets in edges.items():
+        for target, where in targets.items():
+            pair = folder_of(module), folder_of(target)
+            if pair[0] != pair[1]:
+                arrows.setdefault(pair, []).append(f"{where}: {module} imports {target}")
+    return arrows
+
+
+def upward_folder_imports(edges):
+    rank = {folder: i for i, folder in enumerate(FOLDER_ORDER)}
+    return [f"{source} -> {target} (up the folder order): " + "; ".join(sorted(arrows)[:3])
+            for (source, target), arrows in sorted(folder_graph(edges).items()) if rank[target] > rank[source]]
+
+
+def library_imports_of_commands(edges):
+    commands = set(COMMANDS.values())
+    return [arrow for (source, target), arrows in sorted(folder_graph(edges).items())
+            if target in commands and source not in commands for arrow in arrows]
+
+
+def test_every_folder_has_a_place_in_the_folder_order():
+    nodes = {folder_of(module) for module in package_modules()}
+    assert nodes == set(FOLDER_ORDER), (f"not in FOLDER_ORDER: {sorted(nodes - set(FOLDER_ORDER))}; "
+                                        f"in FOLDER_ORDER but gone: {sorted(set(FOLDER_ORDER) - nodes)}")
+    assert len(FOLDER_ORDER) == len(set(FOLDER_ORDER))
+
+
+def test_no_import_points_up_between_folders():
+    problems = upward_folder_imports(_edges())
+    assert not problems, "Imports up the folder order:\n" + "\n".join(problems)
+
+
+def test_no_library_module_imports_a_command():
+    problems = library_imports_of_commands(_edges())
+    assert not problems, "Library modules importing a command:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("module, target, check", [
+    ("electra_tf.sources.runs", "electra_tf.training.pretraining", upward_folder_imports),
+    ("electra_tf.atomic", "electra_tf.run_files", upward_folder_imports),
+    ("electra_tf.training.pretraining", "electra_tf.demo_data", library_imports_of_commands),
+    ("electra_tf.predicting.predictor", "electra_tf.predict", library_imports_of_commands),
+])
+def test_a_folder_violation_is_found(module, target, check):
+    """The checks themselves: an injected import up the folder order, or of a command, is reported."""
+    assert not check(_edges())
+    edges = {k: dict(v) for k, v in _edges().items()}
+    edges[module][target] = "injected"
+    assert any(module in problem and target in problem for problem in check(edges))

@@ -6,7 +6,7 @@ The commands that write (each module read for what it writes): `pretrain` (`--mo
 `--metrics_file`), `pipelines.build_vocab` (`--vocab_file`, and `electra_tokenizer.json` beside it),
 `pipelines.build_pretraining_data` (`--output_dir`). `pipelines.inspect_records` writes only to stdout.
 
-The artefacts here only look like their kind (the files `run_files.artefact_kind` reads): every refusal
+The artefacts here only look like what they are (the files `run_files.artefact_in` reads): every refusal
 happens before anything is loaded, so a real model would change nothing but the time. Each case is a
 process (TensorFlow's import is most of its time): each command's first case runs in the fast suite.
 """
@@ -55,11 +55,11 @@ CASES = [
      "output_dir", "lies inside .*SavedModel"),
     ("finetune", "--task toy --data_dir {root}/task --init {root}/pre --output_dir {root}/task", "output_dir",
      "is `--data_dir`"),
-    ("export", "--kind encoder --init {root}/pre --output_dir {root}/pre/export", "output_dir",
+    ("export", "--format encoder --init {root}/pre --output_dir {root}/pre/export", "output_dir",
      "is or overlaps the input"),
-    ("export", "--kind serving --init {root}/ft --output_dir {root}/pre", "output_dir",
+    ("export", "--format serving --init {root}/ft --output_dir {root}/pre", "output_dir",
      "lies inside .*pre-training run"),
-    ("export", "--kind rtd --init {root}/pre --output_dir {root}/pre", "output_dir",
+    ("export", "--format rtd --init {root}/pre --output_dir {root}/pre", "output_dir",
      "is or overlaps the input"),
     ("convert", "--from keras --input {root}/ft/classifier.keras --to keras --output_dir {root}/ft/classifier.keras",
      "output_dir", "is or overlaps the input"),

@@ -3,8 +3,9 @@
 No committed file names a folder of the machine it was written on; product text (the package,
 the tests, the README and the guides) names no issue or internal work number; the README's
 results stay a short list of figures that link their reports; every committed report names, at
-its top, a command of a benchmark or experiment that exists; and `docs/architecture.md`'s layout
-names every package folder and only folders that exist.
+its top, a command of a benchmark or experiment that exists; `docs/architecture.md`'s layout and
+README's name every package folder and only folders that exist; and README's command table lists
+every command module and every console script of `setup.py`.
 """
 
 import pathlib
@@ -20,7 +21,7 @@ MACHINE_PATH = re.compile(r"(?<![\w.$~/-])/(?:work|root|home/[\w.-]+|tmp)/[\w.@*
 CREATES = re.compile(r"(?:--(?:output_dir|output|model_dir|workdir|export_dir|trace|json)[ =]|mkdir (?:-p )?)"
                      r"['\"]?(/tmp/[\w.-]+)")
 # Examples in docstrings of functions that write the path they name (`write_official_checkpoint(path)`).
-WRITTEN_BY_THE_EXAMPLE = {("electra_tf/convert/official.py", "/tmp/ckpt")}
+WRITTEN_BY_THE_EXAMPLE = {("electra_tf/converting/official.py", "/tmp/ckpt")}
 WORK_NUMBERS = re.compile(r"\b(?:issues?\s*#?\d+|sessions?\s+\d+|sweeps?\b|PR\s*#\d+)", re.IGNORECASE)
 
 
@@ -143,3 +144,60 @@ def test_architecture_layout_names_every_package_folder_and_only_real_ones():
         + (f"it does not name the package folders {unnamed} (add a line '  <folder>/  what it holds' under "
            "'electra_tf/' or 'pipelines/')" if unnamed else ""))
     assert {"electra_tf/layers", "electra_tf/finetuning", "configs", "pipelines"} <= named  # the parser reads it
+
+
+def readme_layout(text):
+    """(folders, modules) README's layout block names under `electra_tf/`: `{"layers", ...}`, `{"pretrain.py", ...}`.
+
+    A line under `electra_tf/` starts, two spaces in, with its names (`tasks/`, or `pretrain.py, finetune.py`),
+    then two or more spaces and what they hold.
+    """
+    block = text[text.index("## Layout"):]
+    block = block[block.index("```text\n") + 8:]
+    block = block[:block.index("```")]
+    folders, modules, inside = set(), set(), False
+    for line in block.splitlines():
+        if not line.startswith(" "):
+            inside = line.startswith("electra_tf/")
+            continue
+        if inside and line.startswith("  ") and not line.startswith("   "):
+            for name in re.split(r",\s*", re.split(r"\s{2,}", line.strip())[0]):
+                (folders if name.endswith("/") else modules).add(name.rstrip("/"))
+    return folders, modules
+
+
+def test_readme_layout_names_every_package_folder_and_only_real_ones():
+    folders, modules = readme_layout((REPO / "README.md").read_text(encoding="utf-8"))
+    packages = {p.parent.name for p in (REPO / "electra_tf").glob("*/__init__.py")}
+    assert folders == packages, (f"README.md's Layout block misses the folders {sorted(packages - folders)} of "
+                                 f"electra_tf/, and names {sorted(folders - packages)} that are no folder of it")
+    missing = sorted(m for m in modules if not (REPO / "electra_tf" / m).is_file())
+    assert not missing, f"README.md's Layout block names modules of electra_tf/ that do not exist: {missing}"
+    assert {"layers", "models"} <= folders and "pretrain.py" in modules  # the parser reads the block
+
+
+def command_modules():
+    """`python -m` name of every module of the package that runs as a program (`if __name__ == "__main__"`)."""
+    found = set()
+    for root, package in (("electra_tf", "electra_tf"), ("pipelines", "electra_tf.pipelines")):
+        for path in (REPO / root).rglob("*.py"):
+            if 'if __name__ == "__main__"' in path.read_text(encoding="utf-8"):
+                parts = path.relative_to(REPO / root).with_suffix("").parts
+                found.add(".".join((package, *(parts[:-1] if parts[-1] == "__main__" else parts))))
+    return found
+
+
+def test_readme_command_table_lists_every_command_and_console_script():
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Commands"):]
+    section = section[:section.index("\n## ", 1)]
+    rows = [line.split("|")[1:3] for line in section.splitlines() if line.startswith("| ") and "python -m" in line]
+    scripts = {name.strip().strip("`") for name, _ in rows if name.strip()}
+    modules = {re.search(r"python -m ([\w.]+)", module).group(1) for _, module in rows}
+    setup = set(re.findall(r'"([\w-]+)=[\w.]+:\w+"', (REPO / "setup.py").read_text(encoding="utf-8")))
+    assert scripts == setup, f"console scripts of setup.py missing from README's table: {sorted(setup - scripts)}; " \
+                             f"in the table but not in setup.py: {sorted(scripts - setup)}"
+    expected = command_modules()
+    assert modules == expected, f"command modules missing from README's table: {sorted(expected - modules)}; " \
+                                f"in the table but no command: {sorted(modules - expected)}"
+    assert {"electra_tf.pretrain", "electra_tf.pipelines.build_vocab"} <= expected  # the walk sees them

@@ -1,5 +1,5 @@
 """Replaced-token scores, run as a user runs them (`python -m electra_tf.predict --init <pre-trained ELECTRA>`,
-`python -m electra_tf.export --kind rtd`): equal to transformers' `ElectraForPreTraining` on a folder that
+`python -m electra_tf.export --format rtd`): equal to transformers' `ElectraForPreTraining` on a folder that
 transformers wrote; word offsets that slice every word out of a unicode stress file; the export serving what
 `predict` gives from the run (read back in a process that imports only TensorFlow and tensorflow-text); a
 trained discriminator spotting its own generator's replacements on held-out text (AUC from its definition);
@@ -90,7 +90,7 @@ def models(tmp_path_factory):
     from helpers import make_run_dir
     from electra_tf import run_files
     from electra_tf.models.pretrainer import build_pretrainer
-    from electra_tf.training.named_checkpoint import NamedCheckpoint
+    from electra_tf.sources.named_checkpoint import NamedCheckpoint
 
     vocab = str(shared_data("vocab", "bert_uncased_vocab.txt"))
     root = tmp_path_factory.mktemp("rtd")
@@ -198,7 +198,7 @@ def test_the_export_serves_what_predict_gives_from_the_run(models, tmp_path):
     run = models["run"]
     text = write_lines(tmp_path / "texts.txt", TEXTS + STRESS[:3])
     base = tmp_path / "serving"
-    result = run_python(["-m", "electra_tf.export", "--kind", "rtd", "--init", run, "--output_dir", str(base),
+    result = run_python(["-m", "electra_tf.export", "--format", "rtd", "--init", run, "--output_dir", str(base),
                          "--model_name", "rtd"])
     version = result.stdout.strip().splitlines()[-1]
     assert version == str(base / "rtd" / "1")
@@ -255,7 +255,7 @@ def test_bad_input_is_refused_in_one_line_and_nothing_is_written(models, tmp_pat
     before = {p: checksums(p) for p in (finetuned, untrained, disc, gen, models["run"])}
     cases = [
         (["--init", finetuned, "--corrupt"], "`--corrupt` applies to rtd models (replaced-token scores of a "
-         f"pre-training run, hf:, official: or an `export --kind rtd`); --init {finetuned} is a classification model."),
+         f"pre-training run, hf:, official: or an `export --format rtd`); --init {finetuned} is a classification model."),
         (["--init", f"hf:{gen}"], f"`--init`: {gen} is an ELECTRA generator (ElectraForMaskedLM in its config.json), "
          "without the replaced-token head (discriminator_predictions)"),
         (["--init", f"hf:{disc}", "--corrupt"], f"`--corrupt` needs the generator: `--init` {disc} is a "
@@ -271,14 +271,14 @@ def test_bad_input_is_refused_in_one_line_and_nothing_is_written(models, tmp_pat
     assert "--seed seeds --corrupt's masking and sampling" in error_line(flag, exit_code=2)
     exports = tmp_path / "serving"
     for init, message in ((finetuned, "is a fine-tuning output (classifier.keras): a fine-tuned model has no "
-                           "replaced-token head. Export it with --kind serving"),
+                           "replaced-token head. Export it with --format serving"),
                           (f"hf:{gen}", "is an ELECTRA generator (ElectraForMaskedLM in its config.json)")):
-        result = run_python(["-m", "electra_tf.export", "--kind", "rtd", "--init", str(init), "--output_dir",
+        result = run_python(["-m", "electra_tf.export", "--format", "rtd", "--init", str(init), "--output_dir",
                              str(exports)], check=False)
         assert message in error_line(result)
         assert not (exports / "electra" / "1").exists()
     # An export of a discriminator alone serves no corruption.
-    run_python(["-m", "electra_tf.export", "--kind", "rtd", "--init", f"hf:{disc}", "--output_dir", str(exports),
+    run_python(["-m", "electra_tf.export", "--format", "rtd", "--init", f"hf:{disc}", "--output_dir", str(exports),
                 "--model_name", "disc"])
     result = predict("--init", exports / "disc", "--input", text, "--output_file", out, "--corrupt", check=False)
     assert "`--corrupt` needs the generator: hf:" in error_line(result) and not out.exists()

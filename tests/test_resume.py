@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from helpers import REPO, run_python, write_records
 from electra_tf import run_files, sources
-from electra_tf.training.named_checkpoint import all_finite
+from electra_tf.sources.named_checkpoint import all_finite
 
 TINY = dict(vocab_size=400, embedding_dim=16, hidden_dim=32, num_layers=2, num_heads=2,
             intermediate_dim=64, seq_length=32, max_sequence_length=32, batch_size=8,

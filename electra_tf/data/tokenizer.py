@@ -112,9 +112,7 @@ def settings_path(vocab_file):
 
 def write_settings(directory, settings):
     """Writes `electra_tokenizer.json` into `directory` (beside its `vocab.txt`)."""
-    tf.io.gfile.makedirs(directory)
-    text = json.dumps(dict(settings), indent=2, sort_keys=True) + "\n"
-    atomic.write_text(os.path.join(directory, SETTINGS_FILE), text)
+    atomic.write_json(os.path.join(directory, SETTINGS_FILE), dict(settings), sort_keys=True)
 
 
 def write_hugging_face_settings(directory, settings):
@@ -123,10 +121,9 @@ def write_hugging_face_settings(directory, settings):
     path = os.path.join(directory, HF_SETTINGS_FILE)
     if tf.io.gfile.exists(path):
         return
-    with tf.io.gfile.GFile(path, "w") as f:
-        f.write(json.dumps({"tokenizer_class": "ElectraTokenizer", "do_lower_case": settings["lower_case"],
-                            "strip_accents": settings["strip_accents"], "tokenize_chinese_chars": True},
-                           indent=2, sort_keys=True) + "\n")
+    atomic.write_json(path, {"tokenizer_class": "ElectraTokenizer", "do_lower_case": settings["lower_case"],
+                             "strip_accents": settings["strip_accents"], "tokenize_chinese_chars": True},
+                      sort_keys=True)
 
 
 def vocab_digest(vocab_file):

@@ -18,9 +18,9 @@ Example:
 import dataclasses
 import json
 import re
-import tempfile
 import typing
 
+from electra_tf import atomic
 from electra_tf.config_fields import Config
 from electra_tf.config_fields import field as config_field
 from electra_tf.data.lines import split_lines
@@ -94,13 +94,13 @@ def json_object(name, line, raw):
     return record
 
 
-def field(record, keys, name, line, required=True, kind=str):
-    """The value of the first of `keys` in a JSON `record`, checked to be a `kind`; None if absent and optional."""
+def field(record, keys, name, line, required=True, value_type=str):
+    """The value of the first of `keys` in a JSON `record`, checked to be a `value_type`; None if absent and optional."""
     for key in keys:
         if key in record:
             value = record[key]
-            if not isinstance(value, kind):
-                raise ValueError(f"{name}:{line}: \"{key}\" must be a {kind.__name__}, found "
+            if not isinstance(value, value_type):
+                raise ValueError(f"{name}:{line}: \"{key}\" must be a {value_type.__name__}, found "
                                  f"{type(value).__name__}.")
             return value
     if required:
@@ -121,7 +121,7 @@ def spooled(name, text, read):
     """`read(path)` on the input: a real file, or stdin's text in a temporary one (errors name `<stdin>`)."""
     if name != STDIN:
         return read(name)
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8") as f:
+    with atomic.scratch_file("stdin", suffix=".txt", mode="w", encoding="utf-8") as f:
         f.write(text)
         f.flush()
         try:

@@ -44,8 +44,8 @@ from electra_tf.finetuning import recipe
 from electra_tf.finetuning.batching import num_batches
 from electra_tf.finetuning.config import read_finetune_config, with_current_keys
 from electra_tf.training import callbacks, distribute, run_lock
-from electra_tf.training import named_checkpoint
-from electra_tf.training.named_checkpoint import NamedCheckpoint
+from electra_tf.sources import named_checkpoint
+from electra_tf.sources.named_checkpoint import NamedCheckpoint
 
 # Settings that do not change what a run computes: a run may resume with other values.
 NOT_SETTINGS = ("output_dir", "verbose", "strategy", "tpu", "num_cpu_devices", "save_checkpoints_steps",
@@ -95,7 +95,7 @@ def _run_trials(config, kind, strategy):
     output_dir = distribute.worker_dir(config.output_dir, strategy)  # multi_worker: the chief's is output_dir
     state_dir = os.path.join(output_dir, run_files.TRIALS_DIR)
     tf.io.gfile.makedirs(state_dir)
-    run_files.write_json(os.path.join(state_dir, run_files.RUN_SETTINGS_FILE), settings(config))
+    atomic.write_json(os.path.join(state_dir, run_files.RUN_SETTINGS_FILE), settings(config))
 
     trials, best = [], None
     for trial in range(config.num_trials):
@@ -111,7 +111,7 @@ def _run_trials(config, kind, strategy):
             result, model, outputs = outcome
             if _better(result, best, task.metric):
                 _save_model(task, model, outputs, vocab_file, output_dir)
-            run_files.write_json(os.path.join(run_files.trial_dir(output_dir, trial), run_files.TRIAL_RESULT_FILE),
+            atomic.write_json(os.path.join(run_files.trial_dir(output_dir, trial), run_files.TRIAL_RESULT_FILE),
                                  result)
         trials.append(result)
         if _better(result, best, task.metric):

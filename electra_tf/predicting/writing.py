@@ -151,17 +151,11 @@ class JsonLines:
     def write(self, record):
         self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
 
-    def __exit__(self, kind, error, traceback):
+    def __exit__(self, error_type, error, traceback):
         if self.path is None:
             self._file.flush()
             return None
-        return self._writing.__exit__(kind, error, traceback)
-
-
-def write_json(path, value, flag="metrics_file"):
-    """Writes `value` as indented JSON to `path` (whole, as `JsonLines`)."""
-    with JsonLines(path, flag) as out:
-        out._file.write(json.dumps(value, indent=2) + "\n")
+        return self._writing.__exit__(error_type, error, traceback)
 
 
 def _stop(message):

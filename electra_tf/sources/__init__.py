@@ -4,7 +4,7 @@
 |---|---|
 | `runs/x` | a pre-training run: its checkpoints (the whole pretrainer), else `discriminator.keras` (`runs.PretrainingRun`) |
 | `m.keras`, `keras:m.keras`, a folder with `encoder.keras` | an encoder, a pretrainer or a fine-tuned model (`encoders.KerasFile`) |
-| `exports/encoder` | an `export --kind encoder` SavedModel (`encoders.EncoderExport`) |
+| `exports/encoder` | an `export --format encoder` SavedModel (`encoders.EncoderExport`) |
 | `hf:DIR[,DIR]`, a bare HF folder | transformers `ElectraModel` / `ElectraForPreTraining` (+ `ElectraForMaskedLM`) (`converted.HuggingFace`) |
 | `hf_generator:DIR` | the generator (`ElectraForMaskedLM`) itself, asked for by name (`converted.HuggingFaceGenerator`) |
 | `official:DIR` | a google-research/electra TF1 checkpoint (`converted.Official`) |
@@ -13,7 +13,7 @@
 
 Every command takes these: `pretrain --init` (continued pre-training, `init_pretrainer`),
 `finetune --init` and `export --init` (`load_init`: the encoder and its vocabulary),
-`predict --init` and `export --kind rtd` for replaced-token scores (`load_detector`: the
+`predict --init` and `export --format rtd` for replaced-token scores (`load_detector`: the
 discriminator with its head, and the generator where there is one), and
 `convert --from F --input X` reads `F:X` (`load_source`). Whatever the form, the weights
 read must be finite (a NaN or infinity names the tensor); a Hugging Face or BERT folder's
@@ -49,7 +49,7 @@ from electra_tf.sources.encoders import (EncoderExport, KerasFile, load_encoder,
                                          untrained_encoder)
 from electra_tf.sources.runs import PretrainingRun, load_discriminator, restore_pretrainer
 
-# prefix -> source: the `KIND:PATH` forms.
+# prefix -> source: the `FORM:PATH` forms.
 SOURCES = {source.prefix: source for source in (
     HuggingFace(), HuggingFaceGenerator(), Official(), Bert(), KerasHub(), KerasFile())}
 # The bare paths recognised, tried in this order (a BERT folder before the ELECTRA reading of an HF folder).
@@ -59,10 +59,10 @@ FORMS = ", ".join(dict.fromkeys(s.form for s in PATH_FORMS[:3] + tuple(SOURCES.v
 
 
 def _split(spec):
-    """`(prefix, source or None, path)`: the one place an `--init` is split at its `KIND:`.
+    """`(prefix, source or None, path)`: the one place an `--init` is split at its `FORM:`.
 
     `prefix` is what stands before a colon (None without one); `source` its form when
-    it is a known `KIND`, and then `path` what follows, else the whole `spec`.
+    it is a known `FORM`, and then `path` what follows, else the whole `spec`.
     """
     prefix, sep, path = spec.partition(":")
     if not sep:
@@ -72,10 +72,10 @@ def _split(spec):
 
 
 def resolve(spec, flag="init"):
-    """`(Source, path)` of an `--init`: its `KIND:` prefix, else the first path form that recognises it.
+    """`(Source, path)` of an `--init`: its `FORM:` prefix, else the first path form that recognises it.
 
     Raises:
-        ValueError: an unknown `KIND:`, or a prefix with no path.
+        ValueError: an unknown `FORM:`, or a prefix with no path.
         FileNotFoundError: a path no form recognises (each form is listed).
 
     Example:
@@ -93,7 +93,7 @@ def resolve(spec, flag="init"):
         source.check_path(path, f"`--{flag}={spec}`")
         return source, path
     if prefix and "/" not in prefix and len(prefix) > 1 and not tf.io.gfile.exists(spec):
-        raise ValueError(f"Unknown `--{flag}={spec}`: the KIND:DIR forms are {[k + ':DIR' for k in SOURCES]}.")
+        raise ValueError(f"Unknown `--{flag}={spec}`: the FORM:DIR forms are {[k + ':DIR' for k in SOURCES]}.")
     for form in PATH_FORMS:
         if form.recognises(spec):
             return form, spec
@@ -149,7 +149,7 @@ def check_finite(model, what):
 
 def _official_names(model):
     """Keras variable path -> official name (`electra/embeddings/word_embeddings`) where the model has them."""
-    from electra_tf.convert.weight_map import model_variables
+    from electra_tf.converting.weight_map import model_variables
 
     for candidate in (model, getattr(model, "encoder", None)):
         try:
@@ -227,7 +227,7 @@ def load_detector(init, flag="init", generator_for=None, vocab_file=None):
     Example:
         ```python
         from electra_tf.config import get_config
-        from electra_tf.convert import export_hugging_face
+        from electra_tf.converting import export_hugging_face
         from electra_tf.models.pretrainer import build_pretrainer
         from electra_tf.sources import load_detector
 
@@ -351,7 +351,7 @@ def init_pretrainer(init, pretrainer, strict=False):
     Example:
         ```python
         from electra_tf.config import get_config
-        from electra_tf.convert import export_hugging_face
+        from electra_tf.converting import export_hugging_face
         from electra_tf.models.pretrainer import build_pretrainer
         from electra_tf.sources import init_pretrainer
 

@@ -1,7 +1,7 @@
 """One form of `--init`: how its files are recognised, read and initialise a pretrainer, where its vocabulary is.
 
 Every form is one `Source` object in the registry (`electra_tf.sources.SOURCES` for the
-`KIND:` prefixed forms, `electra_tf.sources.PATH_FORMS` for the bare paths it recognises).
+`FORM:` prefixed forms, `electra_tf.sources.PATH_FORMS` for the bare paths it recognises).
 """
 
 from electra_tf.models.encoder import ElectraEncoder
@@ -9,9 +9,9 @@ from electra_tf.models.pretrainer import ElectraPretrainer
 
 
 class Source:
-    """A kind of model files `--init` reads.
+    """A form of model files `--init` reads.
 
-    Subclasses set `prefix` (the `KIND` of `KIND:PATH`, or None for a path form only),
+    Subclasses set `prefix` (the `FORM` of `FORM:PATH`, or None for a path form only),
     `form` (how a user writes it, for messages and the docs) and implement `load`;
     `recognises` makes a bare path of theirs work without the prefix.
 
@@ -27,7 +27,7 @@ class Source:
     form = ""
 
     def recognises(self, path):
-        """Whether the bare path `path` (no `KIND:`) is of this form."""
+        """Whether the bare path `path` (no `FORM:`) is of this form."""
         del path
         return False
 
@@ -43,7 +43,7 @@ class Source:
         """The model `path` holds: an `ElectraEncoder`, an `ElectraPretrainer` or a fine-tuned model.
 
         Args:
-            path: str. The path part of the `--init` (after `KIND:`).
+            path: str. The path part of the `--init` (after `FORM:`).
             flag: str. The flag that named it, for messages.
             **options: what the form takes besides (`official`: `num_heads`).
         """
@@ -78,7 +78,7 @@ class Source:
         their initial values and are logged (an error when `strict`); a shape that
         differs is an error before any variable changes.
         """
-        from electra_tf.convert.weight_map import assign_weights, read_weights
+        from electra_tf.converting.weight_map import assign_weights, read_weights
 
         model = self.load(path, flag=flag)
         if not isinstance(model, (ElectraEncoder, ElectraPretrainer)):

@@ -1,6 +1,6 @@
 """Other libraries' model folders as `--init`: Hugging Face ELECTRA and BERT, official TF1 checkpoints, keras-hub.
 
-Each reads through `electra_tf.convert` (names and shapes checked, all or nothing). A
+Each reads through `electra_tf.converting` (names and shapes checked, all or nothing). A
 Hugging Face or BERT folder's `config.json` is checked first (`model_type`,
 `architectures`), before any size or weight is read. A generator-only Hugging Face folder
 (`ElectraForMaskedLM`) is refused as `hf:DIR`: fine-tuning, export and continued
@@ -8,11 +8,10 @@ pre-training start from the discriminator; `hf_generator:DIR` asks for the gener
 """
 
 import os
-import tempfile
 
 import tensorflow as tf
 
-from electra_tf import run_files
+from electra_tf import atomic, run_files
 from electra_tf.sources.base import Source
 
 
@@ -41,7 +40,7 @@ class HuggingFace(Source):
     form = "hf:DIR[,DIR]"
 
     def recognises(self, path):
-        return run_files.artefact_kind(path) == run_files.HUGGING_FACE
+        return run_files.artefact_in(path) == run_files.HUGGING_FACE
 
     def inputs(self, path):
         return [p for p in path.split(",") if p]
@@ -53,7 +52,7 @@ class HuggingFace(Source):
 
     def folders(self, path, flag="init"):
         """The folders to read; a generator alone is refused (`GeneratorFolderError`)."""
-        from electra_tf.convert.hugging_face import folder_roles
+        from electra_tf.converting.hugging_face import folder_roles
 
         roles = folder_roles(path)
         if [role for _, _, role in roles] == ["generator"]:
@@ -61,14 +60,14 @@ class HuggingFace(Source):
         return [directory for directory, _, _ in roles]
 
     def load(self, path, flag="init", **options):
-        from electra_tf.convert.hugging_face import build_from_hugging_face
+        from electra_tf.converting.hugging_face import build_from_hugging_face
 
         return build_from_hugging_face(self.folders(path, flag))
 
     def detector(self, path, flag="init", generator_for=None):
         """A pair (`ElectraPretrainer`, heads included) or one `ElectraForPreTraining` folder (`ElectraDiscriminator`),
         told by their `config.json` before any weight is read."""
-        from electra_tf.convert.hugging_face import build_discriminator_from_hugging_face, folder_roles
+        from electra_tf.converting.hugging_face import build_discriminator_from_hugging_face, folder_roles
 
         roles = folder_roles(path)
         found = sorted(role for _, _, role in roles)
@@ -89,12 +88,12 @@ class HuggingFace(Source):
                          "ElectraForPreTraining folder, or hf:DISC,GEN.")
 
     def initialise(self, path, pretrainer, strict=False, flag="init"):
-        from electra_tf.convert.hugging_face import load_hugging_face
+        from electra_tf.converting.hugging_face import load_hugging_face
 
         return load_hugging_face(self.folders(path, flag), pretrainer, strict=strict)
 
     def vocabulary(self, path):
-        from electra_tf.convert.hugging_face import expand_directories
+        from electra_tf.converting.hugging_face import expand_directories
 
         vocabs = [os.path.join(folder, run_files.VOCAB_FILE)
                   for folder in self.inputs(path) + expand_directories(path)]
@@ -115,7 +114,7 @@ class HuggingFaceGenerator(HuggingFace):
         return False  # only by name: a bare folder is read as `hf`
 
     def folders(self, path, flag="init"):
-        from electra_tf.convert.hugging_face import folder_roles
+        from electra_tf.converting.hugging_face import folder_roles
 
         generators = [directory for directory, _, role in folder_roles(path) if role == "generator"]
         if len(generators) != 1:
@@ -131,12 +130,12 @@ class Official(Source):
     form = "official:DIR"
 
     def load(self, path, flag="init", num_heads=None, generator_num_heads=None, **options):
-        from electra_tf.convert.official import build_from_official
+        from electra_tf.converting.official import build_from_official
 
         return build_from_official(path, num_heads=num_heads, generator_num_heads=generator_num_heads)
 
     def initialise(self, path, pretrainer, strict=False, flag="init"):
-        from electra_tf.convert.official import load_official
+        from electra_tf.converting.official import load_official
 
         return load_official(path, pretrainer, strict=strict)
 
@@ -152,18 +151,18 @@ class Bert(Source):
     form = "bert:DIR"
 
     def recognises(self, path):
-        from electra_tf.convert.hugging_face import read_config
+        from electra_tf.converting.hugging_face import read_config
 
-        return (run_files.artefact_kind(path) == run_files.HUGGING_FACE
+        return (run_files.artefact_in(path) == run_files.HUGGING_FACE
                 and read_config(path).get("model_type") == "bert")
 
     def load(self, path, flag="init", **options):
-        from electra_tf.convert.bert import build_from_bert
+        from electra_tf.converting.bert import build_from_bert
 
         return build_from_bert(path)
 
     def initialise(self, path, pretrainer, strict=False, flag="init"):
-        from electra_tf.convert.bert import load_bert
+        from electra_tf.converting.bert import load_bert
 
         return load_bert(path, pretrainer, strict=strict)
 
@@ -178,15 +177,15 @@ class KerasHub(Source):
     form = "keras_hub:DIR"
 
     def recognises(self, path):
-        return run_files.artefact_kind(path) == run_files.KERAS_HUB_PRESET or is_preset_folder(path)
+        return run_files.artefact_in(path) == run_files.KERAS_HUB_PRESET or is_preset_folder(path)
 
     def load(self, path, flag="init", **options):
-        from electra_tf.convert.keras_hub import read_keras_hub_preset
+        from electra_tf.converting.keras_hub import read_keras_hub_preset
 
         return read_keras_hub_preset(path, flag)
 
     def vocabulary(self, path):
-        from electra_tf.convert.keras_hub import preset_tokenizer_settings
+        from electra_tf.converting.keras_hub import preset_tokenizer_settings
 
         vocab, settings = preset_tokenizer_settings(path)
         return _vocabulary_with_settings(vocab, settings) if vocab else None
@@ -194,7 +193,7 @@ class KerasHub(Source):
 
 def is_preset_folder(path):
     """Whether `path` holds keras-hub's preset files (`config.json`, `metadata.json`), its weights there or not."""
-    from electra_tf.convert.keras_hub import PRESET_FILES
+    from electra_tf.converting.keras_hub import PRESET_FILES
 
     return all(tf.io.gfile.exists(os.path.join(path, name)) for name in PRESET_FILES)
 
@@ -205,7 +204,7 @@ def _vocabulary_with_settings(vocab_file, settings):
 
     if (read_settings(vocab_file) or DEFAULT_SETTINGS) == settings:
         return vocab_file
-    folder = tempfile.mkdtemp(prefix="electra_tf_vocab_")
+    folder = atomic.scratch_folder("vocab")
     tf.io.gfile.copy(vocab_file, os.path.join(folder, run_files.VOCAB_FILE))
     write_settings(folder, settings)
     return os.path.join(folder, run_files.VOCAB_FILE)

@@ -2,7 +2,7 @@
 
 `save_encoder` writes a standalone encoder (`encoder.keras` + `vocab.txt`, e.g. an
 experiment's untrained baseline from `untrained_encoder`); `load_encoder` rebuilds the
-encoder of an `export --kind encoder` SavedModel.
+encoder of an `export --format encoder` SavedModel.
 """
 
 import importlib
@@ -44,8 +44,8 @@ def load_keras_model(path, flag="init"):
 
 def _folder_hint(path, flag):
     """How a folder that is no .keras file is given instead (a run, a fine-tuning output: without `keras:`)."""
-    kind = run_files.artefact_kind(path)
-    return f", or, since it holds {kind}, the folder as `--{flag} {path}` (no keras: form)" if kind else ""
+    artefact = run_files.artefact_in(path)
+    return f", or, since it holds {artefact}, the folder as `--{flag} {path}` (no keras: form)" if artefact else ""
 
 
 def register_models():
@@ -129,7 +129,7 @@ class KerasFile(Source):
 
 
 class EncoderExport(Source):
-    """`exports/encoder`: an `export --kind encoder` SavedModel (its `assets/encoder_config.json`)."""
+    """`exports/encoder`: an `export --format encoder` SavedModel (its `assets/encoder_config.json`)."""
 
     form = "an exported encoder (assets/encoder_config.json)"
 

@@ -9,8 +9,8 @@ from absl import logging
 from electra_tf import run_files
 from electra_tf.models.pretrainer import build_pretrainer
 from electra_tf.sources.base import Source
-from electra_tf.training import named_checkpoint
-from electra_tf.training.named_checkpoint import NamedCheckpoint
+from electra_tf.sources import named_checkpoint
+from electra_tf.sources.named_checkpoint import NamedCheckpoint
 
 
 def restore_pretrainer(model_dir, checkpoint=None):
@@ -35,7 +35,7 @@ def restore_pretrainer(model_dir, checkpoint=None):
         from electra_tf.models.pretrainer import build_pretrainer
         from electra_tf.run_files import write_config
         from electra_tf.sources import restore_pretrainer
-        from electra_tf.training.named_checkpoint import NamedCheckpoint
+        from electra_tf.sources.named_checkpoint import NamedCheckpoint
 
         # A run directory as `electra_tf.pretrain` leaves one: its config and a checkpoint.
         config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
@@ -88,7 +88,7 @@ class PretrainingRun(Source):
     def recognises(self, path):
         from electra_tf.sources.converted import is_preset_folder
 
-        return (run_files.artefact_kind(path) == run_files.PRETRAINING_RUN
+        return (run_files.artefact_in(path) == run_files.PRETRAINING_RUN
                 and tf.io.gfile.exists(os.path.join(path, run_files.CONFIG_FILE))
                 and not (is_preset_folder(path) and not run_files.is_run(path)))  # a keras-hub preset, weights lost
 

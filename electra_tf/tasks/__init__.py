@@ -156,7 +156,7 @@ def for_class_name(registered_name, what=None):
     found = str(registered_name).rpartition(">")[2]
     found = f"{what} holds a {found}, which is" if what else f"A {found} is"
     raise TypeError(f"{found} not a fine-tuned model ({names}): fine-tune it first with "
-                    "`python -m electra_tf.finetune`, or export a bare encoder with `--kind encoder`.")
+                    "`python -m electra_tf.finetune`, or export a bare encoder with `--format encoder`.")
 
 
 def for_model(model, settings=None, what=None):
@@ -225,7 +225,7 @@ def load_finetuned(path):
             raise FileNotFoundError(
                 f"No fine-tuned model in {path} (expected one of {', '.join(model_files().values())}).{hint} "
                 "fine-tune it first with `python -m electra_tf.finetune`, or export the bare encoder with "
-                "`python -m electra_tf.export --kind encoder`.")
+                "`python -m electra_tf.export --format encoder`.")
         model_path = os.path.join(path, kind.model_file)
     import keras
 
@@ -255,7 +255,7 @@ def load_finetuned(path):
 
 
 def serving_module(model, vocab_file, settings, seq_length=None):
-    """The `tf.Module` that `export --kind serving` saves for a fine-tuned model, built in this process.
+    """The `tf.Module` that `export --format serving` saves for a fine-tuned model, built in this process.
 
     Its `signatures()` are the exported SavedModel's, as `tf.function`s: calling them runs what
     TF Serving runs (`predict` does, on a fine-tuning output dir).
@@ -296,7 +296,7 @@ def export_tflite(model, vocab_file, output_dir, settings=None, seq_length=None,
         assert config["inputs"] == ["token_ids", "segment_ids", "padding_mask"] and config["custom_ops"] == []
         ```
     """
-    from electra_tf.export import tflite
+    from electra_tf.exporting import tflite
 
     settings = settings or {}
     kind = for_model(model, settings)
@@ -329,7 +329,7 @@ def export_serving(model, vocab_file, base_dir, model_name="electra", version=1,
         tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(["a fine film"]))["label"]
         ```
     """
-    from electra_tf.export.assets import save_version, version_dir
+    from electra_tf.exporting.assets import save_version, version_dir
 
     module = serving_module(model, vocab_file, settings or {}, seq_length)
     return save_version(module, version_dir(base_dir, model_name, version))

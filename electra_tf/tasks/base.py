@@ -2,7 +2,7 @@
 
 A task kind is one plug-in: a folder `electra_tf/tasks/<kind>/` (its subclass, settings,
 readers, features, metrics, model, serving module, Hugging Face head) and one line of
-`electra_tf.tasks.KINDS`. Fine-tuning (`trials.run_trials`), `export --kind
+`electra_tf.tasks.KINDS`. Fine-tuning (`trials.run_trials`), `export --format
 serving`, `predict` and `convert --to hf` ask it, and nothing else, what differs
 between families. What a kind provides:
 
@@ -35,8 +35,8 @@ export, its `serving_config.json`):
 
     claims(task)                                                    `--task_kind auto` gives it this task
     missing_settings(model)                                         what an export assumes without settings
-    serving_module(model, vocab_file, settings, seq_length=None)   what `export --kind serving` saves
-    tflite_module(model, vocab_file, settings, seq_length, ids_only)   what `export --kind tflite` converts
+    serving_module(model, vocab_file, settings, seq_length=None)   what `export --format serving` saves
+    tflite_module(model, vocab_file, settings, seq_length, ids_only)   what `export --format tflite` converts
     sniff_format(text)                                              a predict input format told by content
     read_examples(name, text, input_format, settings, options)      predict's `examples.Example`s
     predict_settings(served, options)                               the settings of a `predict` run
@@ -48,7 +48,7 @@ export, its `serving_config.json`):
                                                                     files of the folder])
 
 A served-only kind (`finetunes = False`: nothing to fine-tune) serves a pre-trained model instead:
-`open(init, options)` (what `predict` serves) and `export_pretrained(...)` (`export --kind <name>`).
+`open(init, options)` (what `predict` serves) and `export_pretrained(...)` (`export --format <name>`).
 """
 
 import dataclasses
@@ -145,5 +145,5 @@ class TaskKind:
 
     @classmethod
     def tflite_module(cls, model, vocab_file, settings, seq_length=None, ids_only=False):
-        """The serving module whose model `export --kind tflite` converts; raises where the kind has none."""
-        raise ValueError(f"A {cls.name} model has no LiteRT export: serve it with `--kind serving`.")
+        """The serving module whose model `export --format tflite` converts; raises where the kind has none."""
+        raise ValueError(f"A {cls.name} model has no LiteRT export: serve it with `--format serving`.")

@@ -5,7 +5,7 @@ One code path for every kind of `--init`: a TF Serving export is loaded with
 `serving_config.json`); a fine-tuning output dir is turned into the `tf.Module` the
 export would save (`tasks.serving_module`) and its `signatures()` called; any other
 `--init` form (a pre-training run, `hf:`, `official:`, ...) is a pre-trained
-discriminator whose replaced-token scores are served by the module `export --kind rtd`
+discriminator whose replaced-token scores are served by the module `export --format rtd`
 would save (the registry's served-only kind `tasks.PRETRAINED`).
 """
 
@@ -76,12 +76,12 @@ def open_model(path, options=()):
 
 
 def _refuse_encoder_export(path, version):
-    """Refuses an `export --kind encoder` SavedModel: a bare encoder serves no predictions."""
+    """Refuses an `export --format encoder` SavedModel: a bare encoder serves no predictions."""
     config_file = os.path.join(version, run_files.ASSETS_DIR, run_files.ENCODER_CONFIG_ASSET)
     if os.path.exists(config_file):
         raise ValueError(f"`--init={path}` is an encoder export ({config_file}): a bare encoder, without a task "
                          "head, predicts nothing. Fine-tune it (`python -m electra_tf.finetune --init "
-                         f"{path}`) and predict with the run's --output_dir, or its `export --kind serving`.")
+                         f"{path}`) and predict with the run's --output_dir, or its `export --format serving`.")
 
 
 def _config_file(version):
@@ -103,7 +103,7 @@ def _check_options(kind, options, path):
         readers = [k.name for k in tasks.KINDS.values() if refused[0] in k.predict_options]
         what = f"a {kind.name} model" if kind is not None else "a fine-tuned model"
         raise ValueError(f"`--{refused[0]}` applies to {', '.join(readers)} models (replaced-token scores of a "
-                         f"pre-training run, hf:, official: or an `export --kind rtd`); --init {path} is {what}.")
+                         f"pre-training run, hf:, official: or an `export --format rtd`); --init {path} is {what}.")
 
 
 def _asset_config(module, where):
@@ -111,7 +111,7 @@ def _asset_config(module, where):
     asset = getattr(module, "config_asset", None)
     if asset is None:
         raise ValueError(f"{where} is not a serving export of a fine-tuned model (no {run_files.SERVING_CONFIG_ASSET} "
-                         "asset): export it with `python -m electra_tf.export --kind serving`.")
+                         "asset): export it with `python -m electra_tf.export --format serving`.")
     with open(asset.asset_path.numpy().decode()) as f:
         config = json.load(f)
     config.setdefault("kind", tasks.DEFAULT)  # exports of electra_tf 0.1 name no kind: they are classifiers

@@ -11,7 +11,7 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf.training import distribute
-from electra_tf.training.named_checkpoint import all_finite
+from electra_tf.sources.named_checkpoint import all_finite
 
 
 class CheckpointEvery(keras.callbacks.Callback):

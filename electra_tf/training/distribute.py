@@ -43,7 +43,7 @@ def choose_strategy(gpus, tpu=None, num_cpu_devices=0):
 
 
 def describe(strategy):
-    """One line: the strategy's kind and the devices it trains on."""
+    """One line: the strategy's class and the devices it trains on."""
     devices = list(getattr(strategy.extended, "worker_devices", ()) or ())
     return (f"{type(strategy).__name__} over {len(devices)} device(s): "
             f"{', '.join(devices) or 'the default device'} ({strategy.num_replicas_in_sync} replica(s))")
@@ -171,8 +171,8 @@ class MultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirroredStrategy):
 
 def _tasks(tf_config):
     """(name, address) of every task of a TF_CONFIG cluster, and this task's name."""
-    tasks = [(f"{kind}:{index}", address) for kind, addresses in sorted(tf_config.get("cluster", {}).items())
-             if kind in ("chief", "worker") for index, address in enumerate(addresses)]
+    tasks = [(f"{role}:{index}", address) for role, addresses in sorted(tf_config.get("cluster", {}).items())
+             if role in ("chief", "worker") for index, address in enumerate(addresses)]
     me = tf_config.get("task", {})
     return tasks, f"{me.get('type')}:{me.get('index', 0)}"
 

@@ -19,8 +19,8 @@ from electra_tf.models.pretrainer import build_pretrainer
 from electra_tf.objectives import OBJECTIVES
 from electra_tf import atomic, run_files, sources
 from electra_tf.training import callbacks, distribute
-from electra_tf.training import named_checkpoint
-from electra_tf.training.named_checkpoint import NamedCheckpoint
+from electra_tf.sources import named_checkpoint
+from electra_tf.sources.named_checkpoint import NamedCheckpoint
 from electra_tf.training.optimization import create_optimizer
 
 

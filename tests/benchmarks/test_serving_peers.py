@@ -49,7 +49,7 @@ def test_serving_peers_measures_every_side_and_reuses_its_models(tmp_path):
     run_python([*args, "--output", str(output)], timeout=1500)
     text = output.read_text(encoding="utf-8")
     assert text.startswith("# ") and "python -m benchmarks.serving_peers " in text.splitlines()[2]
-    assert "python -m electra_tf.export --kind serving" in text and "--quantize dynamic_int8" in text
+    assert "python -m electra_tf.export --format serving" in text and "--quantize dynamic_int8" in text
     assert "python -m electra_tf.convert --from keras" in text and "--to hf" in text
 
     # The per-CPU-second table against the raw round, recomputed here: texts / CPU seconds of the calls.

@@ -26,7 +26,7 @@ def with_vocab(folder):
 def command(name, init, tmp_path):
     """The argv of `name` reading `init` and writing under `tmp_path/out*`."""
     if name == "export":
-        return ["-m", "electra_tf.export", "--kind", "encoder", "--init", init, "--output_dir", str(tmp_path / "out")]
+        return ["-m", "electra_tf.export", "--format", "encoder", "--init", init, "--output_dir", str(tmp_path / "out")]
     if name == "finetune":
         return ["-m", "electra_tf.finetune", "--task", "pieces", "--data_dir", write_task(tmp_path / "task"),
                 "--init", init, "--output_dir", str(tmp_path / "out"), "--epochs", "1", "--batch_size", "8",
@@ -37,7 +37,7 @@ def command(name, init, tmp_path):
         return ["-m", "electra_tf.pretrain", "--config", "tiny", *SIZE_FLAGS, "--batch_size", "4", "--train_steps", "1",
                 "--verbose", "0", "--model_dir", str(tmp_path / "out"), "--data", data, "--seq_length", "16",
                 "--init", init]
-    kind, _, path = init.partition(":")  # convert: --from KIND --input PATH
+    kind, _, path = init.partition(":")  # convert: --from FORM --input PATH
     return ["-m", "electra_tf.convert", "--from", kind, "--input", path, "--to", "keras",
             "--output_dir", str(tmp_path / "out" / "model.keras")]
 
@@ -153,7 +153,7 @@ FULL_DISK = textwrap.dedent("""
                               'message: "No space left on device" })')
 
     safetensors.numpy.serialize_file = serialize_file
-    from electra_tf.convert.__main__ import run
+    from electra_tf.convert import run
 
     sys.argv = ["electra-convert", *sys.argv[1:]]
     run()

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from convert_helpers import minilm_dir, torch_outputs, tiny_config
-from electra_tf.convert import build_from_bert
+from electra_tf.converting import build_from_bert
 from electra_tf.models.pretrainer import build_pretrainer
 from electra_tf.sources import init_pretrainer
 

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from convert_helpers import tiny_config
-from electra_tf.convert import export_official, read_official_checkpoint, read_weights
+from electra_tf.converting import export_official, read_official_checkpoint, read_weights
 from electra_tf import cli
-from electra_tf.convert import __main__ as convert_cli
+from electra_tf import convert as convert_cli
 from electra_tf.models.pretrainer import build_pretrainer
 
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from convert_helpers import inputs, keras_outputs, save_pretrained, tiny_config, torch_outputs
-from electra_tf.convert import export_hugging_face, load_hugging_face, read_weights
-from electra_tf.convert.hf_names import hf_to_official, official_to_hf
-from electra_tf.convert.hugging_face import build_from_hugging_face
-from electra_tf.convert.weight_map import assign_weights
+from electra_tf.converting import export_hugging_face, load_hugging_face, read_weights
+from electra_tf.converting.hf_names import hf_to_official, official_to_hf
+from electra_tf.converting.hugging_face import build_from_hugging_face
+from electra_tf.converting.weight_map import assign_weights
 from electra_tf.models.pretrainer import build_pretrainer
 from electra_tf.sources import init_pretrainer
 

@@ -5,8 +5,8 @@ import pytest
 import tensorflow as tf
 
 from convert_helpers import inputs, keras_outputs, tiny_config, torch_outputs
-from electra_tf.convert import read_hugging_face, read_weights, write_official_checkpoint
-from electra_tf.convert.official import (
+from electra_tf.converting import read_hugging_face, read_weights, write_official_checkpoint
+from electra_tf.converting.official import (
     build_from_official,
     export_official,
     read_official_checkpoint,

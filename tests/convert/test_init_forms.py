@@ -61,8 +61,8 @@ def test_finetune_pretrain_and_export_take_a_transformers_pair(hf_folder, tmp_pa
     np.testing.assert_allclose(encoder_output(encoder, batch), reference, atol=TOLERANCE)
     assert (tmp_path / "finetuned" / "vocab.txt").exists()
 
-    # export --kind encoder: a SavedModel whose encoder is transformers'
-    result = run_python(["-m", "electra_tf.export", "--kind", "encoder", "--init", f"hf:{root}",
+    # export --format encoder: a SavedModel whose encoder is transformers'
+    result = run_python(["-m", "electra_tf.export", "--format", "encoder", "--init", f"hf:{root}",
                          "--output_dir", str(tmp_path / "export"), "--seq_length", "32"])
     assert result.returncode == 0
     exported, _ = sources.load_encoder(str(tmp_path / "export"))

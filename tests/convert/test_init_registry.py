@@ -16,7 +16,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def test_init_is_split_at_its_kind_in_one_module_only():
-    """No module but the registry splits a string at ":" (the `KIND:PATH` of `--init`)."""
+    """No module but the registry splits a string at ":" (the `FORM:PATH` of `--init`)."""
     splitting = []
     for directory, _, files in os.walk(os.path.join(REPO, "electra_tf")):
         for name in files:

@@ -34,8 +34,8 @@ def artifacts(tmp_path_factory):
     """Everything the export tests read, built once."""
     import keras
 
-    from electra_tf.export.encoder_saved_model import export_encoder
-    from electra_tf.export.keras_hub_preset import export_preset
+    from electra_tf.exporting.encoder_saved_model import export_encoder
+    from electra_tf.exporting.keras_hub_preset import export_preset
     from electra_tf.tasks import export_serving
     from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.sources import load_discriminator

@@ -136,7 +136,7 @@ def _assert_same_outputs(got, expected, atol=1e-5):
 
 
 def _window_widths(module, texts):
-    from electra_tf.export.word_windows import split_words, word_windows
+    from electra_tf.exporting.word_windows import split_words, word_windows
 
     words = split_words(tf.constant(texts))[0]
     return word_windows(module.tokenizer, words, module.seq_length, module.stride,

@@ -15,7 +15,7 @@ def test_export_serving_reads_the_max_seq_length_of_an_earlier_finetune_config(a
     config["max_seq_length"] = 24  # as electra_tf 0.1 wrote it
     del config["seq_length"]
     (run / "finetune_config.json").write_text(json.dumps(config))
-    result = run_python(["-m", "electra_tf.export", "--kind", "serving", "--init", str(run),
+    result = run_python(["-m", "electra_tf.export", "--format", "serving", "--init", str(run),
                          "--output_dir", str(tmp_path / "serving"), "--model_name", "toy"], check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     asset = json.loads((tmp_path / "serving" / "toy" / "1" / "assets" / "serving_config.json").read_text())

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.data.tokenizer import WordPieceTokenizer
-from electra_tf.export.encoder_saved_model import export_encoder, load_encoder
+from electra_tf.exporting.encoder_saved_model import export_encoder, load_encoder
 
 TF_ONLY = r"""
 import json, sys

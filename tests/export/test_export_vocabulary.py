@@ -28,7 +28,7 @@ def runs(tmp_path_factory):
 
     from electra_tf import run_files
     from electra_tf.models.pretrainer import build_pretrainer
-    from electra_tf.training.named_checkpoint import NamedCheckpoint
+    from electra_tf.sources.named_checkpoint import NamedCheckpoint
 
     root = tmp_path_factory.mktemp("vocabularies")
     vocab = write_vocab(root / "vocab.txt", TABLE_ROWS)
@@ -56,7 +56,7 @@ def test_export_refuses_a_vocab_file_larger_than_the_token_table(kind, runs, tmp
     init = runs["finetuned"] if kind in ("serving", "tflite") else runs["run"]
     before = checksums(runs["root"])
     out = tmp_path / "out"
-    result = run_python(["-m", "electra_tf.export", "--kind", kind, "--init", init, "--output_dir", str(out),
+    result = run_python(["-m", "electra_tf.export", "--format", kind, "--init", init, "--output_dir", str(out),
                          "--vocab_file", runs["big"]], check=False)
     line = error_line(result)
     assert f"`--vocab_file` {runs['big']} has {BIG} entries" in line, line
@@ -71,7 +71,7 @@ def test_export_without_vocab_file_names_the_vocabulary_beside_init(runs, tmp_pa
     shutil.copyfile(runs["big"], run / "vocab.txt")
     before = checksums(run)
     out = tmp_path / "serving"
-    result = run_python(["-m", "electra_tf.export", "--kind", "serving", "--init", str(run), "--output_dir", str(out)],
+    result = run_python(["-m", "electra_tf.export", "--format", "serving", "--init", str(run), "--output_dir", str(out)],
                         check=False)
     line = error_line(result)
     assert f"{run / 'vocab.txt'} has {BIG} entries" in line and f"({TABLE_ROWS})" in line, line

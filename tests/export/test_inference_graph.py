@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.export import inference_graph
+from electra_tf.exporting import inference_graph
 from electra_tf.models.encoder import ElectraEncoder
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.data.tokenizer import WordPieceTokenizer
-from electra_tf.export.keras_hub_preset import to_keras_hub_backbone
+from electra_tf.exporting.keras_hub_preset import to_keras_hub_backbone
 from electra_tf.models.encoder import ElectraEncoder
 
 KERAS_HUB_ONLY = r"""

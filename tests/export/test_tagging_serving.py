@@ -16,7 +16,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.data.tokenizer import WordPieceTokenizer
-from electra_tf.export.word_windows import ABBREVIATIONS
+from electra_tf.exporting.word_windows import ABBREVIATIONS
 from electra_tf.tasks.tagging.features import build_features, plan_windows, tokenize_words, word_predictions
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.tasks.tagging.model import ElectraTokenClassifier
@@ -173,7 +173,7 @@ def exported(tmp_path_factory):
     (run / "vocab.txt").write_text(open(VOCAB).read())
     (run / FINETUNE_CONFIG_FILE).write_text(json.dumps({"task": "ner", "kind": "tagging", "label_names": LABELS,
                                                         "seq_length": SEQ_LENGTH, "stride": STRIDE}))
-    finetuned = load_finetuned(str(run))  # what `python -m electra_tf.export --kind serving` does
+    finetuned = load_finetuned(str(run))  # what `python -m electra_tf.export --format serving` does
     assert isinstance(finetuned.model, ElectraTokenClassifier) and finetuned.kind is TaggingKind
     path = export_serving(finetuned.model, finetuned.vocab_file, str(tmp_path_factory.mktemp("serving")), "ner", 1,
                           finetuned.settings)
@@ -233,8 +233,8 @@ def test_fresh_process_words_tags_and_entities_equal_the_keras_model(exported, s
 
 def test_offsets_slice_entities_exactly_for_hand_made_tags(exported, tmp_path):
     """Whatever the tags, each entity's [start, end) is the text from its first to its last word."""
-    from electra_tf.export.word_windows import KEPT_DELIMITERS, WORD_DELIMITERS
-    from electra_tf.export.word_windows import char_offset as _char_offset
+    from electra_tf.exporting.word_windows import KEPT_DELIMITERS, WORD_DELIMITERS
+    from electra_tf.exporting.word_windows import char_offset as _char_offset
     from electra_tf.tasks.tagging.serving import _entities
     import tensorflow_text as tf_text
 
@@ -262,7 +262,7 @@ def test_predict_ids_equals_the_keras_model(exported, served):
 
 
 def test_windows_in_the_graph_equal_plan_windows():
-    from electra_tf.export.word_windows import _plan_windows
+    from electra_tf.exporting.word_windows import _plan_windows
 
     rng = np.random.RandomState(0)
     for _ in range(12):
@@ -340,7 +340,7 @@ def odd_texts():
 
 
 def test_word_split_in_the_graph_equals_the_hand_scan():
-    from electra_tf.export.word_windows import split_words
+    from electra_tf.exporting.word_windows import split_words
 
     texts = odd_texts()
     words, starts, _ = split_words(tf.constant(texts))

@@ -2,7 +2,7 @@
 
 The reference is the TF Serving export of the same model (`export_serving`), run by TensorFlow
 in this process; the LiteRT models run in a fresh process that imports only the LiteRT
-interpreter and tensorflow-text's TFLite registrar (`electra_tf.export.tflite_runtime`) and
+interpreter and tensorflow-text's TFLite registrar (`electra_tf.exporting.tflite_runtime`) and
 checks that TensorFlow's Python package was never imported.
 """
 
@@ -28,7 +28,7 @@ TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 LITERT_ONLY = r"""
 import json, sys
 import numpy as np
-from electra_tf.export.tflite_runtime import load_interpreter
+from electra_tf.exporting.tflite_runtime import load_interpreter
 requests, out_file = json.load(open(sys.argv[1])), sys.argv[2]
 results = {}
 for name, (model, inputs_file) in requests.items():
@@ -62,14 +62,14 @@ def run_litert(requests, tmp_path):
 
 
 def export_cli(init, output_dir, *flags):
-    return run_python(["-m", "electra_tf.export", "--kind", "tflite", "--init", str(init), "--output_dir",
+    return run_python(["-m", "electra_tf.export", "--format", "tflite", "--init", str(init), "--output_dir",
                        str(output_dir), *flags], check=False)
 
 
 def test_pack_ids_equals_the_served_packing_on_every_task_dev_set():
     """The LiteRT-friendly packing (builtin ops) gives the SavedModel's ids: singles and pairs, truncated or not."""
     from electra_tf.data.tokenizer import WordPieceTokenizer
-    from electra_tf.export.tflite import pack_ids
+    from electra_tf.exporting.tflite import pack_ids
 
     tokenizer = WordPieceTokenizer(str(shared_data("vocab", "bert_uncased_vocab.txt")))
     for texts in [dev_set(task)[0] for task in TASKS] + [EDGE_TEXTS]:
@@ -181,7 +181,7 @@ def test_cli_exports_answer_as_the_saved_model_on_the_dev_set_without_tensorflow
 @pytest.mark.large  # a fresh LiteRT process and two conversions: ~1 min
 def test_litert_tokenizes_every_task_dev_set_as_the_saved_model(finetuned, tmp_path):
     """The tokenizer's LiteRT kernels (tensorflow-text's) give the SavedModel's `preprocess` ids, singles and pairs."""
-    from electra_tf.export.tflite import TFLiteModule, convert
+    from electra_tf.exporting.tflite import TFLiteModule, convert
     from electra_tf.tasks import load_finetuned, serving_module
 
     dirs, served, _ = finetuned
@@ -223,11 +223,11 @@ def test_tagger_exports_ids_only_with_the_saved_models_tags(finetuned, tmp_path)
 
 
 def test_tflite_flags_are_usage_errors_for_other_kinds(tmp_path):
-    result = run_python(["-m", "electra_tf.export", "--kind", "serving", "--init", str(tmp_path), "--output_dir",
+    result = run_python(["-m", "electra_tf.export", "--format", "serving", "--init", str(tmp_path), "--output_dir",
                          str(tmp_path / "out"), "--ids"], check=False)
     assert result.returncode == 2
     assert [line for line in result.stderr.splitlines() if line.startswith("error")] == [
-        "error: --ids and --quantize are for --kind tflite. (see --help)"]
+        "error: --ids and --quantize are for --format tflite. (see --help)"]
     assert not (tmp_path / "out").exists()
 
 
@@ -240,16 +240,20 @@ def test_export_refuses_an_existing_output_and_its_init_before_loading(tmp_path)
     out.mkdir()
     (out / "model.tflite").write_bytes(b"an earlier export")
     assert f"`--output_dir={out}` is not empty" in error_line(export_cli(init, out))
-    from electra_tf.export.__main__ import guard  # what the command runs first, here in-process
+    import types
 
+    from electra_tf import export_formats
+    from electra_tf.export import guard  # what the command runs first, here in-process
+
+    options = types.SimpleNamespace(init=str(init), output_dir=str(init / "tflite"))
     with pytest.raises(ValueError, match="overlaps the input"):
-        guard("tflite", str(init), str(init / "tflite"))
+        guard(export_formats.get("tflite"), options)
     assert (out / "model.tflite").read_bytes() == b"an earlier export"
     assert sorted(os.listdir(tmp_path)) == ["out", "run"] and os.listdir(init) == ["notes.txt"]
 
 
 def test_a_failed_write_leaves_no_output_and_no_partial_folder(tmp_path):
-    from electra_tf.export.tflite import _write_folder
+    from electra_tf.exporting.tflite import _write_folder
 
     with pytest.raises(tf.errors.NotFoundError):  # the vocabulary, copied after the model was written
         _write_folder(str(tmp_path / "out"), b"model", {"label_names": ["a"]}, str(tmp_path / "missing_vocab.txt"))
@@ -295,7 +299,7 @@ def test_a_question_answering_model_is_refused_naming_the_serving_export(tmp_pat
 
     encoder = ElectraEncoder(vocab_size=120, num_layers=1, num_heads=1, hidden_dim=8, embedding_dim=8,
                              intermediate_dim=8, max_sequence_length=16)
-    with pytest.raises(ValueError, match="no LiteRT export.*--kind serving"):
+    with pytest.raises(ValueError, match="no LiteRT export.*--format serving"):
         export_tflite(ElectraQuestionAnswerer(encoder), write_vocab(tmp_path / "vocab.txt", 120),
                       str(tmp_path / "qa"), {}, ids_only=True)
     assert not (tmp_path / "qa").exists()

@@ -22,7 +22,7 @@ LONG = ["the film was very good " * 20, "", "the plot was boring , the actors we
 LITERT_CLIENT = r"""
 import json, sys
 import numpy as np
-from electra_tf.export.tflite_runtime import load_interpreter
+from electra_tf.exporting.tflite_runtime import load_interpreter
 requests, out_file = json.load(open(sys.argv[1])), sys.argv[2]
 results, errors = {}, {}
 for name, (model, inputs_file) in requests.items():
@@ -131,7 +131,7 @@ def test_litert_ids_model_refuses_ids_outside_the_table_and_rows_too_long(export
 def test_pack_ids_at_the_requests_length_equals_the_served_packing(tmp_path):
     """The LiteRT packing (builtin ops) pads as the SavedModel's does: to the longest row rounded up to 16."""
     from electra_tf.data.tokenizer import SERVING_PAD_MULTIPLE, WordPieceTokenizer
-    from electra_tf.export.tflite import pack_ids
+    from electra_tf.exporting.tflite import pack_ids
 
     tokenizer = WordPieceTokenizer(write_vocab(tmp_path / "vocab.txt"))
     for texts in (SHORT, LONG, SHORT + LONG, [""]):

@@ -124,7 +124,7 @@ def test_serving_export_without_finetune_config_warns_what_it_assumes(tiny_run, 
 
 def test_convert_to_hf_into_a_pretraining_run_is_refused(tiny_run):
     from electra_tf import cli
-    from electra_tf.convert import __main__ as convert_cli
+    from electra_tf import convert as convert_cli
 
     before = checksums(tiny_run["run"])
     # Refused before loading: the output is the run the input lives in (run_files.guard_output).
@@ -139,7 +139,7 @@ def test_convert_to_hf_into_a_pretraining_run_is_refused(tiny_run):
     ("model.safetensors", r"hf/model.safetensors cannot be read"),
 ])
 def test_truncated_hugging_face_files_are_named(tmp_path, damaged, message):
-    from electra_tf.convert.hugging_face import read_safetensors_dir
+    from electra_tf.converting.hugging_face import read_safetensors_dir
 
     hf = tmp_path / "hf"
     hf.mkdir()

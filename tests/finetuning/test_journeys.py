@@ -1,4 +1,4 @@
-"""Every task kind, end to end as users run it: `finetune` -> `export --kind serving` -> `predict` from the run dir
+"""Every task kind, end to end as users run it: `finetune` -> `export --format serving` -> `predict` from the run dir
 and from the export -> a fresh process with TensorFlow and tensorflow-text alone serving the raw text.
 
 All agree: `predict` writes the same records from the run dir and from the export, and they are the served
@@ -203,7 +203,7 @@ def test_finetune_export_predict_and_a_fresh_server_agree(kind, pretrained, tmp_
             "--output_dir", run, "--epochs", 1, "--batch_size", 8, "--seq_length", 48, "--learning_rate", 1e-3)
     results = json.loads((run / "results.json").read_text())
     assert results["kind"] == kind
-    command("electra_tf.export", "--kind", "serving", "--init", run, "--output_dir", serving, "--model_name", kind)
+    command("electra_tf.export", "--format", "serving", "--init", run, "--output_dir", serving, "--model_name", kind)
     command("electra_tf.predict", "--init", run, "--input", dev, "--output_file", tmp_path / "run.jsonl",
             "--metrics_file", tmp_path / "run_metrics.json")
     command("electra_tf.predict", "--init", serving / kind, "--input", dev, "--output_file",

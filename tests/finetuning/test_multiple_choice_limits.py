@@ -66,7 +66,7 @@ def trained(pretrained, data, tmp_path_factory):
     root = tmp_path_factory.mktemp("trained")
     result = finetune(pretrained, data, root / "run", NEEDED)
     assert result.returncode == 0, result.stderr[-3000:]
-    export = run_python(["-m", "electra_tf.export", "--kind", "serving", "--init", str(root / "run"),
+    export = run_python(["-m", "electra_tf.export", "--format", "serving", "--init", str(root / "run"),
                          "--output_dir", str(root / "serving"), "--model_name", "pick"], check=False)
     assert export.returncode == 0, export.stderr[-3000:]
     return {"root": root, "run": str(root / "run"), "stderr": result.stderr,

@@ -91,3 +91,16 @@ def test_bad_arguments():
         tiny(head="xlnet")
     with pytest.raises(ValueError, match="start_n_top"):
         tiny(start_n_top=0)
+
+
+def test_a_loss_saved_by_an_earlier_version_reads_its_target():
+    """A model file of an earlier version names the loss's target `kind`: it loads as that target."""
+    from electra_tf.tasks.span_qa.model import GlobalMeanLoss
+
+    config = GlobalMeanLoss("binary").get_config()
+    config["kind"] = config.pop("target")
+    loss = GlobalMeanLoss.from_config(config)
+    logits, labels = np.array([0.3, -1.2], "float32"), np.array([1.0, 0.0], "float32")
+    expected = np.mean(np.log1p(np.exp(-logits)) * labels + np.log1p(np.exp(logits)) * (1 - labels))
+    assert loss.target == "binary"
+    np.testing.assert_allclose(float(loss(labels, logits)), expected, rtol=1e-6)

@@ -16,7 +16,7 @@ from test_finetune_strategies import write_toy_tasks
 FOREIGN = ("apache_beam", "numba", "torch", "transformers", "electra_tf.pipelines.")  # the builder's modules
 # Needed by a run, not by `--help`.
 MODEL_LIBRARIES = ("keras_hub", "tensorflow_text")
-# Installed here (the test extras), imported by Keras with TensorFlow where nothing hides them (`cli.KERAS_EXTRAS`).
+# Installed here (the test extras), imported by Keras with TensorFlow where nothing hides them (`cli.quiet.KERAS_EXTRAS`).
 KERAS_EXTRAS = ("sklearn", "matplotlib", "scipy")
 
 # Runs the command as `python -m` does, in this interpreter; then prints what it loaded and (after a first

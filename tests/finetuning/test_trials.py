@@ -127,7 +127,7 @@ def test_cli_non_finite_loss_stops_naming_the_step_and_saves_nothing(data, run_d
     assert result.stderr.strip().splitlines()[-1].startswith("error: Non-finite loss (")
     assert " at step " in result.stderr.strip().splitlines()[-1]
     assert not (out / "classifier.keras").exists() and not (out / "results.json").exists()
-    from electra_tf.training.named_checkpoint import all_finite
+    from electra_tf.sources.named_checkpoint import all_finite
 
     for index in glob.glob(str(out / "trials" / "*" / "checkpoints" / "*.index")):
         reader = tf.train.load_checkpoint(index[:-len(".index")])

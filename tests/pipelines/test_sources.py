@@ -47,14 +47,14 @@ def test_book_is_one_sentence_split_document(tmp_path):
                              "Except at occasional intervals, it was checked."]
 
 
-def test_expand_inputs_kinds_and_errors(tmp_path):
+def test_expand_inputs_formats_and_errors(tmp_path):
     (tmp_path / "books").mkdir()
     (tmp_path / "books" / "b1.txt").write_text("A book sentence here. Another one.\n")
     (tmp_path / "t.txt").write_text("x\n")
     (tmp_path / "enwiki-pages-articles1.xml.bz2").write_bytes(b"")
     files = sources.expand_inputs(
         [str(tmp_path / "books"), f"{tmp_path}/t.txt,{tmp_path}/enwiki-pages-articles1.xml.bz2"])
-    assert [(f.kind, f.key) for f in files] == [
+    assert [(f.format, f.key) for f in files] == [
         ("books", "books/b1.txt"), ("text", "t.txt"), ("wikipedia", "enwiki-pages-articles1.xml.bz2")]
     with pytest.raises(ValueError, match="matched no files"):
         sources.expand_inputs(f"text:{tmp_path}/nothing*.txt")

@@ -12,7 +12,7 @@ units), and the rounding of h + 64 costs under 4e-6 per component.
 
 import numpy as np
 
-from electra_tf.convert.hf_heads import dense_weights, label_entries
+from electra_tf.converting.hf_heads import dense_weights, label_entries
 
 SHIFT = 64.0
 

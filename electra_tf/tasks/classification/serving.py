@@ -30,7 +30,7 @@ the outputs are those of full-length padding, at the cost of the request's own l
 
 import tensorflow as tf
 
-from electra_tf.export.assets import SERVING_CONFIG_ASSET, ServedModel, add_assets, check_texts
+from electra_tf.exporting.assets import SERVING_CONFIG_ASSET, ServedModel, add_assets, check_texts
 
 
 class ServingModule(ServedModel):

@@ -9,7 +9,7 @@ by cosine; recall@1, recall@10 and the headline mrr@10. `--epochs 0` scores and 
 `--init` model as it is (zero-shot): a sentence-transformers model read as `bert:DIR` gives
 that library's own vectors.
 
-After training: `export --kind serving` and `--kind tflite` serve `text -> embedding`
+After training: `export --format serving` and `--format tflite` serve `text -> embedding`
 (`serving`); `predict` writes `{"embedding": [...]}` per text line or JSON Lines
 `{"text": ...}`, or with `--passages FILE --top_k K` each query's best passages
 (`search`); `convert --to hf` writes a sentence-transformers folder (`sentence_transformers`).

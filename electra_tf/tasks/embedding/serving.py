@@ -1,6 +1,6 @@
 """A fine-tuned embedding model as a TensorFlow Serving model: raw text in, one unit vector per text out.
 
-Layout as `electra_tf.export.serving` (`<base_dir>/<model_name>/<version>/`, assets `vocab.txt`,
+Layout as `electra_tf.exporting.serving` (`<base_dir>/<model_name>/<version>/`, assets `vocab.txt`,
 `electra_tokenizer.json`, `serving_config.json` with kind, task, seq_length, pooling, normalize,
 the vector's dimension and the headline metric).
 
@@ -13,7 +13,7 @@ Signatures (batch dimension dynamic):
 Texts are tokenised in the graph by the training tokenizer (`[CLS] text [SEP]`, truncated to
 `seq_length`); a call is computed at its longest text's length rounded up to a multiple of 16,
 at most `seq_length` (`tokenizer.padded_length`): pooling reads only the `padding_mask`'s tokens,
-so the vectors are those of full-length padding. `export --kind tflite` converts the same
+so the vectors are those of full-length padding. `export --format tflite` converts the same
 outputs (raw text, or `--ids`).
 
 Example:
@@ -40,7 +40,7 @@ Example:
 
 import tensorflow as tf
 
-from electra_tf.export.assets import SERVING_CONFIG_ASSET, ServedModel, add_assets, check_texts
+from electra_tf.exporting.assets import SERVING_CONFIG_ASSET, ServedModel, add_assets, check_texts
 
 
 class EmbeddingServingModule(ServedModel):

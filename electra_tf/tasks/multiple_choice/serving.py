@@ -26,7 +26,7 @@ is computed at its longest sequence's length rounded up to a multiple of 16, at 
 import tensorflow as tf
 
 from electra_tf.data.tokenizer import SERVING_PAD_MULTIPLE
-from electra_tf.export.assets import SERVING_CONFIG_ASSET, ServedModel, add_assets
+from electra_tf.exporting.assets import SERVING_CONFIG_ASSET, ServedModel, add_assets
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 # A blank choice: only what Python's `str.strip()` removes (Unicode White_Space and \x1c-\x1f), as the readers

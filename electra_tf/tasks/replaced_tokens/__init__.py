@@ -1,4 +1,4 @@
 """replaced_tokens: the served-only kind "rtd": a pre-trained discriminator's replaced-token scores per word.
 
-`kind` (`ReplacedTokenKind`), `config` (its `predict` flags), `serving` (TF Serving, `export --kind rtd`).
+`kind` (`ReplacedTokenKind`), `config` (its `predict` flags), `serving` (TF Serving, `export --format rtd`).
 """

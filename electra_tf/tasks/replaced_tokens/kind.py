@@ -6,7 +6,7 @@ post-training part of `tasks.base.TaskKind` (`serving_module`, `read_examples`,
 The registry `electra_tf.tasks.KINDS` lists it beside the fine-tuned kinds (served only). The model is read through the
 `--init` registry (`sources.load_detector`: a pre-training run with its checkpoints, an `hf:`
 `ElectraForPreTraining` folder or `DISC,GEN` pair, an `official:` checkpoint), or is an
-`export --kind rtd` SavedModel.
+`export --format rtd` SavedModel.
 
 Input: text lines, or JSON Lines `{"text": ..., "id": ...}` (`id` optional, written back).
 Output, one record per line:
@@ -66,7 +66,7 @@ class ReplacedTokenKind(TaskKind):
 
     @classmethod
     def export_pretrained(cls, init, output_dir, model_name, version, vocab_file=None, seq_length=None, finetuned=None):
-        """`export --kind rtd`: the replaced-token detector `init` holds as a TF Serving version; returns its folder.
+        """`export --format rtd`: the replaced-token detector `init` holds as a TF Serving version; returns its folder.
 
         `finetuned`: the task kind of the fine-tuning output `init` is (the caller asks the registry), or None; a
         fine-tuned model is refused, naming the pre-trained model to export instead.
@@ -76,7 +76,7 @@ class ReplacedTokenKind(TaskKind):
 
         if finetuned is not None:
             raise ValueError(f"`--init={init}` is a fine-tuning output ({finetuned.model_file}): a fine-tuned model "
-                             "has no replaced-token head. Export it with --kind serving; --kind rtd takes the "
+                             "has no replaced-token head. Export it with --format serving; --format rtd takes the "
                              "pre-training run (or hf:, official:) it was fine-tuned from.")
         detector = sources.load_detector(init, vocab_file=vocab_file)
         return export_rtd_serving(detector.discriminator, detector.vocab_file, output_dir, model_name, version,
@@ -84,7 +84,7 @@ class ReplacedTokenKind(TaskKind):
 
     @classmethod
     def serving_module(cls, model, vocab_file, settings, seq_length=None):
-        """The `ReplacedTokenServingModule` of a `sources.Detector` (`export --kind rtd` saves it)."""
+        """The `ReplacedTokenServingModule` of a `sources.Detector` (`export --format rtd` saves it)."""
         return rtd_serving_module(model.discriminator, vocab_file, seq_length or settings.get("seq_length"),
                                   settings.get("stride"), model.pretrainer, settings.get("source", ""))
 

@@ -1,5 +1,5 @@
 """A pre-trained discriminator as a TensorFlow Serving model: raw text in, the probability that each word was
-replaced out (`python -m electra_tf.export --kind rtd`).
+replaced out (`python -m electra_tf.export --format rtd`).
 
 Layout as `electra_tf.tasks.classification.serving` (`<base_dir>/<model_name>/<version>/`, assets
 `vocab.txt`, `tokenizer_config.json`, `serving_config.json` with `"kind": "rtd"`).
@@ -49,9 +49,9 @@ scores it corrupted it.
 
 import tensorflow as tf
 
-from electra_tf.export.assets import (SERVING_CONFIG_ASSET, ServedModel, Untracked, add_assets, check_texts,
+from electra_tf.exporting.assets import (SERVING_CONFIG_ASSET, ServedModel, Untracked, add_assets, check_texts,
                                       save_version, version_dir)
-from electra_tf.export.word_windows import char_offset, split_words, window_stride, word_windows
+from electra_tf.exporting.word_windows import char_offset, split_words, window_stride, word_windows
 
 KIND = "rtd"  # the "kind" of its `serving_config.json` (`electra_tf.tasks.KINDS`)
 CORRUPT_SIGNATURE = "serve_corrupted"

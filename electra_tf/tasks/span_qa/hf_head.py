@@ -6,7 +6,7 @@ the official QA head (end logits conditioned on the start, a beam; transformers'
 independent) and the SQuAD 2.0 answerability classifier.
 """
 
-from electra_tf.convert.hf_heads import dense_weights
+from electra_tf.converting.hf_heads import dense_weights
 
 def question_answerer_head(model):
     """`ElectraForQuestionAnswering`'s head from a simple-head `ElectraQuestionAnswerer`; the others are refused."""

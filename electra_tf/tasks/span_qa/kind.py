@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from electra_tf import run_files
+from electra_tf import atomic, run_files
 from electra_tf.tasks.span_qa import metrics as qa_metrics
 from electra_tf.tasks.span_qa import squad
 from electra_tf.finetuning.batching import INPUTS, compiled_predictor, epoch_batches, predict_in_batches
@@ -159,9 +159,9 @@ class SpanQAKind(TaskKind):
 
     def write_outputs(self, output_dir, model, outputs):
         predictions, null_odds = outputs["dev"]
-        run_files.write_json(os.path.join(output_dir, run_files.PREDICTIONS_FILE), predictions, indent=1)
+        atomic.write_json(os.path.join(output_dir, run_files.PREDICTIONS_FILE), predictions, indent=1)
         if null_odds is not None:
-            run_files.write_json(os.path.join(output_dir, run_files.NULL_ODDS_FILE), null_odds, indent=1)
+            atomic.write_json(os.path.join(output_dir, run_files.NULL_ODDS_FILE), null_odds, indent=1)
 
     def results(self):
         return {
@@ -212,7 +212,7 @@ class SpanQAKind(TaskKind):
     @classmethod
     def tflite_module(cls, model, vocab_file, settings, seq_length=None, ids_only=False):
         raise ValueError("A question-answering model has no LiteRT export: its windows and span search run in "
-                         "TensorFlow string and loop ops that have no LiteRT kernel. Serve it with `--kind serving`.")
+                         "TensorFlow string and loop ops that have no LiteRT kernel. Serve it with `--format serving`.")
 
     @classmethod
     def read_examples(cls, name, text, input_format, settings, options):

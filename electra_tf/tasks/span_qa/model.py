@@ -217,8 +217,8 @@ class ElectraQuestionAnswerer(keras.Model):
 
 @keras.saving.register_keras_serializable(package="electra_tf")
 class GlobalMeanLoss(keras.losses.Loss):
-    """Cross-entropy from logits averaged over the *global* batch: a position (softmax over the
-    sequence) or a binary label (sigmoid).
+    """Cross-entropy from logits averaged over the *global* batch: its `target` a position (softmax over
+    the sequence) or a binary label (sigmoid).
 
     Under a `tf.distribute` strategy each replica divides its sum by the example
     count summed over replicas and the replicas' gradients are summed, so N
@@ -226,15 +226,15 @@ class GlobalMeanLoss(keras.losses.Loss):
     included (as the tagger's masked cross-entropy is).
     """
 
-    def __init__(self, kind="position", name=None, **kwargs):
-        if kind not in ("position", "binary"):
-            raise ValueError(f"`kind` must be 'position' or 'binary'. Received: `kind={kind!r}`")
-        super().__init__(name=name or f"{kind}_cross_entropy", **kwargs)
-        self.kind = kind
+    def __init__(self, target="position", name=None, **kwargs):
+        if target not in ("position", "binary"):
+            raise ValueError(f"`target` must be 'position' or 'binary'. Received: `target={target!r}`")
+        super().__init__(name=name or f"{target}_cross_entropy", **kwargs)
+        self.target = target
 
     def call(self, y_true, y_pred):
         y_pred = keras.ops.cast(y_pred, "float32")
-        if self.kind == "position":
+        if self.target == "position":
             per_example = keras.losses.sparse_categorical_crossentropy(
                 keras.ops.cast(y_true, "int32"), y_pred, from_logits=True)
         else:
@@ -248,7 +248,14 @@ class GlobalMeanLoss(keras.losses.Loss):
         return keras.ops.sum(per_example) / keras.ops.maximum(count, 1.0)
 
     def get_config(self):
-        return dict(super().get_config(), kind=self.kind)
+        return dict(super().get_config(), target=self.target)
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if "kind" in config:  # a model file of an earlier version names the target `kind`
+            config["target"] = config.pop("kind")
+        return cls(**config)
 
 
 def _pad_beam(log_probs, k):

@@ -35,9 +35,9 @@ left for the context).
 import tensorflow as tf
 
 from electra_tf.data.tokenizer import pad_ragged
-from electra_tf.export.assets import (SERVING_CONFIG_ASSET, ServedModel, add_assets, save_version,
+from electra_tf.exporting.assets import (SERVING_CONFIG_ASSET, ServedModel, add_assets, save_version,
                                       version_dir)
-from electra_tf.export.word_windows import char_offset
+from electra_tf.exporting.word_windows import char_offset
 
 NEG_INF = float("-inf")
 

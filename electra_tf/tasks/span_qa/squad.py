@@ -60,9 +60,9 @@ class QAExample:
     title: str = ""
 
 
-def _expect(value, kind, path, where):
-    if not isinstance(value, kind):
-        names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+def _expect(value, expected_type, path, where):
+    if not isinstance(value, expected_type):
+        names = expected_type.__name__ if isinstance(expected_type, type) else "/".join(t.__name__ for t in expected_type)
         raise ValueError(f"{path}: `{where}` must be a {names}; found {type(value).__name__} ({str(value)[:60]!r}).")
     return value
 

@@ -1,6 +1,6 @@
 """A fine-tuned tagger's head as transformers' `ElectraForTokenClassification` (`convert --to hf`)."""
 
-from electra_tf.convert.hf_heads import dense_weights, label_entries
+from electra_tf.converting.hf_heads import dense_weights, label_entries
 
 def token_classifier_head(model, label_names=None):
     """`ElectraForTokenClassification`'s head: an `ElectraTokenClassifier`'s dense layer."""

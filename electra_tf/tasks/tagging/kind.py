@@ -354,12 +354,12 @@ def _read_conll(name, text, settings, options):
 def _json_example(record, settings, name, line):
     if "words" not in record:
         return Example({"text": field(record, ("text",), name, line)}, None, line)
-    words = field(record, ("words",), name, line, kind=list)
+    words = field(record, ("words",), name, line, value_type=list)
     for word in words:
         if not isinstance(word, str) or not word or any(c.isspace() for c in word):
             raise ValueError(f"{name}:{line}: every word must be a non-empty string without whitespace. "
                              f"Received: {word!r}")
-    tags = field(record, ("tags",), name, line, required=False, kind=list)
+    tags = field(record, ("tags",), name, line, required=False, value_type=list)
     if tags is not None:
         if len(tags) != len(words) or not all(isinstance(t, str) for t in tags):
             raise ValueError(f"{name}:{line}: \"tags\" must be {len(words)} strings, one per word.")

@@ -48,9 +48,9 @@ Entities are read from the IOB2 tags as conlleval reads them
 import tensorflow as tf
 
 from electra_tf.data.tokenizer import SERVING_PAD_MULTIPLE
-from electra_tf.export.assets import (SERVING_CONFIG_ASSET, ServedModel, add_assets, check_texts,
+from electra_tf.exporting.assets import (SERVING_CONFIG_ASSET, ServedModel, add_assets, check_texts,
                                       save_version, version_dir)
-from electra_tf.export.word_windows import char_offset, split_words, window_stride, word_windows
+from electra_tf.exporting.word_windows import char_offset, split_words, window_stride, word_windows
 
 
 

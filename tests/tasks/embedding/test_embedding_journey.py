@@ -1,4 +1,4 @@
-"""The embedding kind end to end as users run it: `finetune` (and `--epochs 0`) -> `export --kind serving` ->
+"""The embedding kind end to end as users run it: `finetune` (and `--epochs 0`) -> `export --format serving` ->
 `predict` from the run dir and from the export (vectors, and `--passages --top_k`) -> a fresh process with
 TensorFlow and tensorflow-text alone serving the raw text -> `convert --to hf`, read by sentence-transformers.
 
@@ -81,7 +81,7 @@ def test_embedding_journey(tmp_path):
     (tmp_path / "texts.json").write_text(json.dumps(texts))
 
     serving = str(tmp_path / "serving")
-    run_python(["-m", "electra_tf.export", "--kind", "serving", "--init", out, "--output_dir", serving,
+    run_python(["-m", "electra_tf.export", "--format", "serving", "--init", out, "--output_dir", serving,
                 "--model_name", "animals"])
     export = os.path.join(serving, "animals", "1")
     for name, init in (("run", out), ("export", export)):

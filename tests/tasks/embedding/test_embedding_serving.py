@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from electra_tf import tasks
 from electra_tf.data.tokenizer import WordPieceTokenizer
-from electra_tf.export.tflite_runtime import load_interpreter
+from electra_tf.exporting.tflite_runtime import load_interpreter
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.tasks.embedding.kind import pack_texts
 from electra_tf.tasks.embedding.model import ElectraEmbedder

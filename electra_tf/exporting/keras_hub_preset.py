@@ -23,7 +23,7 @@ import os
 import keras_hub
 from absl import logging
 
-from electra_tf.convert.keras_hub import layer_pairs
+from electra_tf.converting.keras_hub import layer_pairs
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.models.encoder import ElectraEncoder
 
@@ -101,7 +101,7 @@ def export_preset(encoder, vocab_file, preset_dir, lowercase=None):
 
         import keras_hub
 
-        from electra_tf.export.keras_hub_preset import export_preset
+        from electra_tf.exporting.keras_hub_preset import export_preset
         from electra_tf.models.encoder import ElectraEncoder
 
         tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", "a", "fine", "film"]

@@ -197,7 +197,7 @@ def split_words(text, pre_split=False):
         `(words, starts, ends)`: ragged `(batch, None)` strings (as in `text`) and int64 byte offsets.
 
     Example:
-        >>> from electra_tf.export.word_windows import split_words
+        >>> from electra_tf.exporting.word_windows import split_words
         >>> [w.decode() for w in split_words(["The U.S. Treasury said on Friday, 1.5%"])[0][0].numpy()]
         ['The', 'U.S.', 'Treasury', 'said', 'on', 'Friday', ',', '1.5', '%']
     """

@@ -26,7 +26,7 @@ import os
 import tensorflow as tf
 
 from electra_tf.data.tokenizer import WordPieceTokenizer
-from electra_tf.export.assets import Untracked, add_assets, check_ids, check_texts
+from electra_tf.exporting.assets import Untracked, add_assets, check_ids, check_texts
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.run_files import ENCODER_CONFIG_ASSET, SAVED_MODEL_FILE  # noqa: F401  (the run-file names)
 from electra_tf.sources import load_encoder  # noqa: F401  (read back there)
@@ -109,7 +109,7 @@ def export_encoder(encoder, vocab_file, export_dir, seq_length=128):
 
         import tensorflow as tf
 
-        from electra_tf.export.encoder_saved_model import export_encoder
+        from electra_tf.exporting.encoder_saved_model import export_encoder
         from electra_tf.models.encoder import ElectraEncoder
 
         tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", "a", "fine", "film"]

@@ -1,6 +1,6 @@
 """A fine-tuned model as a LiteRT (TensorFlow Lite) model, for phones and other small devices.
 
-`export_tflite` writes a folder (`python -m electra_tf.export --kind tflite`):
+`export_tflite` writes a folder (`python -m electra_tf.export --format tflite`):
 
     model.tflite         the model, one signature `serving_default`
     labels.txt           label i on line i (not for regression)
@@ -31,14 +31,13 @@ runs it. `quantize="dynamic_int8"` stores the weights as int8 (dynamic-range qua
 activations stay float).
 """
 
-import json
 import os
 
 import tensorflow as tf
 
 from electra_tf import atomic, run_files
 from electra_tf.data.tokenizer import copy_vocab, pair_lengths, padded_length
-from electra_tf.export.tflite_runtime import TEXT_OP_REGISTRARS, custom_ops
+from electra_tf.exporting.tflite_runtime import TEXT_OP_REGISTRARS, custom_ops
 
 QUANTIZATIONS = ("none", "dynamic_int8")
 SIGNATURE = "serving_default"
@@ -68,7 +67,7 @@ def pack_ids(tokenizer, texts_a, texts_b=None, seq_length=128, pad_multiple=None
         import pathlib
 
         from electra_tf.data.tokenizer import WordPieceTokenizer
-        from electra_tf.export.tflite import pack_ids
+        from electra_tf.exporting.tflite import pack_ids
 
         tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!"]
         pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
@@ -216,7 +215,7 @@ def export_tflite(served, vocab_file, output_dir, task="", kind=None, ids_only=F
             its variables, tokenizer, `seq_length`, `_outputs`.
         vocab_file: str. Its vocabulary.
         output_dir: str. A new or empty local folder; written as a whole (a hidden
-            `.<name>.partial-*` folder beside it, renamed when complete).
+            `.partial-<token>-<name>` folder beside it, renamed when complete: `atomic.staged_folder`).
         task: str. Recorded in `tflite_config.json`.
         kind: str. The model's task kind, recorded there too.
         ids_only: bool. Ids in, no custom op (else raw text in, tensorflow-text's two ops).
@@ -279,7 +278,5 @@ def _write_folder(output_dir, content, description, vocab_file):
             with open(os.path.join(partial, run_files.LABELS_ASSET), "w", encoding="utf-8") as f:
                 f.write("".join(f"{label}\n" for label in description["label_names"]))
         copy_vocab(vocab_file, os.path.join(partial, run_files.VOCAB_FILE))
-        with open(os.path.join(partial, run_files.TFLITE_CONFIG_FILE), "w", encoding="utf-8") as f:
-            json.dump(description, f, indent=2)
-            f.write("\n")
+        atomic.write_json(os.path.join(partial, run_files.TFLITE_CONFIG_FILE), description)
     return os.path.join(output_dir, run_files.TFLITE_MODEL_FILE)

@@ -9,8 +9,8 @@ import os
 
 import numpy as np
 
-from electra_tf.convert import hf_names
-from electra_tf.convert.weight_map import read_weights
+from electra_tf.converting import hf_names
+from electra_tf.converting.weight_map import read_weights
 
 def dense_weights(layer):
     """The kernel `(in, out)` and bias `(out,)` of a dense layer, as float32 arrays."""
@@ -43,7 +43,7 @@ def export_task_model(model, directory, head):
     Example:
         ```python
         import transformers
-        from electra_tf.convert.hf_heads import export_task_model
+        from electra_tf.converting.hf_heads import export_task_model
         from electra_tf.tasks.classification.hf_head import classifier_head
         from electra_tf.tasks.classification.model import ElectraClassifier
         from electra_tf.models.encoder import ElectraEncoder
@@ -57,7 +57,7 @@ def export_task_model(model, directory, head):
         # {0: 'negative', 1: 'positive'}
         ```
     """
-    from electra_tf.convert.hugging_face import hf_config, write_folder
+    from electra_tf.converting.hugging_face import hf_config, write_folder
 
     architecture, tensors, entries, *files = head
     encoder = model.encoder

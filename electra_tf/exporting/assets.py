@@ -9,14 +9,13 @@ names are `electra_tf.run_files`'):
     <config_name>          what the export is: `serving_config.json` or `encoder_config.json`
 """
 
-import json
 import os
-import tempfile
 
 import tensorflow as tf
 
+from electra_tf import atomic
 from electra_tf.data.tokenizer import SERVING_PAD_MULTIPLE, SETTINGS_FILE, WordPieceTokenizer, copy_vocab
-from electra_tf.export import inference_graph
+from electra_tf.exporting import inference_graph
 from electra_tf.run_files import ENCODER_CONFIG_ASSET, LABELS_ASSET, SERVING_CONFIG_ASSET, VOCAB_ASSET  # noqa: F401
 
 
@@ -61,7 +60,7 @@ class ServedModel(tf.Module):
                          self._model.obj.encoder)
 
 
-def add_assets(module, prefix, vocab_file, config_name, config, label_names=None):
+def add_assets(module, what, vocab_file, config_name, config, label_names=None):
     """Writes the asset files into a fresh temporary folder and tracks them on `module`.
 
     Sets `module.labels_asset` (when `label_names` is given), then
@@ -69,7 +68,7 @@ def add_assets(module, prefix, vocab_file, config_name, config, label_names=None
 
     Args:
         module: `tf.Module`. The module to export.
-        prefix: str. Prefix of the temporary folder.
+        what: str. Names the scratch folder the assets are written to (`atomic.scratch_folder`).
         vocab_file: str. The vocabulary; copied with its `electra_tokenizer.json`.
         config_name: str. File name of the config asset.
         config: dict. Its JSON content.
@@ -78,14 +77,13 @@ def add_assets(module, prefix, vocab_file, config_name, config, label_names=None
     Returns:
         str, the temporary folder.
     """
-    folder = tempfile.mkdtemp(prefix=prefix)
+    folder = atomic.scratch_folder(what.strip("_"))
     if label_names is not None:
         labels_file = os.path.join(folder, LABELS_ASSET)
         with open(labels_file, "w") as f:
             f.write("".join(f"{label}\n" for label in label_names))
     config_file = os.path.join(folder, config_name)
-    with open(config_file, "w") as f:
-        json.dump(config, f, indent=2)
+    atomic.write_json(config_file, config)
     if label_names is not None:
         module.labels_asset = tf.saved_model.Asset(labels_file)
     vocab_copy = os.path.join(folder, VOCAB_ASSET)
@@ -121,8 +119,6 @@ def save_version(module, path):
     numbers; `atomic.staged_folder`) and renamed when complete: a server polling the
     model folder never sees half a version, and an interrupted export leaves no version behind.
     """
-    from electra_tf import atomic
-
     with atomic.staged_folder(path, "output_dir") as partial:
         tf.saved_model.save(module, partial, signatures=module.signatures())
     return path

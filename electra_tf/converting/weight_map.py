@@ -65,7 +65,7 @@ def model_variables(model):
 
     Example:
         ```python
-        from electra_tf.convert.weight_map import model_variables
+        from electra_tf.converting.weight_map import model_variables
         from electra_tf.models.encoder import ElectraEncoder
 
         encoder = ElectraEncoder(vocab_size=100, num_layers=1, num_heads=1,
@@ -170,7 +170,7 @@ def read_weights(model):
 
     Example:
         ```python
-        from electra_tf.convert.weight_map import read_weights
+        from electra_tf.converting.weight_map import read_weights
         from electra_tf.models.encoder import ElectraEncoder
 
         encoder = ElectraEncoder(vocab_size=100, num_layers=1, num_heads=1,
@@ -211,7 +211,7 @@ def assign_weights(model, weights, source="checkpoint", strict=False):
         ```python
         import numpy as np
 
-        from electra_tf.convert.weight_map import assign_weights, read_weights
+        from electra_tf.converting.weight_map import assign_weights, read_weights
         from electra_tf.models.encoder import ElectraEncoder
 
         sizes = dict(vocab_size=100, num_layers=1, num_heads=1, hidden_dim=32,
@@ -278,7 +278,7 @@ def describe_sizes(shapes):
     """Model sizes read off official names -> shapes: `vocab_size`, `discriminator.hidden_dim`, ...
 
     Example:
-        >>> from electra_tf.convert.weight_map import describe_sizes
+        >>> from electra_tf.converting.weight_map import describe_sizes
         >>> describe_sizes({"electra/embeddings/word_embeddings": (100, 16)})
         {'vocab_size': 100, 'embedding_dim': 16}
     """
@@ -324,7 +324,7 @@ def build_model(sizes, generator_sizes=None, **pretrainer_kwargs):
 
     Example:
         ```python
-        from electra_tf.convert.weight_map import build_model
+        from electra_tf.converting.weight_map import build_model
 
         sizes = dict(vocab_size=200, num_layers=1, num_heads=1, hidden_dim=32,
                      embedding_dim=16, intermediate_dim=64)

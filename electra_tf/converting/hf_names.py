@@ -19,10 +19,6 @@ import re
 import numpy as np
 
 ROLES = ("model", "discriminator", "generator")
-# The files of a Hugging Face model folder.
-HF_CONFIG_FILE = "config.json"
-HF_WEIGHTS_FILE = "model.safetensors"
-HF_WEIGHTS_INDEX_FILE = "model.safetensors.index.json"  # a sharded checkpoint
 
 _HEADS = {  # HF module -> official scope
     "discriminator_predictions.dense_prediction": "discriminator_predictions/dense_1",
@@ -44,7 +40,7 @@ def hf_to_official(name, role):
         (official_name, transpose) or None.
 
     Example:
-        >>> from electra_tf.convert.hf_names import hf_to_official
+        >>> from electra_tf.converting.hf_names import hf_to_official
         >>> hf_to_official("electra.encoder.layer.0.output.dense.weight", "generator")
         ('generator/encoder/layer_0/output/dense/kernel', True)
     """
@@ -106,7 +102,7 @@ def official_to_hf(name, role):
         (hf_name, transpose) or None when the role has no such weight.
 
     Example:
-        >>> from electra_tf.convert.hf_names import official_to_hf
+        >>> from electra_tf.converting.hf_names import official_to_hf
         >>> official_to_hf("discriminator_predictions/dense_1/kernel", "discriminator")
         ('discriminator_predictions.dense_prediction.weight', True)
     """

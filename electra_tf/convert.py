@@ -118,7 +118,7 @@ def planned_outputs(model, target, path, part):
         if not path.endswith(".keras"):
             raise ValueError(f"`--to keras` writes a `.keras` file. Received: `--output_dir={path!r}`")
         return [folder], [os.path.abspath(path)]
-    from electra_tf.convert.official import written_files
+    from electra_tf.converting.official import written_files
 
     return [folder], written_files(path)
 
@@ -140,17 +140,17 @@ def save(model, target, path, part="both", settings=None):
     A fine-tuned model goes `--to hf` with the head its task kind gives (`TaskKind.hf_head`;
     `settings`: its run's `finetune_config.json`, for the label names).
     """
-    from electra_tf import convert
+    from electra_tf import converting
 
     if target == "hf":
         kind = task_kind(model, settings)
         if kind is not None:
-            from electra_tf.convert.hf_heads import export_task_model
+            from electra_tf.converting.hf_heads import export_task_model
 
             return export_task_model(model, path, kind.hf_head(model, settings or {}))
-        return convert.export_hugging_face(model, path, part=part)
+        return converting.export_hugging_face(model, path, part=part)
     if target == "official":
-        return [convert.export_official(model, path)]
+        return [converting.export_official(model, path)]
     from electra_tf import atomic
 
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -204,23 +204,23 @@ def convert(source, input_path, target, output_dir, num_heads=None, generator_nu
     from electra_tf import run_files, sources
 
     inputs = sources.SOURCES[source].inputs(input_path)
-    own_kind = run_files.HUGGING_FACE if target == "hf" else None
+    own_artefact = run_files.HUGGING_FACE if target == "hf" else None
     if target == "keras" and not output_dir.endswith(".keras"):
         raise ValueError(f"`--to keras` writes a `.keras` file. Received: `--output_dir={output_dir!r}`")
     early = None
     if target == "keras":
         early = [os.path.abspath(output_dir)]
     elif target == "official":
-        from electra_tf.convert.official import written_files
+        from electra_tf.converting.official import written_files
 
         early = written_files(output_dir)
-    run_files.guard_output(output_dir, "output_dir", own_kind, inputs=inputs, writes=early)
+    run_files.guard_output(output_dir, "output_dir", own_artefact, inputs=inputs, writes=early)
     run_files.refuse_inside_artefact(output_dir, "output_dir")
     model, vocab, part = load(source, input_path, num_heads, generator_num_heads, part)
     model = select_part(model, target, part)
     folders, writes = planned_outputs(model, target, output_dir, part)
     vocab_files = vocab_targets(vocab, folders)
-    run_files.guard_output(output_dir, "output_dir", own_kind, inputs=inputs, writes=writes)
+    run_files.guard_output(output_dir, "output_dir", own_artefact, inputs=inputs, writes=writes)
     if target == "hf":
         with staged_folder(output_dir) as stage:
             written = write(model, target, stage, part, finetune_settings(source, input_path), vocab,

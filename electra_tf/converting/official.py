@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from electra_tf.convert.weight_map import assign_weights, build_model, describe_sizes, read_weights
+from electra_tf.converting.weight_map import assign_weights, build_model, describe_sizes, read_weights
 
 _IGNORED_SUFFIXES = ("/adam_m", "/adam_v")
 _IGNORED_NAMES = ("global_step",)
@@ -54,7 +54,7 @@ def read_official_checkpoint(path):
     Example:
         ```python
         from electra_tf.config import get_config
-        from electra_tf.convert.official import export_official, read_official_checkpoint
+        from electra_tf.converting.official import export_official, read_official_checkpoint
         from electra_tf.models.pretrainer import build_pretrainer
 
         config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64)
@@ -103,7 +103,7 @@ def load_official(path, model, strict=False):
     Example:
         ```python
         from electra_tf.config import get_config
-        from electra_tf.convert.official import export_official, load_official
+        from electra_tf.converting.official import export_official, load_official
         from electra_tf.models.pretrainer import build_pretrainer
 
         config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64)
@@ -139,7 +139,7 @@ def build_from_official(path, num_heads=None, generator_num_heads=None):
     Example:
         ```python
         from electra_tf.config import get_config
-        from electra_tf.convert.official import build_from_official, export_official
+        from electra_tf.converting.official import build_from_official, export_official
         from electra_tf.models.pretrainer import build_pretrainer
 
         config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32, intermediate_dim=64)
@@ -202,8 +202,8 @@ def write_official_checkpoint(weights, path, global_step=0, optimizer_slots=Fals
     Example:
         ```python
         from electra_tf.config import get_config
-        from electra_tf.convert.official import write_official_checkpoint
-        from electra_tf.convert.weight_map import read_weights
+        from electra_tf.converting.official import write_official_checkpoint
+        from electra_tf.converting.weight_map import read_weights
         from electra_tf.models.pretrainer import build_pretrainer
 
         config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,

@@ -61,7 +61,7 @@ def model_variables(model):
     Example:
         ```python
         from electra_tf.models.encoder import ElectraEncoder
-        from electra_tf.training.named_checkpoint import model_variables
+        from electra_tf.sources.named_checkpoint import model_variables
 
         encoder = ElectraEncoder(
             vocab_size=50, num_layers=1, num_heads=2, hidden_dim=8,
@@ -173,7 +173,7 @@ class NamedCheckpoint:
     Example:
         ```python
         from electra_tf.models.encoder import ElectraEncoder
-        from electra_tf.training.named_checkpoint import NamedCheckpoint
+        from electra_tf.sources.named_checkpoint import NamedCheckpoint
 
         encoder = ElectraEncoder(
             vocab_size=50, num_layers=1, num_heads=2, hidden_dim=8,
@@ -291,12 +291,12 @@ def _nest(flat):
     return tree
 
 
-def _describe(kind, keys, shown=8):
+def _describe(problem, keys, shown=8):
     if not keys:
         return []
     names = [k.replace(_VALUE, "") for k in sorted(keys)]
     more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return [f"{len(names)} {kind}: {names[:shown]}{more}"]
+    return [f"{len(names)} {problem}: {names[:shown]}{more}"]
 
 
 def _positional_keys(reader, path, *chain):

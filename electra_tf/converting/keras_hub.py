@@ -1,6 +1,6 @@
 """keras-hub ELECTRA presets in: `ElectraBackbone.save_to_preset` folders as an `ElectraEncoder`.
 
-The inverse of `electra_tf.export.keras_hub_preset`: the backbone is rebuilt by
+The inverse of `electra_tf.exporting.keras_hub_preset`: the backbone is rebuilt by
 keras-hub from the preset folder (`ElectraBackbone.from_preset(DIR)`, local,
 no download) and its weights are copied layer by layer into an
 `ElectraEncoder` with the backbone's dimensions and its tanh-approximate GELU
@@ -86,7 +86,7 @@ def read_keras_hub_preset(preset_dir, flag="init"):
     Example:
         ```python
         import keras_hub
-        from electra_tf.convert.keras_hub import read_keras_hub_preset
+        from electra_tf.converting.keras_hub import read_keras_hub_preset
 
         backbone = keras_hub.models.ElectraBackbone(vocab_size=100, num_layers=1, num_heads=2, hidden_dim=32,
                                                     embedding_dim=16, intermediate_dim=64)

@@ -11,7 +11,7 @@ from electra_tf.config import get_config
 from helpers import write_records
 from electra_tf.models.pretrainer import build_pretrainer
 from electra_tf import run_files, sources
-from electra_tf.training.named_checkpoint import CheckpointMismatchError, NamedCheckpoint, model_variables
+from electra_tf.sources.named_checkpoint import CheckpointMismatchError, NamedCheckpoint, model_variables
 from electra_tf.training.optimization import create_optimizer
 from electra_tf.training.pretraining import train
 

@@ -20,8 +20,9 @@ import os
 import numpy as np
 from absl import logging
 
-from electra_tf.convert import hf_names
-from electra_tf.convert.weight_map import assign_weights, build_model, model_variables, read_weights
+from electra_tf import atomic, run_files
+from electra_tf.converting import hf_names
+from electra_tf.converting.weight_map import assign_weights, build_model, model_variables, read_weights
 from electra_tf.models.discriminator import ElectraDiscriminator
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.pretrainer import ElectraPretrainer
@@ -50,7 +51,7 @@ def read_config(directory):
     """The `config.json` dict of a Hugging Face directory; a clear error when there is none."""
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"Not a Hugging Face model directory: {directory!r}")
-    config_path = os.path.join(directory, hf_names.HF_CONFIG_FILE)
+    config_path = os.path.join(directory, run_files.HF_CONFIG_FILE)
     if not os.path.exists(config_path):
         raise FileNotFoundError(
             f"No `config.json` in {directory!r} (found: {sorted(os.listdir(directory))})."
@@ -68,7 +69,7 @@ def check_model_type(directory, config, expected):
     The message names the file, what it describes (`model_type`, `architectures`) and what is read.
 
     Example:
-        >>> from electra_tf.convert.hugging_face import check_model_type
+        >>> from electra_tf.converting.hugging_face import check_model_type
         >>> check_model_type("gpt2", {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"]}, "electra")
         Traceback (most recent call last):
         ...
@@ -80,7 +81,7 @@ def check_model_type(directory, config, expected):
     architectures = ", ".join(map(str, config.get("architectures") or []))
     what = f"a {found!r} model" if found else "no `model_type`"
     raise ValueError(
-        f"{os.path.join(directory, hf_names.HF_CONFIG_FILE)} describes {what}"
+        f"{os.path.join(directory, run_files.HF_CONFIG_FILE)} describes {what}"
         f"{f' ({architectures})' if architectures else ''}, not {expected}: `hf` reads ELECTRA folders "
         f"({', '.join(ARCHITECTURES)}), `bert` reads BERT folders (BertModel, BertFor*)."
     )
@@ -124,14 +125,14 @@ def read_safetensors_dir(directory, model_type=None):
     Example:
         ```python
         from electra_tf.config import get_config
-        from electra_tf.convert import export_hugging_face
+        from electra_tf.converting import export_hugging_face
         from electra_tf.models.pretrainer import build_pretrainer
 
         config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
                             intermediate_dim=64)  # a tiny model
         export_hugging_face(build_pretrainer(config), "hf")
 
-        from electra_tf.convert.hugging_face import read_safetensors_dir
+        from electra_tf.converting.hugging_face import read_safetensors_dir
 
         config, state = read_safetensors_dir("hf/discriminator")
         config["architectures"], state["electra.embeddings.word_embeddings.weight"].shape
@@ -143,8 +144,8 @@ def read_safetensors_dir(directory, model_type=None):
     config = read_config(directory)
     if model_type is not None:
         check_model_type(directory, config, model_type)
-    single = os.path.join(directory, hf_names.HF_WEIGHTS_FILE)
-    index = os.path.join(directory, hf_names.HF_WEIGHTS_INDEX_FILE)
+    single = os.path.join(directory, run_files.HF_WEIGHTS_FILE)
+    index = os.path.join(directory, run_files.HF_WEIGHTS_INDEX_FILE)
     if os.path.exists(single):
         files = [single]
     elif os.path.exists(index):
@@ -192,14 +193,14 @@ def read_hugging_face(directory):
     Example:
         ```python
         from electra_tf.config import get_config
-        from electra_tf.convert import export_hugging_face
+        from electra_tf.converting import export_hugging_face
         from electra_tf.models.pretrainer import build_pretrainer
 
         config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
                             intermediate_dim=64)  # a tiny model
         export_hugging_face(build_pretrainer(config), "hf")
 
-        from electra_tf.convert.hugging_face import read_hugging_face
+        from electra_tf.converting.hugging_face import read_hugging_face
 
         checkpoint = read_hugging_face("hf/discriminator")
         checkpoint["role"]  # 'discriminator'
@@ -245,7 +246,7 @@ def encoder_kwargs(config):
     """`ElectraEncoder` arguments from a Hugging Face ELECTRA or BERT `config.json` dict.
 
     Example:
-        >>> from electra_tf.convert.hugging_face import encoder_kwargs
+        >>> from electra_tf.converting.hugging_face import encoder_kwargs
         >>> config = {"vocab_size": 100, "num_hidden_layers": 1, "num_attention_heads": 2,
         ...           "hidden_size": 32, "embedding_size": 16, "intermediate_size": 64}
         >>> kwargs = encoder_kwargs(config)  # ElectraEncoder(**kwargs) builds the model
@@ -296,8 +297,8 @@ def expand_directories(source):
     for path in paths:
         path = path.strip()
         subdirs = [os.path.join(path, s) for s in ("discriminator", "generator")]
-        subdirs = [s for s in subdirs if os.path.exists(os.path.join(s, hf_names.HF_CONFIG_FILE))]
-        if not os.path.exists(os.path.join(path, hf_names.HF_CONFIG_FILE)) and subdirs:
+        subdirs = [s for s in subdirs if os.path.exists(os.path.join(s, run_files.HF_CONFIG_FILE))]
+        if not os.path.exists(os.path.join(path, run_files.HF_CONFIG_FILE)) and subdirs:
             expanded.extend(subdirs)
         else:
             expanded.append(path)
@@ -327,14 +328,14 @@ def load_hugging_face(source, model, strict=False):
     Example:
         ```python
         from electra_tf.config import get_config
-        from electra_tf.convert import export_hugging_face
+        from electra_tf.converting import export_hugging_face
         from electra_tf.models.pretrainer import build_pretrainer
 
         config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
                             intermediate_dim=64)  # a tiny model
         export_hugging_face(build_pretrainer(config), "hf")
 
-        from electra_tf.convert.hugging_face import load_hugging_face
+        from electra_tf.converting.hugging_face import load_hugging_face
 
         pretrainer = build_pretrainer(config)
         load_hugging_face("hf/discriminator,hf/generator", pretrainer)
@@ -429,14 +430,14 @@ def build_from_hugging_face(source):
     Example:
         ```python
         from electra_tf.config import get_config
-        from electra_tf.convert import export_hugging_face
+        from electra_tf.converting import export_hugging_face
         from electra_tf.models.pretrainer import build_pretrainer
 
         config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
                             intermediate_dim=64)  # a tiny model
         export_hugging_face(build_pretrainer(config), "hf")
 
-        from electra_tf.convert.hugging_face import build_from_hugging_face
+        from electra_tf.converting.hugging_face import build_from_hugging_face
 
         pretrainer = build_from_hugging_face(["hf/discriminator", "hf/generator"])
         pretrainer.generator.hidden_dim  # 8
@@ -472,14 +473,14 @@ def build_discriminator_from_hugging_face(directory):
     Example:
         ```python
         from electra_tf.config import get_config
-        from electra_tf.convert import export_hugging_face
+        from electra_tf.converting import export_hugging_face
         from electra_tf.models.pretrainer import build_pretrainer
 
         config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
                             intermediate_dim=64)  # a tiny model
         export_hugging_face(build_pretrainer(config), "hf")
 
-        from electra_tf.convert.hugging_face import build_discriminator_from_hugging_face
+        from electra_tf.converting.hugging_face import build_discriminator_from_hugging_face
 
         detector = build_discriminator_from_hugging_face("hf/discriminator")
         detector.head.hidden_dim  # 32
@@ -537,7 +538,7 @@ def export_hugging_face(model, directory, part="both"):
         import transformers
 
         from electra_tf.config import get_config
-        from electra_tf.convert.hugging_face import export_hugging_face
+        from electra_tf.converting.hugging_face import export_hugging_face
         from electra_tf.models.pretrainer import build_pretrainer
 
         config = get_config("tiny", vocab_size=100, embedding_dim=16, hidden_dim=32,
@@ -597,10 +598,9 @@ def write_folder(directory, config, state):
     from safetensors.numpy import save_file
 
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, hf_names.HF_WEIGHTS_FILE)
+    path = os.path.join(directory, run_files.HF_WEIGHTS_FILE)
     try:
-        with open(os.path.join(directory, hf_names.HF_CONFIG_FILE), "w", encoding="utf-8") as f:
-            json.dump(config, f, indent=2, sort_keys=True)
+        atomic.write_json(os.path.join(directory, run_files.HF_CONFIG_FILE), config, sort_keys=True)
         save_file(state, path, metadata={"format": "pt"})
     except Exception as e:  # safetensors' SafetensorError ("Error while serializing: IoError(...)") or an OSError
         raise OSError(f"{directory} cannot be written ({type(e).__name__}: {str(e).splitlines()[0][:300]})") from None

@@ -11,9 +11,9 @@ the generator keep their initial values (logged).
 
 from absl import logging
 
-from electra_tf.convert import hf_names
-from electra_tf.convert.hugging_face import check_config, encoder_kwargs, read_safetensors_dir
-from electra_tf.convert.weight_map import assign_weights, build_model
+from electra_tf.converting import hf_names
+from electra_tf.converting.hugging_face import check_config, encoder_kwargs, read_safetensors_dir
+from electra_tf.converting.weight_map import assign_weights, build_model
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.pretrainer import ElectraPretrainer
 
@@ -40,7 +40,7 @@ def read_bert(directory):
             vocab_size=100, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
             intermediate_size=64, max_position_embeddings=128)).save_pretrained("bert")
 
-        from electra_tf.convert.bert import read_bert
+        from electra_tf.converting.bert import read_bert
 
         bert = read_bert("bert")
         bert["weights"]["electra/embeddings/word_embeddings"].shape  # (100, 32)
@@ -96,7 +96,7 @@ def load_bert(directory, model, strict=False):
             intermediate_size=64, max_position_embeddings=128)).save_pretrained("bert")
 
         from electra_tf.config import get_config
-        from electra_tf.convert.bert import load_bert
+        from electra_tf.converting.bert import load_bert
         from electra_tf.models.pretrainer import build_pretrainer
 
         # The discriminator takes BERT's sizes, with `embedding_dim` = `hidden_dim`.
@@ -120,7 +120,7 @@ def build_from_bert(directory):
     Example:
         ```python
         import transformers
-        from electra_tf.convert.bert import build_from_bert
+        from electra_tf.converting.bert import build_from_bert
 
         config = transformers.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=1,
                                          num_attention_heads=2, intermediate_size=64)

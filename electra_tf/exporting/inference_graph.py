@@ -18,7 +18,7 @@ quantized policy) is served through its Keras layers: `supported` says which.
 Example:
     >>> import numpy as np
     >>> from electra_tf.models.encoder import ElectraEncoder
-    >>> from electra_tf.export.inference_graph import encoder_forward, supported
+    >>> from electra_tf.exporting.inference_graph import encoder_forward, supported
     >>> encoder = ElectraEncoder(vocab_size=100, num_layers=2, num_heads=2, hidden_dim=32,
     ...                          embedding_dim=16, intermediate_dim=64)
     >>> ids = np.array([[2, 7, 9, 3, 0]], "int32")

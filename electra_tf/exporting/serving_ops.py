@@ -35,7 +35,7 @@ TensorFlow's own ops are the ones `tensorflow.python.framework.op_def_registry` 
 process that has not imported tensorflow_text (`core_ops`).
 
 Example:
-    >>> from electra_tf.export.serving_ops import MODEL_SERVER_OPS
+    >>> from electra_tf.exporting.serving_ops import MODEL_SERVER_OPS
     >>> "FastBertNormalize" in MODEL_SERVER_OPS, "TFText>RoundRobinTrim" in MODEL_SERVER_OPS
     (True, True)
 """

@@ -1,6 +1,6 @@
 """Runs an exported LiteRT (TFLite) model in a process without TensorFlow's Python package.
 
-An `export --kind tflite` model of raw text holds two tensorflow-text custom ops,
+An `export --format tflite` model of raw text holds two tensorflow-text custom ops,
 `FastBertNormalize` and `FastWordpieceTokenizeWithOffsets`; the `--ids` model holds
 none. `load_interpreter` builds the LiteRT interpreter (`ai_edge_litert`) and
 registers tensorflow-text's TFLite kernels for the ops the model holds.
@@ -81,7 +81,7 @@ def load_interpreter(model_path, num_threads=None):
     """The LiteRT interpreter of an exported model, tensorflow-text's kernels registered when it needs them.
 
     Args:
-        model_path: str. A `.tflite` file (`export --kind tflite`).
+        model_path: str. A `.tflite` file (`export --format tflite`).
         num_threads: int or None. CPU threads (None: LiteRT's default).
 
     Returns:
@@ -94,7 +94,7 @@ def load_interpreter(model_path, num_threads=None):
         import numpy as np
 
         from electra_tf.tasks import export_tflite
-        from electra_tf.export.tflite_runtime import custom_ops, load_interpreter
+        from electra_tf.exporting.tflite_runtime import custom_ops, load_interpreter
         from electra_tf.tasks.classification.model import ElectraClassifier
         from electra_tf.models.encoder import ElectraEncoder
 

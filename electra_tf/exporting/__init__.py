@@ -1,4 +1,4 @@
-"""Exports of trained models (`python -m electra_tf.export --kind encoder|preset|serving|tflite|rtd`): the generic
+"""Exports of trained models (`python -m electra_tf.export --format encoder|preset|serving|tflite|rtd`): the generic
 formats; each task kind's serving module lives in its folder (`electra_tf/tasks/<kind>/serving.py`).
 
 - `encoder_saved_model`: pre-trained discriminator -> SavedModel (TF alone), with

@@ -1,0 +1,127 @@
+"""The commands' error boundary: bad input is one line `error: <message>` and an exit status, never a traceback.
+
+Bad input (`ValueError` and the project's errors built on it, `TypeError` for a model of the
+wrong class, `OSError` such as `FileNotFoundError`, corrupt data reported by TensorFlow) prints
+
+    error: No pre-training files match `--data=records/*`.
+
+and exits 1 (`ERROR_EXIT`); a usage error exits 2 (`USAGE_EXIT`) with a `--help` hint; memory
+running out names the flags that size the work (`out_of_memory`); a missing package names what
+to install (`missing_module`). `--debug` adds the traceback. Anything else (a bug) keeps Python's
+traceback. Nothing here imports TensorFlow: its errors count once it is loaded.
+"""
+
+import signal
+import sys
+import traceback
+
+from absl import app, flags
+
+USAGE_EXIT = 2
+ERROR_EXIT = 1
+PREEMPTED_EXIT = 128 + signal.SIGTERM  # SIGTERM stopped a run after saving its checkpoint: re-run to resume
+
+
+def errors():
+    """The exception types that are bad input, not bugs (TensorFlow's only when it is loaded)."""
+    types = [ValueError, OSError, TypeError, FloatingPointError]  # TypeError: a model of the wrong class
+    tf = sys.modules.get("tensorflow")
+    if tf is not None:
+        types.append(tf.errors.OpError)  # DataLossError, NotFoundError, InvalidArgumentError, ...
+    return tuple(types)
+
+
+def memory_errors():
+    """The exception types of memory running out: Python's, and TensorFlow's when it is loaded."""
+    types = [MemoryError]
+    tf = sys.modules.get("tensorflow")
+    if tf is not None:
+        types.append(tf.errors.ResourceExhaustedError)
+    return tuple(types)
+
+
+def out_of_memory(error, flag_values=None):
+    """The one line for memory running out: what ran out, and the flags of the command that size the work.
+
+    Names `--batch_size` and `--seq_length` with their values where the command has them (a batch's
+    tensors grow with both), else says what to free.
+    """
+    flag_values = flags.FLAGS if flag_values is None else flag_values
+    lines = [line.strip() for line in message(error).splitlines() if line.strip()]
+    detail = next((line for line in lines if "OOM" in line or "memory" in line.lower()), lines[0] if lines else "")
+    detail = detail if len(detail) <= 200 else detail[:200] + "..."
+    given = [name for name in ("batch_size", "seq_length") if name in flag_values and flag_values.is_parsed()]
+    sizes = [f"`--{name}`" if flag_values[name].value is None else f"`--{name}={flag_values[name].value}`"
+             for name in given]
+    advice = (f"lower {' or '.join(sizes)}" if sizes else "free memory, or run it on a machine with more")
+    return f"out of memory ({type(error).__name__}{': ' + detail if detail else ''}): {advice}."
+
+
+def message(error):
+    """The one-line text of an error (TensorFlow errors carry theirs in `.message`)."""
+    text = getattr(error, "message", None) if not isinstance(error, (ValueError, OSError, TypeError)) else None
+    text = text or str(error) or type(error).__name__
+    if isinstance(error, KeyError) and text.startswith("'"):
+        text = text.strip("'")
+    return text
+
+
+def fail(text, exit_code=ERROR_EXIT, hint=""):
+    """Writes `error: <text><hint>` to stderr and exits with `exit_code`."""
+    sys.stderr.write(f"error: {text}{hint}\n")
+    sys.stderr.flush()
+    sys.exit(exit_code)
+
+
+# A module the code imports -> what the user installs for it (most share their name).
+INSTALL_NAMES = {"safetensors": "safetensors", "transformers": "transformers", "torch": "torch",
+                 "keras_hub": "keras-hub", "tensorflow_text": "tensorflow-text", "seqeval": "seqeval",
+                 "apache_beam": "apache-beam", "tensorflow_serving": "tensorflow-serving-api",
+                 "mwxml": "mwxml", "mwparserfromhell": "mwparserfromhell", "isal": "isal", "numba": "numba",
+                 "tokenizers": "tokenizers", "matplotlib": "matplotlib"}
+
+
+def missing_module(error):
+    """The one line for an `ImportError`: the module that is missing and what to install.
+
+    Example:
+        ```python
+        from electra_tf.cli.errors import missing_module
+
+        missing_module(ModuleNotFoundError("No module named 'safetensors'", name="safetensors"))
+        # "No module named 'safetensors': install it with `pip install safetensors` (or `pip install -e .`)."
+        ```
+    """
+    name = (getattr(error, "name", None) or "").split(".")[0]
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    if not name:
+        return f"{text}: reinstall electra_tf with its requirements (`pip install -e .`)."
+    package = INSTALL_NAMES.get(name, name.replace("_", "-"))
+    return f"{text}: install it with `pip install {package}` (or `pip install -e .`)."
+
+
+def guard(main, debug=lambda: False, program=None):
+    """`main` wrapped: bad input -> `error: ...` and exit 1, usage errors -> one line and exit 2."""
+    hint = f" (see `{program} --help`)" if program else " (see --help)"
+
+    def wrapped(*args, **kwargs):
+        try:
+            return main(*args, **kwargs)
+        except app.UsageError as e:
+            if debug():
+                traceback.print_exc()
+            fail(str(e), USAGE_EXIT, hint)
+        except ImportError as e:
+            if debug():
+                traceback.print_exc()
+            fail(missing_module(e))
+        except memory_errors() as e:
+            if debug():
+                traceback.print_exc()
+            fail(out_of_memory(e))
+        except errors() as e:
+            if debug():
+                traceback.print_exc()
+            fail(message(e))
+
+    return wrapped
