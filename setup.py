@@ -60,6 +60,8 @@ setuptools.setup(
             # benchmarks/serving_peers.py serves the same checkpoint in ONNX Runtime (fp32 and int8).
             "onnxruntime>=1.20",
             "onnx>=1.17",
+            # The embedding kind's vectors, loss and retrieval metrics are checked against sentence-transformers.
+            "sentence-transformers>=5",
         ],
     },
     entry_points={

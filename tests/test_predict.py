@@ -348,9 +348,12 @@ def test_a_folder_that_is_not_a_model_is_a_clear_error(tmp_path):
     (tmp_path / "notes" / "notes.txt").write_text("no model here")
     with pytest.raises(FileNotFoundError) as error:
         open_model(str(tmp_path / "notes"))
+    from electra_tf import tasks
+
+    model_files = ", ".join(tasks.model_files().values())  # every kind's, in registry order
+    assert "classifier.keras, token_classifier.keras" in model_files
     assert str(error.value) == (
-        f"--init {tmp_path / 'notes'} is neither a fine-tuning output dir (no classifier.keras, "
-        "token_classifier.keras, question_answerer.keras, multiple_choice.keras), a TF Serving export (no "
+        f"--init {tmp_path / 'notes'} is neither a fine-tuning output dir (no {model_files}), a TF Serving export (no "
         "saved_model.pb in it or in a numbered version folder) nor a pre-trained ELECTRA for replaced-token scores "
         "(a pre-training run, hf:DIR, official:DIR): fine-tune with `python -m electra_tf.finetune` first.")
     # A pre-training run is read for its replaced-token scores: without checkpoints it has no head.

@@ -75,9 +75,9 @@ def run_trials(config, kind, strategy=None):
     recipe.check_required(config)
     recipe.check_output_dir(config)
     strategy = strategy or recipe.create_strategy(config)
-    recipe.cpu_graph_options()
     # One writer per output_dir: a second process is refused naming the holder (the chief holds it).
-    with (run_lock.hold(config.output_dir) if distribute.is_chief(strategy) else contextlib.nullcontext()):
+    with recipe.cpu_graph_options(), (
+            run_lock.hold(config.output_dir) if distribute.is_chief(strategy) else contextlib.nullcontext()):
         return _run_trials(config, kind, strategy)
 
 
