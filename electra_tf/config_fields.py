@@ -243,7 +243,8 @@ class Config:
         A plug-in declares its own settings where it lives (a task kind: `electra_tf/tasks/<kind>/config.py`)
         and a registry collects them (`electra_tf.tasks.FinetuneConfig`: the flags of `python -m
         electra_tf.finetune`). A tuple `HPARAMS` (the fields a run reports) is collected too. A name
-        declared twice is an error naming both.
+        declared twice is an error naming both. A plug-in's own `__post_init__` (a check across its
+        fields) runs on the collected config too.
 
         Example:
         >>> import dataclasses
@@ -268,7 +269,15 @@ class Config:
                 declared = dataclasses.field(default=f.default, metadata=f.metadata)
                 added.append((f.name, typing.get_type_hints(config)[f.name], declared))
             hparams += [name for name in getattr(config, "HPARAMS", ()) if name not in hparams]
-        namespace = {"__module__": cls.__module__, "__doc__": cls.__doc__, "__qualname__": cls.__qualname__}
+        checked = tuple(config for config in configs if "__post_init__" in vars(config))
+
+        def __post_init__(self):
+            cls.__post_init__(self)
+            for config in checked:  # a plug-in's own checks across its fields, on its fields' values
+                config(**{f.name: getattr(self, f.name) for f in dataclasses.fields(config)})
+
+        namespace = {"__module__": cls.__module__, "__doc__": cls.__doc__, "__qualname__": cls.__qualname__,
+                     "__post_init__": __post_init__}
         if hasattr(cls, "HPARAMS"):
             namespace["HPARAMS"] = tuple(hparams)
         return dataclasses.make_dataclass(cls.__name__, added, bases=(cls,), namespace=namespace)
