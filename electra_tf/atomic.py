@@ -81,11 +81,6 @@ def is_url(path):
     return "://" in os.fspath(path)
 
 
-def is_partial(name):
-    """Whether a file or folder name is a temporary output of this module's convention."""
-    return os.path.basename(os.fspath(name).rstrip("/")).startswith(PARTIAL_PREFIX)
-
-
 def real_path(path):
     """The path a write to `path` lands in: links resolved (`os.path.realpath`) for a local path; a URL as is."""
     path = os.fspath(path)

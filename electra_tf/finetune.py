@@ -1,4 +1,4 @@
-r"""Fine-tunes a pre-trained ELECTRA discriminator: sentence(-pair) classification, tagging or extractive QA.
+r"""Fine-tunes a pre-trained ELECTRA discriminator: classification, tagging, extractive QA, multiple choice, embeddings.
 
     python -m electra_tf.finetune --task movie_polarity \
         --data_dir ../shared/data/tasks/movie_polarity --init runs/demo \
@@ -21,7 +21,9 @@ TSV/CSV read with `--text_a_column/--text_b_column/--label_column`, or (with
 `--token_column/--label_column/--tag_scheme`, or (with `--task_kind span_qa`,
 the default for names starting with "squad") for SQuAD-format train.json /
 dev.json, extractive QA (`electra_tf.tasks.span_qa.kind`: predictions.json and
-official EM/F1 in the output_dir).
+official EM/F1 in the output_dir), or (with `--task_kind multiple_choice`, the default
+for swag) for SWAG CSVs or JSON Lines of choices, or (with `--task_kind embedding`)
+for (query, positive[, negative]) rows in JSON Lines or TSV.
 
 Every flag is a field of `electra_tf.tasks.FinetuneConfig` (the recipe's fields,
 `electra_tf.finetuning.config`, and each task kind's own, `electra_tf/tasks/<kind>/config.py`), which
@@ -34,7 +36,8 @@ under any `--strategy`. Each trial restarts from `--init` with seed `seed + tria
 the dev (and labelled test) metrics of every trial and their mean / median /
 std / min / max go to `output_dir/results.json`. The best trial's model is saved as
 `output_dir/classifier.keras` (tagging: `token_classifier.keras`, QA:
-`question_answerer.keras`) with `vocab.txt` and `finetune_config.json`, which
+`question_answerer.keras`, multiple choice: `multiple_choice.keras`, embeddings:
+`embedder.keras`) with `vocab.txt` and `finetune_config.json`, which
 `python -m electra_tf.export --format serving` reads. Installed as `electra-finetune`.
 """
 

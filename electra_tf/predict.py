@@ -67,8 +67,8 @@ no line per question, the question `id`. Where one line is one example (text,
 JSON Lines, TSV/CSV rows), a blank line gives a `skipped` record, so the output
 has one record per input line (less a header). Offsets are characters of the
 text (tagging: of the words joined by single spaces), end exclusive; a QA
-answer is whole words (`qa_features.word_offsets`). When the input has gold
-labels (a label column, CoNLL tags, SQuAD answers, a choice's index) the
+answer is whole words (`tasks.span_qa.features.word_offsets`). When the input
+has gold labels (a label column, CoNLL tags, SQuAD answers, a choice's index) the
 predictions are scored with the metrics fine-tuning reports, the task's own
 first (accuracy, or CoLA's MCC; entity F1; SQuAD EM / F1): one summary line on
 stderr and `--metrics_file` JSON. Replaced-token scores with `--corrupt` are scored

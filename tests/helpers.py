@@ -75,6 +75,17 @@ class LineReader:
         return "".join(self.lines)
 
 
+def exit_status(process, what, guard=600):
+    """`process`'s exit status once it ends; `guard` seconds are only a hang guard, far above any expected wait:
+    past them the process is killed and the test fails, saying it did not end after `what`."""
+    try:
+        return process.wait(timeout=guard)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise AssertionError(f"hang guard: the process did not end within {guard} s after {what}.") from None
+
+
 def checksums(folder):
     """sha256 of every file under `folder`, by relative path (what a refused command must leave as it was)."""
     import hashlib

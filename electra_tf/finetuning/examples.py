@@ -1,5 +1,5 @@
 """What a task kind's `predict` reader returns (`Example`) and its formatter (`Prediction`), how it is asked to
-read (`ReadOptions`), and the line, JSON and column helpers the readers share.
+read (`ReadOptions`), and the line, JSON, column and split-file helpers the readers share.
 
 Lines end at `\\n` (or `\\r\\n`) only, as `data.lines` splits them. Every example of a
 line-based input (TSV/CSV, CoNLL, JSON Lines, text) knows the 1-based line it starts
@@ -17,8 +17,11 @@ Example:
 
 import dataclasses
 import json
+import os
 import re
 import typing
+
+import tensorflow as tf
 
 from electra_tf import atomic
 from electra_tf.config_fields import Config
@@ -128,3 +131,29 @@ def spooled(name, text, read):
             return read(f.name)
         except ValueError as e:
             raise ValueError(str(e).replace(f.name, STDIN)) from None
+
+
+def split_file(data_dir, names):
+    """The first of `names` (a split's file names, preferred first) that exists in `data_dir`, or None.
+
+    Example:
+    >>> import os, tempfile
+    >>> from electra_tf.finetuning.examples import split_file
+    >>> data_dir = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(data_dir, "dev.tsv"), "w").write("q\\tp\\n")
+    >>> os.path.basename(split_file(data_dir, ("dev.jsonl", "dev.tsv"))), split_file(data_dir, ("test.jsonl",))
+    ('dev.tsv', None)
+    """
+    for name in names:
+        path = os.path.join(data_dir, name)
+        if tf.io.gfile.exists(path):
+            return path
+    return None
+
+
+def required_split_file(data_dir, split, names, task):
+    """`split_file`, or an error naming the task, the folder and the names looked for when none exists."""
+    path = split_file(data_dir, names)
+    if path is None:
+        raise FileNotFoundError(f"No {split} split of task {task!r} in {data_dir} (looked for {', '.join(names)}).")
+    return path

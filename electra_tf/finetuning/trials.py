@@ -1,7 +1,7 @@
 """The one fine-tuning loop: trials of any task kind, evaluated every epoch, resumable at any step.
 
 `run_trials(config, kind)` is what `python -m electra_tf.finetune` runs, with
-the task kind of `config` (`kinds.for_config`): a `kind.TaskKind` subclass,
+the task kind of `config` (`tasks.for_config`): a `tasks.base.TaskKind` subclass,
 whose training members (reading the splits, features, model, batches,
 evaluation with its headline metric, outputs) are all this loop asks of a task.
 
@@ -63,7 +63,7 @@ def run_trials(config, kind, strategy=None):
 
     Args:
         config: `FinetuneConfig` (`task`, `data_dir`, `init`, `output_dir` set).
-        kind: the `TaskKind` subclass of the task (`kinds.for_config(config)`).
+        kind: the `TaskKind` subclass of the task (`tasks.for_config(config)`).
         strategy: `tf.distribute.Strategy` or None (one from `config`).
 
     Returns:

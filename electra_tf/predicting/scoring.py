@@ -1,7 +1,7 @@
 """Predictions scored against the input's gold labels, by the model's task kind (`TaskKind.score`).
 
-Every kind scores through the metrics fine-tuning reports (`task_metrics`,
-`tagging_metrics`, `qa_metrics`), headed by the task's own metric (`"metric"`:
+Every kind scores through the metrics fine-tuning reports (`finetuning.task_metrics`, or
+its folder's own `metrics.py`), headed by the task's own metric (`"metric"`:
 a CoLA classifier's MCC, a tagger's entity F1, a QA model's F1).
 
 Example:

@@ -346,7 +346,7 @@ def init_pretrainer(init, pretrainer, strict=False):
         strict: bool. Require every part of `pretrainer`.
 
     Returns:
-        The report of `convert.weight_map.assign_weights` (`loaded`, `kept`).
+        The report of `converting.weight_map.assign_weights` (`loaded`, `kept`).
 
     Example:
         ```python

@@ -270,14 +270,14 @@ def serving_module(model, vocab_file, settings, seq_length=None):
 
 
 def export_tflite(model, vocab_file, output_dir, settings=None, seq_length=None, ids_only=False, quantize=None):
-    """Writes a fine-tuned `model` as a LiteRT model folder (`export.tflite`); returns the `model.tflite` path.
+    """Writes a fine-tuned `model` as a LiteRT model folder (`exporting.tflite`); returns the `model.tflite` path.
 
     Its task kind gives the serving module to convert (`TaskKind.tflite_module`: a classifier, raw
     text or ids in; a tagger, ids in) or refuses with the reason.
 
     Example:
         ```python
-        # A tagger, ids in, int8 weights (`export.tflite_runtime.load_interpreter` runs the file).
+        # A tagger, ids in, int8 weights (`exporting.tflite_runtime.load_interpreter` runs the file).
         import json
         import pathlib
 

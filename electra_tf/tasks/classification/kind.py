@@ -82,7 +82,7 @@ def make_dataset(examples, tokenizer, seq_length, batch_size, regression=False, 
     padding on short sentences.
 
     Args:
-        examples: list of `tasks.Example`.
+        examples: list of `data.Example` (the labelled rows of `tasks.classification.data`).
         tokenizer: `WordPieceTokenizer`.
         seq_length: int.
         batch_size: int.

@@ -21,7 +21,6 @@ Example:
 """
 
 import dataclasses
-import os
 import typing
 
 import tensorflow as tf
@@ -41,15 +40,6 @@ class Pair:
     positive: str
     negative: typing.Optional[str] = None
     line: int = 0
-
-
-def split_path(data_dir, split):
-    """The file of `split` in `data_dir` (`SPLIT_FILES`, the first that exists), or None."""
-    for name in SPLIT_FILES[split]:
-        path = os.path.join(data_dir, name)
-        if tf.io.gfile.exists(path):
-            return path
-    return None
 
 
 def read_pairs(path, limit=None):

@@ -20,10 +20,11 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf.finetuning.batching import epoch_batches, predict_in_batches
-from electra_tf.finetuning.examples import Example, Prediction, each_line, field, json_object
+from electra_tf.finetuning.examples import (Example, Prediction, each_line, field, json_object, required_split_file,
+                                            split_file)
 from electra_tf.tasks.base import TaskKind
 from electra_tf.tasks.embedding.config import Config, PredictOptions
-from electra_tf.tasks.embedding.data import SPLIT_FILES, read_pairs, split_path
+from electra_tf.tasks.embedding.data import SPLIT_FILES, read_pairs
 from electra_tf.tasks.embedding.loss import MultipleNegativesRankingLoss
 from electra_tf.tasks.embedding.metrics import METRIC, corpus_of, retrieval_metrics
 from electra_tf.tasks.embedding.model import ElectraEmbedder
@@ -71,12 +72,9 @@ class EmbeddingKind(TaskKind):
         super().__init__(config)
         self.pairs, self.paths = {}, {}
         for split, limit in (("train", config.train_limit), ("dev", config.dev_limit)):
-            path = split_path(config.data_dir, split)
-            if path is None:
-                raise FileNotFoundError(f"No {split} split of task {config.task!r} in {config.data_dir} (looked for "
-                                        f"{', '.join(SPLIT_FILES[split])}).")
+            path = required_split_file(config.data_dir, split, SPLIT_FILES[split], config.task)
             self.pairs[split], self.paths[split] = read_pairs(path, limit=limit), path
-        test = split_path(config.data_dir, "test")
+        test = split_file(config.data_dir, SPLIT_FILES["test"])
         if test is not None:
             self.pairs["test"], self.paths["test"] = read_pairs(test), test
             self.test_splits.append("test")

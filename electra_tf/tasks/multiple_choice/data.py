@@ -30,7 +30,6 @@ Example:
 """
 
 import dataclasses
-import os
 import re
 import typing
 
@@ -65,15 +64,6 @@ class Question:
     def second_segments(self):
         """The text packed after the context for each choice: `question choice` (SWAG: `sent2 ending`)."""
         return [f"{self.question} {choice}".strip() for choice in self.choices]
-
-
-def split_path(data_dir, split):
-    """The file of `split` in `data_dir` (`SPLIT_FILES`), or None when there is none."""
-    for name in SPLIT_FILES[split]:
-        path = os.path.join(data_dir, name)
-        if tf.io.gfile.exists(path):
-            return path
-    return None
 
 
 def read_questions(path, name=None, text=None, limit=None, file_format=None):

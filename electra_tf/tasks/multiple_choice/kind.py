@@ -21,9 +21,10 @@ from absl import logging
 
 from electra_tf.tasks.multiple_choice.serving import MultipleChoiceServingModule
 from electra_tf.finetuning.batching import compiled_predictor, epoch_batches, predict_in_batches
-from electra_tf.finetuning.examples import Example, Prediction, each_line, json_object
+from electra_tf.finetuning.examples import (Example, Prediction, each_line, json_object, required_split_file,
+                                            split_file)
 from electra_tf.tasks.base import TaskKind
-from electra_tf.tasks.multiple_choice.data import SPLIT_FILES, question_of_record, read_questions, split_path
+from electra_tf.tasks.multiple_choice.data import SPLIT_FILES, question_of_record, read_questions
 from electra_tf.finetuning.task_metrics import accuracy
 from electra_tf.tasks.multiple_choice.model import ABSENT, ElectraMultipleChoice
 
@@ -126,12 +127,9 @@ class MultipleChoiceKind(TaskKind):
         super().__init__(config)
         self.questions, self.paths = {}, {}
         for split, limit in (("train", config.train_limit), ("dev", config.dev_limit)):
-            path = split_path(config.data_dir, split)
-            if path is None:
-                raise FileNotFoundError(f"No {split} split of task {config.task!r} in {config.data_dir} (looked for "
-                                        f"{', '.join(SPLIT_FILES[split])}).")
+            path = required_split_file(config.data_dir, split, SPLIT_FILES[split], config.task)
             self.questions[split], self.paths[split] = read_questions(path, limit=limit), path
-        test = split_path(config.data_dir, "test")
+        test = split_file(config.data_dir, SPLIT_FILES["test"])
         if test is not None:
             questions = read_questions(test)
             if all(q.label is not None for q in questions):

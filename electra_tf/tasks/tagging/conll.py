@@ -32,6 +32,7 @@ from absl import logging
 
 from electra_tf.data.lines import NOT_LINE_ENDS, split_lines
 from electra_tf.data.utf8 import decode_utf8
+from electra_tf.finetuning.examples import split_file
 
 SCHEMES = ("IOB1", "IOB2", "BIOES")
 AUTO = "auto"  # the scheme the file is written in (`detect_scheme`)
@@ -378,11 +379,11 @@ class ConllTask:
         """The file of `split` in `data_dir` (the first of its names that exists)."""
         if split not in self.splits:
             raise ValueError(f"Task {self.name!r} has splits {list(self.splits)}. Received: `split={split!r}`")
-        paths = [os.path.join(data_dir, name) for name in self.splits[split]]
-        for path in paths:
-            if tf.io.gfile.exists(path):
-                return path
-        raise FileNotFoundError(f"Task {self.name!r}, split {split!r}: none of {paths} exists.")
+        path = split_file(data_dir, self.splits[split])
+        if path is None:
+            paths = [os.path.join(data_dir, name) for name in self.splits[split]]
+            raise FileNotFoundError(f"Task {self.name!r}, split {split!r}: none of {paths} exists.")
+        return path
 
     def read(self, data_dir, split):
         """The sentences of `split`, tags in IOB2 for span tasks."""

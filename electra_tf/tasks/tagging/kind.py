@@ -12,7 +12,6 @@ scored once at the end.
 """
 
 import bisect
-import os
 import re
 
 import numpy as np
@@ -22,7 +21,7 @@ from absl import logging
 from electra_tf.data.lines import split_lines
 from electra_tf.tasks.tagging import conll
 from electra_tf.finetuning.batching import INPUTS, compiled_predictor, epoch_batches, predict_in_batches
-from electra_tf.finetuning.examples import Example, Prediction, each_line, field, json_object, spooled
+from electra_tf.finetuning.examples import Example, Prediction, each_line, field, json_object, split_file, spooled
 from electra_tf.tasks.base import TaskKind
 from electra_tf.tasks.tagging.config import Config, PredictOptions
 from electra_tf.tasks.tagging.features import (
@@ -180,7 +179,7 @@ class TaggingKind(TaskKind):
         self.task, self.metric = task, task.metric
         self.sentences = {split: task.read(config.data_dir, split)[:limit]
                           for split, limit in (("train", config.train_limit), ("dev", config.dev_limit))}
-        if "test" in task.splits and any(tf.io.gfile.exists(p) for p in _paths(task, config.data_dir, "test")):
+        if "test" in task.splits and split_file(config.data_dir, task.splits["test"]):
             self.sentences["test"] = task.read(config.data_dir, "test")
             self.test_splits.append("test")
         self.labels = task.labels(config.data_dir, self.sentences["train"])
@@ -384,7 +383,3 @@ def _known_tags(tags, lines, settings, name):
                              f"{types}: the model cannot predict it, so it cannot be scored (predict without the "
                              "gold tags, or with a model trained on them).")
     return list(tags)
-
-
-def _paths(task, data_dir, split):
-    return [os.path.join(data_dir, name) for name in task.splits[split]]
