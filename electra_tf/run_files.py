@@ -38,7 +38,7 @@ What a folder holds (`artefact_in`), so a command never writes its files into
 another artefact:
 
     a pre-training run         config.json with checkpoints/ or discriminator.keras
-    a fine-tuning output       finetune_config.json, results.json or trials/
+    a fine-tuning output       finetune_config.json, trials/, or a results.json with trials and metric
     an exported SavedModel     saved_model.pb (export --format encoder|serving)
     a LiteRT model             model.tflite (export --format tflite)
     a Hugging Face model       config.json + model.safetensors (convert --to hf)
@@ -175,7 +175,7 @@ def artefact_in(folder):
         return None
     if has(CHECKPOINT_DIR, DISCRIMINATOR_FILE):
         return PRETRAINING_RUN
-    if has(FINETUNE_CONFIG_FILE, RESULTS_FILE, TRIALS_DIR):
+    if has(FINETUNE_CONFIG_FILE, TRIALS_DIR) or _holds_finetuning_results(folder):
         return FINETUNING_OUTPUT
     if has(SAVED_MODEL_FILE):
         return SAVED_MODEL
@@ -188,6 +188,16 @@ def artefact_in(folder):
     if has(CONFIG_FILE):  # a run's config without results yet
         return PRETRAINING_RUN
     return None
+
+
+def _holds_finetuning_results(folder):
+    """Whether `folder`'s `results.json` is a fine-tuning run's (its trials and metric), not another tool's report."""
+    try:
+        with tf.io.gfile.GFile(os.path.join(folder, RESULTS_FILE), "rb") as f:
+            results = json.loads(f.read())
+    except (tf.errors.NotFoundError, OSError, ValueError):
+        return tf.io.gfile.exists(os.path.join(folder, RESULTS_FILE))  # unreadable: kept as a run's, never overwritten
+    return not isinstance(results, dict) or ("trials" in results and "metric" in results)
 
 
 def enclosing_artefact(path):

@@ -107,6 +107,23 @@ def test_a_parent_is_a_run_only_with_its_config_and_results(tmp_path):
     assert enclosing_artefact(tmp_path / "encoders" / "minilm.keras") == (str(tmp_path), PRETRAINING_RUN)
 
 
+
+def test_a_results_json_of_another_tool_is_no_finetuning_output(tmp_path):
+    """The efficiency experiment writes its report as results.json at the top of its output, above the
+    fine-tuning runs it makes there: that report (no trials, no metric) makes no fine-tuning output, so a
+    re-run with more units can write its runs under it; a fine-tuning run's own results.json (trials and
+    metric) does, even alone, and so does one that cannot be read."""
+    import json
+
+    from electra_tf.run_files import FINETUNING_OUTPUT, enclosing_artefact
+
+    (tmp_path / "results.json").write_text(json.dumps({"runs": [], "summary": {}, "seeds": 1}))
+    assert enclosing_artefact(tmp_path / "finetune" / "unit" / "classifier.keras") is None
+    (tmp_path / "results.json").write_text(json.dumps({"trials": [], "metric": "accuracy"}))
+    assert enclosing_artefact(tmp_path / "finetune" / "unit") == (str(tmp_path), FINETUNING_OUTPUT)
+    (tmp_path / "results.json").write_text('{"trials": [')  # cut short
+    assert enclosing_artefact(tmp_path / "finetune" / "unit") == (str(tmp_path), FINETUNING_OUTPUT)
+
 def test_predict_writes_beside_a_script_saved_discriminator_but_not_into_a_run(tmp_path):
     """`predict --output_file` in a working folder where a Keras script saved `discriminator.keras` is written;
     into a run's folder (config.json and results) it is refused, naming the flag."""
