@@ -4,7 +4,7 @@ References: transformers' Python `BertTokenizer` (`BertTokenizerLegacy` from tra
 line-by-line port of BERT's `tokenization.py`, and the Rust `BertTokenizerFast`. Two differences
 of the port from the official tokenizer are kept out of the comparisons: it composes the text
 (NFC) first, which matters only when accents are kept, and it deletes unassigned and private-use
-characters too (categories Cn, Co; the sweeps cover assigned characters only).
+characters too (categories Cn, Co; the comparisons over every character take assigned ones only).
 """
 
 import unicodedata
