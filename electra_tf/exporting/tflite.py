@@ -225,6 +225,7 @@ def export_tflite(served, vocab_file, output_dir, task="", kind=None, ids_only=F
         str, the path of `model.tflite`.
     """
     quantize = _check_quantize(quantize)
+    tokenizer = served.tokenizer
     pair = bool(getattr(served, "pair", False))
     module = TFLiteModule(served, pair=pair)
     function = module.serve_ids if ids_only else module.serve_text

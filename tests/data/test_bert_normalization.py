@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow_text as tf_text
 
-from helpers import shared_data
+from helpers import python_bert_tokenizer, shared_data
 from electra_tf.data import bert_normalizer
 from electra_tf.data.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
 
@@ -22,16 +22,6 @@ CRAFTED = ["Fußach", "Größe STRASSE Straße", "ﬁnance ﬂow ²³ x² Ａｂ
            "zero\u200bwidth soft\u00adhyphen bell\x07ring nul\x00byte \ufffd\u2028line\u2029para",
            "中文字符 and 日本語 가나다 한국어", "naïve café résumé déjà vu Ærø", "Mixed: ÉCOLE, straße; ﬂow! (½)",
            "tab\tnew\nline\rend", "ΣΟΦΙΑ σοφία", "e\u0301 combining a\u0308 marks", "Ｆｕｌｌｗｉｄｔｈ！"]
-
-
-def python_bert_tokenizer(vocab_file, **settings):
-    """transformers' Python port of BERT's tokenizer (renamed `BertTokenizerLegacy` in transformers 5)."""
-    transformers = pytest.importorskip("transformers")
-    try:
-        from transformers.models.bert.tokenization_bert_legacy import BertTokenizerLegacy as port
-    except ImportError:
-        port = transformers.BertTokenizer
-    return port(str(vocab_file), **settings)
 
 
 def reference_ids(reference, texts):
