@@ -174,7 +174,8 @@ def double_array(values):
     that leads to it) in bits 0-7, `has_leaf` in bit 8, and the XOR offset to its children in
     bits 10-31 (shifted 8 more with bit 9 set). The child for byte `b` of the unit at `i` is at
     `i ^ offset ^ b`; a key's value sits at `i ^ offset` (byte 0), with bit 31 set. Children are
-    placed first-fit; each parent gets its own `i ^ offset`, so no byte leads astray.
+    placed first-fit (those of a node with many, in a fresh aligned stretch); each parent gets its
+    own `i ^ offset`, so no byte leads astray. Offsets stay below 2**21 (bit 9 unused).
 
     Args:
         values: dict bytes -> int in [0, 2**31). Keys non-empty, without a zero byte.
