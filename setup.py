@@ -23,6 +23,7 @@ setuptools.setup(
     install_requires=[
         "tensorflow~=2.21.0",
         "tensorflow-text~=2.21.0",
+        "flatbuffers>=24.3",  # the tokenizer's normaliser table (electra_tf/data/bert_normalizer.py); TensorFlow needs it too
         "keras>=3.15,<4",
         "keras-hub>=0.32,<1",
         "absl-py>=2.1",

@@ -155,6 +155,17 @@ def finetuned_runs(root, kinds, vocab_file, seed=0, **encoder_sizes):
     return dirs, exports
 
 
+def python_bert_tokenizer(vocab_file, **settings):
+    """transformers' Python port of BERT's `tokenization.py` (`BertTokenizerLegacy` from transformers 5 on,
+    `BertTokenizer` before), or skip the test without transformers."""
+    transformers = pytest.importorskip("transformers")
+    try:
+        from transformers.models.bert.tokenization_bert_legacy import BertTokenizerLegacy as port
+    except ImportError:
+        port = transformers.BertTokenizer
+    return port(str(vocab_file), **settings)
+
+
 def write_vocab(path, vocab_size=400):
     """A `vocab.txt` laid out as BERT's ([PAD], [unused0-99], [UNK] [CLS]=101 [SEP]=102 [MASK], pieces)."""
     tokens = ["[PAD]"] + [f"[unused{i}]" for i in range(100)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]

@@ -2,7 +2,9 @@
 
 Every path from text to token ids goes through `WordPieceTokenizer`, an in-graph
 tensorflow-text `FastBertTokenizer` (BERT basic tokenization + WordPiece), so the
-ids written by `electra_tf.pipelines.build_pretraining_data` are the ids a served model sees.
+ids written by `electra_tf.pipelines.build_pretraining_data` are the ids a served model sees
+(TF Serving and LiteRT run the same ops). Its text normalisation is BERT's own
+(`electra_tf.data.bert_normalizer`), not tensorflow-text's Unicode case folding.
 """
 
 import json
@@ -14,6 +16,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from electra_tf import atomic
+from electra_tf.data import bert_normalizer
 from electra_tf.data.utf8 import decode_utf8
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -211,6 +214,13 @@ def load_vocab(vocab_file):
 class WordPieceTokenizer(tf.Module):
     """BERT WordPiece tokenization as TensorFlow ops (lower-casing, accents, punctuation).
 
+    The ids are those of the official BERT / ELECTRA `tokenization.py` (and so of Hugging
+    Face's `BertTokenizer`): control characters (Cc, Cf) deleted, `str.lower()`, NFD with
+    combining marks dropped, punctuation and CJK ideographs cut out, WordPiece
+    (`electra_tf.data.bert_normalizer` has the normalisation's details). One exception:
+    a capital sigma at the end of a word is lower-cased to `σ`, where `str.lower()` gives
+    `ς` (Hugging Face's fast tokenizer gives `σ` too).
+
     Args:
         vocab_file: str. A `vocab.txt` with [PAD] at id 0 and [UNK], [CLS],
             [SEP], [MASK] somewhere in it.
@@ -264,7 +274,7 @@ class WordPieceTokenizer(tf.Module):
             suffix_indicator="##",
             unknown_token="[UNK]",
             token_out_type=tf.int32,
-            lower_case_nfd_strip_accents=self.lower_case and self.strip_accents,
+            fast_bert_normalizer_model_buffer=bert_normalizer.normalizer_tensor(self.lower_case, self.strip_accents),
         )
         self._id_to_token = tf.constant(self.vocab)
         self._line_markers = self._line_marker = None  # see `tokenize_lines`
@@ -294,13 +304,7 @@ class WordPieceTokenizer(tf.Module):
         Returns:
             int32 `tf.RaggedTensor` of shape `(batch, None)`.
         """
-        texts = tf.convert_to_tensor(texts, tf.string)
-        if self.lower_case != self.strip_accents:  # FastBertTokenizer does both or neither
-            if self.lower_case:
-                texts = tf.strings.lower(texts, encoding="utf-8")
-            else:
-                texts = tf.strings.regex_replace(tf_text.normalize_utf8(texts, "NFD"), r"\p{Mn}", "")
-        return self._tokenizer.tokenize(texts)
+        return self._tokenizer.tokenize(tf.convert_to_tensor(texts, tf.string))
 
     def tokenize_with_offsets(self, texts):
         """Texts to word-piece ids and each piece's UTF-8 byte offsets in its text.
@@ -310,19 +314,11 @@ class WordPieceTokenizer(tf.Module):
 
         Returns:
             `(ids, starts, ends)`: `tf.RaggedTensor`s `(batch, None)`, int32 ids
-            and int64 byte offsets into the input strings (end exclusive).
-
-        A vocabulary that lower-cases without stripping accents is lower-cased
-        first (byte lengths kept for all but a few letters, e.g. U+0130);
-        one that strips accents without lower-casing has no offsets (NFD changes
-        byte lengths) and raises.
+            and int64 byte offsets into the input strings (end exclusive), for
+            every setting: a piece of a character the normalisation replaces
+            (`Ä` to `a`, `ß`) spans the whole character.
         """
-        texts = tf.convert_to_tensor(texts, tf.string)
-        if self.lower_case != self.strip_accents:
-            if not self.lower_case:
-                raise NotImplementedError("Offsets need a vocabulary that lower-cases when it strips accents.")
-            texts = tf.strings.lower(texts, encoding="utf-8")
-        return self._tokenizer.tokenize_with_offsets(texts)
+        return self._tokenizer.tokenize_with_offsets(tf.convert_to_tensor(texts, tf.string))
 
     def tokenize_lines(self, text):
         """The word-piece ids of every line of a UTF-8 text, in one tokenizer call.

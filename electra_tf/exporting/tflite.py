@@ -226,10 +226,6 @@ def export_tflite(served, vocab_file, output_dir, task="", kind=None, ids_only=F
     """
     quantize = _check_quantize(quantize)
     tokenizer = served.tokenizer
-    if not ids_only and tokenizer.lower_case != tokenizer.strip_accents:
-        raise ValueError(f"{vocab_file}'s tokenizer settings {tokenizer.settings} normalise text with TensorFlow "
-                         "string ops that have no LiteRT kernel (tensorflow-text's FastBertNormalize lower-cases "
-                         "and strips accents together or not at all): export it with --ids.")
     pair = bool(getattr(served, "pair", False))
     module = TFLiteModule(served, pair=pair)
     function = module.serve_ids if ids_only else module.serve_text

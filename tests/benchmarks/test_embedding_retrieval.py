@@ -65,16 +65,14 @@ def test_embedding_retrieval_scores_both_sides_alike_and_resumes(tmp_path):
         assert record["metrics"]["mrr@10"] == pytest.approx(mrr, abs=1e-3), key
 
     # Zero-shot: sentence-transformers' own evaluator agrees with the script's scorer; the two sides' vectors agree
-    # on every text that lower-cases as it case-folds (electra_tf's tokenizer folds "ß" to "ss", BERT's keeps it).
+    # on every text (the tokenizers normalise alike: "ß" stays "ß", no case folding).
     zero = {row[0]: [float(c) for c in row[1:]] for row in table(text, "Zero-shot")}
     assert zero["sentence-transformers (`InformationRetrievalEvaluator`)"] == \
         zero["sentence-transformers (this script's scorer)"]
     st, et = (records[("zero_shot", s)] for s in ("sentence_transformers", "electra_tf"))
-    texts = {"queries": [row["query"] for row in dev], "corpus": corpus_texts}
     for name in ("queries", "corpus"):
         a, b = (np.load(work / "units" / r["vectors"][name]) for r in (st, et))
-        same = np.array([t.lower() == t.casefold() for t in texts[name]])
-        assert a.shape == b.shape and same.mean() > 0.9 and np.abs(a - b)[same].max() < 1e-4, name
+        assert a.shape == b.shape and np.abs(a - b).max() < 1e-4, name
     # Fine-tuning moved the vectors on both sides.
     for side in ("sentence_transformers", "electra_tf"):
         before, after = (np.load(work / "units" / records[(p, side)]["vectors"]["corpus"]) for p in ("zero_shot",

@@ -21,7 +21,7 @@ from electra_tf.tasks.tagging.kind import TaggingKind
 TASKS = ("movie_polarity", "trec6", "sms_spam")
 TEXT_OPS = ["FastBertNormalize", "FastWordpieceTokenizeWithOffsets"]
 EDGE_TEXTS = ["A very good film!", "", "boring " * 200, "Café déjà vu, naïve résumé", 'He said "not bad" \t twice',
-              "北京 Zürich İstanbul ǅ", "\x00 nul \u200b zero-width"]
+              "北京 Zürich İstanbul ǅ", "\x00 nul \u200b zero-width", "Fußach ﬁ² Ａ ΟΔΟΣ soft\u00adhyphen"]
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 
 # A fresh process: the LiteRT interpreter, tensorflow-text's TFLite kernels, numpy; no TensorFlow.
@@ -260,13 +260,15 @@ def test_a_failed_write_leaves_no_output_and_no_partial_folder(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-def _tiny_model_dir(tmp_path, settings):
+def _tiny_model_dir(tmp_path, settings, pieces=()):
     from electra_tf.data.tokenizer import write_settings
     from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.models.encoder import ElectraEncoder
     from helpers import write_vocab
 
-    vocab = write_vocab(tmp_path / "vocab.txt", 120)
+    vocab = write_vocab(tmp_path / "vocab.txt", 120 - len(pieces))
+    with open(vocab, "a", encoding="utf-8") as f:
+        f.write("".join(piece + "\n" for piece in pieces))
     write_settings(str(tmp_path), settings)
     model = ElectraClassifier(ElectraEncoder(vocab_size=120, num_layers=1, num_heads=1, hidden_dim=8,
                                              embedding_dim=8, intermediate_dim=8, max_sequence_length=16),
@@ -275,18 +277,30 @@ def _tiny_model_dir(tmp_path, settings):
     return model, vocab
 
 
-def test_raw_text_refuses_a_normalisation_litert_lacks_and_ids_take_it(tmp_path):
-    """Lower-casing without stripping accents runs TF string ops (no LiteRT kernel): --ids only."""
-    from electra_tf.tasks import export_tflite
+def test_raw_text_keeping_accents_runs_in_litert_with_bert_ids(tmp_path):
+    """Lower-casing without stripping accents exports raw text too (BERT's normalisation is one
+    FastBertNormalize table for every setting): LiteRT's ids are Hugging Face BERT's ("Fußach" is
+    `fu ##ß ##ach`, no case folding to `fuss`); `--ids` as before."""
+    from electra_tf.exporting.tflite import TFLiteModule, convert
+    from electra_tf.exporting.tflite_runtime import load_interpreter
+    from electra_tf.tasks import export_tflite, serving_module
+    from helpers import python_bert_tokenizer
 
-    model, vocab = _tiny_model_dir(tmp_path, {"lower_case": True, "strip_accents": False})
-    with pytest.raises(ValueError, match="export it with --ids"):
-        export_tflite(model, vocab, str(tmp_path / "text"), {"seq_length": 8})
-    assert not (tmp_path / "text").exists()
-    path = export_tflite(model, vocab, str(tmp_path / "ids"), {"seq_length": 8}, ids_only=True)
-    assert json.loads((tmp_path / "ids" / "tflite_config.json").read_text())["tokenizer"] == {
+    pieces = ["fu", "##ß", "##ach", "fuss", "stra", "##ße", "##sse", "café", "cafe", "ﬁ", "##i", "x", "²", "2", "!"]
+    model, vocab = _tiny_model_dir(tmp_path, {"lower_case": True, "strip_accents": False}, pieces)
+    texts = ["Fußach", "STRASSE straße!", "Café cafe\u200bx", "ﬁx² 2", ""]
+    path = export_tflite(model, vocab, str(tmp_path / "text"), {"seq_length": 16})
+    probabilities = load_interpreter(path).get_signature_runner()(text=np.array(texts))["probabilities"]
+    assert probabilities.shape == (len(texts), 2)
+    module = TFLiteModule(serving_module(model, vocab, {"seq_length": 16}))
+    (tmp_path / "preprocess.tflite").write_bytes(convert(module.preprocess, module, custom_ops_allowed=TEXT_OPS))
+    ids = load_interpreter(str(tmp_path / "preprocess.tflite")).get_signature_runner()(text=np.array(texts))
+    reference = python_bert_tokenizer(vocab, do_lower_case=True, strip_accents=False)
+    expected = [reference.encode(text) for text in texts]
+    assert ids["token_ids"].tolist() == [row + [0] * (ids["token_ids"].shape[1] - len(row)) for row in expected]
+    assert [reference.convert_ids_to_tokens(row) for row in expected][0] == ["[CLS]", "fu", "##ß", "##ach", "[SEP]"]
+    assert json.loads((tmp_path / "text" / "tflite_config.json").read_text())["tokenizer"] == {
         "lower_case": True, "strip_accents": False}
-    assert os.path.getsize(path) > 0
     with pytest.raises(ValueError, match="`quantize` must be one of"):
         export_tflite(model, vocab, str(tmp_path / "q"), {"seq_length": 8}, quantize="int4")
 

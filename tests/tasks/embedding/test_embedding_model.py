@@ -22,7 +22,7 @@ from electra_tf.tasks.embedding.data import Pair  # noqa: E402
 from electra_tf.tasks.embedding.model import ElectraEmbedder  # noqa: E402
 
 TEXTS = ["How do cats purr?", "The Eiffel Tower is in Paris, France.", "Café au lait — naïve résumé!", "",
-         "a long text " * 120]
+         "a long text " * 120, "Fußach's Größe: ﬁne ² ΟΔΟΣ zero\u200bwidth"]  # where case folding differs
 
 
 def tiny_encoder(seed=0):
@@ -44,7 +44,8 @@ def tiny_inputs(rows=3, length=12, seed=0):
 @pytest.mark.large  # loads MiniLM twice (TF, torch): tens of seconds
 def test_minilm_vectors_equal_sentence_transformers_encode():
     """all-MiniLM-L6-v2 read as `--init` (its BERT folder), mean pooling: sentence-transformers' own normalised vectors,
-    accents, an empty text and one cut at 256 tokens included."""
+    accents, an empty text, one cut at 256 tokens and one that Unicode case folding would tokenize otherwise
+    (ß, ﬁ, ², a final capital sigma, a zero-width space) included."""
     from sentence_transformers import SentenceTransformer
 
     folder = minilm_dir()
