@@ -10,7 +10,9 @@ same seed returns them). `IntegerBitsDropout` keeps every element Keras
 keeps, from the same seed generator, and multiplies by one mask
 `where(keep, scale, 0)`, whose gradient is a single multiply: the same
 outputs and gradients as `keras.layers.Dropout` (a dropped element is
-`x * 0`, so a dropped inf or NaN stays NaN, where Keras writes 0).
+`x * 0`, so a dropped inf or NaN stays NaN, where Keras writes 0). Only
+float32 inputs take this path: a 16-bit float uniform is made from other
+bits, so `bfloat16` / `float16` inputs keep Keras' own dropout.
 """
 
 import math
@@ -54,16 +56,16 @@ class IntegerBitsDropout(keras.layers.Dropout):
     """
 
     def call(self, inputs, training=False):
-        if not training or self.rate <= 0 or self.noise_shape is not None or self.rate >= 1:
-            return super().call(inputs, training=training)
         inputs = tf.convert_to_tensor(inputs)
+        if not training or not 0 < self.rate < 1 or self.noise_shape is not None or inputs.dtype != tf.float32:
+            return super().call(inputs, training=training)  # (16-bit floats draw other bits)
         seed = self.seed_generator.next()
         if seed.dtype != tf.int32:  # as Keras' TensorFlow backend casts it (`random._cast_seed`)
             seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
         bits = tf.random.stateless_uniform(tf.shape(inputs), seed, minval=None, maxval=None, dtype=tf.uint32)
         keep = tf.bitwise.bitwise_and(bits, _MANTISSA - 1) >= keep_threshold(self.rate)
-        scale = tf.constant(1.0 / (1.0 - self.rate), inputs.dtype)
-        return inputs * tf.where(keep, scale, tf.zeros([], inputs.dtype))
+        scale = tf.constant(1.0 / (1.0 - self.rate), tf.float32)
+        return inputs * tf.where(keep, scale, 0.0)
 
 
 def use_integer_bits_dropout(layer):
