@@ -3,7 +3,9 @@
 import keras
 from keras_hub.layers import TransformerEncoder
 
+from electra_tf.layers.dropout import use_integer_bits_dropout
 from electra_tf.layers.embeddings import ElectraEmbeddings
+from electra_tf.layers.flat_projections import flatten_attention_projections
 from electra_tf.layers.initializers import kernel_initializer
 
 
@@ -145,6 +147,12 @@ class ElectraEncoder(keras.Model):
         x_shape = (None, None, self.hidden_dim)
         for layer in self.transformer_layers:
             layer.build(x_shape)
+            # The same computation, cheaper on CPU: 2-D attention projections
+            # (`FlatEinsumDense`) and dropout masks from the same random bits
+            # compared as integers (`IntegerBitsDropout`); the variables are
+            # unchanged.
+            flatten_attention_projections(layer._self_attention_layer)
+        use_integer_bits_dropout(self)
         self.built = True
 
     def call(self, inputs, training=None):
