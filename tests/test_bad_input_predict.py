@@ -63,7 +63,7 @@ def runs(tmp_path_factory):
         (root / name / run_files.FINETUNE_CONFIG_FILE).write_text(json.dumps(config))
         (root / name / run_files.RESULTS_FILE).write_text("{}")
     (root / "other_ft").mkdir()  # another fine-tuning output
-    (root / "other_ft" / run_files.RESULTS_FILE).write_text("{}")
+    (root / "other_ft" / run_files.RESULTS_FILE).write_text(json.dumps({"trials": [], "metric": "accuracy"}))
     (root / "pre").mkdir()  # a pre-training run
     (root / "pre" / run_files.CONFIG_FILE).write_text("{}")
     (root / "pre" / run_files.DISCRIMINATOR_FILE).write_text("model")
