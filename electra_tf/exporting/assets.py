@@ -31,8 +31,7 @@ class ServedModel(tf.Module):
     """A fine-tuned Keras model served on raw text: the model, its variables, its tokenizer, its length.
 
     The Keras model is held outside TF's object tracking (Keras would add its own
-    default signature, traced from build shapes); its variables are tracked here, but for the
-    encoder's projections where the served graph holds them as constants (`encode`).
+    default signature, traced from build shapes); its variables are tracked here.
 
     Raw-text requests are computed at the length of the call's longest sequence, rounded up to a
     multiple of `pad_multiple` and never past `seq_length` (`tokenizer.padded_length`); setting
@@ -43,35 +42,19 @@ class ServedModel(tf.Module):
     def __init__(self, model, vocab_file, seq_length, name=None):
         super().__init__(name=name)
         self._model = Untracked(model)
-        self._fused = True
-        self._fused_encoder = Untracked(None)
-        encoder = getattr(model, "encoder", None)
-        constants = set()
-        if encoder is not None and inference_graph.supported(encoder):
-            constants = {id(w) for layer in inference_graph.projection_weights(encoder) for w in (layer.kernel, layer.bias)}
-            ids = [tf.TensorSpec([None, None], tf.int32, name=n) for n in ("token_ids", "segment_ids", "padding_mask")]
-            # One function that every signature calls: its constants are stored once in the SavedModel.
-            self._fused_encoder = Untracked(tf.function(
-                lambda token_ids, segment_ids, padding_mask: inference_graph.encoder_forward(
-                    encoder, {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
-                    constant_weights=True), input_signature=ids))
-        self.model_variables = [w.value for w in model.weights if id(w) not in constants]
+        self.model_variables = [w.value for w in model.weights]
         self.tokenizer = WordPieceTokenizer(vocab_file)
         self.seq_length = seq_length
         self.pad_multiple = SERVING_PAD_MULTIPLE
+        self._fused = True
 
     def encode(self, inputs):
         """The encoder's sequence output in a served graph: `inference_graph.encoder_forward`'s fused ops
         where they compute exactly what the encoder does (`inference_graph.supported`), else its Keras layers
-        (and inside `keras_layers()`).
-
-        The fused form holds the projections' weights as constants (oneDNN keeps their reordered layout
-        from call to call), their values when it is first traced; those variables are not saved.
-        """
+        (and inside `keras_layers()`)."""
         encoder = self._model.obj.encoder
-        if self._fused and self._fused_encoder.obj is not None:
-            return self._fused_encoder.obj(*(tf.cast(inputs[k], tf.int32)
-                                             for k in ("token_ids", "segment_ids", "padding_mask")))
+        if self._fused and inference_graph.supported(encoder):
+            return inference_graph.encoder_forward(encoder, inputs)
         return encoder(inputs, training=False)
 
     def model_outputs(self, inputs):
@@ -85,17 +68,12 @@ class ServedModel(tf.Module):
     @contextlib.contextmanager
     def keras_layers(self):
         """Functions traced inside compute the encoder by its Keras layers (a LiteRT export: the converter
-        fuses those itself); they read every variable of the model (`keras_variables`), which the module
-        that holds them must track."""
+        fuses those itself)."""
         fused, self._fused = self._fused, False
         try:
             yield
         finally:
             self._fused = fused
-
-    def keras_variables(self):
-        """Every variable of the Keras model: what functions traced inside `keras_layers()` read."""
-        return [w.value for w in self._model.obj.weights]
 
     def check_ids(self, token_ids, segment_ids, padding_mask):
         """The `predict_ids` inputs, checked (`check_ids`) against the served model's tables."""

@@ -10,11 +10,6 @@ classifier where the Keras graph runs 24 `Einsum`s, 12 `MatMul`s, 18 `BiasAdd`s 
 attention as two `BatchMatMulV2`s around a `Softmax` of the scores plus an additive mask. Its
 outputs are those of the Keras model up to float rounding (the tests compare them at 1e-5).
 
-With `constant_weights=True` the projections' kernels and biases are the graph's own constants, their
-values when the function is traced (`projection_weights`), not reads of the variables: oneDNN then
-reorders each kernel into its blocked layout once and keeps it, where a variable's kernel is reordered
-on every call (for a 6-layer H=384 encoder, 42 MB of weights per request: 12 % of a short batch-1 call).
-
 Only the served SavedModels use it (`ServedModel.encode`, under every kind's head: `model_outputs`); training, the Keras model and the
 LiteRT export (whose converter fuses the Keras graph itself) keep the layers' own `call`.
 An encoder it does not describe exactly (another layer class, pre-LN blocks, a float16 or
@@ -68,36 +63,16 @@ def supported(encoder):
     return all(policy.name == "float32" and not getattr(policy, "quantization_mode", None) for policy in policies)
 
 
-def projection_weights(encoder):
-    """The dense layers whose kernel and bias `encoder_forward(..., constant_weights=True)` holds as constants.
-
-    Args:
-        encoder: `ElectraEncoder` (`supported(encoder)` true).
-
-    Returns:
-        list of Keras layers (`Dense` / `EinsumDense`), each with `kernel` and `bias`.
-    """
-    layers = [encoder.embeddings_project] if encoder.embeddings_project is not None else []
-    for layer in encoder.transformer_layers:
-        attention = layer._self_attention_layer
-        layers += [attention._query_dense, attention._key_dense, attention._value_dense, attention._output_dense,
-                   layer._feedforward_intermediate_dense, layer._feedforward_output_dense]
-    return layers
-
-
-def encoder_forward(encoder, inputs, constant_weights=False):
+def encoder_forward(encoder, inputs):
     """The sequence output of `encoder` on `inputs` (inference: no dropout), in the fused form.
 
     Args:
         encoder: `ElectraEncoder` (`supported(encoder)` true).
         inputs: dict of int32 `(batch, length)` tensors: `token_ids`, `segment_ids`, `padding_mask`.
-        constant_weights: bool. The projections' weights (`projection_weights`) as constants of the
-            graph, their values at trace time, instead of reads of their variables.
 
     Returns:
         float32 tensor `(batch, length, hidden_dim)`.
     """
-    read = _constant if constant_weights else (lambda variable, shape: tf.reshape(variable, shape))
     token_ids = tf.convert_to_tensor(inputs["token_ids"])
     batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
     embeddings = encoder.embeddings
@@ -106,49 +81,38 @@ def encoder_forward(encoder, inputs, constant_weights=False):
          + tf.gather(embeddings.segment_embedding.embeddings, inputs["segment_ids"]))
     x = tf.reshape(_layer_norm(x, embeddings.layer_norm), [-1, embeddings.embedding_dim])  # (batch * length, E)
     if encoder.embeddings_project is not None:
-        project = encoder.embeddings_project
-        x = _dense(x, read(project.kernel, project.kernel.shape), read(project.bias, project.bias.shape))
+        x = _dense(x, encoder.embeddings_project.kernel, encoder.embeddings_project.bias)
     # (batch, 1, 1, length): 0 for a real key, a large negative number for padding.
     mask = (1.0 - tf.cast(inputs["padding_mask"], tf.float32)) * _MASKED
     mask = mask[:, None, None, :]
     approximate = encoder.activation == "gelu_approximate"
     for layer in encoder.transformer_layers:
-        x = _transformer_layer(layer, x, mask, batch, length, approximate, read)
+        x = _transformer_layer(layer, x, mask, batch, length, approximate)
     return tf.reshape(x, [batch, length, encoder.hidden_dim])
 
 
-def _transformer_layer(layer, x, mask, batch, length, approximate, read):
-    """One post-LN keras-hub `TransformerEncoder` block on `x` `(batch * length, hidden)`; `read(variable, shape)`
-    gives a weight."""
+def _transformer_layer(layer, x, mask, batch, length, approximate):
+    """One post-LN keras-hub `TransformerEncoder` block on `x` `(batch * length, hidden)`."""
     attention = layer._self_attention_layer
     hidden = x.shape[-1]
     heads, head_dim = attention.num_heads, attention.key_dim
 
-    def dense(x, layer, kernel_shape):
-        return _dense(x, read(layer.kernel, kernel_shape), read(layer.bias, kernel_shape[-1:]))
-
     def heads_of(einsum_dense):  # (batch * length, H) -> (batch, heads, length, head_dim)
-        projected = dense(x, einsum_dense, [hidden, heads * head_dim])
+        projected = _dense(x, tf.reshape(einsum_dense.kernel, [hidden, heads * head_dim]),
+                           tf.reshape(einsum_dense.bias, [heads * head_dim]))
         return tf.transpose(tf.reshape(projected, [batch, length, heads, head_dim]), [0, 2, 1, 3])
 
     query = heads_of(attention._query_dense) * (1.0 / math.sqrt(head_dim))  # Keras scales the query
     key, value = heads_of(attention._key_dense), heads_of(attention._value_dense)
     weights = tf.nn.softmax(tf.matmul(query, key, transpose_b=True) + mask, axis=-1)
     context = tf.reshape(tf.transpose(tf.matmul(weights, value), [0, 2, 1, 3]), [-1, heads * head_dim])
-    attended = dense(context, attention._output_dense, [heads * head_dim, hidden])
+    output = attention._output_dense
+    attended = _dense(context, tf.reshape(output.kernel, [heads * head_dim, hidden]), output.bias)
     x = _layer_norm(attended + x, layer._self_attention_layer_norm)
     intermediate = layer._feedforward_intermediate_dense
-    h = _gelu(dense(x, intermediate, list(intermediate.kernel.shape)), approximate)
-    output = layer._feedforward_output_dense
-    h = dense(h, output, list(output.kernel.shape))
+    h = _gelu(_dense(x, intermediate.kernel, intermediate.bias), approximate)
+    h = _dense(h, layer._feedforward_output_dense.kernel, layer._feedforward_output_dense.bias)
     return _layer_norm(h + x, layer._feedforward_layer_norm)
-
-
-def _constant(variable, shape):
-    """`variable`'s value now, reshaped to `shape`, as a constant of the graph being traced."""
-    with tf.init_scope():  # read eagerly, outside the function
-        value = tf.reshape(variable, shape).numpy()
-    return tf.constant(value)
 
 
 def _dense(x, kernel, bias):

@@ -144,7 +144,6 @@ class TFLiteModule(tf.Module):
     def __init__(self, served, pair=False, name=None):
         super().__init__(name=name)
         self.served = served
-        self.model_variables = served.keras_variables()  # the Keras layers' (`keras_layers`), the converter's to freeze
         ids = [tf.TensorSpec([None, None], tf.int32, name=n) for n in ID_INPUTS]
         self.serve_ids = tf.function(self._serve_ids, input_signature=ids)
         texts = [tf.TensorSpec([None], tf.string, name=n) for n in (("text", "text_b") if pair else ("text",))]

@@ -255,7 +255,7 @@ def test_rtd_auc_scores_a_tiny_run_on_held_out_and_training_text(tmp_path, demo_
 
 
 @pytest.mark.release
-def test_served_kinds_times_the_three_graphs_of_a_kind_and_their_outputs_agree(tmp_path):
+def test_served_kinds_times_both_graphs_of_a_kind_and_their_outputs_agree(tmp_path):
     text = report("served_kinds", tmp_path, "--kinds", "classification", "--batch_sizes", "1", "--rounds", "2",
                   "--warmup", "1", "--seq_length", "32")
     rows = [[cell.strip() for cell in r.split("|")[1:-1]] for r in table_rows(text)[1:]]
