@@ -83,7 +83,8 @@ class ElectraDiscriminator(keras.Model):
         return inputs
 
     def head_outputs(self, sequence, inputs, training=False):
-        """Per-token logits from `sequence`, the encoder's output on `inputs` (a served graph computes it its own way)."""
+        """Per-token logits from `sequence`, the encoder's output on `inputs` (a served graph computes it its own
+        way)."""
         return keras.ops.cast(self.head(sequence), "float32")
 
     def get_config(self):
