@@ -7,7 +7,8 @@ H=384) under each kind's head (random head weights: speed does not depend on the
 module is exported twice in this process with the same weights (`save_version`, reloaded with
 `tf.saved_model.load`): `fused`, as `export --format serving` writes it (the encoder in
 `electra_tf.exporting.inference_graph`'s ops, `ServedModel.encode`), and `keras`, traced inside
-`ServedModel.keras_layers()` (the encoder's Keras layers: every export before the fused graph). Both
+`ServedModel.keras_layers()` (the encoder's Keras layers: every kind's export but the classifier's before
+the kinds served through `ServedModel.model_outputs`, the classifier's before the fused graph). Both
 answer the same raw-text request of the kind's `serving_default`, alternating call by call (the machine
 may be shared: both see the same load); the figures are each call's process CPU time (all threads) and
 wall time, medians, and their ratio fused / keras. The largest difference of any float output
@@ -175,7 +176,8 @@ def report(rows, load_before):
         f"({max(FLAGS.rounds // 4, 5)} above) after {FLAGS.warmup} untimed, the two paths alternating call by call; "
         f"1-minute load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after. {common.versions_text()}.",
         "",
-        "`keras`: the export traced inside `ServedModel.keras_layers()` (the encoder's Keras layers, every export "
+        "`keras`: the export traced inside `ServedModel.keras_layers()` (the encoder's Keras layers: every kind's "
+        "export but the classifier's before each kind served through `ServedModel.model_outputs`, the classifier's "
         "before the fused graph); `fused`: as `export --format serving` writes it (`ServedModel.encode`). "
         "Medians per `serving_default` call on raw text; max |diff|: the largest difference of any float output.",
         "",
