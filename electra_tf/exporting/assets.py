@@ -9,6 +9,7 @@ names are `electra_tf.run_files`'):
     <config_name>          what the export is: `serving_config.json` or `encoder_config.json`
 """
 
+import contextlib
 import os
 
 import tensorflow as tf
@@ -45,14 +46,34 @@ class ServedModel(tf.Module):
         self.tokenizer = WordPieceTokenizer(vocab_file)
         self.seq_length = seq_length
         self.pad_multiple = SERVING_PAD_MULTIPLE
+        self._fused = True
 
     def encode(self, inputs):
         """The encoder's sequence output in a served graph: `inference_graph.encoder_forward`'s fused ops
-        where they compute exactly what the encoder does (`inference_graph.supported`), else its Keras layers."""
+        where they compute exactly what the encoder does (`inference_graph.supported`), else its Keras layers
+        (and inside `keras_layers()`)."""
         encoder = self._model.obj.encoder
-        if inference_graph.supported(encoder):
+        if self._fused and inference_graph.supported(encoder):
             return inference_graph.encoder_forward(encoder, inputs)
         return encoder(inputs, training=False)
+
+    def model_outputs(self, inputs):
+        """The Keras model's outputs on `inputs` in a served graph: its head (`head_outputs`) on `encode`'s
+        encoder output; a model without `head_outputs` is called whole."""
+        model = self._model.obj
+        if not hasattr(model, "head_outputs"):
+            return model(inputs, training=False)
+        return model.head_outputs(self.encode(model.encoder_inputs(inputs)), inputs, training=False)
+
+    @contextlib.contextmanager
+    def keras_layers(self):
+        """Functions traced inside compute the encoder by its Keras layers (a LiteRT export: the converter
+        fuses those itself)."""
+        fused, self._fused = self._fused, False
+        try:
+            yield
+        finally:
+            self._fused = fused
 
     def check_ids(self, token_ids, segment_ids, padding_mask):
         """The `predict_ids` inputs, checked (`check_ids`) against the served model's tables."""

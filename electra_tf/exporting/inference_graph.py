@@ -10,8 +10,9 @@ classifier where the Keras graph runs 24 `Einsum`s, 12 `MatMul`s, 18 `BiasAdd`s 
 attention as two `BatchMatMulV2`s around a `Softmax` of the scores plus an additive mask. Its
 outputs are those of the Keras model up to float rounding (the tests compare them at 1e-5).
 
-Only the served SavedModel uses it (`ServedModel.encode`); training, the Keras model and the
-LiteRT export (whose converter fuses the Keras graph itself) keep the layers' own `call`.
+Only the served SavedModels use it (`ServedModel.encode`, under every kind's head: `model_outputs`);
+training, the Keras model and the LiteRT export (whose converter fuses the Keras graph itself) keep the
+layers' own `call`.
 An encoder it does not describe exactly (another layer class, pre-LN blocks, a float16 or
 quantized policy) is served through its Keras layers: `supported` says which.
 

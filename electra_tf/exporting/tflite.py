@@ -151,10 +151,13 @@ class TFLiteModule(tf.Module):
         self.preprocess = tf.function(self._preprocess, input_signature=texts)
 
     def _serve_ids(self, token_ids, segment_ids, padding_mask):
-        return self.served._outputs({"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask})
+        with self.served.keras_layers():  # the converter fuses the Keras graph itself
+            return self.served._outputs({"token_ids": token_ids, "segment_ids": segment_ids,
+                                         "padding_mask": padding_mask})
 
     def _serve_text(self, text, text_b=None):
-        return self.served._outputs(self._preprocess(text, text_b))
+        with self.served.keras_layers():
+            return self.served._outputs(self._preprocess(text, text_b))
 
     def _preprocess(self, text, text_b=None):
         return pack_ids(self.served.tokenizer, text, text_b, seq_length=self.served.seq_length,

@@ -77,7 +77,15 @@ class ElectraDiscriminator(keras.Model):
         self.built = True
 
     def call(self, inputs, training=False):
-        return keras.ops.cast(self.head(self.encoder(inputs, training=training)), "float32")
+        return self.head_outputs(self.encoder(inputs, training=training), inputs, training)
+
+    def encoder_inputs(self, inputs):
+        return inputs
+
+    def head_outputs(self, sequence, inputs, training=False):
+        """Per-token logits from `sequence`, the encoder's output on `inputs` (a served graph computes it its own
+        way)."""
+        return keras.ops.cast(self.head(sequence), "float32")
 
     def get_config(self):
         return {

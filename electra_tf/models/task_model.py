@@ -9,7 +9,10 @@ class EncoderWithHead(keras.Model):
     """An `ElectraEncoder` -> dropout -> dense(num_labels): the constructor, build and config.
 
     Subclasses say where the head reads (`head_input_rank`: 2 for the [CLS]
-    vector, 3 for every token) and what `call` returns.
+    vector, 3 for every token) and what the head makes of the encoder's output
+    (`head_outputs`); `call` is the encoder on `encoder_inputs(inputs)`, then `head_outputs`.
+    A served SavedModel computes the encoder its own way and calls `head_outputs` on it
+    (`electra_tf.exporting.assets.ServedModel.model_outputs`).
 
     Args:
         encoder: `ElectraEncoder`. The pre-trained discriminator.
@@ -49,6 +52,18 @@ class EncoderWithHead(keras.Model):
             self.encoder.build(input_shape)
         self.head.build((None,) * (self.head_input_rank - 1) + (self.encoder.hidden_dim,))
         self.built = True
+
+    def encoder_inputs(self, inputs):
+        """What `call` feeds the encoder: `inputs` themselves (a subclass that reshapes them says how)."""
+        return inputs
+
+    def head_outputs(self, sequence, inputs, training=None):
+        """`call`'s outputs from `sequence`, the encoder's output on `encoder_inputs(inputs)`."""
+        raise NotImplementedError
+
+    def call(self, inputs, training=None):
+        sequence = self.encoder(self.encoder_inputs(inputs), training=training)
+        return self.head_outputs(sequence, inputs, training=training)
 
     def get_config(self):
         return {

@@ -252,3 +252,12 @@ def test_rtd_auc_scores_a_tiny_run_on_held_out_and_training_text(tmp_path, demo_
     assert cells[1] == "n/a" or 0.0 <= float(cells[1]) <= 1.0, row  # 2 steps may log no summary
     assert all(0.0 <= float(c.split()[0]) <= 1.0 for c in cells[2:]), row
     assert (tmp_path / "run" / "checkpoints" / "ckpt-2.index").exists()
+
+
+@pytest.mark.release
+def test_served_kinds_times_both_graphs_of_a_kind_and_their_outputs_agree(tmp_path):
+    text = report("served_kinds", tmp_path, "--kinds", "classification", "--batch_sizes", "1", "--rounds", "2",
+                  "--warmup", "1", "--seq_length", "32")
+    rows = [[cell.strip() for cell in r.split("|")[1:-1]] for r in table_rows(text)[1:]]
+    assert [row[:2] for row in rows] == [["classification", "1"]]
+    assert float(rows[0][-1]) <= 1e-5  # the largest output difference from the Keras layers' export

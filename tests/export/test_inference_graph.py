@@ -34,3 +34,51 @@ def test_an_encoder_it_does_not_describe_is_served_by_its_keras_layers():
     encoder(inputs([4], 8))
     encoder.transformer_layers[0].normalize_first = True  # a pre-LN block: not BERT's post-LN order
     assert not inference_graph.supported(encoder)
+
+
+def _ops(concrete):
+    graph = concrete.graph.as_graph_def()
+    return {n.op for n in graph.node} | {n.op for f in graph.library.function for n in f.node_def}
+
+
+def test_every_kinds_served_graph_holds_the_fused_encoder_and_litert_the_keras_layers(tmp_path):
+    from electra_tf.exporting.tflite import TFLiteModule
+    from electra_tf.models.discriminator import ElectraDiscriminator
+    from electra_tf.tasks.classification.model import ElectraClassifier
+    from electra_tf.tasks.classification.serving import classification_serving_module
+    from electra_tf.tasks.embedding.model import ElectraEmbedder
+    from electra_tf.tasks.embedding.serving import EmbeddingServingModule
+    from electra_tf.tasks.multiple_choice.model import ElectraMultipleChoice
+    from electra_tf.tasks.multiple_choice.serving import MultipleChoiceServingModule
+    from electra_tf.tasks.replaced_tokens.serving import rtd_serving_module
+    from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer
+    from electra_tf.tasks.span_qa.serving import qa_serving_module
+    from electra_tf.tasks.tagging.model import ElectraTokenClassifier
+    from electra_tf.tasks.tagging.serving import tagging_serving_module
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]) + "\n")
+    encoder = ElectraEncoder(vocab_size=7, num_layers=1, num_heads=2, hidden_dim=16, embedding_dim=16,
+                             intermediate_dim=32)
+
+    def built(model):
+        model.build()
+        return model
+
+    modules = {
+        "classification": classification_serving_module(built(ElectraClassifier(encoder, num_labels=2)), str(vocab),
+                                                        seq_length=16),
+        "tagging": tagging_serving_module(built(ElectraTokenClassifier(encoder, num_labels=3)), str(vocab),
+                                          ["O", "B-X", "I-X"], seq_length=16),
+        "span_qa": qa_serving_module(built(ElectraQuestionAnswerer(encoder)), str(vocab), seq_length=16,
+                                     doc_stride=4, max_query_length=4),
+        "multiple_choice": MultipleChoiceServingModule(built(ElectraMultipleChoice(encoder)), str(vocab), 16),
+        "replaced_tokens": rtd_serving_module(built(ElectraDiscriminator(encoder)), str(vocab), 16),
+        "embedding": EmbeddingServingModule(built(ElectraEmbedder(encoder)), str(vocab), 16),
+    }
+    for kind, module in modules.items():
+        ops = _ops(module.signatures()["serving_default"].get_concrete_function())  # raw text: the whole path
+        # The Keras layers' attention projections are `Einsum`s; the fused graph has none.
+        assert "Einsum" not in ops and "BatchMatMulV2" in ops, kind
+    litert = TFLiteModule(modules["classification"])
+    assert "Einsum" in _ops(litert.serve_ids.get_concrete_function())  # the converter fuses the Keras graph itself

@@ -42,7 +42,6 @@ class ElectraClassifier(EncoderWithHead):
         ```
     """
 
-    def call(self, inputs, training=None):
-        sequence = self.encoder(inputs, training=training)
+    def head_outputs(self, sequence, inputs, training=None):
         cls = sequence[:, 0, :]
         return self.head(self.head_dropout(cls, training=training))

@@ -68,8 +68,8 @@ class ServingModule(ServedModel):
         self.serve_text = tf.function(self._serve_text, input_signature=texts)
         self.preprocess = tf.function(self._preprocess, input_signature=texts)
 
-    def _outputs(self, inputs, logits=None):
-        logits = self._model.obj(inputs, training=False) if logits is None else logits
+    def _outputs(self, inputs):
+        logits = self.model_outputs(inputs)
         if self.regression:
             return {"score": logits[:, 0]}
         probabilities = tf.nn.softmax(logits, axis=-1)
@@ -78,14 +78,10 @@ class ServingModule(ServedModel):
                 "label": tf.gather(self.label_names, label_id)}
 
     def _predict_ids(self, token_ids, segment_ids, padding_mask):
-        return self._served_outputs(self.check_ids(token_ids, segment_ids, padding_mask))
+        return self._outputs(self.check_ids(token_ids, segment_ids, padding_mask))
 
     def _serve_text(self, text, text_b=None):
-        return self._served_outputs(self._preprocess(text, text_b))
-
-    def _served_outputs(self, inputs):
-        """The SavedModel's outputs: `ElectraClassifier`'s head on the [CLS] vector of `ServedModel.encode`."""
-        return self._outputs(inputs, self._model.obj.head(self.encode(inputs)[:, 0, :]))
+        return self._outputs(self._preprocess(text, text_b))
 
     def _preprocess(self, text, text_b=None):
         text, text_b = check_texts(text, text_b)

@@ -58,12 +58,22 @@ class ElectraEmbedder(keras.Model):
         self.built = True
 
     def call(self, inputs, training=None):
-        token_ids = inputs["token_ids"]
-        rank = len(token_ids.shape)
-        if rank == 3:  # several texts per row: one batch of texts through the encoder
-            shape = tf.shape(token_ids)
-            inputs = {k: tf.reshape(v, [-1, shape[2]]) for k, v in inputs.items()}
-        sequence = tf.cast(self.encoder(inputs, training=training), tf.float32)
+        return self.head_outputs(self.encoder(self.encoder_inputs(inputs), training=training), inputs, training)
+
+    def encoder_inputs(self, inputs):
+        """What `call` feeds the encoder: `inputs`, or with several texts per row, one row per text."""
+        if len(inputs["token_ids"].shape) == 3:
+            length = tf.shape(inputs["token_ids"])[2]
+            return {k: tf.reshape(v, [-1, length]) for k, v in inputs.items()}
+        return inputs
+
+    def head_outputs(self, sequence, inputs, training=None):
+        """The pooled (and normalised) vectors from `sequence`, the encoder's output on `encoder_inputs(inputs)`."""
+        rank = len(inputs["token_ids"].shape)
+        if rank == 3:  # several texts per row
+            shape = tf.shape(inputs["token_ids"])
+            inputs = self.encoder_inputs(inputs)
+        sequence = tf.cast(sequence, tf.float32)
         if self.pooling == "cls":
             vectors = sequence[:, 0, :]
         else:

@@ -71,7 +71,7 @@ class EmbeddingServingModule(ServedModel):
         self.preprocess = tf.function(self._preprocess, input_signature=texts)
 
     def _outputs(self, inputs):
-        return {"embedding": tf.cast(self._model.obj(inputs, training=False), tf.float32)}
+        return {"embedding": tf.cast(self.model_outputs(inputs), tf.float32)}
 
     def _predict_ids(self, token_ids, segment_ids, padding_mask):
         return self._outputs(self.check_ids(token_ids, segment_ids, padding_mask))

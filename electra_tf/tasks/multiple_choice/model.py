@@ -49,12 +49,15 @@ class ElectraMultipleChoice(EncoderWithHead):
                              f"`num_labels={num_labels!r}`")
         super().__init__(encoder, 1, dropout=dropout, initializer_range=initializer_range, **kwargs)
 
-    def call(self, inputs, training=None):
-        token_ids = inputs["token_ids"]
-        shape = keras.ops.shape(token_ids)  # (batch, num_choices, seq_len)
-        flat = {name: keras.ops.reshape(inputs[name], (-1, shape[-1]))
+    def encoder_inputs(self, inputs):
+        """`(batch * num_choices, seq_len)`: every (context, choice) sequence a row of one batch."""
+        length = keras.ops.shape(inputs["token_ids"])[-1]
+        return {name: keras.ops.reshape(inputs[name], (-1, length))
                 for name in ("token_ids", "segment_ids", "padding_mask")}
-        cls = self.encoder(flat, training=training)[:, 0, :]
+
+    def head_outputs(self, sequence, inputs, training=None):
+        shape = keras.ops.shape(inputs["token_ids"])  # (batch, num_choices, seq_len)
+        cls = sequence[:, 0, :]
         scores = self.head(self.head_dropout(cls, training=training))
         logits = keras.ops.reshape(keras.ops.cast(scores, "float32"), (shape[0], shape[1]))
         present = keras.ops.any(keras.ops.not_equal(inputs["padding_mask"], 0), axis=-1)

@@ -108,7 +108,7 @@ class MultipleChoiceServingModule(ServedModel):
         self.preprocess = tf.function(self._preprocess, input_signature=texts)
 
     def _outputs(self, inputs):
-        logits = tf.cast(self._model.obj(inputs, training=False), tf.float32)
+        logits = tf.cast(self.model_outputs(inputs), tf.float32)
         return {"probabilities": tf.nn.softmax(logits, axis=-1),
                 "choice": tf.argmax(logits, axis=-1, output_type=tf.int32), "logits": logits}
 

@@ -93,14 +93,14 @@ class ReplacedTokenServingModule(ServedModel):
         self.predict_ids = tf.function(self._predict_ids, input_signature=ids)
 
     def _predict_ids(self, token_ids, segment_ids, padding_mask):
-        logits = self._model.obj(self.check_ids(token_ids, segment_ids, padding_mask), training=False)
+        logits = self.model_outputs(self.check_ids(token_ids, segment_ids, padding_mask))
         return {"logits": logits, "probabilities": tf.sigmoid(logits)}
 
     def _serve_text(self, text):
         text, _ = check_texts(text)
         words, byte_starts, byte_ends = split_words(text)
         windows = word_windows(self.tokenizer, words, self.seq_length, self.stride, self.pad_multiple)
-        probabilities = tf.sigmoid(self._model.obj(windows.inputs, training=False))
+        probabilities = tf.sigmoid(self.model_outputs(windows.inputs))
         return self._outputs(text, words, byte_starts, byte_ends, windows, probabilities)
 
     def _serve_corrupted(self, text, seed):

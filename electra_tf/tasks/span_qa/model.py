@@ -145,7 +145,14 @@ class ElectraQuestionAnswerer(keras.Model):
         return keras.ops.cast(keras.ops.squeeze(self.end_dense(joint), -1), "float32")
 
     def call(self, inputs, training=None):
-        hidden = self.encoder(inputs, training=training)
+        return self.head_outputs(self.encoder(self.encoder_inputs(inputs), training=training), inputs, training)
+
+    def encoder_inputs(self, inputs):
+        """What `call` feeds the encoder: `inputs` themselves."""
+        return inputs
+
+    def head_outputs(self, hidden, inputs, training=None):
+        """`call`'s outputs from `hidden`, the encoder's output on `inputs` (a served graph computes it its own way)."""
         mask = self.answer_mask(inputs)
         penalty = NEG * (mask - 1.0)
         if self.head == "official":

@@ -195,7 +195,7 @@ class QAServingModule(ServedModel):
                       "segment_ids": tf.zeros([1, 2], tf.int32), "padding_mask": tf.ones([1, 2], tf.int32)}
         # The model's gathers fail on a batch of 0: run it on one dummy window then and keep none of it.
         inputs = tf.cond(num > 0, lambda: inputs, lambda: one_window)
-        return {k: v[:num] for k, v in self._model.obj(inputs, training=False).items()}
+        return {k: v[:num] for k, v in self.model_outputs(inputs).items()}
 
     def _predict_ids(self, token_ids, segment_ids, padding_mask):
         return self._predict(self.check_ids(token_ids, segment_ids, padding_mask))

@@ -43,8 +43,7 @@ class ElectraTokenClassifier(EncoderWithHead):
 
     head_input_rank = 3
 
-    def call(self, inputs, training=None):
-        sequence = self.encoder(inputs, training=training)
+    def head_outputs(self, sequence, inputs, training=None):
         logits = self.head(self.head_dropout(sequence, training=training))
         return keras.ops.cast(logits, "float32")
 

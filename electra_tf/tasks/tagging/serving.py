@@ -91,7 +91,7 @@ class TaggingServingModule(ServedModel):
 
     def _outputs(self, inputs):
         """`predict_ids`' outputs (a tag per piece) for checked id inputs."""
-        logits = tf.cast(self._model.obj(inputs, training=False), tf.float32)
+        logits = tf.cast(self.model_outputs(inputs), tf.float32)
         label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
         return {"probabilities": tf.nn.softmax(logits, axis=-1), "label_id": label_id,
                 "label": tf.gather(self.label_names, label_id)}
@@ -111,7 +111,7 @@ class TaggingServingModule(ServedModel):
         num_words = tf.cast(words.row_lengths(), tf.int32)
         word_rows = words.value_rowids()
         windows = word_windows(self.tokenizer, words, self.seq_length, self.stride, self.pad_multiple)
-        label_ids = tf.argmax(self._model.obj(windows.inputs, training=False), axis=-1, output_type=tf.int32)
+        label_ids = tf.argmax(self.model_outputs(windows.inputs), axis=-1, output_type=tf.int32)
         # Each word's tag at its first piece in its window.
         word_label = tf.gather_nd(label_ids, tf.stack([windows.word_window, windows.position], axis=1))
         word_tags = tf.RaggedTensor.from_row_lengths(tf.gather(self.label_names, word_label), words.row_lengths())
