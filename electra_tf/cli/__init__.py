@@ -18,6 +18,7 @@ import sys
 
 from absl import app, flags
 
+from electra_tf.cli import collector
 from electra_tf.cli.errors import ERROR_EXIT, PREEMPTED_EXIT, USAGE_EXIT, fail, guard, missing_module
 from electra_tf.cli.flag_vocabulary import (DEPRECATED_FLAGS, aliases, define, define_init, define_model_dir,
                                             define_output_dir, define_seq_length, define_vocab_file, parse_flags,
@@ -42,6 +43,7 @@ def run(main, known_only=False, aliases=None):  # pylint: disable=redefined-oute
     prepare_tensorflow()
     _define_debug()
     _show_in_help()
+    collector.settle()  # the modules the command's flags imported are permanent too
     app.run(guard(main, debug=lambda: flags.FLAGS.debug), flags_parser=parse_flags(known_only, aliases))
 
 

@@ -2,7 +2,8 @@
 
 - its oneDNN CPU kernels on where no GPU trains (`cpu_kernels`);
 - its C++ log level: errors off without a GPU, INFO off with one (`log_level`);
-- its and Beam's start-up lines left out (`electra_tf.cli.quiet`).
+- its and Beam's start-up lines left out (`electra_tf.cli.quiet`);
+- Python's garbage collector paused while it imports, and its objects frozen (`electra_tf.cli.collector`).
 
 Each setting is TensorFlow's environment variable, set only when the user has not set it.
 Nothing here imports TensorFlow but `prepare_tensorflow`, which imports it quietly.
@@ -11,14 +12,16 @@ Nothing here imports TensorFlow but `prepare_tensorflow`, which imports it quiet
 import glob
 import os
 
-from electra_tf.cli import quiet
+from electra_tf.cli import collector, quiet
 
 
 def prepare_tensorflow():
-    """What every CLI sets up before TensorFlow is imported: `cpu_kernels`, `log_level`, then a quiet import."""
+    """What every CLI sets up before TensorFlow is imported: `cpu_kernels`, `log_level`, then a quiet import
+    without garbage collection (`collector.importing`)."""
     cpu_kernels()
     log_level()
-    quiet.quiet_console()
+    with collector.importing():
+        quiet.quiet_console()
 
 
 def gpu_device_present():

@@ -188,3 +188,22 @@ def test_real_conll2003(conll2003_dir):
     labels = conll.CONLL2003.labels(conll2003_dir, train)
     assert labels == ["O", "B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER"]
     assert sum(len(ids) for ids in conll.encode_labels(dev, labels)) == 51362
+
+
+# Every character Python counts as whitespace, the line ends of `str.splitlines` among them.
+WHITESPACE = [chr(c) for c in range(0x3001) if chr(c).isspace() and chr(c) not in "\n\r"]
+
+
+@pytest.mark.parametrize("gap", WHITESPACE, ids=[f"U+{ord(c):04X}" for c in WHITESPACE])
+def test_columns_split_at_the_same_whitespace_with_or_without_a_line_end_character_in_the_file(tmp_path, gap):
+    # A file without any of `NOT_LINE_ENDS` is split by `str.split`, one with one by a regular expression
+    # (`line_columns`). The reference: each line split at `[^\S<the line ends of str.splitlines>]+`, written here.
+    gap_pattern = re.compile("[^\\S\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]+")
+    lines = [f"Pe{gap}ter NNP I-PER", f"Black{gap}burn NNP\tI-PER", "", f"Ger{gap}man JJ  I-MISC"]
+    for name, extra in (("plain.train", []), ("with_form_feed.train", ["", f"Vi\x0cen{gap}na NNP B-LOC"])):
+        text = "\n".join(lines + extra) + "\n"
+        rows = [[c for c in gap_pattern.split(line) if c] for line in text.split("\n")]
+        sentences = conll.read_conll(write(tmp_path, text, name), scheme=None)
+        expected = [(row[0], row[-1]) for row in rows if row]
+        assert [(w, t) for s in sentences for w, t in zip(s.words, s.tags)] == expected
+        assert {len(row) for row in rows if row} == {4 if gap_pattern.match(gap) else 3}

@@ -4,7 +4,8 @@ A short run's fixed costs are its imports and its set-up: `--help` and a tiny fi
 a fresh interpreter, must not import the data builder's or the peers' libraries (Apache Beam, numba,
 PyTorch, transformers), nor what Keras imports for its scikit-learn wrappers and plots (scikit-learn, SciPy,
 matplotlib), nor, for `--help`, the model and tokenizer libraries; and a run builds the
-vocabulary's tokenizer once (checked, then used to tokenize).
+vocabulary's tokenizer once (checked, then used to tokenize), with Python's garbage collector on and the
+objects of the imports frozen.
 """
 
 import json
@@ -22,7 +23,7 @@ KERAS_EXTRAS = ("sklearn", "matplotlib", "scipy")
 # Runs the command as `python -m` does, in this interpreter; then prints what it loaded and (after a first
 # argument `count`) the vocabularies of the tokenizers it built.
 COMMAND = r"""
-import json, runpy, sys
+import gc, json, runpy, sys
 
 built = []
 if sys.argv[1] == "count":  # imports the tokenizer's module (and TensorFlow, as the command does) first
@@ -45,7 +46,8 @@ except SystemExit as e:
     code = e.code or 0
 else:
     code = 0
-print(json.dumps({"exit": code, "tokenizers": built, "modules": sorted(sys.modules)}))
+print(json.dumps({"exit": code, "tokenizers": built, "modules": sorted(sys.modules),
+                  "collector": {"enabled": gc.isenabled(), "frozen": gc.get_freeze_count()}}))
 """
 
 
@@ -78,3 +80,5 @@ def test_a_run_imports_no_foreign_library_and_builds_the_tokenizer_once(tmp_path
     assert (tmp_path / "out" / "results.json").exists()
     assert imported(out["modules"], FOREIGN + KERAS_EXTRAS) == []
     assert out["tokenizers"] == [str(tmp_path / "run" / "vocab.txt")]
+    # TensorFlow's objects are out of the garbage collector's way (`cli.collector`), and it is on again.
+    assert out["collector"]["enabled"] and out["collector"]["frozen"] > 100_000, out["collector"]
