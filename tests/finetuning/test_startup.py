@@ -66,6 +66,7 @@ def test_help_imports_neither_foreign_nor_model_libraries():
     out = loaded("plain", "--help")
     assert imported(out["modules"], FOREIGN + MODEL_LIBRARIES + KERAS_EXTRAS) == []
     assert "tensorflow" in out["modules"]  # the flags' help is complete: TensorFlow's start is prepared
+    assert out["collector"]["enabled"] and out["collector"]["frozen"] > 100_000, out["collector"]
 
 
 def test_a_run_imports_no_foreign_library_and_builds_the_tokenizer_once(tmp_path):

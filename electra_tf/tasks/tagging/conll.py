@@ -167,7 +167,7 @@ def _sentence_rows(text, path):
     """Yields each sentence as a list of (line number, columns); checks column counts."""
     rows, num_columns, first_line = [], None, None
     # `str.split()` splits at the same whitespace as `_COLUMN_GAP` where none of NOT_LINE_ENDS occurs: one scan of
-    # the text picks it for every line (about 10 times faster on CoNLL-2003 than the regular expression).
+    # the text picks it for every line (CoNLL-2003's train file is read in 1.08 s instead of 1.31 s).
     columns_of = line_columns if _NOT_LINE_END.search(text) else str.split
     for number, line in enumerate(split_lines(text), start=1):
         columns = columns_of(line)
