@@ -13,6 +13,8 @@ shapes, values) are the `EinsumDense`'s own, so checkpoints and the
 serving graphs read them unchanged.
 """
 
+import math
+
 import keras
 from keras import ops
 
@@ -47,12 +49,7 @@ class FlatEinsumDense(keras.layers.EinsumDense):
             return super().call(inputs, training=training)
         kernel = self.kernel
         kernel_shape = tuple(kernel.shape)
-        fan_in = 1
-        for d in kernel_shape[:in_axes]:
-            fan_in *= d
-        fan_out = 1
-        for d in kernel_shape[in_axes:]:
-            fan_out *= d
+        fan_in, fan_out = math.prod(kernel_shape[:in_axes]), math.prod(kernel_shape[in_axes:])
         lead = ops.shape(inputs)[: len(inputs.shape) - in_axes]
         x = ops.matmul(ops.reshape(inputs, (-1, fan_in)), ops.reshape(kernel, (fan_in, fan_out)))
         if self.bias is not None:
