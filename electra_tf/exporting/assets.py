@@ -47,6 +47,19 @@ class ServedModel(tf.Module):
         self.seq_length = seq_length
         self.pad_multiple = SERVING_PAD_MULTIPLE
         self._fused = True
+        # Each layer's query, key and value kernels concatenated once (`inference_graph.attention_projections`);
+        # None where the fused form does not apply. A model served through its head (`head_outputs`) never reads
+        # the separate kernels, so the export holds them once, concatenated.
+        encoder = getattr(model, "encoder", None)
+        self.attention_projections = None
+        if encoder is not None and inference_graph.supported(encoder):
+            self.attention_projections = [
+                (tf.Variable(kernel, trainable=False, name=f"attention_projection_kernel_{i}"),
+                 tf.Variable(bias, trainable=False, name=f"attention_projection_bias_{i}"))
+                for i, (kernel, bias) in enumerate(inference_graph.attention_projections(encoder))]
+            if hasattr(model, "head_outputs"):
+                replaced = {id(w.value) for w in inference_graph.query_key_value_weights(encoder)}
+                self.model_variables = [v for v in self.model_variables if id(v) not in replaced]
 
     def encode(self, inputs):
         """The encoder's sequence output in a served graph: `inference_graph.encoder_forward`'s fused ops
@@ -54,7 +67,7 @@ class ServedModel(tf.Module):
         (and inside `keras_layers()`)."""
         encoder = self._model.obj.encoder
         if self._fused and inference_graph.supported(encoder):
-            return inference_graph.encoder_forward(encoder, inputs)
+            return inference_graph.encoder_forward(encoder, inputs, self.attention_projections)
         return encoder(inputs, training=False)
 
     def model_outputs(self, inputs):
@@ -64,6 +77,10 @@ class ServedModel(tf.Module):
         if not hasattr(model, "head_outputs"):
             return model(inputs, training=False)
         return model.head_outputs(self.encode(model.encoder_inputs(inputs)), inputs, training=False)
+
+    def keras_variables(self):
+        """Every variable of the Keras model (what a function traced inside `keras_layers()` may read)."""
+        return [w.value for w in self._model.obj.weights]
 
     @contextlib.contextmanager
     def keras_layers(self):

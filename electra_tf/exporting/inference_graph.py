@@ -5,10 +5,14 @@ after a reshape, the softmax masked by two selects, `tf.nn.gelu`'s `Erfc`, Keras
 batch 1 each unfused kernel and each op's dispatch counts. `encoder_forward` computes the same
 function on the encoder's own variables, every projection a rank-2 `MatMul` + `BiasAdd` (the exact
 GELU written as Grappler's remapper matches it, `0.5 * x * (1 + erf(x / sqrt(2)))`), which
-TensorFlow fuses into one kernel (`_FusedMatMul`; with oneDNN, 37 fused kernels for a 6-layer
+TensorFlow fuses into one kernel (`_FusedMatMul`; with oneDNN, 25 fused kernels for a 6-layer
 classifier where the Keras graph runs 24 `Einsum`s, 12 `MatMul`s, 18 `BiasAdd`s and 6 `Erfc`s), the
-attention as two `BatchMatMulV2`s around a `Softmax` of the scores plus an additive mask. Its
-outputs are those of the Keras model up to float rounding (the tests compare them at 1e-5).
+attention as two `BatchMatMulV2`s around a `Softmax` of the scores plus an additive mask. Each
+layer's query, key and value projections are one `MatMul` on a kernel concatenated once
+(`attention_projections`, the query's `1 / sqrt(head_dim)` folded in) and one `Transpose` to heads:
+at batch 1 a (length, H) x (H, H) product runs on one oneDNN thread, a (length, H) x (H, 3H) one on
+all of them, and each transpose is a kernel call. Its outputs are those of the Keras model up to
+float rounding (the tests compare them at 1e-5).
 
 Only the served SavedModels use it (`ServedModel.encode`, under every kind's head: `model_outputs`);
 training, the Keras model and the LiteRT export (whose converter fuses the Keras graph itself) keep the
@@ -19,7 +23,7 @@ quantized policy) is served through its Keras layers: `supported` says which.
 Example:
     >>> import numpy as np
     >>> from electra_tf.models.encoder import ElectraEncoder
-    >>> from electra_tf.exporting.inference_graph import encoder_forward, supported
+    >>> from electra_tf.exporting.inference_graph import attention_projections, encoder_forward, supported
     >>> encoder = ElectraEncoder(vocab_size=100, num_layers=2, num_heads=2, hidden_dim=32,
     ...                          embedding_dim=16, intermediate_dim=64)
     >>> ids = np.array([[2, 7, 9, 3, 0]], "int32")
@@ -28,6 +32,11 @@ Example:
     >>> supported(encoder)
     True
     >>> bool(np.allclose(encoder_forward(encoder, inputs), keras_output, atol=1e-5))
+    True
+    >>> projections = attention_projections(encoder)  # what a served model keeps as variables
+    >>> [tuple(kernel.shape) for kernel, _ in projections]
+    [(32, 96), (32, 96)]
+    >>> bool(np.allclose(encoder_forward(encoder, inputs, projections), keras_output, atol=1e-5))
     True
 """
 
@@ -55,6 +64,10 @@ def supported(encoder):
     if not layers or not all(type(layer) is TransformerEncoder and layer.built and not layer.normalize_first
                              for layer in layers):
         return False  # (an unbuilt encoder has no sublayers to read yet)
+    attentions = [layer._self_attention_layer for layer in layers]
+    if not all(a._value_dim == a.key_dim and a._query_dense.kernel.shape == a._value_dense.kernel.shape
+               for a in attentions):
+        return False  # the query, key and value are split from one product in equal thirds
     norms = [encoder.embeddings.layer_norm] + [n for layer in layers for n in (
         layer._self_attention_layer_norm, layer._feedforward_layer_norm)]
     if not all(n.center and n.scale and not n.rms_scaling and list(n.axis) in ([-1], [2])
@@ -64,16 +77,60 @@ def supported(encoder):
     return all(policy.name == "float32" and not getattr(policy, "quantization_mode", None) for policy in policies)
 
 
-def encoder_forward(encoder, inputs):
+def attention_projections(encoder):
+    """Per transformer layer, its query, key and value projections as one kernel and one bias.
+
+    The kernel is `(hidden_dim, 3 * heads * head_dim)`: the query's columns (times `1 / sqrt(head_dim)`,
+    the scale Keras applies to the query), then the key's, then the value's, each head by head.
+
+    Args:
+        encoder: `ElectraEncoder` (`supported(encoder)` true).
+
+    Returns:
+        list of `(kernel, bias)` float32 tensors, one pair per transformer layer.
+    """
+    projections = []
+    for layer in encoder.transformer_layers:
+        attention = layer._self_attention_layer
+        hidden = attention._query_dense.kernel.shape[0]
+        scales = (1.0 / math.sqrt(attention.key_dim), 1.0, 1.0)
+        denses = (attention._query_dense, attention._key_dense, attention._value_dense)
+        kernel = tf.concat([tf.reshape(d.kernel, [hidden, -1]) * s for d, s in zip(denses, scales)], axis=1)
+        bias = tf.concat([tf.reshape(d.bias, [-1]) * s for d, s in zip(denses, scales)], axis=0)
+        projections.append((kernel, bias))
+    return projections
+
+
+def query_key_value_weights(encoder):
+    """The Keras variables `attention_projections` is computed from: every layer's query, key and value
+    kernels and biases.
+
+    Args:
+        encoder: `ElectraEncoder`.
+
+    Returns:
+        list of Keras variables.
+    """
+    return [weight for layer in encoder.transformer_layers
+            for dense in (layer._self_attention_layer._query_dense, layer._self_attention_layer._key_dense,
+                          layer._self_attention_layer._value_dense)
+            for weight in (dense.kernel, dense.bias)]
+
+
+def encoder_forward(encoder, inputs, projections=None):
     """The sequence output of `encoder` on `inputs` (inference: no dropout), in the fused form.
 
     Args:
         encoder: `ElectraEncoder` (`supported(encoder)` true).
         inputs: dict of int32 `(batch, length)` tensors: `token_ids`, `segment_ids`, `padding_mask`.
+        projections: `attention_projections(encoder)`, computed once (a served model keeps them as
+            variables); None computes them in the graph, a concatenation per layer per call.
 
     Returns:
         float32 tensor `(batch, length, hidden_dim)`.
     """
+    if projections is None:
+        projections = attention_projections(encoder)
     token_ids = tf.convert_to_tensor(inputs["token_ids"])
     batch, length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
     embeddings = encoder.embeddings
@@ -87,24 +144,20 @@ def encoder_forward(encoder, inputs):
     mask = (1.0 - tf.cast(inputs["padding_mask"], tf.float32)) * _MASKED
     mask = mask[:, None, None, :]
     approximate = encoder.activation == "gelu_approximate"
-    for layer in encoder.transformer_layers:
-        x = _transformer_layer(layer, x, mask, batch, length, approximate)
+    for layer, (kernel, bias) in zip(encoder.transformer_layers, projections):
+        x = _transformer_layer(layer, kernel, bias, x, mask, batch, length, approximate)
     return tf.reshape(x, [batch, length, encoder.hidden_dim])
 
 
-def _transformer_layer(layer, x, mask, batch, length, approximate):
-    """One post-LN keras-hub `TransformerEncoder` block on `x` `(batch * length, hidden)`."""
+def _transformer_layer(layer, kernel, bias, x, mask, batch, length, approximate):
+    """One post-LN keras-hub `TransformerEncoder` block on `x` `(batch * length, hidden)`; `kernel`, `bias`:
+    its `attention_projections`."""
     attention = layer._self_attention_layer
     hidden = x.shape[-1]
     heads, head_dim = attention.num_heads, attention.key_dim
-
-    def heads_of(einsum_dense):  # (batch * length, H) -> (batch, heads, length, head_dim)
-        projected = _dense(x, tf.reshape(einsum_dense.kernel, [hidden, heads * head_dim]),
-                           tf.reshape(einsum_dense.bias, [heads * head_dim]))
-        return tf.transpose(tf.reshape(projected, [batch, length, heads, head_dim]), [0, 2, 1, 3])
-
-    query = heads_of(attention._query_dense) * (1.0 / math.sqrt(head_dim))  # Keras scales the query
-    key, value = heads_of(attention._key_dense), heads_of(attention._value_dense)
+    projected = tf.reshape(_dense(x, kernel, bias), [batch, length, 3 * heads, head_dim])
+    # (batch, 3 * heads, length, head_dim), split into the scaled query, the key and the value.
+    query, key, value = tf.split(tf.transpose(projected, [0, 2, 1, 3]), 3, axis=1)
     weights = tf.nn.softmax(tf.matmul(query, key, transpose_b=True) + mask, axis=-1)
     context = tf.reshape(tf.transpose(tf.matmul(weights, value), [0, 2, 1, 3]), [-1, heads * head_dim])
     output = attention._output_dense

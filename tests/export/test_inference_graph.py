@@ -23,9 +23,13 @@ def test_equals_the_keras_encoder_on_padded_rows(activation, embedding_dim):
     batch = inputs([9, 3, 1], 16)
     expected = encoder(batch, training=False).numpy()
     assert inference_graph.supported(encoder)
-    got = tf.function(lambda x: inference_graph.encoder_forward(encoder, x))(batch).numpy()
     mask = batch["padding_mask"].astype(bool)
+    got = tf.function(lambda x: inference_graph.encoder_forward(encoder, x))(batch).numpy()
     np.testing.assert_allclose(got[mask], expected[mask], atol=1e-5, rtol=0)  # padding positions: any value
+    # As a served model computes it: the query, key and value kernels concatenated once, kept as variables.
+    projections = [tuple(tf.Variable(t) for t in pair) for pair in inference_graph.attention_projections(encoder)]
+    got = tf.function(lambda x: inference_graph.encoder_forward(encoder, x, projections))(batch).numpy()
+    np.testing.assert_allclose(got[mask], expected[mask], atol=1e-5, rtol=0)
 
 
 def test_an_encoder_it_does_not_describe_is_served_by_its_keras_layers():
@@ -81,5 +85,10 @@ def test_every_kinds_served_graph_holds_the_fused_encoder_and_litert_the_keras_l
         # Keras' exact GELU is `tf.nn.gelu`'s `Erfc` (a head's GELU keeps it); the fused encoder writes it with
         # `Erf`, the form Grappler fuses.
         assert "Erf" in ops and "BatchMatMulV2" in ops, kind
+        # The export holds every weight once: the concatenated query, key and value kernels replace the three.
+        model = module._model.obj
+        held = sum(v.shape.num_elements() for v in module.variables)
+        assert held == sum(int(np.prod(w.shape)) for w in model.weights), kind
+        assert module.attention_projections is not None, kind
     litert_ops = _ops(TFLiteModule(modules["classification"]).serve_ids.get_concrete_function())
     assert "Erfc" in litert_ops and "Erf" not in litert_ops  # the converter fuses the Keras graph itself
