@@ -155,9 +155,10 @@ def _transformer_layer(layer, kernel, bias, x, mask, batch, length, approximate)
     attention = layer._self_attention_layer
     hidden = x.shape[-1]
     heads, head_dim = attention.num_heads, attention.key_dim
-    projected = tf.reshape(_dense(x, kernel, bias), [batch, length, 3 * heads, head_dim])
-    # (batch, 3 * heads, length, head_dim), split into the scaled query, the key and the value.
-    query, key, value = tf.split(tf.transpose(projected, [0, 2, 1, 3]), 3, axis=1)
+    projected = tf.reshape(_dense(x, kernel, bias), [batch, length, 3, heads, head_dim])
+    # (3, batch, heads, length, head_dim): the scaled query, the key and the value, each a contiguous third
+    # (unstacking the first axis copies nothing; a split of the second would copy every element at batch > 1).
+    query, key, value = tf.unstack(tf.transpose(projected, [2, 0, 3, 1, 4]), 3, axis=0)
     weights = tf.nn.softmax(tf.matmul(query, key, transpose_b=True) + mask, axis=-1)
     context = tf.reshape(tf.transpose(tf.matmul(weights, value), [0, 2, 1, 3]), [-1, heads * head_dim])
     output = attention._output_dense
