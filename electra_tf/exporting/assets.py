@@ -78,14 +78,13 @@ class ServedModel(tf.Module):
             return model(inputs, training=False)
         return model.head_outputs(self.encode(model.encoder_inputs(inputs)), inputs, training=False)
 
-    def keras_variables(self):
-        """Every variable of the Keras model (what a function traced inside `keras_layers()` may read)."""
-        return [w.value for w in self._model.obj.weights]
-
     @contextlib.contextmanager
     def keras_layers(self):
         """Functions traced inside compute the encoder by its Keras layers (a LiteRT export: the converter
-        fuses those itself)."""
+        fuses those itself). From then on the module tracks every variable of the Keras model, the query, key
+        and value kernels those layers read included."""
+        if not hasattr(self, "keras_variables"):
+            self.keras_variables = [w.value for w in self._model.obj.weights]
         fused, self._fused = self._fused, False
         try:
             yield

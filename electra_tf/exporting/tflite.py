@@ -144,8 +144,6 @@ class TFLiteModule(tf.Module):
     def __init__(self, served, pair=False, name=None):
         super().__init__(name=name)
         self.served = served
-        # Its functions run the Keras layers, whose query, key and value kernels the served module may not hold.
-        self.keras_variables = served.keras_variables()
         ids = [tf.TensorSpec([None, None], tf.int32, name=n) for n in ID_INPUTS]
         self.serve_ids = tf.function(self._serve_ids, input_signature=ids)
         texts = [tf.TensorSpec([None], tf.string, name=n) for n in (("text", "text_b") if pair else ("text",))]

@@ -92,3 +92,31 @@ def test_every_kinds_served_graph_holds_the_fused_encoder_and_litert_the_keras_l
         assert module.attention_projections is not None, kind
     litert_ops = _ops(TFLiteModule(modules["classification"]).serve_ids.get_concrete_function())
     assert "Erfc" in litert_ops and "Erf" not in litert_ops  # the converter fuses the Keras graph itself
+
+
+def test_a_module_traced_on_the_keras_layers_saves_and_serves_what_the_fused_one_does(tmp_path):
+    # The fused export holds the query, key and value kernels only concatenated; a function traced inside
+    # `keras_layers()` reads the separate ones, so from then on the module must hold those too.
+    from electra_tf.models.encoder import ElectraEncoder
+    from electra_tf.tasks.classification.model import ElectraClassifier
+    from electra_tf.tasks.classification.serving import classification_serving_module
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]) + "\n")
+    classifier = ElectraClassifier(ElectraEncoder(vocab_size=7, num_layers=2, num_heads=2, hidden_dim=16,
+                                                  embedding_dim=16, intermediate_dim=32), num_labels=2)
+    classifier.build()
+    text = tf.constant(["a b a", "b"])
+    served = {}
+    for path in ("fused", "keras"):
+        module = classification_serving_module(classifier, str(vocab), seq_length=16)
+        function = module.signatures()["serving_default"]
+        if path == "keras":
+            with module.keras_layers():
+                concrete = function.get_concrete_function()
+        else:
+            concrete = function.get_concrete_function()
+        tf.saved_model.save(module, str(tmp_path / path), signatures={"serving_default": concrete})
+        served[path] = tf.saved_model.load(str(tmp_path / path)).signatures["serving_default"](text=text)
+    assert "Erfc" in _ops(concrete)  # the Keras layers' GELU: that path really ran the layers
+    np.testing.assert_allclose(served["keras"]["probabilities"], served["fused"]["probabilities"], atol=1e-5, rtol=0)
