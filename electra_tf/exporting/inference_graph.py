@@ -91,10 +91,9 @@ def attention_projections(encoder):
     """
     projections = []
     for layer in encoder.transformer_layers:
-        attention = layer._self_attention_layer
-        hidden = attention._query_dense.kernel.shape[0]
-        scales = (1.0 / math.sqrt(attention.key_dim), 1.0, 1.0)
-        denses = (attention._query_dense, attention._key_dense, attention._value_dense)
+        denses = _query_key_value_denses(layer)
+        hidden = denses[0].kernel.shape[0]
+        scales = (1.0 / math.sqrt(layer._self_attention_layer.key_dim), 1.0, 1.0)
         kernel = tf.concat([tf.reshape(d.kernel, [hidden, -1]) * s for d, s in zip(denses, scales)], axis=1)
         bias = tf.concat([tf.reshape(d.bias, [-1]) * s for d, s in zip(denses, scales)], axis=0)
         projections.append((kernel, bias))
@@ -111,10 +110,14 @@ def query_key_value_weights(encoder):
     Returns:
         list of Keras variables.
     """
-    return [weight for layer in encoder.transformer_layers
-            for dense in (layer._self_attention_layer._query_dense, layer._self_attention_layer._key_dense,
-                          layer._self_attention_layer._value_dense)
+    return [weight for layer in encoder.transformer_layers for dense in _query_key_value_denses(layer)
             for weight in (dense.kernel, dense.bias)]
+
+
+def _query_key_value_denses(layer):
+    """A keras-hub `TransformerEncoder`'s query, key and value `EinsumDense`s, in that order."""
+    attention = layer._self_attention_layer
+    return attention._query_dense, attention._key_dense, attention._value_dense
 
 
 def encoder_forward(encoder, inputs, projections=None):

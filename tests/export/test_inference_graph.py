@@ -118,5 +118,17 @@ def test_a_module_traced_on_the_keras_layers_saves_and_serves_what_the_fused_one
             concrete = function.get_concrete_function()
         tf.saved_model.save(module, str(tmp_path / path), signatures={"serving_default": concrete})
         served[path] = tf.saved_model.load(str(tmp_path / path)).signatures["serving_default"](text=text)
+        checkpoint = str(tmp_path / path / "variables" / "variables")
+        written = [(name, shape) for name, shape in tf.train.list_variables(checkpoint)
+                   if name != "_CHECKPOINTABLE_OBJECT_GRAPH"]
+        names = " ".join(name for name, _ in written)
+        elements = sum(int(np.prod(shape)) for _, shape in written)
+        parameters = sum(int(np.prod(w.shape)) for w in classifier.weights)
+        concatenated = sum(int(np.prod(k.shape)) + int(np.prod(b.shape))
+                           for k, b in inference_graph.attention_projections(classifier.encoder))
+        assert "attention_projections" in names, names
+        # What the file holds: every weight once for the fused export, and the separate kernels beside the
+        # concatenated ones once the Keras layers were traced.
+        assert elements == parameters + (concatenated if path == "keras" else 0), (path, names)
     assert "Erfc" in _ops(concrete)  # the Keras layers' GELU: that path really ran the layers
     np.testing.assert_allclose(served["keras"]["probabilities"], served["fused"]["probabilities"], atol=1e-5, rtol=0)
