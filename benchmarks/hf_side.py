@@ -10,7 +10,8 @@ A job (`benchmarks.common.hf_job`) is what the electra_tf side was given: the ta
 gave. The loop is the reference recipe as transformers users write it: `torch.optim.AdamW` (epsilon
 1e-6), layer-wise LR decay as one parameter group per layer, `get_linear_schedule_with_warmup`,
 `clip_grad_norm_`, a seeded reshuffle each epoch; `keep=best` keeps the best dev epoch's weights.
-Batches are padded to their longest row rounded up to 16 (classification: to `seq_length`). Scoring:
+Batches are padded to their longest row, as transformers' collators do without fp16 and as electra_tf
+cuts its own (classification: to `seq_length`, run_glue's default). Scoring:
 accuracy; seqeval entity F1 and word accuracy (a word's tag from its first piece); the official SQuAD
 EM / F1 over an n-best span search of run_qa's windows (`stride` = `doc_stride`: HF's stride is the
 overlap, ours the step). `results.json` holds each split's metrics, training seconds and loss, and
@@ -24,7 +25,7 @@ import time
 
 import numpy as np
 
-MULTIPLE = 16
+MULTIPLE = 1  # the padded length's multiple: electra_tf's `batching.LENGTH_MULTIPLE` (no XLA on either side)
 HEADS = {"classification": "BertForSequenceClassification", "tagging": "BertForTokenClassification",
          "span_qa": "BertForQuestionAnswering", "multiple_choice": "BertForMultipleChoice"}
 METRICS = {"classification": "accuracy", "tagging": "entity_f1", "span_qa": "f1", "multiple_choice": "accuracy"}
@@ -98,7 +99,7 @@ def train_step(model, adam, schedule, batch, clip_norm):
 
 
 def collate(features, kind, seq_length, device="cpu"):
-    """Tensors of `features` (dicts of lists and labels), padded: to `seq_length`, or the longest rounded up to 16."""
+    """Tensors of `features` (dicts of lists and labels), padded: to `seq_length`, or to the longest (`MULTIPLE`)."""
     import torch
 
     if kind == "multiple_choice":

@@ -4,6 +4,8 @@ Every task kind keeps its training rows as arrays (token ids, texts, labels)
 and trains on `epoch_batches`: epoch `e` of trial seed `s` visits the rows in
 `epoch_order(n, s, e)`, whatever ran before, so a resumed run skips the
 batches it already trained on and continues with exactly the next one.
+Training batches are cut to their longest row, as HF's padding collators do
+(`length_multiple`: rounded up to 16 under XLA, one compilation per length).
 Prediction runs one compiled function (`compiled_predictor`: one trace for
 every batch shape) over rows sorted by length, in batches cut to their longest
 row (`predict_in_batches`), padding being masked; a long one logs its progress.
@@ -19,7 +21,8 @@ import tensorflow as tf
 from absl import logging
 
 INPUTS = ("token_ids", "segment_ids", "padding_mask")
-LENGTH_MULTIPLE = 16  # batches are cut to their longest row, rounded up to this (few XLA shapes)
+LENGTH_MULTIPLE = 1  # batches are cut to their longest row, not rounded: no compute spent on padding
+XLA_LENGTH_MULTIPLE = 16  # under XLA, rounded up to this: each length is one compilation of the train step
 PROGRESS_SECONDS = 10  # a prediction pass of more batches than `PROGRESS_BATCHES` logs this often
 PROGRESS_BATCHES = 50
 
@@ -42,7 +45,15 @@ def num_batches(num_rows, batch_size):
     return -(-num_rows // batch_size)
 
 
-def epoch_batches(arrays, batch_size, seed, epoch, skip=0):
+def length_multiple(jit_compile):
+    """The multiple a training batch's length is rounded up to: `XLA_LENGTH_MULTIPLE` when the train step is
+    XLA-compiled (`jit_compile`), else `LENGTH_MULTIPLE`: padding up to a multiple costs the compute of
+    real positions (`benchmarks/results/finetune_length_multiple.md`).
+    """
+    return XLA_LENGTH_MULTIPLE if jit_compile else LENGTH_MULTIPLE
+
+
+def epoch_batches(arrays, batch_size, seed, epoch, skip=0, multiple=LENGTH_MULTIPLE):
     """`tf.data` of epoch `epoch`'s batches of `arrays`, each cut to its longest row (`trim`), the first `skip` left out.
 
     Args:
@@ -51,6 +62,7 @@ def epoch_batches(arrays, batch_size, seed, epoch, skip=0):
         seed: int or None. The trial's seed; None keeps the rows' order.
         epoch: int. 0-based.
         skip: int. Batches of this epoch already trained on.
+        multiple: int. The cut is rounded up to a multiple of it (`length_multiple`).
     """
     num_rows = _num_rows(tf.nest.flatten(arrays)[0])
     order = np.arange(num_rows) if seed is None else epoch_order(num_rows, seed, epoch)
@@ -60,7 +72,7 @@ def epoch_batches(arrays, batch_size, seed, epoch, skip=0):
     rows = tf.data.Dataset.from_tensor_slices(order[skip * batch_size:].astype(np.int64)).batch(batch_size)
 
     def gather(index):  # and cut, in one map
-        return trim(*tf.nest.map_structure(lambda t: dense_rows(t, index), tensors))
+        return trim(*tf.nest.map_structure(lambda t: dense_rows(t, index), tensors), multiple=multiple)
 
     # No tf.data autotuning: nothing here needs tuning, and its model thread, which wakes up to a
     # minute apart, held every epoch's end (`fit` returns once the iterator is gone) for 0-60 s.
@@ -91,18 +103,24 @@ def dense_rows(array, index):
     return np.asarray(array)[np.asarray(index)]
 
 
-def rounded_length(longest):
-    """`longest` (an int or an int tensor) rounded up to `LENGTH_MULTIPLE`: the length a batch is cut to."""
-    return -(-longest // LENGTH_MULTIPLE) * LENGTH_MULTIPLE
+def rounded_length(longest, multiple=LENGTH_MULTIPLE):
+    """`longest` (an int or an int tensor) rounded up to `multiple`: the length a batch is cut to.
+
+    Example:
+    >>> from electra_tf.finetuning.batching import rounded_length
+    >>> rounded_length(27), rounded_length(27, multiple=16)
+    (27, 32)
+    """
+    return -(-longest // multiple) * multiple
 
 
-def trim(inputs, *rest):
-    """Cuts the `INPUTS` of a batch (and any `(batch, seq)` labels) to its longest row, rounded up.
+def trim(inputs, *rest, multiple=LENGTH_MULTIPLE):
+    """Cuts the `INPUTS` of a batch (and any `(batch, seq)` labels) to its longest row, rounded up to `multiple`.
 
     The `INPUTS` are `(batch, seq)` or, for a kind that scores several sequences per example, `(batch, n, seq)`: the last axis is cut.
     """
     length = tf.reduce_max(tf.reduce_sum(tf.cast(inputs["padding_mask"], tf.int32), axis=-1))
-    length = tf.minimum(rounded_length(length), tf.shape(inputs["token_ids"])[-1])
+    length = tf.minimum(rounded_length(length, multiple), tf.shape(inputs["token_ids"])[-1])
     cut = {k: (v[..., :length] if k in INPUTS else v) for k, v in inputs.items()}
     rest = tuple(r[:, :length] if getattr(r, "shape", None) is not None and r.shape.rank == 2 else r for r in rest)
     return (cut, *rest)
@@ -121,7 +139,7 @@ def predict_in_batches(predict, arrays, batch_size):
     """`predict(inputs)` over the rows of `arrays`, by length, in batches cut to their longest row; numpy nest of rows.
 
     Rows are visited shortest first, so a batch holds rows of about one length
-    and is cut to it (rounded up to `LENGTH_MULTIPLE`); the outputs come back in
+    and is cut to it; the outputs come back in
     the rows' order. Padding is masked, so the order and cut change no output.
 
     A pass of more than `PROGRESS_BATCHES` batches logs `predicting N rows in B batches` when it

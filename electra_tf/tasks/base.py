@@ -54,7 +54,7 @@ A served-only kind (`finetunes = False`: nothing to fine-tune) serves a pre-trai
 import dataclasses
 
 from electra_tf.config_fields import Config
-from electra_tf.finetuning.batching import compiled_predictor
+from electra_tf.finetuning.batching import compiled_predictor, length_multiple
 
 
 @dataclasses.dataclass
@@ -96,6 +96,11 @@ class TaskKind:
             function = make(model) if make else compiled_predictor(lambda inputs: model(inputs, training=False))
             self._predictor = (model, function)
         return self._predictor[1]
+
+    @property
+    def length_multiple(self):
+        """What the training batches' cut is rounded up to (`batching.length_multiple`: 16 under XLA, else 1)."""
+        return length_multiple(self.config.jit_compile)
 
     def prepare(self, tokenizer):
         """Builds the features of every split (once, before the first trial)."""

@@ -22,7 +22,7 @@ def reference_batches(examples, tokenizer, seq_length, batch_size, shuffle_seed,
         packed = tokenizer.pack(tf.constant([e.text_a for e in rows]),
                                 None if texts_b is None else tf.constant(texts_b), seq_length=seq_length)
         inputs = {k: v.numpy() for k, v in packed.items()}
-        cut = min(-(-int(inputs["padding_mask"].sum(1).max()) // 16) * 16, seq_length)  # longest row, up to 16s
+        cut = min(int(inputs["padding_mask"].sum(1).max()), seq_length)  # the longest row
         out.append(({k: v[:, :cut] for k, v in inputs.items()}, np.array([e.label for e in rows], np.int32)))
     return out
 

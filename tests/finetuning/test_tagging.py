@@ -71,12 +71,16 @@ def test_batches_are_cut_to_the_longest_row_without_changing_labelled_logits():
         features["padding_mask"][row, :length] = 1
         features["label_ids"][row, 1:length - 1] = 1
     inputs, labels = next(iter(tagging_dataset(features, batch_size=3)))
-    assert inputs["token_ids"].shape == (3, 32) and labels.shape == (3, 32)  # 19 rounded up to 16s
+    assert inputs["token_ids"].shape == (3, 19) and labels.shape == (3, 19)  # the longest row
+    under_xla, xla_labels = next(iter(tagging_dataset(features, batch_size=3, multiple=16)))
+    assert under_xla["token_ids"].shape == (3, 32) and xla_labels.shape == (3, 32)  # 19 rounded up to 16s
+    np.testing.assert_array_equal(xla_labels[:, :19], labels)
+    np.testing.assert_array_equal(under_xla["padding_mask"][:, 19:], 0)
     tagger = ElectraTokenClassifier(ElectraEncoder(vocab_size=60, num_layers=1, num_heads=2, hidden_dim=16,
                                                    embedding_dim=16, intermediate_dim=32,
                                                    max_sequence_length=64), num_labels=3)
     full = tagger({k: features[k] for k in tagging.INPUTS}, training=False).numpy()
-    cut = tagger(inputs, training=False).numpy()
+    cut = tagger(under_xla, training=False).numpy()
     labelled = features["label_ids"][:, :32] != IGNORE_INDEX
     np.testing.assert_allclose(cut[labelled], full[:, :32][labelled], atol=1e-5)
     np.testing.assert_array_equal(tagging.predict_piece_labels(tagger, features)[:, :32][labelled],
@@ -99,6 +103,18 @@ def independent_dev_tags(model, vocab_file, sentences, labels):
         logits = model({"token_ids": x, "segment_ids": 0 * x, "padding_mask": 1 + 0 * x}, training=False)
         tags.append([labels[i] for i in logits.numpy()[0, firsts].argmax(-1)])
     return tags
+
+
+@pytest.mark.parametrize("jit_compile, length", [(False, 19), (True, 32)])
+def test_the_kinds_training_batches_are_rounded_up_to_16_only_under_xla(jit_compile, length):
+    """Without XLA a batch is cut at its longest row; an XLA-compiled step sees lengths of 16s (one compilation each)."""
+    features = {name: np.zeros((3, 64), np.int32) for name in ("token_ids", "segment_ids", "padding_mask", "label_ids")}
+    features["padding_mask"][1, :19] = 1
+    kind = object.__new__(tagging.TaggingKind)  # the kind's own `train_dataset`, without reading a task
+    kind.config = FinetuneConfig(task="conll2003", batch_size=3, jit_compile=jit_compile)
+    kind.features = {"train": features}
+    inputs, labels = next(iter(kind.train_dataset(seed=None, epoch=0, skip=0)))
+    assert inputs["token_ids"].shape == (3, length) and labels.shape == (3, length)
 
 
 def test_tagging_learns_and_scores_as_seqeval(run_dir, tmp_path):

@@ -21,7 +21,7 @@ from electra_tf import atomic, run_files
 from electra_tf.data.lines import table_rows
 from electra_tf.tasks.classification import data as tasks_lib
 from electra_tf.finetuning import trials
-from electra_tf.finetuning.batching import epoch_batches, predict_in_batches
+from electra_tf.finetuning.batching import LENGTH_MULTIPLE, epoch_batches, predict_in_batches
 from electra_tf.finetuning.config import FinetuneConfig
 from electra_tf.finetuning.examples import BLANK, Example, Prediction, column_index, each_line, field, json_object
 from electra_tf.tasks.base import TaskKind
@@ -74,12 +74,12 @@ def pack_examples(examples, tokenizer, seq_length, chunk=4096):
 
 
 def make_dataset(examples, tokenizer, seq_length, batch_size, regression=False, shuffle_seed=None, epoch=0, skip=0,
-                 packed=None):
+                 packed=None, multiple=LENGTH_MULTIPLE):
     """`tf.data` of `(inputs dict, label)` training batches, tokenised once (`pack_examples`) before the first batch.
 
-    Each batch is cut to its longest row (rounded up to `batching.LENGTH_MULTIPLE`):
-    padding is masked, so this changes no result and saves the compute of
-    padding on short sentences.
+    Each batch is cut to its longest row (rounded up to `multiple`, `batching.length_multiple`):
+    padding is masked, so this changes no output and saves the compute of padding on short
+    sentences (dropout draws its masks for the cut batch).
 
     Args:
         examples: list of `data.Example` (the labelled rows of `tasks.classification.data`).
@@ -91,10 +91,11 @@ def make_dataset(examples, tokenizer, seq_length, batch_size, regression=False, 
             (`batching.epoch_order`); None keeps the file order.
         epoch, skip: int. The epoch, and its batches left out (a resumed run).
         packed: optional `pack_examples(examples, tokenizer, seq_length)`, computed once by the caller.
+        multiple: int. What the cut is rounded up to.
     """
     if packed is None:
         packed = pack_examples(examples, tokenizer, seq_length)
-    return epoch_batches((packed, _labels(examples, regression)), batch_size, shuffle_seed, epoch, skip)
+    return epoch_batches((packed, _labels(examples, regression)), batch_size, shuffle_seed, epoch, skip, multiple)
 
 
 class ClassificationKind(TaskKind):
@@ -161,7 +162,7 @@ class ClassificationKind(TaskKind):
     def train_dataset(self, seed, epoch, skip):
         c = self.config
         return make_dataset(self.train, self.tokenizer, c.seq_length, c.batch_size, self.spec.is_regression,
-                            seed, epoch, skip, packed=self.packed_train)
+                            seed, epoch, skip, packed=self.packed_train, multiple=self.length_multiple)
 
     def build_model(self, encoder):
         model = ElectraClassifier(encoder, self.spec.num_labels, dropout=self.config.dropout)

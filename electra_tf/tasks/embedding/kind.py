@@ -100,7 +100,8 @@ class EmbeddingKind(TaskKind):
 
     def train_dataset(self, seed, epoch, skip):
         labels = np.zeros(self.num_train_rows, np.float32)  # unread: row i's positive is passage i
-        return epoch_batches((self.packed["train"], labels), self.config.batch_size, seed, epoch, skip)
+        return epoch_batches((self.packed["train"], labels), self.config.batch_size, seed, epoch, skip,
+                             self.length_multiple)
 
     def build_model(self, encoder):
         c = self.config

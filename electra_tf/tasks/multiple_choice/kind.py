@@ -170,7 +170,7 @@ class MultipleChoiceKind(TaskKind):
 
     def train_dataset(self, seed, epoch, skip):
         return epoch_batches((self.packed["train"], self._labels("train")), self.config.batch_size, seed, epoch,
-                             skip)
+                             skip, self.length_multiple)
 
     def build_model(self, encoder):
         model = ElectraMultipleChoice(encoder, dropout=self.config.dropout)

@@ -27,7 +27,8 @@ from absl import logging
 from electra_tf import atomic, run_files
 from electra_tf.tasks.span_qa import metrics as qa_metrics
 from electra_tf.tasks.span_qa import squad
-from electra_tf.finetuning.batching import INPUTS, compiled_predictor, epoch_batches, predict_in_batches
+from electra_tf.finetuning.batching import (INPUTS, LENGTH_MULTIPLE, compiled_predictor, epoch_batches,
+                                            predict_in_batches)
 from electra_tf.finetuning.examples import Example, Prediction, each_line, field, json_object, spooled
 from electra_tf.tasks.base import TaskKind
 from electra_tf.tasks.span_qa.config import Config
@@ -39,11 +40,11 @@ QA_SETTINGS = ("doc_stride", "max_query_length", "max_answer_length", "n_best_si
                "qa_head", "null_threshold", "swap_contexts")
 
 
-def qa_dataset(features, batch_size, answerable, shuffle_seed=None, epoch=0, skip=0):
+def qa_dataset(features, batch_size, answerable, shuffle_seed=None, epoch=0, skip=0, multiple=LENGTH_MULTIPLE):
     """`tf.data` of `(inputs + start_positions, labels)` batches for `ElectraQuestionAnswerer.fit`.
 
-    Batches are cut to their longest row rounded up to `batching.LENGTH_MULTIPLE`
-    (padding is masked: no result changes). `shuffle_seed`, `epoch`, `skip`: as `batching.epoch_batches`.
+    Batches are cut to their longest row rounded up to `multiple` (padding is masked: no output
+    changes). `shuffle_seed`, `epoch`, `skip`, `multiple`: as `batching.epoch_batches`.
     """
     a = features.arrays
     inputs = {name: a[name] for name in INPUTS}
@@ -51,7 +52,7 @@ def qa_dataset(features, batch_size, answerable, shuffle_seed=None, epoch=0, ski
     labels = {"start_logits": a["start_positions"], "end_logits": a["end_positions"]}
     if answerable:
         labels["answerable_logit"] = a["is_impossible"].astype(np.float32)
-    return epoch_batches((inputs, labels), batch_size, shuffle_seed, epoch, skip)
+    return epoch_batches((inputs, labels), batch_size, shuffle_seed, epoch, skip, multiple)
 
 
 def predict_windows(model, features, batch_size=32, predict=None):
@@ -143,7 +144,8 @@ class SpanQAKind(TaskKind):
         self.num_train_rows = len(self.features["train"].arrays["token_ids"])
 
     def train_dataset(self, seed, epoch, skip):
-        return qa_dataset(self.features["train"], self.config.batch_size, self.answerable, seed, epoch, skip)
+        return qa_dataset(self.features["train"], self.config.batch_size, self.answerable, seed, epoch, skip,
+                          self.length_multiple)
 
     def build_model(self, encoder):
         c = self.config

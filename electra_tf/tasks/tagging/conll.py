@@ -24,6 +24,7 @@ missing from the label set, a byte that is not UTF-8.
 
 import dataclasses
 import functools
+import itertools
 import os
 import re
 
@@ -60,7 +61,7 @@ class Sentence:
     lines: tuple = ()
 
 
-def read_conll(path, token_column=0, label_column=-1, scheme="IOB2"):
+def read_conll(path, token_column=0, label_column=-1, scheme="IOB2", limit=None):
     """Reads a CoNLL-column file into sentences.
 
     Blank lines end a sentence; `-DOCSTART-` lines end one too and are
@@ -77,6 +78,8 @@ def read_conll(path, token_column=0, label_column=-1, scheme="IOB2"):
             conlleval and seqeval read) and a warning gives the count and the
             first line. "auto": the file's own (`detect_scheme`), logged.
             None: labels kept as written (POS tags).
+        limit: int or None. Read (and check) the first `limit` sentences only (`--train_limit`,
+            `--dev_limit`): the lines after them are not looked at.
 
     Returns:
         list of `Sentence`.
@@ -103,7 +106,7 @@ def read_conll(path, token_column=0, label_column=-1, scheme="IOB2"):
         raise FileNotFoundError(f"CoNLL file not found: `path={path}`")
     with tf.io.gfile.GFile(path, "rb") as f:
         text = decode_utf8(f.read(), path)
-    rows_of_sentences = list(_sentence_rows(text, path))
+    rows_of_sentences = list(itertools.islice(_sentence_rows(text, path), limit))
     if scheme == AUTO:
         scheme, evidence = detect_scheme(_tags_in_order(rows_of_sentences, label_column))
         logging.info("%s: span tags read as %s (%s).", path, scheme, evidence)
@@ -391,9 +394,9 @@ class ConllTask:
             raise FileNotFoundError(f"Task {self.name!r}, split {split!r}: none of {paths} exists.")
         return path
 
-    def read(self, data_dir, split):
-        """The sentences of `split`, tags in IOB2 for span tasks."""
-        return read_conll(self.path(data_dir, split), self.token_column, self.label_column, self.scheme)
+    def read(self, data_dir, split, limit=None):
+        """The sentences of `split` (the first `limit`), tags in IOB2 for span tasks."""
+        return read_conll(self.path(data_dir, split), self.token_column, self.label_column, self.scheme, limit)
 
     def labels(self, data_dir, train_sentences=None):
         """`labels_file` when `data_dir` has it, else `label_set` of the train split."""

@@ -20,7 +20,8 @@ from absl import logging
 
 from electra_tf.data.lines import split_lines
 from electra_tf.tasks.tagging import conll
-from electra_tf.finetuning.batching import INPUTS, compiled_predictor, epoch_batches, predict_in_batches
+from electra_tf.finetuning.batching import (INPUTS, LENGTH_MULTIPLE, compiled_predictor, epoch_batches,
+                                            predict_in_batches)
 from electra_tf.finetuning.examples import Example, Prediction, each_line, field, json_object, split_file, spooled
 from electra_tf.tasks.base import TaskKind
 from electra_tf.tasks.tagging.config import Config, PredictOptions
@@ -75,21 +76,22 @@ def _int_column(value):
         ) from None
 
 
-def tagging_dataset(features, batch_size, shuffle_seed=None, epoch=0, skip=0):
+def tagging_dataset(features, batch_size, shuffle_seed=None, epoch=0, skip=0, multiple=LENGTH_MULTIPLE):
     """`tf.data` of `(inputs dict, label_ids)` batches of `build_features` rows.
 
-    Each batch is cut to its longest row (rounded up to `batching.LENGTH_MULTIPLE`):
-    padding is masked, so this changes no result and saves most of the
-    compute on CoNLL's short sentences.
+    Each batch is cut to its longest row (rounded up to `multiple`, `batching.length_multiple`):
+    padding is masked, so this changes no output and saves most of the compute on CoNLL's short
+    sentences (dropout draws its masks for the cut batch).
 
     Args:
         features: dict from `build_features`.
         batch_size: int. Global batch.
         shuffle_seed: int or None. The order of epoch `epoch` for this seed; None keeps the rows' order.
         epoch, skip: int. The epoch, and its batches left out (a resumed run).
+        multiple: int. What the cut is rounded up to.
     """
     arrays = ({name: features[name] for name in INPUTS}, features["label_ids"])
-    return epoch_batches(arrays, batch_size, shuffle_seed, epoch, skip)
+    return epoch_batches(arrays, batch_size, shuffle_seed, epoch, skip, multiple)
 
 
 def piece_predictor(model):
@@ -177,7 +179,7 @@ class TaggingKind(TaskKind):
         super().__init__(config)
         task = tagging_task(config)
         self.task, self.metric = task, task.metric
-        self.sentences = {split: task.read(config.data_dir, split)[:limit]
+        self.sentences = {split: task.read(config.data_dir, split, limit)
                           for split, limit in (("train", config.train_limit), ("dev", config.dev_limit))}
         if "test" in task.splits and split_file(config.data_dir, task.splits["test"]):
             self.sentences["test"] = task.read(config.data_dir, "test")
@@ -200,7 +202,7 @@ class TaggingKind(TaskKind):
         self.num_train_rows = len(self.features["train"]["label_ids"])
 
     def train_dataset(self, seed, epoch, skip):
-        return tagging_dataset(self.features["train"], self.config.batch_size, seed, epoch, skip)
+        return tagging_dataset(self.features["train"], self.config.batch_size, seed, epoch, skip, self.length_multiple)
 
     def build_model(self, encoder):
         model = ElectraTokenClassifier(encoder, len(self.labels), dropout=self.config.dropout)
