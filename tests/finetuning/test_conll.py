@@ -53,6 +53,16 @@ def test_token_and_label_columns(tmp_path):
     assert pos[2].words == ("S.", "Africa", "Lions") and pos[2].tags == ("NNP", "NNP", "NNP")
 
 
+def test_a_limit_reads_the_first_sentences_and_not_the_lines_after_them(tmp_path):
+    broken_later = CONLL_TEXT.replace("Lions NNP B-NP B-LOC", "Lions B-LOC")  # sentence 3: a line of 2 columns
+    path = write(tmp_path, broken_later)
+    full = conll.read_conll(path, scheme="IOB1", limit=2)
+    assert [s.words for s in full] == [("EU", "rejects", "German", "call"), ("Peter", "Blackburn")]
+    assert [s.tags for s in full] == [("B-ORG", "O", "B-MISC", "O"), ("B-PER", "I-PER")]
+    with pytest.raises(ValueError, match=re.escape(f"{path}:15: 2 columns")):
+        conll.read_conll(path, scheme="IOB1", limit=3)
+
+
 def test_wrong_column_count_names_file_and_line(tmp_path):
     path = write(tmp_path, CONLL_TEXT.replace("Blackburn NNP I-NP I-PER", "Blackburn NNP I-PER"))
     with pytest.raises(ValueError, match=re.escape(f"{path}:9: 3 columns, but the first data line (3) has 4")):
