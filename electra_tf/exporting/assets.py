@@ -63,10 +63,10 @@ class ServedModel(tf.Module):
 
     def encode(self, inputs):
         """The encoder's sequence output in a served graph: `inference_graph.encoder_forward`'s fused ops
-        where they compute exactly what the encoder does (`inference_graph.supported`), else its Keras layers
-        (and inside `keras_layers()`)."""
+        where they compute exactly what the encoder does (`inference_graph.supported`, decided once when the
+        module is built: `attention_projections` is set), else its Keras layers (and inside `keras_layers()`)."""
         encoder = self._model.obj.encoder
-        if self._fused and inference_graph.supported(encoder):
+        if self._fused and self.attention_projections is not None:
             return inference_graph.encoder_forward(encoder, inputs, self.attention_projections)
         return encoder(inputs, training=False)
 
