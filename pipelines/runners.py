@@ -44,6 +44,13 @@ does without it (the runner itself is used as released):
   (`distributed.scheduler.allowed-failures`, default 3) fails the run with
   `KilledWorker`: `run` turns that into `WorkersLostError`, one line.
 - It leaves its scheduler connection open: `run` closes it.
+- It waits by fetching the last transform's value (the build's sink returns
+  none) into the submitting process, and keeps it on a worker until the end: a
+  worker lost before the fetch makes the client retry it until the scheduler
+  has computed the value again, and a worker lost after it makes the scheduler
+  compute the finished work again. `run` waits for the computation without
+  fetching anything, releases the value once computed, and logs the tasks
+  running every 30 s.
 - It reads its flags without a check: `--dask_connection_timeout soon` (or
   `2.5`) falls back to Dask's default silently, a negative one or a partition
   count fails deep in Dask, both partition flags print Beam's whole usage.
@@ -439,12 +446,43 @@ def _dask_target(options):
     return "a local Dask cluster"
 
 
+_PROGRESS_SECONDS = 30  # how often a Dask build logs what its cluster is running
+
+
+def _wait_for_dask(futures, client):
+    """Waits until the DaskRunner's `futures` are computed, without fetching their values; raises a task's error.
+
+    A future is released once computed: a worker lost afterwards does not make
+    the scheduler compute the finished work again. A computed value lost before
+    that (its worker died) is waited for again, as the scheduler computes it
+    anew. Every `_PROGRESS_SECONDS` it logs how many tasks the workers run.
+    """
+    from distributed import wait  # pylint: disable=import-outside-toplevel
+
+    waiting, start = set(futures), time.monotonic()
+    while waiting:
+        try:
+            done, waiting = wait(list(waiting), timeout=_PROGRESS_SECONDS, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            running = client.processing()
+            logging.info("Dask build, %.0f s: %d tasks running on %d workers", time.monotonic() - start,
+                         sum(len(keys) for keys in running.values()), len(running))
+            continue
+        for future in done:
+            if future.status == "finished":
+                future.release()
+            elif future.status == "lost":  # computed, then its worker died: the scheduler computes it again
+                waiting.add(future)
+            else:
+                future.result()  # raises the task's error (KilledWorker where its workers died)
+
+
 def run(pipeline, options):
     """Runs `pipeline` (built with `runner(options)`) and waits for the end.
 
-    On the DaskRunner it logs the cluster it runs on, closes the scheduler
-    connection at the end (cancelling what is left of a failed run), and turns
-    its failures into one-line errors.
+    On the DaskRunner it logs the cluster it runs on and, while it waits, the
+    tasks running; it closes the scheduler connection at the end (cancelling
+    what is left of a failed run) and turns its failures into one-line errors.
 
     Args:
         pipeline: `beam.Pipeline`, built with `runner=runner(options)`.
@@ -482,7 +520,9 @@ def run(pipeline, options):
                          f" (progress: {client.dashboard_link})" if "dashboard" in info.get("services", {}) else "")
             if not workers:
                 logging.warning("No Dask worker has joined the scheduler yet: the build waits for one.")
-        result.wait_until_finish()
+            _wait_for_dask(result.futures, client)
+        else:
+            result.wait_until_finish()
     except Exception as e:  # pylint: disable=broad-except
         if type(e).__name__ == "KilledWorker":  # distributed.scheduler.KilledWorker
             raise WorkersLostError(str(e)) from e

@@ -2,9 +2,9 @@
 
 The cluster is what a user starts: `dask scheduler` and `dask worker` processes on 127.0.0.1, each
 its own process, joined through a scheduler file, with Dask's default settings. A worker is killed
-in the middle of a build twice: with those settings (the scheduler reruns its tasks elsewhere) and
-with a scheduler that retries no task (`allowed_failures` 0, as a cluster that lost more workers
-than it retries), where the build fails and is rerun.
+in the middle of a build twice, each time on a cluster of its own: with those settings (the
+scheduler reruns its tasks elsewhere) and with a scheduler that retries no task (`allowed_failures`
+0, as a cluster that lost more workers than it retries), where the build fails and is rerun.
 """
 
 import gzip
@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -27,6 +28,7 @@ from pipeline_testdata import IN_MEMORY, SAMPLE_TEXT
 SEQ_LENGTH = 64
 NUM_SHARDS = 4
 LINES_PER_FILE = 1500  # of each shared corpus file: about 0.8 MB of text, a few seconds to build
+BUILD_HANG_GUARD = 300  # seconds: a hang guard only; a build takes seconds, with a lost worker's tasks rerun too
 
 
 class Cluster:
@@ -74,15 +76,26 @@ class Cluster:
                     process.wait()
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def _started(root):
+    """A cluster of two workers in `root`, closed when the fixture that started it ends."""
     pytest.importorskip("distributed")
-    cluster = Cluster(tmp_path_factory.mktemp("dask"))
+    cluster = Cluster(root)
     try:
         cluster.add_workers(2)
         yield cluster
     finally:
         cluster.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    yield from _started(tmp_path_factory.mktemp("dask"))
+
+
+@pytest.fixture
+def own_cluster(tmp_path_factory):
+    """A cluster for one test that kills a worker: what a kill leaves behind never reaches another test."""
+    yield from _started(tmp_path_factory.mktemp("dask"))
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +131,7 @@ def _dask_build(cluster, inputs, vocab_file, output_dir, wait=True):
             "--output_dir", str(output_dir), "--seq_length", str(SEQ_LENGTH), "--num_shards", str(NUM_SHARDS),
             "--runner", "DaskRunner", "--dask_client_address", cluster.address]
     if wait:
-        return run_python(args, check=False)
+        return run_python(args, check=False, timeout=BUILD_HANG_GUARD)
     return subprocess.Popen([sys.executable, *args], cwd=REPO, env=dict(cluster.env), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
@@ -144,31 +157,59 @@ def _kill_a_busy_worker_once_a_shard_is_written(cluster, build, output_dir):
     """Waits for a shard under its final name, freezes the workers, SIGKILLs one the scheduler says is running
     a task (so it dies mid-task), resumes the others; returns the killed pid (None: the build ended first)."""
     pids = cluster.client.run(os.getpid)  # worker address -> process id
-    while build.poll() is None:
+    guard = time.monotonic() + BUILD_HANG_GUARD
+    while build.poll() is None and time.monotonic() < guard:
         if os.path.isdir(output_dir) and any(n.startswith(SHARD_PREFIX) for n in os.listdir(output_dir)):
+            busy = []
             for pid in pids.values():
                 os.kill(pid, signal.SIGSTOP)
-            busy = [pids[address] for address, keys in cluster.client.processing().items() if keys]
-            if busy:
-                os.kill(busy[0], signal.SIGKILL)
-            for pid in pids.values():
-                if pid not in busy[:1]:
-                    os.kill(pid, signal.SIGCONT)
+            try:
+                busy = [pids[address] for address, keys in cluster.client.processing().items() if keys]
+                if busy:
+                    os.kill(busy[0], signal.SIGKILL)
+            finally:
+                for pid in pids.values():
+                    if pid not in busy[:1]:
+                        os.kill(pid, signal.SIGCONT)
             if busy:
                 return busy[0]
         time.sleep(0.02)
     return None
 
 
+def _unfinished_tasks(dask_scheduler):
+    """Runs on the scheduler: the state of each task not yet computed or released, and its worker."""
+    return {str(key): (ts.state, ts.processing_on and ts.processing_on.address) for key, ts in
+            dask_scheduler.tasks.items() if ts.state not in ("memory", "released", "forgotten")}
+
+
+def _wait_for_the_build(cluster, build):
+    """The build's (stdout, stderr) once it ended. A build that hangs is stopped and the test fails with what the
+    scheduler still had to do, its log and the build's."""
+    try:
+        return build.communicate(timeout=BUILD_HANG_GUARD)
+    except subprocess.TimeoutExpired:
+        build.kill()
+        _, stderr = build.communicate()
+        scheduler_log = (cluster.root / "scheduler-0.log").read_text(errors="replace")
+        raise AssertionError(
+            f"the build did not end within {BUILD_HANG_GUARD} s. The scheduler's unfinished tasks: "
+            f"{cluster.client.run_on_scheduler(_unfinished_tasks)}\nIts log:\n{scheduler_log[-5000:]}\n"
+            f"The build's log:\n{stderr[-5000:]}") from None
+    finally:
+        if build.poll() is None:
+            build.kill()
+            build.wait()
+
+
 @pytest.mark.large
-def test_a_worker_killed_mid_build_has_its_tasks_rerun_and_the_build_completes(cluster, corpus, reference,
+def test_a_worker_killed_mid_build_has_its_tasks_rerun_and_the_build_completes(own_cluster, corpus, reference,
                                                                              vocab_file, tmp_path):
-    out = tmp_path / "dask"
+    cluster, out = own_cluster, tmp_path / "dask"
     build = _dask_build(cluster, corpus, vocab_file, out, wait=False)
     killed = _kill_a_busy_worker_once_a_shard_is_written(cluster, build, out)
-    stdout, stderr = build.communicate(timeout=600)
+    stdout, stderr = _wait_for_the_build(cluster, build)
     assert killed is not None, f"the build ended before a worker was caught running a task:\n{stderr[-3000:]}"
-    cluster.add_workers(1)  # the lost worker's replacement, for the next test
 
     assert build.returncode == 0, stderr[-5000:]
     assert json.loads(stdout)["examples"] > 1000
@@ -176,25 +217,19 @@ def test_a_worker_killed_mid_build_has_its_tasks_rerun_and_the_build_completes(c
 
 
 @pytest.fixture
-def no_retries(cluster):
-    """The scheduler fails a task at its worker's first death (Dask's default: after the third)."""
-    def set_allowed_failures(value):
-        return cluster.client.run_on_scheduler(lambda dask_scheduler: setattr(dask_scheduler, "allowed_failures",
-                                                                            value))
-
-    default = cluster.client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.allowed_failures)
-    set_allowed_failures(0)
-    yield
-    set_allowed_failures(default)
+def no_retries(own_cluster):
+    """A cluster whose scheduler fails a task at its worker's first death (Dask's default: after the third)."""
+    own_cluster.client.run_on_scheduler(lambda dask_scheduler: setattr(dask_scheduler, "allowed_failures", 0))
+    return own_cluster
 
 
 @pytest.mark.large
-def test_a_worker_killed_mid_build_fails_it_incomplete_and_the_rerun_completes(cluster, no_retries, corpus,
-                                                                             reference, vocab_file, tmp_path):
-    out = tmp_path / "dask"
+def test_a_worker_killed_mid_build_fails_it_incomplete_and_the_rerun_completes(no_retries, corpus, reference,
+                                                                             vocab_file, tmp_path):
+    cluster, out = no_retries, tmp_path / "dask"
     build = _dask_build(cluster, corpus, vocab_file, out, wait=False)
     killed = _kill_a_busy_worker_once_a_shard_is_written(cluster, build, out)
-    stdout, stderr = build.communicate(timeout=600)
+    stdout, stderr = _wait_for_the_build(cluster, build)
     assert killed is not None, f"the build ended before a worker was caught running a task:\n{stderr[-3000:]}"
 
     assert build.returncode == 1, stderr[-5000:]
@@ -352,3 +387,58 @@ def test_a_given_dask_partitioning_is_kept():
         ["--runner=DaskRunner", "--dask_npartitions=8"]
     assert runners.merge_pipeline_args(["--runner", "DaskRunner"]) == \
         ["--dask_partition_size=1", "--runner", "DaskRunner"]
+
+
+@pytest.fixture
+def local_client():
+    """A client of an in-process Dask cluster: one worker, one thread."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as lc, \
+            distributed.Client(lc) as client:
+        yield client
+
+
+def _fail(message):
+    raise ValueError(message)
+
+
+def test_the_wait_for_a_dask_build_raises_a_tasks_error_and_leaves_no_result_on_the_cluster(local_client):
+    from electra_tf.pipelines import runners
+
+    done = local_client.submit(sum, [1, 2], key="done")
+    runners._wait_for_dask([done], local_client)  # pylint: disable=protected-access
+    held = lambda dask_scheduler: "done" in dask_scheduler.tasks  # noqa: E731
+    guard = time.monotonic() + 60  # a hang guard: the release reaches the scheduler in milliseconds
+    while local_client.run_on_scheduler(held) and time.monotonic() < guard:
+        time.sleep(0.01)
+    assert not local_client.run_on_scheduler(held)  # released: a worker lost now has nothing to compute again
+
+    with pytest.raises(ValueError, match="^a task failed$"):
+        failing = local_client.submit(_fail, "a task failed")
+        runners._wait_for_dask([failing], local_client)  # pylint: disable=protected-access
+
+
+_PROGRESS_LOGGED = threading.Event()
+
+
+def _run_until_the_progress_is_logged():
+    return _PROGRESS_LOGGED.wait(120)  # a hang guard only
+
+
+def test_the_wait_for_a_dask_build_logs_the_tasks_running(local_client, monkeypatch):
+    """A task runs until the wait has logged it: the log line, not a clock, ends it."""
+    from electra_tf.pipelines import runners
+
+    seen = []
+
+    def info(message, *args):  # absl's `logging.info`, whatever the process's logging settings
+        if "tasks running" in message % args:
+            seen.append(message % args)
+            _PROGRESS_LOGGED.set()
+
+    _PROGRESS_LOGGED.clear()
+    monkeypatch.setattr(runners, "_PROGRESS_SECONDS", 0.05)
+    monkeypatch.setattr(runners.logging, "info", info)
+    task = local_client.submit(_run_until_the_progress_is_logged, pure=False)
+    runners._wait_for_dask([task], local_client)  # pylint: disable=protected-access
+    assert seen and seen[0].endswith(": 1 tasks running on 1 workers"), seen
