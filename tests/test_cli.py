@@ -230,3 +230,87 @@ def test_safetensors_is_a_core_requirement():
     setup = (REPO / "setup.py").read_text()
     core = setup[setup.index("install_requires"):setup.index("extras_require")]
     assert '"safetensors' in core
+
+
+# Loaded first by every Python process started with it on PYTHONPATH: marks the two ends of an exit in files,
+# an `atexit` handler (run by Python's exit and by `process_exit.leave`) and a module object's `__del__` (run
+# only by the interpreter's teardown, which `leave` skips).
+SITECUSTOMIZE = """
+import atexit, os
+MARKS = os.environ["EXIT_MARKS"]
+atexit.register(lambda: open(os.path.join(MARKS, "atexit"), "w").close())
+class Teardown:
+    def __del__(self, open=open, path=os.path.join(MARKS, "teardown")):  # the names bound now: teardown clears them
+        open(path, "w").close()
+teardown = Teardown()
+"""
+
+# What pip writes as a console script (`electra-convert`), the command's `run` imported from its module.
+CONSOLE_STUB = """# -*- coding: utf-8 -*-
+import re
+import sys
+from electra_tf.convert import run
+if __name__ == '__main__':
+    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
+    sys.exit(run())
+"""
+
+# A script that runs a command in its own process and goes on after it.
+WRAPPER = """
+import runpy, sys
+sys.argv = ["electra_tf.convert", *sys.argv[1:]]
+try:
+    runpy.run_module("electra_tf.convert", run_name="__main__", alter_sys=True)
+except SystemExit as stop:
+    print(f"the command ended with {stop.code}; the script goes on")
+"""
+
+BAD_INPUT = ["--from", "bert", "--input", "no_such_folder", "--to", "keras", "--output_dir", "out.keras"]
+
+
+def _exit_marks(tmp_path, args, env=None):
+    """Runs `python args` with SITECUSTOMIZE loaded; (result, the marks left: a subset of {"atexit", "teardown"})."""
+    marks, site = tmp_path / "marks", tmp_path / "site"
+    marks.mkdir()
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    result = run_python(args, check=False, timeout=300, env={"PYTHONPATH": f"{site}{os.pathsep}{REPO}",
+                                                             "EXIT_MARKS": str(marks), **(env or {})})
+    return result, {path.name for path in marks.iterdir()}
+
+
+@pytest.mark.parametrize("launch", ["module", "console_script"])
+def test_a_command_run_as_the_program_ends_after_its_atexit_handlers_without_the_teardown(tmp_path, launch):
+    """Bad input: the one error line and exit 1; `atexit` ran, the interpreter's teardown did not."""
+    stub = tmp_path / "electra-convert"
+    stub.write_text(CONSOLE_STUB)
+    program = ["-m", "electra_tf.convert"] if launch == "module" else [str(stub)]
+    result, marks = _exit_marks(tmp_path, [*program, *BAD_INPUT])
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1].startswith("error: ") and "no_such_folder" in result.stderr
+    assert marks == {"atexit"}
+
+
+def test_a_command_ending_without_the_teardown_flushes_what_it_printed(tmp_path):
+    """`--help` (absl exits 1 after it) writes its text to a pipe, block-buffered: all of it arrives."""
+    result, marks = _exit_marks(tmp_path, ["-m", "electra_tf.convert", "--help"])
+    assert result.returncode == 1 and marks == {"atexit"}
+    assert "--output_dir" in result.stdout and result.stdout.rstrip().endswith("Try --helpfull to get a list of "
+                                                                                 "all flags.")
+
+
+@pytest.mark.parametrize("env", [{"ELECTRA_TF_FULL_EXIT": "1"},
+                                 {"TF_CONFIG": '{"cluster": {"worker": ["localhost:1"]}, '
+                                               '"task": {"type": "worker", "index": 0}}'}],
+                         ids=["asked", "multi_worker"])
+def test_python_exits_as_ever_when_asked_or_on_a_multi_worker_run(tmp_path, env):
+    result, marks = _exit_marks(tmp_path, ["-m", "electra_tf.convert", *BAD_INPUT], env=env)
+    assert result.returncode == 1 and "error: " in result.stderr
+    assert marks == {"atexit", "teardown"}
+
+
+def test_a_script_that_runs_a_command_in_its_process_goes_on_after_it(tmp_path):
+    result, marks = _exit_marks(tmp_path, ["-c", WRAPPER, *BAD_INPUT])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "the command ended with 1; the script goes on"
+    assert marks == {"atexit", "teardown"}

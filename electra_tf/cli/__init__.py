@@ -18,7 +18,7 @@ import sys
 
 from absl import app, flags
 
-from electra_tf.cli import collector
+from electra_tf.cli import collector, process_exit
 from electra_tf.cli.errors import ERROR_EXIT, PREEMPTED_EXIT, USAGE_EXIT, fail, guard, missing_module
 from electra_tf.cli.flag_vocabulary import (DEPRECATED_FLAGS, aliases, define, define_init, define_model_dir,
                                             define_output_dir, define_seq_length, define_vocab_file, parse_flags,
@@ -50,11 +50,18 @@ def run(main, known_only=False, aliases=None):  # pylint: disable=redefined-oute
 def console_script(program):
     """The console script of a command module: TensorFlow's start prepared, the module's flags defined
     (`define_flags`), its `main` run behind the error boundary (`run`) with its deprecated spellings
-    (`ALIASES`). Each command ends with `run = cli.console_script(sys.modules[__name__])`."""
+    (`ALIASES`). Each command ends with `run = cli.console_script(sys.modules[__name__])`.
+
+    Run as the program (`python -m`, the console script), the process ends after its `atexit`
+    handlers, without the interpreter's teardown (`process_exit`)."""
     def script():
         prepare_tensorflow()  # before `define_flags`, which may import TensorFlow
         program.define_flags()
-        run(program.main, aliases=getattr(program, "ALIASES", None))
+        try:
+            run(program.main, aliases=getattr(program, "ALIASES", None))
+        except SystemExit as stop:
+            process_exit.leave(stop, script.__code__)  # ends the process here where nothing runs after it
+            raise
 
     script.__doc__ = f"The `{program.__name__}` command."
     return script

