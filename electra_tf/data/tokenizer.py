@@ -441,7 +441,7 @@ class WordPieceTokenizer(tf.Module):
         }
 
 
-SERVING_PAD_MULTIPLE = 16  # served graphs pad a batch to its longest row rounded up to this (`padded_length`)
+SERVING_PAD_MULTIPLE = 8  # served graphs pad a batch to its longest row rounded up to this (`padded_length`)
 
 
 def padded_length(longest, seq_length, multiple=SERVING_PAD_MULTIPLE):
@@ -462,8 +462,8 @@ def padded_length(longest, seq_length, multiple=SERVING_PAD_MULTIPLE):
 
     Example:
         >>> from electra_tf.data.tokenizer import padded_length
-        >>> [int(padded_length(n, 128)) for n in (0, 1, 16, 17, 26, 120, 128)]
-        [16, 16, 16, 32, 32, 128, 128]
+        >>> [int(padded_length(n, 128)) for n in (0, 1, 8, 9, 26, 121, 128)]
+        [8, 8, 8, 16, 32, 128, 128]
     """
     longest = tf.maximum(tf.cast(longest, tf.int32), 1)
     return tf.minimum((longest + multiple - 1) // multiple * multiple, seq_length)

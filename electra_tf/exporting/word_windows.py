@@ -56,7 +56,7 @@ class WordWindows(typing.NamedTuple):
     """The windows `word_windows` cuts a batch of texts' words into, and where each word is read."""
 
     inputs: dict  # token_ids, segment_ids, padding_mask int32 (num_windows, length): [CLS] pieces [SEP] padded to
-    # the longest window + 2 rounded up to a multiple of 16, at most seq_length (`tokenizer.padded_length`)
+    # the longest window + 2 rounded up to a multiple of 8, at most seq_length (`tokenizer.padded_length`)
     pieces: tf.RaggedTensor  # int32 (num_words, None): the pieces of every word of the batch, in order
     word_window: tf.Tensor  # int64 (num_words,): the window each word is read from
     position: tf.Tensor  # int64 (num_words,): its first piece's position in that window ([CLS] is 0)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from electra_tf.data.tokenizer import SERVING_PAD_MULTIPLE
 from helpers import run_python
 from test_dynamic_length import write_vocab
 
@@ -75,12 +76,13 @@ def run_client(requests, tmp_path):
 
 
 def test_litert_models_take_a_short_and_a_long_request(exported, tmp_path):
-    """Raw text of one short sentence and of a batch up to seq_length; ids of 16 and of seq_length positions."""
+    """Raw text of one short sentence and of a batch up to seq_length; ids of one pad multiple and of seq_length
+    positions."""
     root, text_model, ids_model, module, _ = exported
     preprocess = module.signatures()["preprocess"]
     short_ids = {k: v.numpy() for k, v in preprocess(text=tf.constant(SHORT)).items()}
     long_ids = {k: v.numpy() for k, v in preprocess(text=tf.constant(LONG)).items()}
-    assert short_ids["token_ids"].shape[1] == 16 and long_ids["token_ids"].shape[1] == SEQ_LENGTH
+    assert short_ids["token_ids"].shape[1] == SERVING_PAD_MULTIPLE and long_ids["token_ids"].shape[1] == SEQ_LENGTH
     requests = {"text_short": (text_model, {"text": np.array(SHORT)}),
                 "text_long": (text_model, {"text": np.array(LONG)}),
                 "ids_short": (ids_model, short_ids), "ids_long": (ids_model, long_ids)}
@@ -129,8 +131,8 @@ def test_litert_ids_model_refuses_ids_outside_the_table_and_rows_too_long(export
 
 
 def test_pack_ids_at_the_requests_length_equals_the_served_packing(tmp_path):
-    """The LiteRT packing (builtin ops) pads as the SavedModel's does: to the longest row rounded up to 16."""
-    from electra_tf.data.tokenizer import SERVING_PAD_MULTIPLE, WordPieceTokenizer
+    """The LiteRT packing (builtin ops) pads as the SavedModel's does: to the longest row rounded up to a multiple."""
+    from electra_tf.data.tokenizer import WordPieceTokenizer
     from electra_tf.exporting.tflite import pack_ids
 
     tokenizer = WordPieceTokenizer(write_vocab(tmp_path / "vocab.txt"))
@@ -142,4 +144,4 @@ def test_pack_ids_at_the_requests_length_equals_the_served_packing(tmp_path):
                 for key in expected:
                     np.testing.assert_array_equal(got[key].numpy(), expected[key].numpy(), err_msg=key)
     empty = pack_ids(tokenizer, tf.constant([], tf.string), seq_length=SEQ_LENGTH, pad_multiple=SERVING_PAD_MULTIPLE)
-    assert empty["token_ids"].shape == (0, 16)
+    assert empty["token_ids"].shape == (0, SERVING_PAD_MULTIPLE)

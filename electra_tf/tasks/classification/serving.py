@@ -23,7 +23,7 @@ Signatures (batch dimension dynamic everywhere):
 Texts are tokenised in the graph by the same `WordPieceTokenizer` as in
 training, truncated to `seq_length` (pairs longest-first); an empty string is
 a valid input (`[CLS] [SEP]`). A call is computed at the length of its longest
-request, rounded up to a multiple of 16 and never past `seq_length`
+request, rounded up to a multiple of 8 and never past `seq_length`
 (`tokenizer.padded_length`): the attention mask makes padding irrelevant, so
 the outputs are those of full-length padding, at the cost of the request's own length.
 """

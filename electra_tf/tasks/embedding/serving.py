@@ -11,7 +11,7 @@ Signatures (batch dimension dynamic):
     preprocess       text -> token_ids, segment_ids, padding_mask
 
 Texts are tokenised in the graph by the training tokenizer (`[CLS] text [SEP]`, truncated to
-`seq_length`); a call is computed at its longest text's length rounded up to a multiple of 16,
+`seq_length`); a call is computed at its longest text's length rounded up to a multiple of 8,
 at most `seq_length` (`tokenizer.padded_length`): pooling reads only the `padding_mask`'s tokens,
 so the vectors are those of full-length padding. `export --format tflite` converts the same
 outputs (raw text, or `--ids`).

@@ -19,7 +19,7 @@ Signatures (batch and choice dimensions dynamic):
 
 Each choice is packed with its context as training packs it
 (`[CLS] context [SEP] question choice [SEP]`, truncated longest-first to `seq_length`); a call
-is computed at its longest sequence's length rounded up to a multiple of 16, at most
+is computed at its longest sequence's length rounded up to a multiple of 8, at most
 `seq_length` (`tokenizer.padded_length`), which gives the outputs of full-length padding.
 """
 
