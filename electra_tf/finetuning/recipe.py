@@ -16,6 +16,7 @@ from absl import logging
 from electra_tf import atomic, run_files, sources
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.finetuning.layerwise_lr import LayerwiseAdamW
+from electra_tf.layers.initializers import weights_set_after_build
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.training import distribute
 from electra_tf.training.optimization import WarmupLinearDecay
@@ -105,8 +106,9 @@ def jit_compile(config, strategy):
 def rebuild_encoder(encoder):
     """A copy of `encoder` made in the current strategy scope and global dtype policy."""
     config = dict(encoder.get_config(), dtype=keras.mixed_precision.global_policy().name)
-    copy = ElectraEncoder.from_config(config)
-    copy.build()
+    with weights_set_after_build():  # every weight is set below: nothing to draw
+        copy = ElectraEncoder.from_config(config)
+        copy.build()
     copy.set_weights(encoder.get_weights())
     return copy
 

@@ -3,6 +3,8 @@
 import keras
 from keras_hub.layers import PositionEmbedding
 
+from electra_tf.layers.initializers import drawn
+
 
 @keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraEmbeddings(keras.layers.Layer):
@@ -55,7 +57,7 @@ class ElectraEmbeddings(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
 
-        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        initializer = drawn(keras.initializers.TruncatedNormal(stddev=initializer_range))
         self.token_embedding = keras.layers.ReversibleEmbedding(
             vocab_size,
             embedding_dim,

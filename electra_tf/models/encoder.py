@@ -6,7 +6,7 @@ from keras_hub.layers import TransformerEncoder
 from electra_tf.layers.dropout import use_integer_bits_dropout
 from electra_tf.layers.embeddings import ElectraEmbeddings
 from electra_tf.layers.flat_projections import flatten_attention_projections
-from electra_tf.layers.initializers import kernel_initializer
+from electra_tf.layers.initializers import drawn, kernel_initializer
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -97,12 +97,12 @@ class ElectraEncoder(keras.Model):
                 f"`vocab_size={vocab_size}`, `embedding_dim={embedding_dim}`"
             )
         self.embeddings = embeddings
-        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        initializer = drawn(keras.initializers.TruncatedNormal(stddev=initializer_range))
         self.embeddings_project = None
         if embedding_dim != hidden_dim:
             self.embeddings_project = keras.layers.Dense(
                 hidden_dim,
-                kernel_initializer=kernel_initializer(embeddings_project_initializer, initializer_range),
+                kernel_initializer=drawn(kernel_initializer(embeddings_project_initializer, initializer_range)),
                 dtype=self.dtype_policy,
                 name="embeddings_project",
             )

@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from electra_tf import atomic, run_files
 from electra_tf.data.tokenizer import copy_vocab
+from electra_tf.layers.initializers import weights_set_after_build
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.pretrainer import build_pretrainer
 from electra_tf.sources.base import Source
@@ -32,7 +33,8 @@ def load_keras_model(path, flag="init"):
                                 "a file. Name the .keras file itself" + _folder_hint(path, flag) + ".")
     register_models()
     try:
-        return keras.saving.load_model(path, compile=False)  # the weights; a fine-tuned model's optimizer is not needed
+        with weights_set_after_build():  # Keras sets every weight from the file, or raises
+            return keras.saving.load_model(path, compile=False)  # a fine-tuned model's optimizer is not needed
     except Exception as e:  # Keras reports a damaged zip as "File not found"
         if "safe_mode" in str(e):
             raise ValueError(f"`--{flag}={path}` holds Python code (a Lambda layer's function, or another callable "

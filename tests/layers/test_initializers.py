@@ -74,3 +74,87 @@ def test_unknown_initializer_is_refused():
         config(embeddings_project_initializer="he_normal")
     with pytest.raises(ValueError, match="he_normal"):
         DiscriminatorHead(8, output_initializer="he_normal")
+
+
+def small_encoder(**overrides):
+    return ElectraEncoder(**{**dict(vocab_size=300, num_layers=1, num_heads=2, hidden_dim=256, embedding_dim=64,
+                                    intermediate_dim=64), **overrides})
+
+
+def test_within_weights_set_after_build_an_encoder_starts_from_zeros_and_outside_from_its_draws():
+    from electra_tf.layers.initializers import weights_set_after_build
+
+    with weights_set_after_build():
+        inside = small_encoder()
+        inside.build()
+    outside = small_encoder()
+    outside.build()
+    for weight in inside.weights:  # the layer norms' scales start at one, as Keras makes them
+        expected = 1.0 if weight.path.endswith("gamma") else 0.0
+        assert np.all(weight.numpy() == expected), weight.path
+    assert_truncated_normal(outside.embeddings.token_embedding.embeddings.numpy())
+    query = outside.transformer_layers[0]._self_attention_layer._query_dense.kernel.numpy()
+    assert_truncated_normal(query.reshape(query.shape[0], -1))
+    assert_glorot_uniform(outside.embeddings_project.kernel.numpy())
+
+
+def test_rebuild_encoder_copies_every_weight_and_the_new_head_draws_what_it_drew_before():
+    import keras
+
+    from electra_tf.finetuning.recipe import rebuild_encoder
+    from electra_tf.tasks.classification.model import ElectraClassifier
+
+    encoder = small_encoder(dropout=0.0)
+    encoder.build()
+    ids = np.array([[2, 7, 9, 3, 0, 0]], "int32")
+    inputs = {"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": (ids > 0).astype("int32")}
+
+    def head_weights(copy):
+        model = ElectraClassifier(copy, num_labels=3)
+        model.build()
+        return [w.numpy() for w in model.weights if not any(w is v for v in copy.weights)]
+
+    keras.utils.set_random_seed(5)
+    copy = rebuild_encoder(encoder)
+    heads = head_weights(copy)
+    # The copy as it was made before its tables were left undrawn: built with its draws, then set.
+    keras.utils.set_random_seed(5)
+    reference = ElectraEncoder.from_config(encoder.get_config())
+    reference.build()
+    reference.set_weights(encoder.get_weights())
+    reference_heads = head_weights(reference)
+
+    assert len(copy.weights) == len(encoder.weights)
+    for a, b in zip(copy.weights, encoder.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    np.testing.assert_array_equal(copy(inputs).numpy(), encoder(inputs).numpy())
+    assert heads and len(heads) == len(reference_heads)
+    for a, b in zip(heads, reference_heads):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_keras_file_without_every_weight_of_its_encoder_is_refused(tmp_path):
+    """Loading leaves the encoder's tables undrawn: a weight the file lacks must fail the load, not stay zero."""
+    import json
+    import zipfile
+
+    from electra_tf.sources.encoders import load_keras_model
+
+    encoder = small_encoder()
+    encoder.build()
+    saved = tmp_path / "encoder.keras"
+    encoder.save(saved)
+    np.testing.assert_array_equal(load_keras_model(str(saved)).embeddings.token_embedding.embeddings.numpy(),
+                                  encoder.embeddings.token_embedding.embeddings.numpy())
+    # The same weights file under a config with a second transformer layer, whose weights it does not hold.
+    damaged = tmp_path / "two_layers.keras"
+    with zipfile.ZipFile(saved) as source, zipfile.ZipFile(damaged, "w") as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename == "config.json":
+                config = json.loads(data)
+                config["config"]["num_layers"] = 2
+                data = json.dumps(config).encode()
+            target.writestr(item, data)
+    with pytest.raises(ValueError, match="cannot be read"):
+        load_keras_model(str(damaged))
