@@ -136,8 +136,9 @@ def test_data_position_compares_iterator_checkpoint_and_replay(tmp_path):
 @pytest.mark.large
 def test_qa_features_scaling_times_each_context(tmp_path):
     dev = bench_data("squad_v1.1", "dev.json")
-    text = report("qa_features_scaling", tmp_path, "--squad", str(dev), "--pieces", "2000,4000", "--megabytes",
-                  "0.02", "--repeats", "1")
+    vocab = shared_data("vocab", "bert_uncased_vocab.txt")  # the script's default vocabulary
+    text = report("qa_features_scaling", tmp_path, "--squad", str(dev), "--vocab", str(vocab), "--pieces", "2000,4000",
+                  "--megabytes", "0.02", "--repeats", "1")
     assert [r.split("|")[1].strip() for r in table_rows(text)[1:]] == ["2,000 pieces", "4,000 pieces", "0.02 MB"]
 
 
