@@ -477,6 +477,18 @@ def _wait_for_dask(futures, client):
                 future.result()  # raises the task's error (KilledWorker where its workers died)
 
 
+def _cluster_line(client):
+    """`(workers, 'On the Dask cluster at tcp://HOST:PORT: 2 workers now (progress: DASHBOARD)')` for `client`.
+
+    The workers are counted by `client.nthreads()`, which asks the scheduler: `client.scheduler_info()`
+    returns a cached copy that the client's periodic refresh, which fetches no workers, may
+    overwrite between the call's own fetch and its return (then it counts 0 workers).
+    """
+    workers = len(client.nthreads())
+    progress = f" (progress: {client.dashboard_link})" if "dashboard" in client.scheduler_info().get("services", {}) else ""
+    return workers, f"On the Dask cluster at {client.scheduler.address}: {workers} workers now{progress}"
+
+
 def run(pipeline, options):
     """Runs `pipeline` (built with `runner(options)`) and waits for the end.
 
@@ -514,10 +526,8 @@ def run(pipeline, options):
     client = getattr(result, "client", None)  # the DaskRunner's connection to its scheduler
     try:
         if client is not None:
-            info = client.scheduler_info()
-            workers = len(info.get("workers", {}))
-            logging.info("On the Dask cluster at %s: %d workers now%s", client.scheduler.address, workers,
-                         f" (progress: {client.dashboard_link})" if "dashboard" in info.get("services", {}) else "")
+            workers, line = _cluster_line(client)
+            logging.info("%s", line)
             if not workers:
                 logging.warning("No Dask worker has joined the scheduler yet: the build waits for one.")
             _wait_for_dask(result.futures, client)

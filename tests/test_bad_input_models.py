@@ -223,12 +223,15 @@ def test_pretrain_num_segments_1_is_refused_by_the_builds_stats_json(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.large  # a batch that fills the address space: minutes on 2 busy cores
+@pytest.mark.large  # a batch whose tensors are GBs: a minute on 2 busy cores
 def test_memory_running_out_names_batch_size_and_seq_length(tmp_path):
     write_vocab(tmp_path / "vocab.txt")
     data = tmp_path / "records.tfrecord"
     write_two_segment_records(data)
-    args = pretrain_args(tmp_path, data, "--batch_size", "200000")
+    # A million examples of 32 tokens: the train step's first large tensors (Grappler's zeros for
+    # the summed attention gradients, [1000000, 32, 32] float32, then each activation) are each 4 GB
+    # or more, so the first one fails whole, far from the cap, wherever TensorFlow allocates it.
+    args = pretrain_args(tmp_path, data, "--batch_size", "1000000")
     # `ulimit -v`: the address space is capped, then the command runs as a user starts it.
     result = run_python(["-c", "import os, resource, sys; "
                          "resource.setrlimit(resource.RLIMIT_AS, (6 * 2**30, 6 * 2**30)); "
@@ -236,5 +239,35 @@ def test_memory_running_out_names_batch_size_and_seq_length(tmp_path):
     lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert result.returncode == 1 and len(lines) == 1, result.stderr[-3000:]
     assert lines[0].startswith("error: out of memory (")
-    assert lines[0].endswith("): lower `--batch_size=200000` or `--seq_length=32`.")
+    assert lines[0].endswith("): lower `--batch_size=1000000` or `--seq_length=32`.")
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.large  # TensorFlow's allocator waits 10 s for memory to be freed before each refusal
+def test_a_tensor_or_a_graph_constant_too_large_to_allocate_is_out_of_memory():
+    """Both ways TensorFlow reports an allocation it cannot make: an op's output (`ResourceExhaustedError`)
+    and a graph constant made from its proto (`InvalidArgumentError`), each with 2**40 float32s (4.4 TB)."""
+    import tensorflow as tf
+
+    from electra_tf.cli.errors import is_memory_error, out_of_memory
+
+    with pytest.raises(tf.errors.ResourceExhaustedError) as raised:
+        tf.zeros([2**20, 2**20])
+    assert is_memory_error(raised.value)
+    line = out_of_memory(raised.value)
+    assert line.startswith("out of memory (ResourceExhaustedError: OOM when allocating tensor with shape[1048576,1048576]")
+    assert line.endswith("): free memory, or run it on a machine with more.")
+
+    graph = tf.Graph()
+    with graph.as_default():
+        constant = tf.constant(0.0)  # then given the proto of a zero-filled [2**20, 2**20] tensor, as Grappler writes
+    shape = tf.TensorShape([2**20, 2**20]).as_proto()
+    constant.op._set_attr("value", tf.compat.v1.AttrValue(tensor=tf.compat.v1.make_tensor_proto(0.0).__class__(
+        dtype=tf.float32.as_datatype_enum, tensor_shape=shape)))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Cannot parse tensor from proto") as raised:
+        tf.compat.v1.Session(graph=graph).run(constant)
+    assert is_memory_error(raised.value)
+    assert out_of_memory(raised.value) == ("out of memory (InvalidArgumentError: a constant of shape [1048576, 1048576] "
+                                           "float32 (4398.0 GB) could not be allocated): free memory, or run it on a "
+                                           "machine with more.")
+    assert not is_memory_error(tf.errors.InvalidArgumentError(None, None, "Expected a rank-2 tensor"))

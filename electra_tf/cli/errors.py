@@ -11,6 +11,7 @@ to install (`missing_module`). `--debug` adds the traceback. Anything else (a bu
 traceback. Nothing here imports TensorFlow: its errors count once it is loaded.
 """
 
+import re
 import signal
 import sys
 import traceback
@@ -40,6 +41,39 @@ def memory_errors():
     return tuple(types)
 
 
+# TensorFlow makes a graph's constants (the zeros Grappler adds to sum a batch's gradients among
+# them) from their protos when it instantiates the graph; a constant whose memory cannot be
+# allocated fails as this `InvalidArgumentError`, not as `ResourceExhaustedError`. The graphs run
+# here are TensorFlow's own, so the proto itself is never what is wrong.
+_CONSTANT_NOT_ALLOCATED = "Cannot parse tensor from proto"
+_DTYPES = {"DT_FLOAT": ("float32", 4), "DT_DOUBLE": ("float64", 8), "DT_HALF": ("float16", 2),
+           "DT_BFLOAT16": ("bfloat16", 2), "DT_INT32": ("int32", 4), "DT_INT64": ("int64", 8),
+           "DT_BOOL": ("bool", 1), "DT_INT8": ("int8", 1), "DT_UINT8": ("uint8", 1)}  # proto name -> (name, bytes)
+
+
+def is_memory_error(error):
+    """True for memory running out: Python's `MemoryError`, TensorFlow's `ResourceExhaustedError`, or a
+    graph constant TensorFlow could not allocate (an `InvalidArgumentError` that says so)."""
+    if isinstance(error, memory_errors()):
+        return True
+    tf = sys.modules.get("tensorflow")
+    return (tf is not None and isinstance(error, tf.errors.InvalidArgumentError)
+            and _CONSTANT_NOT_ALLOCATED in message(error))
+
+
+def _constant_not_allocated(text):
+    """'a constant of shape [1000000, 32, 32] float32 (4.1 GB) could not be allocated', from the error's proto."""
+    dims = [int(size) for size in re.findall(r"size: (\d+)", text)]
+    dtype = re.search(r"dtype: (DT_\w+)", text)
+    name, width = _DTYPES.get(dtype.group(1), (dtype.group(1).removeprefix("DT_").lower(), None)) if dtype else ("", None)
+    count = 1
+    for dim in dims:
+        count *= dim
+    shape = f" of shape [{', '.join(map(str, dims))}]" if dims else ""
+    size = f" ({count * width / 1e9:.1f} GB)" if width else ""
+    return f"a constant{shape}{' ' + name if name else ''}{size} could not be allocated"
+
+
 def out_of_memory(error, flag_values=None):
     """The one line for memory running out: what ran out, and the flags of the command that size the work.
 
@@ -49,6 +83,9 @@ def out_of_memory(error, flag_values=None):
     flag_values = flags.FLAGS if flag_values is None else flag_values
     lines = [line.strip() for line in message(error).splitlines() if line.strip()]
     detail = next((line for line in lines if "OOM" in line or "memory" in line.lower()), lines[0] if lines else "")
+    if _CONSTANT_NOT_ALLOCATED in message(error):
+        detail = _constant_not_allocated(message(error))
+    detail = re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", detail)  # where in TensorFlow's graphs: no help here
     detail = detail if len(detail) <= 200 else detail[:200] + "..."
     given = [name for name in ("batch_size", "seq_length") if name in flag_values and flag_values.is_parsed()]
     sizes = [f"`--{name}`" if flag_values[name].value is None else f"`--{name}={flag_values[name].value}`"
@@ -122,6 +159,6 @@ def guard(main, debug=lambda: False, program=None):
         except errors() as e:
             if debug():
                 traceback.print_exc()
-            fail(message(e))
+            fail(out_of_memory(e) if is_memory_error(e) else message(e))
 
     return wrapped

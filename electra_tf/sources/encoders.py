@@ -71,8 +71,9 @@ def load_encoder(export_dir):
         )
     with tf.io.gfile.GFile(config_file) as f:
         config = json.load(f)["encoder"]
-    encoder = ElectraEncoder.from_config(config)
-    encoder.build()
+    with weights_set_after_build():  # each weight is assigned below, all of them or an error
+        encoder = ElectraEncoder.from_config(config)
+        encoder.build()
     loaded = tf.saved_model.load(export_dir)
     if len(loaded.encoder_weights) != len(encoder.weights):
         raise ValueError(

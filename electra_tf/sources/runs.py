@@ -7,6 +7,7 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf import run_files
+from electra_tf.layers.initializers import weights_set_after_build
 from electra_tf.models.pretrainer import build_pretrainer
 from electra_tf.sources.base import Source
 from electra_tf.sources import named_checkpoint
@@ -69,7 +70,8 @@ def load_discriminator(model_dir):
     path = os.path.join(model_dir, run_files.DISCRIMINATOR_FILE)
     if tf.io.gfile.exists(path):
         try:
-            return keras.saving.load_model(path), config
+            with weights_set_after_build():  # Keras sets every weight from the file, or raises
+                return keras.saving.load_model(path), config
         except Exception as e:  # a truncated zip, a damaged weights file: Keras names none of it
             if not run_files.kept_checkpoints(model_dir):
                 raise ValueError(f"{path} cannot be read ({type(e).__name__}: {str(e)[:200]}) and "

@@ -163,3 +163,27 @@ def test_a_keras_file_without_every_weight_of_its_encoder_is_refused(tmp_path):
             target.writestr(item, data)
     with pytest.raises(ValueError, match="cannot be read"):
         load_keras_model(str(damaged))
+
+
+def test_a_runs_discriminator_and_an_encoder_export_load_with_every_weight_they_hold(tmp_path):
+    """Both loads leave the encoder undrawn: each weight must come from the run's file or the export."""
+    import keras
+
+    from electra_tf.exporting.encoder_saved_model import export_encoder
+    from electra_tf.sources.encoders import load_encoder
+    from electra_tf.sources.runs import load_discriminator
+
+    from helpers import make_run_dir, write_vocab
+
+    vocab = write_vocab(tmp_path / "vocab.txt")
+    run = make_run_dir(tmp_path / "run", str(vocab), seed=4)
+    saved = keras.saving.load_model(str(tmp_path / "run" / "discriminator.keras"))  # drawn, then set: the reference
+    ids = np.array([[2, 7, 9, 3, 0]], "int32")
+    inputs = {"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": (ids > 0).astype("int32")}
+    discriminator, _ = load_discriminator(run)
+    exported, _ = load_encoder(export_encoder(discriminator, str(vocab), str(tmp_path / "export"), seq_length=8))
+    for loaded in (discriminator, exported):
+        assert [w.path for w in loaded.weights] == [w.path for w in saved.weights]
+        for a, b in zip(loaded.weights, saved.weights):
+            np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
+        np.testing.assert_array_equal(loaded(inputs).numpy(), saved(inputs).numpy())
