@@ -78,7 +78,7 @@ def main(argv):
     from electra_tf.data.tokenizer import WordPieceTokenizer
     from electra_tf.exporting.assets import save_version
     from electra_tf.tasks.classification.serving import classification_serving_module
-    from electra_tf.exporting.tflite import export_tflite
+    from electra_tf.exporting.tflite import LITERT_PAD_MULTIPLE, export_tflite
     from electra_tf.exporting.tflite_runtime import load_interpreter
     from electra_tf.tasks.classification.model import ElectraClassifier
 
@@ -95,7 +95,7 @@ def main(argv):
             module.pad_multiple = multiple
         path = save_version(module, os.path.join(root, name, "1"))
         served[name] = tf.saved_model.load(path)
-        model = export_tflite(module, vocab, os.path.join(root, name + "_tflite"))
+        model = export_tflite(module, vocab, os.path.join(root, name + "_tflite"), pad_multiple=multiple or LITERT_PAD_MULTIPLE)
         litert[name] = load_interpreter(model, num_threads=FLAGS.threads).get_signature_runner()
     preprocess = served["dynamic"].signatures["preprocess"]
     lengths = preprocess(text=tf.constant(sentences))["padding_mask"].numpy().sum(1)

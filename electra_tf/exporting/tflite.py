@@ -6,8 +6,9 @@
     labels.txt           label i on line i (not for regression)
     vocab.txt            the WordPiece vocabulary, with electra_tokenizer.json (its normalisation):
                          what an `--ids` client tokenizes with (the raw-text model holds its own copy)
-    tflite_config.json   task, kind, input, seq_length, pair, label names, quantization, the
-                         signature's inputs and outputs, the custom ops, the special token ids
+    tflite_config.json   task, kind, input, seq_length, pad_multiple, pair, label names,
+                         quantization, the signature's inputs and outputs, the custom ops, the
+                         special token ids
 
 Signature `serving_default` of a classifier:
 
@@ -40,6 +41,11 @@ from electra_tf.data.tokenizer import copy_vocab, pair_lengths, padded_length
 from electra_tf.exporting.tflite_runtime import TEXT_OP_REGISTRARS, custom_ops
 
 QUANTIZATIONS = ("none", "dynamic_int8")
+# A raw-text call is computed at its longest request's own length, not rounded up as the
+# SavedModel's (`SERVING_PAD_MULTIPLE`): LiteRT builds no kernels per shape for the rounding to
+# save, so each padded position is only work (against a multiple of 8: 0.93x-0.95x the CPU time
+# at batch 1, 0.98x-0.99x at batch 32; benchmarks/results/litert_padding.md).
+LITERT_PAD_MULTIPLE = 1
 SIGNATURE = "serving_default"
 ID_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
@@ -133,17 +139,19 @@ class TFLiteModule(tf.Module):
             (its task kind's `tflite_module`): its variables, tokenizer, `seq_length`
             and `_outputs` (what its `predict_ids` returns).
         pair: bool. Raw text takes `text_b` too.
+        pad_multiple: int. `serve_text` computes at the call's longest request rounded up to a
+            multiple of it, at most `seq_length` (`seq_length` itself: every row padded to it).
 
     Functions (dynamic batch and length): `serve_text` (`text` [+ `text_b`] -> outputs, computed
-    at the longest request's length rounded up to a multiple of the served module's `pad_multiple`, at most
-    `seq_length`), `serve_ids` (`token_ids`, `segment_ids`, `padding_mask` `(batch, length)`,
-    any length up to `seq_length` -> outputs) and `preprocess` (raw text -> the ids `serve_text`
-    feeds the model).
+    at the longest request's length, rounded up to `pad_multiple`), `serve_ids` (`token_ids`,
+    `segment_ids`, `padding_mask` `(batch, length)`, any length up to `seq_length` -> outputs)
+    and `preprocess` (raw text -> the ids `serve_text` feeds the model).
     """
 
-    def __init__(self, served, pair=False, name=None):
+    def __init__(self, served, pair=False, name=None, pad_multiple=LITERT_PAD_MULTIPLE):
         super().__init__(name=name)
         self.served = served
+        self.pad_multiple = pad_multiple
         ids = [tf.TensorSpec([None, None], tf.int32, name=n) for n in ID_INPUTS]
         self.serve_ids = tf.function(self._serve_ids, input_signature=ids)
         texts = [tf.TensorSpec([None], tf.string, name=n) for n in (("text", "text_b") if pair else ("text",))]
@@ -161,7 +169,7 @@ class TFLiteModule(tf.Module):
 
     def _preprocess(self, text, text_b=None):
         return pack_ids(self.served.tokenizer, text, text_b, seq_length=self.served.seq_length,
-                        pad_multiple=self.served.pad_multiple)
+                        pad_multiple=self.pad_multiple)
 
 
 def convert(function, module, quantize=None, custom_ops_allowed=()):
@@ -207,7 +215,8 @@ def _quietly(fn):
         tf.get_logger().setLevel(tf_level)
 
 
-def export_tflite(served, vocab_file, output_dir, task="", kind=None, ids_only=False, quantize=None):
+def export_tflite(served, vocab_file, output_dir, task="", kind=None, ids_only=False, quantize=None,
+                  pad_multiple=LITERT_PAD_MULTIPLE):
     """Writes the model of a serving module as a LiteRT model folder (see the module docstring).
 
     `tasks.export_tflite` calls it with the serving module a fine-tuned model's
@@ -223,6 +232,8 @@ def export_tflite(served, vocab_file, output_dir, task="", kind=None, ids_only=F
         kind: str. The model's task kind, recorded there too.
         ids_only: bool. Ids in, no custom op (else raw text in, tensorflow-text's two ops).
         quantize: None, "none" or "dynamic_int8".
+        pad_multiple: int. Raw text: the call's longest request is rounded up to a multiple of it
+            (`TFLiteModule`); 1, the default, computes at its own length.
 
     Returns:
         str, the path of `model.tflite`.
@@ -230,7 +241,7 @@ def export_tflite(served, vocab_file, output_dir, task="", kind=None, ids_only=F
     quantize = _check_quantize(quantize)
     tokenizer = served.tokenizer
     pair = bool(getattr(served, "pair", False))
-    module = TFLiteModule(served, pair=pair)
+    module = TFLiteModule(served, pair=pair, pad_multiple=pad_multiple)
     function = module.serve_ids if ids_only else module.serve_text
     allowed = () if ids_only else tuple(TEXT_OP_REGISTRARS)
     content = convert(function, module, quantize, custom_ops_allowed=allowed)
@@ -244,6 +255,7 @@ def export_tflite(served, vocab_file, output_dir, task="", kind=None, ids_only=F
         "inputs": list(ID_INPUTS) if ids_only else (["text", "text_b"] if pair else ["text"]),
         "outputs": outputs,
         "seq_length": served.seq_length,
+        "pad_multiple": None if ids_only else module.pad_multiple,  # raw text: rounds the call's longest request
         "vocab_size": int(served._model.obj.encoder.vocab_size),
         "num_segments": int(served._model.obj.encoder.num_segments),
         "pair": pair,

@@ -6,6 +6,7 @@ run by TensorFlow in this process.
 """
 
 import json
+import pathlib
 
 import numpy as np
 import pytest
@@ -131,17 +132,44 @@ def test_litert_ids_model_refuses_ids_outside_the_table_and_rows_too_long(export
 
 
 def test_pack_ids_at_the_requests_length_equals_the_served_packing(tmp_path):
-    """The LiteRT packing (builtin ops) pads as the SavedModel's does: to the longest row rounded up to a multiple."""
+    """The LiteRT packing (builtin ops) pads as the SavedModel's does: to the longest row rounded up to a multiple
+    (the SavedModel's 8, and LiteRT's own 1: the longest row itself)."""
     from electra_tf.data.tokenizer import WordPieceTokenizer
-    from electra_tf.exporting.tflite import pack_ids
+    from electra_tf.exporting.tflite import LITERT_PAD_MULTIPLE, pack_ids
 
     tokenizer = WordPieceTokenizer(write_vocab(tmp_path / "vocab.txt"))
     for texts in (SHORT, LONG, SHORT + LONG, [""]):
         for b in (None, tf.constant(texts[::-1])):
             for seq_length in (8, SEQ_LENGTH):
-                expected = tokenizer.pack(tf.constant(texts), b, seq_length, pad_multiple=SERVING_PAD_MULTIPLE)
-                got = pack_ids(tokenizer, tf.constant(texts), b, seq_length, pad_multiple=SERVING_PAD_MULTIPLE)
-                for key in expected:
-                    np.testing.assert_array_equal(got[key].numpy(), expected[key].numpy(), err_msg=key)
+                for multiple in (SERVING_PAD_MULTIPLE, LITERT_PAD_MULTIPLE):
+                    expected = tokenizer.pack(tf.constant(texts), b, seq_length, pad_multiple=multiple)
+                    got = pack_ids(tokenizer, tf.constant(texts), b, seq_length, pad_multiple=multiple)
+                    for key in expected:
+                        np.testing.assert_array_equal(got[key].numpy(), expected[key].numpy(), err_msg=key)
     empty = pack_ids(tokenizer, tf.constant([], tf.string), seq_length=SEQ_LENGTH, pad_multiple=SERVING_PAD_MULTIPLE)
     assert empty["token_ids"].shape == (0, SERVING_PAD_MULTIPLE)
+
+
+def test_the_raw_text_model_computes_at_the_longest_requests_own_length(exported, tmp_path):
+    """The exported raw-text model's packing, run by LiteRT: a call's width is its longest request, not rounded up
+    (the SavedModel rounds it up to a multiple of 8); `tflite_config.json` says so."""
+    from electra_tf.exporting.tflite import TEXT_OP_REGISTRARS, TFLiteModule, convert
+
+    root, text_model, ids_model, module, _ = exported
+    litert = TFLiteModule(module)  # as `export_tflite` makes it
+    (tmp_path / "preprocess.tflite").write_bytes(convert(litert.preprocess, litert,
+                                                         custom_ops_allowed=tuple(TEXT_OP_REGISTRARS)))
+    served = module.signatures()["preprocess"]
+    requests = {name: (str(tmp_path / "preprocess.tflite"), {"text": np.array(texts)})
+                for name, texts in (("short", SHORT), ("both", SHORT + LONG[2:]))}
+    out, errors = run_client(requests, tmp_path)
+    assert errors == {}
+    for name, texts in (("short", SHORT), ("both", SHORT + LONG[2:])):
+        expected = served(text=tf.constant(texts))
+        longest = int(expected["padding_mask"].numpy().sum(1).max())
+        assert out[f"{name}/token_ids"].shape == (len(texts), longest)
+        assert expected["token_ids"].shape[1] == -(-longest // SERVING_PAD_MULTIPLE) * SERVING_PAD_MULTIPLE > longest
+        for key in ("token_ids", "segment_ids", "padding_mask"):
+            np.testing.assert_array_equal(out[f"{name}/{key}"], expected[key].numpy()[:, :longest], err_msg=key)
+    assert json.loads((pathlib.Path(text_model).parent / "tflite_config.json").read_text())["pad_multiple"] == 1
+    assert json.loads((pathlib.Path(ids_model).parent / "tflite_config.json").read_text())["pad_multiple"] is None
