@@ -34,6 +34,12 @@ def shared_data(*parts):
     return os.path.normpath(os.path.join(REPO, os.path.expanduser(SHARED_DATA), *parts))
 
 
+def dev_sentences(dev_tsv):
+    """The sentences of a classification task's `dev.tsv` (sentence, label; a header line first), in order."""
+    with open(dev_tsv, encoding="utf-8") as f:
+        return [line.split("\t")[0] for line in f.read().splitlines()[1:] if line.strip()]
+
+
 def portable(text):
     """`text` (a path or a command) with this machine's folders replaced by the names a report defines."""
     text = str(text)

@@ -21,6 +21,7 @@ import os
 import shutil
 import tempfile
 import time
+from importlib import metadata
 
 import numpy as np
 from absl import flags
@@ -46,8 +47,7 @@ def short_texts():
     if FLAGS.texts:
         return common.read_json(FLAGS.texts)["short"]
     task_dir = FLAGS.task_dir or common.shared_data("tasks", "movie_polarity")
-    with open(os.path.join(task_dir, "dev.tsv"), encoding="utf-8") as f:
-        return [line.split("\t")[0] for line in f.read().splitlines()[1:] if line.strip()]
+    return common.dev_sentences(os.path.join(task_dir, "dev.tsv"))
 
 
 def export_all(scratch):
@@ -86,25 +86,22 @@ def main(argv):
         runners = export_all(scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)  # each interpreter holds its model in memory
-    sizes = [int(b) for b in FLAGS.batch_sizes]
+    batches = {int(b): [texts[i:i + int(b)] for i in range(0, len(texts), int(b))] for b in FLAGS.batch_sizes}
+    sizes = list(batches)
     times, agree = {}, {}
     for quantize in QUANTIZATIONS:
         for size in sizes:
-            batches = [texts[i:i + size] for i in range(0, len(texts), size)]
-            labels = {name: cpu_ms_per_text(runners[quantize, name], batches)[1] for name in PADDINGS}  # untimed
+            labels = {name: cpu_ms_per_text(runners[quantize, name], batches[size])[1] for name in PADDINGS}  # untimed
             agree[quantize, size] = float(np.mean(labels[list(PADDINGS)[0]] == labels[list(PADDINGS)[1]]))
     for n in range(FLAGS.rounds):
         for quantize in QUANTIZATIONS:
             for size in sizes:
-                batches = [texts[i:i + size] for i in range(0, len(texts), size)]
                 order = list(PADDINGS) if n % 2 == 0 else list(reversed(PADDINGS))
                 for name in order:
                     times.setdefault((quantize, size, name), []).append(
-                        cpu_ms_per_text(runners[quantize, name], batches)[0])
+                        cpu_ms_per_text(runners[quantize, name], batches[size])[0])
         print(f"round {n + 1} of {FLAGS.rounds}", flush=True)
     own, eight = PADDINGS
-    from importlib import metadata
-
     litert_version = metadata.version("ai-edge-litert")
     lines = ["# LiteRT raw text: the call's longest request against a multiple of 8", "",
              f"`{common.command_line('benchmarks.litert_padding')}`", "",

@@ -95,7 +95,8 @@ def main(argv):
             module.pad_multiple = multiple
         path = save_version(module, os.path.join(root, name, "1"))
         served[name] = tf.saved_model.load(path)
-        model = export_tflite(module, vocab, os.path.join(root, name + "_tflite"), pad_multiple=multiple or LITERT_PAD_MULTIPLE)
+        model = export_tflite(module, vocab, os.path.join(root, name + "_tflite"),
+                              pad_multiple=multiple or LITERT_PAD_MULTIPLE)
         litert[name] = load_interpreter(model, num_threads=FLAGS.threads).get_signature_runner()
     preprocess = served["dynamic"].signatures["preprocess"]
     lengths = preprocess(text=tf.constant(sentences))["padding_mask"].numpy().sum(1)

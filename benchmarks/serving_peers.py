@@ -188,8 +188,7 @@ def make_texts(dev_tsv, vocab_file):
     from tokenizers import BertWordPieceTokenizer
 
     tokenizer = BertWordPieceTokenizer(vocab_file, lowercase=True)
-    with open(dev_tsv, encoding="utf-8") as f:
-        short = [line.split("\t")[0] for line in f.read().splitlines()[1:] if line.strip()]
+    short = common.dev_sentences(dev_tsv)
     pieces = lambda text: len(tokenizer.encode(text).ids)  # noqa: E731 ([CLS] and [SEP] included)
     long, current = [], []
     for sentence in short:

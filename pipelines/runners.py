@@ -485,7 +485,8 @@ def _cluster_line(client):
     overwrite between the call's own fetch and its return (then it counts 0 workers).
     """
     workers = len(client.nthreads())
-    progress = f" (progress: {client.dashboard_link})" if "dashboard" in client.scheduler_info().get("services", {}) else ""
+    services = client.scheduler_info().get("services", {})  # the cached copy keeps these
+    progress = f" (progress: {client.dashboard_link})" if "dashboard" in services else ""
     return workers, f"On the Dask cluster at {client.scheduler.address}: {workers} workers now{progress}"
 
 

@@ -11,6 +11,7 @@ to install (`missing_module`). `--debug` adds the traceback. Anything else (a bu
 traceback. Nothing here imports TensorFlow: its errors count once it is loaded.
 """
 
+import math
 import re
 import signal
 import sys
@@ -46,9 +47,6 @@ def memory_errors():
 # allocated fails as this `InvalidArgumentError`, not as `ResourceExhaustedError`. The graphs run
 # here are TensorFlow's own, so the proto itself is never what is wrong.
 _CONSTANT_NOT_ALLOCATED = "Cannot parse tensor from proto"
-_DTYPES = {"DT_FLOAT": ("float32", 4), "DT_DOUBLE": ("float64", 8), "DT_HALF": ("float16", 2),
-           "DT_BFLOAT16": ("bfloat16", 2), "DT_INT32": ("int32", 4), "DT_INT64": ("int64", 8),
-           "DT_BOOL": ("bool", 1), "DT_INT8": ("int8", 1), "DT_UINT8": ("uint8", 1)}  # proto name -> (name, bytes)
 
 
 def is_memory_error(error):
@@ -63,15 +61,16 @@ def is_memory_error(error):
 
 def _constant_not_allocated(text):
     """'a constant of shape [1000000, 32, 32] float32 (4.1 GB) could not be allocated', from the error's proto."""
+    from tensorflow.core.framework import types_pb2  # pylint: disable=import-outside-toplevel
+
+    tf = sys.modules["tensorflow"]  # loaded: the error is TensorFlow's
     dims = [int(size) for size in re.findall(r"size: (\d+)", text)]
-    dtype = re.search(r"dtype: (DT_\w+)", text)
-    name, width = _DTYPES.get(dtype.group(1), (dtype.group(1).removeprefix("DT_").lower(), None)) if dtype else ("", None)
-    count = 1
-    for dim in dims:
-        count *= dim
+    found = re.search(r"dtype: (DT_\w+)", text)
+    dtype = tf.dtypes.as_dtype(types_pb2.DataType.Value(found.group(1))) if found else None
     shape = f" of shape [{', '.join(map(str, dims))}]" if dims else ""
-    size = f" ({count * width / 1e9:.1f} GB)" if width else ""
-    return f"a constant{shape}{' ' + name if name else ''}{size} could not be allocated"
+    name = f" {dtype.name}" if dtype else ""
+    size = f" ({math.prod(dims) * dtype.size / 1e9:.1f} GB)" if dtype and dtype.size else ""  # a string's size is 0
+    return f"a constant{shape}{name}{size} could not be allocated"
 
 
 def out_of_memory(error, flag_values=None):
