@@ -80,9 +80,9 @@ class ServedModel(tf.Module):
 
     @contextlib.contextmanager
     def keras_layers(self):
-        """Functions traced inside compute the encoder by its Keras layers (a LiteRT export: the converter
-        fuses those itself). From then on the module tracks every variable of the Keras model, the query, key
-        and value kernels those layers read included."""
+        """Functions traced inside compute the encoder by its Keras layers (`benchmarks/served_kinds.py` and
+        `benchmarks/litert_variants.py` time them against the fused form). From then on the module tracks every
+        variable of the Keras model, the query, key and value kernels those layers read included."""
         if not hasattr(self, "keras_variables"):
             self.keras_variables = [w.value for w in self._model.obj.weights]
         fused, self._fused = self._fused, False

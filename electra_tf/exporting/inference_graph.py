@@ -14,9 +14,10 @@ at batch 1 a (length, H) x (H, H) product runs on one oneDNN thread, a (length, 
 all of them, and each transpose is a kernel call. Its outputs are those of the Keras model up to
 float rounding (the tests compare them at 1e-5).
 
-Only the served SavedModels use it (`ServedModel.encode`, under every kind's head: `model_outputs`);
-training, the Keras model and the LiteRT export (whose converter fuses the Keras graph itself) keep the
-layers' own `call`.
+The served SavedModels and the LiteRT exports use it (`ServedModel.encode`, under every kind's head:
+`model_outputs`); training and the Keras model keep the layers' own `call`. For LiteRT the same form
+converts to half the nodes of the Keras layers' graph (321 against 601 for a 6-layer classifier on raw
+text) in 14 XNNPACK partitions instead of 51: one `FULLY_CONNECTED` per projection, the mask one `ADD`.
 An encoder it does not describe exactly (another layer class, pre-LN blocks, a float16 or
 quantized policy) is served through its Keras layers: `supported` says which.
 
@@ -145,7 +146,7 @@ def encoder_forward(encoder, inputs, projections=None):
         x = _dense(x, encoder.embeddings_project.kernel, encoder.embeddings_project.bias)
     # (batch, 1, 1, length): 0 for a real key, a large negative number for padding.
     mask = (1.0 - tf.cast(inputs["padding_mask"], tf.float32)) * _MASKED
-    mask = mask[:, None, None, :]
+    mask = tf.expand_dims(tf.expand_dims(mask, 1), 1)  # (LiteRT has no kernel for a slice that adds axes)
     approximate = encoder.activation == "gelu_approximate"
     for layer, (kernel, bias) in zip(encoder.transformer_layers, projections):
         x = _transformer_layer(layer, kernel, bias, x, mask, batch, length, approximate)

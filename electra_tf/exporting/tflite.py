@@ -23,6 +23,12 @@ piece, as the SavedModel's `predict_ids`. Its raw-text serving cuts words with t
 `RegexSplitWithOffsets` and TensorFlow string and loop ops, which have no LiteRT kernel; a
 question-answering model's span search likewise, so it has no LiteRT export.
 
+The encoder is computed as the served SavedModel computes it (`inference_graph.encoder_forward`,
+where it describes the encoder exactly): each layer's query, key and value one `FULLY_CONNECTED`,
+the attention mask one `ADD`. Against the Keras layers' graph, which the converter lowers to
+twice the nodes in more XNNPACK partitions, that took 0.76x the CPU time at batch 1 and 0.82x
+at batch 32 with int8 weights, 0.90x and 0.93x float (benchmarks/results/litert_encoder.md).
+
 The raw-text model tokenizes in the graph with the tokenizer used in training: tensorflow-text's
 `FastBertNormalize` and `FastWordpieceTokenizeWithOffsets`, the two custom ops tensorflow-text
 ships LiteRT kernels for (`tflite_runtime.load_interpreter` registers them). The ids are
@@ -159,13 +165,10 @@ class TFLiteModule(tf.Module):
         self.preprocess = tf.function(self._preprocess, input_signature=texts)
 
     def _serve_ids(self, token_ids, segment_ids, padding_mask):
-        with self.served.keras_layers():  # the converter fuses the Keras graph itself
-            return self.served._outputs({"token_ids": token_ids, "segment_ids": segment_ids,
-                                         "padding_mask": padding_mask})
+        return self.served._outputs({"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask})
 
     def _serve_text(self, text, text_b=None):
-        with self.served.keras_layers():
-            return self.served._outputs(self._preprocess(text, text_b))
+        return self.served._outputs(self._preprocess(text, text_b))
 
     def _preprocess(self, text, text_b=None):
         return pack_ids(self.served.tokenizer, text, text_b, seq_length=self.served.seq_length,

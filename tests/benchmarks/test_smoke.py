@@ -275,16 +275,19 @@ def test_served_kinds_times_both_graphs_of_a_kind_and_their_outputs_agree(tmp_pa
     assert float(rows[0][-1]) <= 1e-5  # the largest output difference from the Keras layers' export
 
 
-@pytest.mark.large  # fine-tunes a tiny model, then exports it four times to LiteRT: ~1 min
-def test_litert_padding_times_both_paddings_and_their_labels_agree(tmp_path):
+@pytest.mark.large  # fine-tunes a tiny model, then exports it eight times to LiteRT: ~2 min
+def test_litert_variants_times_both_forms_and_their_labels_agree(tmp_path):
     vocab = str(shared_data("vocab", "bert_uncased_vocab.txt"))
     run_dir = make_run_dir(tmp_path / "run", vocab, num_layers=1, hidden_dim=16, embedding_dim=16, intermediate_dim=32)
     task_dir = str(shared_data("tasks", "sms_spam"))
     run_python(["-m", "electra_tf.finetune", "--task", "sms_spam", "--data_dir", task_dir, "--init", run_dir,
                 "--output_dir", str(tmp_path / "finetuned"), "--train_limit", "16", "--dev_limit", "8", "--epochs", "1",
                 "--seq_length", "16", "--num_trials", "1", "--verbose", "0"], timeout=900)
-    text = report("litert_padding", tmp_path, "--finetuned", str(tmp_path / "finetuned"), "--task_dir", task_dir,
-                  "--rounds", "2", "--examples", "8", "--batch_sizes", "1,4")
-    rows = [[cell.strip() for cell in row.split("|")[1:-1]] for row in table_rows(text)[1:]]
-    assert [(r[0], r[1]) for r in rows] == [("float", "1"), ("float", "4"), ("int8", "1"), ("int8", "4")]
-    assert all(float(r[2]) > 0 and float(r[3]) > 0 and r[5].endswith("of 2") and r[6] == "100.0 %" for r in rows)
+    for compare, forms in (("encoder", ("fused encoder", "Keras layers")), ("padding", ("own length", "multiple of 8"))):
+        text = report("litert_variants", tmp_path, "--compare", compare, "--finetuned", str(tmp_path / "finetuned"),
+                      "--task_dir", task_dir, "--rounds", "2", "--examples", "8", "--batch_sizes", "1,4")
+        header = [cell.strip() for cell in table_rows(text)[0].split("|")[1:-1]]
+        assert forms[0] in header[2] and forms[1] in header[3], header
+        rows = [[cell.strip() for cell in row.split("|")[1:-1]] for row in table_rows(text)[1:]]
+        assert [(r[0], r[1]) for r in rows] == [("float", "1"), ("float", "4"), ("int8", "1"), ("int8", "4")]
+        assert all(float(r[2]) > 0 and float(r[3]) > 0 and r[5].endswith("of 2") and r[6] == "100.0 %" for r in rows)

@@ -45,7 +45,7 @@ def _ops(concrete):
     return {n.op for n in graph.node} | {n.op for f in graph.library.function for n in f.node_def}
 
 
-def test_every_kinds_served_graph_holds_the_fused_encoder_and_litert_the_keras_layers(tmp_path):
+def test_every_kinds_served_graph_and_litert_function_hold_the_fused_encoder(tmp_path):
     from electra_tf.exporting.tflite import TFLiteModule
     from electra_tf.models.discriminator import ElectraDiscriminator
     from electra_tf.tasks.classification.model import ElectraClassifier
@@ -90,8 +90,37 @@ def test_every_kinds_served_graph_holds_the_fused_encoder_and_litert_the_keras_l
         held = sum(v.shape.num_elements() for v in module.variables)
         assert held == sum(int(np.prod(w.shape)) for w in model.weights), kind
         assert module.attention_projections is not None, kind
-    litert_ops = _ops(TFLiteModule(modules["classification"]).serve_ids.get_concrete_function())
-    assert "Erfc" in litert_ops and "Erf" not in litert_ops  # the converter fuses the Keras graph itself
+    for function in ("serve_ids", "serve_text"):
+        litert_ops = _ops(getattr(TFLiteModule(modules["classification"]), function).get_concrete_function())
+        assert "Erf" in litert_ops and "BatchMatMulV2" in litert_ops, function
+
+
+def test_litert_model_of_the_fused_encoder_equals_the_keras_model(tmp_path):
+    """The converted flatbuffer (float and int8 weights) against the Keras classifier on padded rows, and its
+    projections: one `FULLY_CONNECTED` for each layer's query, key and value."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    from electra_tf.exporting.tflite import TFLiteModule, convert
+    from electra_tf.tasks.classification.model import ElectraClassifier
+    from electra_tf.tasks.classification.serving import classification_serving_module
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(95)]) + "\n")
+    layers = 2
+    classifier = ElectraClassifier(ElectraEncoder(vocab_size=100, num_layers=layers, num_heads=4, hidden_dim=32,
+                                                  embedding_dim=16, intermediate_dim=64), num_labels=3)
+    batch = inputs([9, 3, 1], 12)
+    expected = tf.nn.softmax(classifier(batch, training=False), axis=-1).numpy()  # the Keras layers
+    module = TFLiteModule(classification_serving_module(classifier, str(vocab), seq_length=16))
+    for quantize, atol in (("none", 1e-5), ("dynamic_int8", 0.02)):
+        interpreter = Interpreter(model_content=convert(module.serve_ids, module, quantize))
+        got = interpreter.get_signature_runner()(**batch)["probabilities"]
+        np.testing.assert_allclose(got, expected, atol=atol, rtol=0, err_msg=quantize)
+        ops = [op["op_name"] for op in interpreter._get_ops_details()]
+        # Per layer: the query, key and value together, the attention output, the two feed-forward ones; the
+        # head's dense and output. The Keras layers' graph has one per projection (6 per layer).
+        assert ops.count("FULLY_CONNECTED") == 4 * layers + 2, (quantize, ops)
+        assert "SELECT_V2" not in ops and ops.count("ADD") > 0, ops  # the mask is added, not selected
 
 
 def test_a_module_traced_on_the_keras_layers_saves_and_serves_what_the_fused_one_does(tmp_path):
