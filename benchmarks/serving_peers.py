@@ -412,7 +412,8 @@ def report(rounds, record, texts, started_load):
         "ratios the median of the rounds' ratios. Tokenization is inside every timing (raw text into the "
         "electra_tf models; the HF fast tokenizer before torch and ONNX Runtime).",
         "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores, shared (1-minute load average "
+        f"Machine: {platform.machine()} ({common.vector_instructions()}), {os.cpu_count()} cores, shared (1-minute "
+        "load average "
         f"{started_load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end); {FLAGS.threads} threads on every "
         "side; per-CPU-second figures count the process's CPU time on all its threads, the measure least "
         "moved by other jobs. " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) +

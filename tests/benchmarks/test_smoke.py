@@ -54,6 +54,20 @@ def test_the_hf_recipe_reads_the_fine_tuning_config_by_its_field_names():
     assert common.hf_model_dir("bert:/some/bert") == "/some/bert"
 
 
+def test_reports_name_the_cpus_vector_instructions(tmp_path):
+    from benchmarks import common
+
+    def named(flags, key="flags"):
+        (tmp_path / "cpuinfo").write_text(f"processor\t: 0\n{key}\t\t: fpu sse2 {flags}\n\nprocessor\t: 1\n")
+        return common.vector_instructions(str(tmp_path / "cpuinfo"))
+
+    assert named("avx avx2 fma") == "AVX2, no AVX-512"  # where TensorFlow leaves oneDNN off unless asked
+    assert named("avx2 avx512f avx512bw avx512_vnni avx512_bf16") == "AVX-512 with VNNI, BF16"
+    assert named("avx2 avx512f") == "AVX-512"
+    assert named("fp asimd sve", key="Features") == "NEON with SVE"
+    assert common.vector_instructions(str(tmp_path / "missing")) == "vector instructions unknown"
+
+
 def test_reports_record_portable_paths():
     from benchmarks import common
 
