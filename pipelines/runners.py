@@ -482,12 +482,26 @@ def _cluster_line(client):
 
     The workers are counted by `client.nthreads()`, which asks the scheduler: `client.scheduler_info()`
     returns a cached copy that the client's periodic refresh, which fetches no workers, may
-    overwrite between the call's own fetch and its return (then it counts 0 workers).
+    overwrite between the call's own fetch and its return (then it counts 0 workers). The dashboard
+    is named only where its page answers: a scheduler without bokeh lists the service all the same,
+    and its link gives 404.
     """
     workers = len(client.nthreads())
     services = client.scheduler_info().get("services", {})  # the cached copy keeps these
-    progress = f" (progress: {client.dashboard_link})" if "dashboard" in services else ""
+    link = client.dashboard_link if "dashboard" in services else None
+    progress = f" (progress: {link})" if link and _page_answers(link) else ""
     return workers, f"On the Dask cluster at {client.scheduler.address}: {workers} workers now{progress}"
+
+
+def _page_answers(url, timeout=2.0):
+    """Whether an HTTP GET of `url` succeeds within `timeout` seconds."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return 200 <= response.status < 300
+    except (OSError, ValueError):  # refused, unreachable, timed out, HTTP 4xx/5xx (HTTPError), a malformed link
+        return False
 
 
 def run(pipeline, options):

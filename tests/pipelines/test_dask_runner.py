@@ -458,3 +458,39 @@ def test_the_cluster_line_counts_the_workers_while_the_clients_cache_is_refreshe
             distributed.Client(lc) as client:
         lines = {runners._cluster_line(client)[1].split(" (progress: ")[0] for _ in range(200)}  # pylint: disable=protected-access
     assert lines == {f"On the Dask cluster at {lc.scheduler_address}: 2 workers now"}
+
+
+def test_the_cluster_line_names_the_dashboard_only_where_its_page_answers():
+    """A scheduler without bokeh lists a "dashboard" service whose link gives 404; the line leaves it out."""
+    import http.server
+    import threading
+    import types
+
+    from electra_tf.pipelines import runners
+
+    class Pages(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # pylint: disable=invalid-name
+            self.send_response(200 if self.path == "/status" else 404)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    def line(link, services=("dashboard",)):
+        client = types.SimpleNamespace(nthreads=lambda: {"w1": 1}, dashboard_link=link,
+                                       scheduler_info=lambda: {"services": {s: 1 for s in services}},
+                                       scheduler=types.SimpleNamespace(address="tcp://10.0.0.1:8786"))
+        return runners._cluster_line(client)[1]  # pylint: disable=protected-access
+
+    head = "On the Dask cluster at tcp://10.0.0.1:8786: 1 workers now"
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Pages)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    root = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        assert line(f"{root}/status") == f"{head} (progress: {root}/status)"
+        assert line(f"{root}/missing") == head  # 404
+        assert line(f"{root}/status", services=()) == head  # no dashboard service listed
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert line(f"{root}/status") == head  # nothing listens there now
