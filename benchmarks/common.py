@@ -156,6 +156,31 @@ def append_jsonl(path, record):
         f.write(json.dumps(record) + "\n")
 
 
+def traced_ops(logdir, executor=False):
+    """{"scope/op_name:OpType": (ms, executions)} of the ops in the newest TensorFlow profiler trace under `logdir`
+    (`tf.profiler.experimental.start(logdir)` ... `stop()`): time summed over its executions and the threads that ran
+    them. With `executor`, also `"ExecutorState::Process"`: the executor's own spans, which hold the traced ops and
+    those it runs inline without a trace event of their own (the ops its cost model finds cheap)."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=import-outside-toplevel
+
+    paths = [os.path.join(root, f) for root, _, files in os.walk(logdir) for f in files if f.endswith(".xplane.pb")]
+    space = xplane_pb2.XSpace()
+    with open(max(paths, key=os.path.getmtime), "rb") as f:
+        space.ParseFromString(f.read())
+    plane = next(p for p in space.planes if p.name.startswith("/host:CPU"))
+    names = {k: v.name for k, v in plane.event_metadata.items()}
+    ops = {}
+    for line in plane.lines:
+        if not line.name.startswith("tf_Compute"):
+            continue
+        for event in line.events:
+            name = names[event.metadata_id]
+            if (":" in name and "::" not in name) or (executor and name == "ExecutorState::Process"):
+                picoseconds, executions = ops.get(name, (0, 0))
+                ops[name] = (picoseconds + event.duration_ps, executions + 1)
+    return {k: (ps / 1e9, n) for k, (ps, n) in ops.items()}
+
+
 def machine():
     """One line on the machine: processor, its vector instructions, cores, load average now."""
     return (f"{platform.processor() or platform.machine()} ({vector_instructions()}), {os.cpu_count()} cores, "

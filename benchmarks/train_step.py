@@ -226,26 +226,10 @@ def run(args):
 
 def profile_steps(pretrainer, dataset, logdir, steps):
     """Traces `steps` more training steps; returns {part: ms of op time per step} (`op_time_by_part`)."""
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=import-outside-toplevel
-
     tf.profiler.experimental.start(logdir)
     pretrainer.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0, shuffle=False)
     tf.profiler.experimental.stop()
-    paths = [os.path.join(root, f) for root, _, files in os.walk(logdir) for f in files if f.endswith(".xplane.pb")]
-    space = xplane_pb2.XSpace()
-    with open(max(paths, key=os.path.getmtime), "rb") as f:
-        space.ParseFromString(f.read())
-    plane = next(p for p in space.planes if p.name.startswith("/host:CPU"))
-    names = {k: v.name for k, v in plane.event_metadata.items()}
-    picoseconds = collections.Counter()
-    for line in plane.lines:
-        if not line.name.startswith("tf_Compute"):
-            continue
-        for event in line.events:
-            name = names[event.metadata_id]
-            if ":" in name and not name.startswith("ExecutorState"):  # "scope/op_name:OpType"
-                picoseconds[name] += event.duration_ps
-    op_ms = {k: v / 1e9 / steps for k, v in picoseconds.items()}
+    op_ms = {k: ms / steps for k, (ms, _) in common.traced_ops(logdir).items()}
     common.write_json(os.path.join(logdir, "op_ms.json"), op_ms)  # every op, for a closer look
     return op_time_by_part(op_ms)
 

@@ -86,6 +86,15 @@ def test_serving_peers_measures_every_side_and_reuses_its_models(tmp_path):
         line for line in refused.stderr.splitlines() if line.strip()]
     assert "--workdir" in refused.stderr and {p: p.stat().st_mtime_ns for p in built} == built
 
+    # Where a request's time goes, on the models built above: both sides' op tables.
+    profile = tmp_path / "profile.md"
+    run_python(["-m", "benchmarks.serving_profile", "--workdir", str(work), "--calls", "4", "--seq_length", "32",
+                "--output", str(profile)], timeout=600)
+    text = profile.read_text(encoding="utf-8")
+    for heading, products in (("electra_tf SavedModel", "_MklNativeFusedMatMul"), ("ONNX Runtime fp32", "MatMul")):
+        rows = table(text, heading)
+        assert products in rows and any(k.startswith("**all ops** (matrix products: ") for k in rows), (heading, rows)
+
 
 LABEL_STARTS = {"savedmodel": "electra_tf SavedModel", "litert_float": "electra_tf LiteRT float",
                 "litert_int8": "electra_tf LiteRT int8", "torch": "HF transformers", "ort_fp32": "ONNX Runtime fp32",

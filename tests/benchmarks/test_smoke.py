@@ -68,6 +68,25 @@ def test_reports_name_the_cpus_vector_instructions(tmp_path):
     assert common.vector_instructions(str(tmp_path / "missing")) == "vector instructions unknown"
 
 
+def test_traced_ops_counts_each_execution_of_a_traced_function(tmp_path):
+    import tensorflow as tf
+
+    from benchmarks import common
+
+    product = tf.function(lambda a, b: tf.matmul(a, b))
+    a = tf.random.normal([256, 256])
+    product(a, a)  # traced before the profiler starts
+    tf.profiler.experimental.start(str(tmp_path))
+    for _ in range(5):
+        product(a, a)
+    tf.profiler.experimental.stop()
+    ops = common.traced_ops(str(tmp_path), executor=True)
+    (matmul,) = [v for k, v in ops.items() if k.endswith("MatMul") and "::" not in k]
+    assert matmul[1] == 5 and matmul[0] > 0, ops
+    assert ops["ExecutorState::Process"][0] >= matmul[0]  # the executor's spans hold the op
+    assert "ExecutorState::Process" not in common.traced_ops(str(tmp_path))
+
+
 def test_reports_record_portable_paths():
     from benchmarks import common
 
