@@ -26,7 +26,7 @@ question-answering model's span search likewise, so it has no LiteRT export.
 The encoder is computed as the served SavedModel computes it (`inference_graph.encoder_forward`,
 where it describes the encoder exactly): each layer's query, key and value one `FULLY_CONNECTED`,
 the attention mask one `ADD`. Against the Keras layers' graph, which the converter lowers to
-twice the nodes in more XNNPACK partitions, that took 0.76x the CPU time at batch 1 and 0.82x
+nearly twice the ops in more XNNPACK partitions, that took 0.76x the CPU time at batch 1 and 0.82x
 at batch 32 with int8 weights, 0.90x and 0.93x float (benchmarks/results/litert_encoder.md).
 
 The raw-text model tokenizes in the graph with the tokenizer used in training: tensorflow-text's
