@@ -132,8 +132,8 @@ def table(record):
     total = sum(ms.values())
     products = sum(v for k, v in ms.items() if k in PRODUCTS)
     ordered = sorted(ms, key=ms.get, reverse=True)
-    rows = [f"| {k} | {ms[k]:.3f} | {count[k]:.0f} | {100 * ms[k] / total:.1f} % |" if k in count else
-            f"| {k} | {ms[k]:.3f} | | {100 * ms[k] / total:.1f} % |" for k in ordered[:TOP]]
+    rows = [f"| {k} | {ms[k]:.3f} | {f'{count[k]:.0f}' if k in count else ''} | {100 * ms[k] / total:.1f} % |"
+            for k in ordered[:TOP]]  # (the untraced row has no op count)
     rest = ordered[TOP:]
     if rest:
         rows.append(f"| {len(rest)} other op types | {sum(ms[k] for k in rest):.3f} | "
