@@ -87,6 +87,25 @@ def test_traced_ops_counts_each_execution_of_a_traced_function(tmp_path):
     assert "ExecutorState::Process" not in common.traced_ops(str(tmp_path))
 
 
+def test_matmul_rows_reads_onednns_kernels_and_fits_the_fixed_cost():
+    from benchmarks.matmul_rows import fit, kernels
+
+    # oneDNN 3's verbose lines, as TensorFlow 2.21 prints them (the descriptors are one comma field)
+    lines = ["onednn_verbose,v1,info,cpu,runtime:threadpool",
+             "onednn_verbose,v1,primitive,exec,cpu,inner_product,x64:gemm:jit,forward_training,src:f32::blocked:ab::f0 "
+             "wei:f32::blocked:ba::f0 bia:f32:a:blocked:a::f0 dst:f32::blocked:ab::f0,attr-scratchpad:user,,"
+             "mb32ic384oc1152,0.11",
+             "onednn_verbose,v1,primitive,exec,cpu,inner_product,x64:gemm:jit,forward_training,src:f32::blocked:ab::f0 "
+             "wei:f32::blocked:ba::f0 bia:f32:a:blocked:a::f0 dst:f32::blocked:ab::f0,attr-scratchpad:user,,"
+             "mb32ic384oc384,0.05",
+             "onednn_verbose,v1,primitive,exec,cpu,reorder,jit:uni,undef,src:f32::blocked:ba::f0 "
+             "dst:f32::blocked:AB16b32a::f0,,,384x1152,0.2",
+             "onednn_verbose,v1,primitive,create:cache_hit,cpu,inner_product,x64:gemm:jit,forward_training,,,,0.01"]
+    assert kernels(lines) == {"inner_product `x64:gemm:jit`, weights `ba`": 2, "reorder `jit:uni`, to `AB16b32a`": 1}
+    fixed, per_row = fit({"1": 99.0, "8": 3.0 + 0.25 * 8, "16": 3.0 + 0.25 * 16, "32": 3.0 + 0.25 * 32})
+    assert fixed == pytest.approx(3.0) and per_row == pytest.approx(0.25)  # the 1-row point is left out
+
+
 def test_reports_record_portable_paths():
     from benchmarks import common
 
@@ -306,6 +325,23 @@ def test_served_kinds_times_both_graphs_of_a_kind_and_their_outputs_agree(tmp_pa
     rows = [[cell.strip() for cell in r.split("|")[1:-1]] for r in table_rows(text)[1:]]
     assert [row[:2] for row in rows] == [["classification", "1"]]
     assert float(rows[0][-1]) <= 1e-5  # the largest output difference from the Keras layers' export
+
+
+@pytest.mark.large  # nine small processes: ~1 min
+def test_matmul_rows_times_the_same_products_on_both_runtimes(tmp_path):
+    pytest.importorskip("onnxruntime")
+    text = report("matmul_rows", tmp_path, "--rows", "1,8,16", "--thread_counts", "1", "--calls", "3", "--rounds", "1",
+                  "--hidden", "64", "--intermediate", "128", "--layers", "2")
+    agreement = float(text.split("differ by at most ")[1].split(" ")[0])
+    assert agreement < 1e-5, agreement  # TensorFlow and ONNX Runtime computed the same products
+    rows = [[cell.strip() for cell in row.split("|")[1:-1]] for row in table_rows(text)]
+    assert rows[0][:4] == ["side", "1 rows", "8 rows", "16 rows"]
+    assert [r[0].split(",")[0] for r in rows[1:4]] == ["TensorFlow", "TensorFlow", "ONNX Runtime"]
+    assert all(float(cell) > 0 for r in rows[1:4] for cell in r[1:4])
+    # The switch changes what oneDNN reads: the variables' own layout without it, a blocked copy with it.
+    plain, frozen = [line for line in text.splitlines() if line.startswith("- TensorFlow")]
+    assert "weights `ba`" in plain and "inner_product" in plain, plain
+    assert "inner_product" in frozen and "weights `ba`" not in frozen, frozen
 
 
 @pytest.mark.large  # fine-tunes a tiny model, then exports it eight times to LiteRT: ~2 min
