@@ -150,6 +150,21 @@ def write_report(text, path=None):
             f.write(text)
 
 
+def run_worker(module, args, env, name):
+    """Runs `python -m <module> <args>` from the repository with `env`; returns the JSON of its last
+    `RESULT {...}` stdout line, or raises naming `name` with the end of its stderr.
+
+    The processes of a benchmark's sides (one runtime per process) print their figures this way.
+    """
+    import subprocess
+
+    result = subprocess.run([sys.executable, "-m", module, *args], cwd=REPO, env=env, capture_output=True, text=True)
+    lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
+    if result.returncode != 0 or not lines:
+        raise RuntimeError(f"{name} failed ({result.returncode}):\n{result.stderr[-4000:]}")
+    return json.loads(lines[-1][len("RESULT "):]), result.stdout
+
+
 def append_jsonl(path, record):
     """Appends `record` as one JSON line."""
     with open(path, "a", encoding="utf-8") as f:
@@ -179,6 +194,38 @@ def traced_ops(logdir, executor=False):
                 picoseconds, executions = ops.get(name, (0, 0))
                 ops[name] = (picoseconds + event.duration_ps, executions + 1)
     return {k: (ps / 1e9, n) for k, (ps, n) in ops.items()}
+
+
+def fit_line(points):
+    """(intercept, slope) of the least-squares line through `points` ({x: y}); (None, None) under 2 points.
+
+    >>> fit_line({8: 5.0, 16: 7.0, 32: 11.0})
+    (3.0, 0.25)
+    """
+    if len(points) < 2:
+        return None, None
+    mean_x, mean_y = statistics.fmean(points), statistics.fmean(points.values())
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in points.items()) / sum((x - mean_x) ** 2 for x in points)
+    return mean_y - slope * mean_x, slope
+
+
+def onednn_kernels(lines):
+    """From oneDNN's verbose lines (`ONEDNN_VERBOSE=1`): {"primitive `implementation`, weights `layout`":
+    executions} of the primitives executed; a reorder names the layout it wrote."""
+    found = {}
+    for line in lines:
+        fields = line.split(",")
+        if not line.startswith("onednn_verbose") or "exec" not in fields or "cpu" not in fields:
+            continue
+        at = fields.index("exec")
+        primitive, implementation = fields[at + 2], fields[at + 3]
+        descriptors = " ".join(fields).split()  # e.g. "wei:f32::blocked:ba::f0": data type, format kind, layout
+        layout = next((d.split(":")[4] for d in descriptors
+                       if d.startswith("dst:" if primitive == "reorder" else "wei:")), None)
+        key = f"{primitive} `{implementation}`" + (f", {'to ' if primitive == 'reorder' else 'weights '}`{layout}`"
+                                                   if layout else "")
+        found[key] = found.get(key, 0) + 1
+    return found
 
 
 def machine():

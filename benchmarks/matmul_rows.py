@@ -27,8 +27,6 @@ another layout during that call).
 import json
 import os
 import statistics
-import subprocess
-import sys
 import time
 
 from absl import app, flags
@@ -154,7 +152,7 @@ def measure(side, threads):
 
 
 def spawn(side, threads, probe=False):
-    args = [sys.executable, "-m", "benchmarks.matmul_rows", "--rows_side", side, "--side_threads", str(threads),
+    args = ["--rows_side", side, "--side_threads", str(threads),
             "--rows", ",".join(FLAGS.rows), "--hidden", str(FLAGS.hidden), "--intermediate", str(FLAGS.intermediate),
             "--layers", str(FLAGS.layers), "--calls", str(FLAGS.calls), *(["--probe"] if probe else [])]
     env = {**serving_peers.worker_env(), "OMP_NUM_THREADS": str(threads)}
@@ -162,43 +160,10 @@ def spawn(side, threads, probe=False):
         env["TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"] = "1"
     if probe:
         env["ONEDNN_VERBOSE"] = "1"
-    result = subprocess.run(args, cwd=common.REPO, env=env, capture_output=True, text=True)
-    lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
-    if result.returncode != 0 or not lines:
-        raise RuntimeError(f"side {side} failed ({result.returncode}):\n{result.stderr[-4000:]}")
-    record = json.loads(lines[-1][len("RESULT "):])
+    record, stdout = common.run_worker("benchmarks.matmul_rows", args, env, f"side {side}")
     if probe:
-        record["kernels"] = kernels(result.stdout.split("PROBE-START", 1)[-1].splitlines())
+        record["kernels"] = common.onednn_kernels(stdout.split("PROBE-START", 1)[-1].splitlines())
     return record
-
-
-def kernels(lines):
-    """From oneDNN's verbose lines of one call: {"primitive `implementation`, weights `layout`": executions}."""
-    found = {}
-    for line in lines:
-        fields = line.split(",")
-        if not line.startswith("onednn_verbose") or "exec" not in fields or "cpu" not in fields:
-            continue
-        at = fields.index("exec")
-        primitive, implementation = fields[at + 2], fields[at + 3]
-        descriptors = " ".join(fields).split()  # e.g. "wei:f32::blocked:ba::f0": data type, format kind, layout
-        layout = next((d.split(":")[4] for d in descriptors
-                       if d.startswith("dst:" if primitive == "reorder" else "wei:")), None)
-        key = f"{primitive} `{implementation}`" + (f", {'to ' if primitive == 'reorder' else 'weights '}`{layout}`"
-                                                   if layout else "")
-        found[key] = found.get(key, 0) + 1
-    return found
-
-
-def fit(ms):
-    """(fixed ms per call, ms per row) of a least-squares line over the rows from 8 up."""
-    points = [(int(r), v) for r, v in ms.items() if int(r) >= 8]
-    if len(points) < 2:
-        return None, None
-    mean_r = statistics.fmean(r for r, _ in points)
-    mean_v = statistics.fmean(v for _, v in points)
-    slope = sum((r - mean_r) * (v - mean_v) for r, v in points) / sum((r - mean_r) ** 2 for r, _ in points)
-    return mean_v - slope * mean_r, slope
 
 
 def main(argv):
@@ -247,7 +212,7 @@ def main(argv):
                   "|---|" + "---:|" * (len(rows) + 2)]
         for side in sides:
             ms = median[side, t]
-            fixed, slope = fit(ms)
+            fixed, slope = common.fit_line({int(r): v for r, v in ms.items() if int(r) >= 8})
             lines.append(f"| {SIDES[side]} | " + " | ".join(f"{ms[r]:.2f}" for r in rows) + " | "
                          + (f"{fixed:.2f} | {per_row / slope:.0f}" if slope else "| ") + " |")
         for side in ("tf", "tf_assume_frozen"):

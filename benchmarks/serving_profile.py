@@ -19,8 +19,6 @@ ONNX Runtime's times exclude the HF tokenizer, TensorFlow's include the in-graph
 import collections
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 
@@ -117,14 +115,9 @@ def profile_ort(work):
 
 
 def spawn(side, work):
-    args = [sys.executable, "-m", "benchmarks.serving_profile", "--profile_side", side, "--workdir", work,
-            "--threads", str(FLAGS.threads), "--seq_length", str(FLAGS.seq_length), "--calls", str(FLAGS.calls),
-            "--batch_size", str(FLAGS.batch_size)]
-    result = subprocess.run(args, cwd=common.REPO, env=serving_peers.worker_env(), capture_output=True, text=True)
-    lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
-    if result.returncode != 0 or not lines:
-        raise RuntimeError(f"side {side} failed ({result.returncode}):\n{result.stderr[-4000:]}")
-    return json.loads(lines[-1][len("RESULT "):])
+    args = ["--profile_side", side, "--workdir", work, "--threads", str(FLAGS.threads), "--seq_length",
+            str(FLAGS.seq_length), "--calls", str(FLAGS.calls), "--batch_size", str(FLAGS.batch_size)]
+    return common.run_worker("benchmarks.serving_profile", args, serving_peers.worker_env(), f"side {side}")[0]
 
 
 def table(record):

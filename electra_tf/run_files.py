@@ -28,7 +28,8 @@ A fine-tuning run (`electra_tf.finetune --output_dir`):
 
 An export (`electra_tf.export`): a SavedModel (`saved_model.pb`, `variables/`,
 `assets/`: `vocab.txt`, `electra_tokenizer.json`, `encoder_config.json` or
-`serving_config.json`, and `labels.txt` for serving), a Keras-Hub preset, or a LiteRT
+`serving_config.json`, and `labels.txt` for serving; for serving also
+`assets.extra/tf_serving_warmup_requests`), a Keras-Hub preset, or a LiteRT
 model folder (`model.tflite`, `tflite_config.json`, `labels.txt`, `vocab.txt`).
 A Hugging Face model (`python -m electra_tf.convert --to hf`): `config.json` + `model.safetensors`.
 A standalone encoder (`sources.save_encoder`, e.g. an experiment's untrained baseline):
@@ -83,6 +84,8 @@ ENCODER_CONFIG_ASSET = "encoder_config.json"  # export --format encoder
 SERVING_CONFIG_ASSET = "serving_config.json"  # export --format serving
 LABELS_ASSET = "labels.txt"  # export --format serving: label i on line i
 VOCAB_ASSET = VOCAB_FILE  # the vocabulary asset keeps its file name
+# export --format serving: requests TF Serving replays when it loads the version (electra_tf.exporting.warmup)
+SERVING_WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 TFLITE_MODEL_FILE = "model.tflite"  # export --format tflite, beside LABELS_ASSET and VOCAB_FILE
 TFLITE_CONFIG_FILE = "tflite_config.json"  # what the .tflite takes and returns (electra_tf.exporting.tflite)
 # The files of a Hugging Face model folder (read and written by electra_tf.converting).

@@ -298,3 +298,14 @@ def official_f1(prediction, gold):
         return 0.0
     precision, recall = common / len(p), common / len(g)
     return 2 * precision * recall / (precision + recall)
+
+
+def warmup_requests(version_folder):
+    """The `PredictRequest`s of a version's warm-up file, parsed by tensorflow-serving-api's own messages."""
+    import tensorflow as tf
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    path = os.path.join(version_folder, "assets.extra", "tf_serving_warmup_requests")
+    logs = [prediction_log_pb2.PredictionLog.FromString(record.numpy()) for record in tf.data.TFRecordDataset(path)]
+    assert logs and all(log.WhichOneof("log_type") == "predict_log" for log in logs)
+    return [log.predict_log.request for log in logs]

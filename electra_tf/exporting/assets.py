@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from electra_tf import atomic
 from electra_tf.data.tokenizer import SERVING_PAD_MULTIPLE, SETTINGS_FILE, WordPieceTokenizer, copy_vocab
-from electra_tf.exporting import inference_graph
+from electra_tf.exporting import inference_graph, warmup
 from electra_tf.run_files import ENCODER_CONFIG_ASSET, LABELS_ASSET, SERVING_CONFIG_ASSET, VOCAB_ASSET  # noqa: F401
 
 
@@ -152,12 +152,19 @@ def version_dir(base_dir, model_name, version):
 def save_version(module, path):
     """Saves `module` (with its `signatures()`) as the version folder `path`, all or nothing.
 
+    With it, `assets.extra/tf_serving_warmup_requests` (`electra_tf.exporting.warmup`): a batch-1 request
+    of each length a call can be padded to, which TF Serving replays when it loads the version.
+
     It is written under a sibling name that TF Serving does not load (versions are
     numbers; `atomic.staged_folder`) and renamed when complete: a server polling the
     model folder never sees half a version, and an interrupted export leaves no version behind.
     """
     with atomic.staged_folder(path, "output_dir") as partial:
-        tf.saved_model.save(module, partial, signatures=module.signatures())
+        signatures = module.signatures()
+        tf.saved_model.save(module, partial, signatures=signatures)
+        if getattr(module, "seq_length", None):  # the requests TF Serving replays at load
+            warmup.write_warmup_file(partial, signatures[warmup.SIGNATURE].input_signature, module.seq_length,
+                                     module.pad_multiple)
     return path
 
 

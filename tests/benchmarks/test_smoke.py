@@ -88,7 +88,7 @@ def test_traced_ops_counts_each_execution_of_a_traced_function(tmp_path):
 
 
 def test_matmul_rows_reads_onednns_kernels_and_fits_the_fixed_cost():
-    from benchmarks.matmul_rows import fit, kernels
+    from benchmarks.common import fit_line, onednn_kernels
 
     # oneDNN 3's verbose lines, as TensorFlow 2.21 prints them (the descriptors are one comma field)
     lines = ["onednn_verbose,v1,info,cpu,runtime:threadpool",
@@ -101,9 +101,10 @@ def test_matmul_rows_reads_onednns_kernels_and_fits_the_fixed_cost():
              "onednn_verbose,v1,primitive,exec,cpu,reorder,jit:uni,undef,src:f32::blocked:ba::f0 "
              "dst:f32::blocked:AB16b32a::f0,,,384x1152,0.2",
              "onednn_verbose,v1,primitive,create:cache_hit,cpu,inner_product,x64:gemm:jit,forward_training,,,,0.01"]
-    assert kernels(lines) == {"inner_product `x64:gemm:jit`, weights `ba`": 2, "reorder `jit:uni`, to `AB16b32a`": 1}
-    fixed, per_row = fit({"1": 99.0, "8": 3.0 + 0.25 * 8, "16": 3.0 + 0.25 * 16, "32": 3.0 + 0.25 * 32})
-    assert fixed == pytest.approx(3.0) and per_row == pytest.approx(0.25)  # the 1-row point is left out
+    assert onednn_kernels(lines) == {"inner_product `x64:gemm:jit`, weights `ba`": 2, "reorder `jit:uni`, to `AB16b32a`": 1}
+    fixed, per_row = fit_line({8: 3.0 + 0.25 * 8, 16: 3.0 + 0.25 * 16, 32: 3.0 + 0.25 * 32, 64: 3.0 + 0.25 * 64})
+    assert fixed == pytest.approx(3.0) and per_row == pytest.approx(0.25)
+    assert fit_line({8: 1.0}) == (None, None)
 
 
 def test_reports_record_portable_paths():

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.tasks import export_serving, load_finetuned
+from helpers import warmup_requests
 
 BIN = os.path.dirname(sys.executable)
 
@@ -82,6 +83,23 @@ def test_predict_request_matches_signature(artifacts, texts):
     probabilities = signature(**feeds)["probabilities"].numpy()
     expected = keras_probabilities(artifacts.classifier, artifacts.vocab, texts, artifacts.seq_length)
     np.testing.assert_allclose(probabilities, expected, atol=1e-5, rtol=0)
+
+
+def test_tf_servings_warmup_file_holds_a_request_of_each_padded_length(artifacts):
+    requests = warmup_requests(artifacts.serving_path)
+    assert all(r.model_spec.signature_name == "serving_default" and list(r.inputs) == ["text"] for r in requests)
+    texts = [tf.make_ndarray(r.inputs["text"]).astype(str) for r in requests]
+    assert all(t.shape == (1,) for t in texts)
+    # What the served graph computes on: the pieces with [CLS] and [SEP], rounded up to a multiple of 8.
+    tokenizer = WordPieceTokenizer(artifacts.vocab)
+    pieces = [int(tokenizer.tokenize(tf.constant(t)).flat_values.shape[0]) + 2 for t in texts]
+    assert [-(-n // 8) * 8 for n in pieces] == list(range(8, artifacts.seq_length + 1, 8)), pieces
+    # The model server's replay: the decoded tensors fed to the signature give the Keras model's outputs.
+    signature = tf.saved_model.load(artifacts.serving_path).signatures["serving_default"]
+    for request, text in zip(requests, texts):
+        out = signature(**{name: tf.constant(tf.make_ndarray(proto)) for name, proto in request.inputs.items()})
+        expected = keras_probabilities(artifacts.classifier, artifacts.vocab, list(text), artifacts.seq_length)
+        np.testing.assert_allclose(out["probabilities"].numpy(), expected, atol=1e-5, rtol=0)
 
 
 def test_predict_ids_matches_keras_and_batch_is_dynamic(artifacts, texts):

@@ -45,6 +45,25 @@ def test_every_op_of_every_export_is_one_the_model_server_has(exports):
     assert not missing, "ops a stock model server lacks:\n" + "\n".join(f"{op}: {w[:3]}" for op, w in missing.items())
 
 
+def test_every_served_kind_carries_tf_servings_warmup_requests_and_each_runs(exports):
+    import tensorflow as tf
+
+    from helpers import warmup_requests
+
+    for kind, path in exports.items():
+        if kind == "encoder":  # `--format encoder`: a SavedModel to fine-tune from, not a served version
+            continue
+        signature = tf.saved_model.load(path).signatures["serving_default"]
+        specs = signature.structured_input_signature[1]
+        requests = warmup_requests(path)
+        assert len(requests) == {"qa": 6}.get(kind, 4), kind  # one per multiple of 8 up to seq_length
+        for request in requests:
+            assert set(request.inputs) == set(specs), kind
+            feeds = {name: tf.constant(tf.make_ndarray(proto)) for name, proto in request.inputs.items()}
+            assert all(specs[name].shape.is_compatible_with(feed.shape) for name, feed in feeds.items()), kind
+            signature(**feeds)  # what the model server replays at load
+
+
 def test_the_walk_reaches_the_tokenizer_inside_every_raw_text_function(exports):
     for kind, path in exports.items():
         uses = saved_model_ops(path)

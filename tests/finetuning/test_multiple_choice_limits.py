@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import checksums, error_line, make_run_dir, run_python
+from helpers import checksums, error_line, make_run_dir, run_python, warmup_requests
 
 CONTEXT, QUESTION = "Pick the one that is alive.", "Which is an animal?"
 ANIMALS = ["cat", "dog", "horse", "cow"]
@@ -170,6 +170,12 @@ def test_served_blank_choices_are_missing_and_a_question_without_a_choice_is_an_
     def ask(choices):
         return serve(context=tf.constant([CONTEXT] * len(choices)), question=tf.constant([QUESTION] * len(choices)),
                      choices=tf.constant(choices, tf.string))
+
+    # TF Serving's warm-up replay at load: each request of the export's file is served (two choices each).
+    for request in warmup_requests(trained["export"]):
+        feeds = {name: tf.constant(tf.make_ndarray(proto)) for name, proto in request.inputs.items()}
+        assert feeds["choices"].shape == (1, 2)
+        assert serve(**feeds)["probabilities"].shape == (1, 2)
 
     out = ask([["cat"] + BLANKS, BLANKS[1:3] + ["car", "dog"] + BLANKS[3:]])
     probabilities = out["probabilities"].numpy()
