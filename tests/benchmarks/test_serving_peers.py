@@ -100,7 +100,7 @@ def test_serving_peers_measures_every_side_and_reuses_its_models(tmp_path):
     run_python(["-m", "benchmarks.serving_warmup", "--workdir", str(work), "--calls", "4", "--rounds", "1",
                 "--output", str(warm)], timeout=600)
     lines = [line for line in warm.read_text(encoding="utf-8").splitlines() if line.startswith("| ")]
-    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in lines[2:]}
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in lines[1:]}
     assert set(rows) == {"cold (loaded, nothing replayed)", "replayed (loaded, the warm-up file replayed)"}, rows
     assert float(rows["cold (loaded, nothing replayed)"][-1]) == 0 < float(
         rows["replayed (loaded, the warm-up file replayed)"][-1])
