@@ -309,3 +309,10 @@ def warmup_requests(version_folder):
     logs = [prediction_log_pb2.PredictionLog.FromString(record.numpy()) for record in tf.data.TFRecordDataset(path)]
     assert logs and all(log.WhichOneof("log_type") == "predict_log" for log in logs)
     return [log.predict_log.request for log in logs]
+
+
+def request_feeds(request):
+    """What the model server feeds a signature for a `PredictRequest`: its decoded input tensors, by name."""
+    import tensorflow as tf
+
+    return {name: tf.constant(tf.make_ndarray(proto)) for name, proto in request.inputs.items()}

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.tasks import export_serving, load_finetuned
-from helpers import warmup_requests
+from helpers import request_feeds, warmup_requests
 
 BIN = os.path.dirname(sys.executable)
 
@@ -79,7 +79,7 @@ def test_predict_request_matches_signature(artifacts, texts):
         assert tf.dtypes.as_dtype(proto.dtype) == specs[name].dtype
         assert specs[name].shape.is_compatible_with(tf.TensorShape([d.size for d in proto.tensor_shape.dim]))
     # What the model server would do with the request: feed the decoded tensors.
-    feeds = {name: tf.constant(tf.make_ndarray(proto)) for name, proto in request.inputs.items()}
+    feeds = request_feeds(request)
     probabilities = signature(**feeds)["probabilities"].numpy()
     expected = keras_probabilities(artifacts.classifier, artifacts.vocab, texts, artifacts.seq_length)
     np.testing.assert_allclose(probabilities, expected, atol=1e-5, rtol=0)
@@ -97,7 +97,7 @@ def test_tf_servings_warmup_file_holds_a_request_of_each_padded_length(artifacts
     # The model server's replay: the decoded tensors fed to the signature give the Keras model's outputs.
     signature = tf.saved_model.load(artifacts.serving_path).signatures["serving_default"]
     for request, text in zip(requests, texts):
-        out = signature(**{name: tf.constant(tf.make_ndarray(proto)) for name, proto in request.inputs.items()})
+        out = signature(**request_feeds(request))
         expected = keras_probabilities(artifacts.classifier, artifacts.vocab, list(text), artifacts.seq_length)
         np.testing.assert_allclose(out["probabilities"].numpy(), expected, atol=1e-5, rtol=0)
 

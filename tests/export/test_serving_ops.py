@@ -48,7 +48,7 @@ def test_every_op_of_every_export_is_one_the_model_server_has(exports):
 def test_every_served_kind_carries_tf_servings_warmup_requests_and_each_runs(exports):
     import tensorflow as tf
 
-    from helpers import warmup_requests
+    from helpers import request_feeds, warmup_requests
 
     for kind, path in exports.items():
         if kind == "encoder":  # `--format encoder`: a SavedModel to fine-tune from, not a served version
@@ -59,7 +59,7 @@ def test_every_served_kind_carries_tf_servings_warmup_requests_and_each_runs(exp
         assert len(requests) == {"qa": 6}.get(kind, 4), kind  # one per multiple of 8 up to seq_length
         for request in requests:
             assert set(request.inputs) == set(specs), kind
-            feeds = {name: tf.constant(tf.make_ndarray(proto)) for name, proto in request.inputs.items()}
+            feeds = request_feeds(request)
             assert all(specs[name].shape.is_compatible_with(feed.shape) for name, feed in feeds.items()), kind
             signature(**feeds)  # what the model server replays at load
 

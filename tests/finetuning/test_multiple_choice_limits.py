@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import checksums, error_line, make_run_dir, run_python, warmup_requests
+from helpers import checksums, error_line, make_run_dir, request_feeds, run_python, warmup_requests
 
 CONTEXT, QUESTION = "Pick the one that is alive.", "Which is an animal?"
 ANIMALS = ["cat", "dog", "horse", "cow"]
@@ -173,7 +173,7 @@ def test_served_blank_choices_are_missing_and_a_question_without_a_choice_is_an_
 
     # TF Serving's warm-up replay at load: each request of the export's file is served (two choices each).
     for request in warmup_requests(trained["export"]):
-        feeds = {name: tf.constant(tf.make_ndarray(proto)) for name, proto in request.inputs.items()}
+        feeds = request_feeds(request)
         assert feeds["choices"].shape == (1, 2)
         assert serve(**feeds)["probabilities"].shape == (1, 2)
 

@@ -12,7 +12,7 @@ from electra_tf.exporting.tflite_runtime import load_interpreter
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.tasks.embedding.kind import pack_texts
 from electra_tf.tasks.embedding.model import ElectraEmbedder
-from helpers import warmup_requests
+from helpers import request_feeds, warmup_requests
 
 WORDS = ["where", "does", "the", "cat", "live", "horse", "eats", "grass", "in", "field", "cafe", "naive", "?"]
 TEXTS = ["Where does the cat live?", "", "The horse eats grass in the field " * 6, "Café naïve"]
@@ -53,9 +53,9 @@ def test_the_saved_model_serves_the_keras_vectors_of_raw_text(embedder, vocab, t
     # TF Serving's warm-up replay at load: a request per multiple of 8 up to seq_length, each served.
     requests = warmup_requests(path)
     assert len(requests) == SEQ_LENGTH // 8
+    serve = tf.saved_model.load(path).signatures["serving_default"]
     for request in requests:
-        tf.saved_model.load(path).signatures["serving_default"](
-            **{name: tf.constant(tf.make_ndarray(proto)) for name, proto in request.inputs.items()})
+        serve(**request_feeds(request))
 
 
 @pytest.mark.parametrize("ids_only", [False, True])
