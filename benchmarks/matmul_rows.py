@@ -46,6 +46,9 @@ flags.DEFINE_integer("side_threads", 1, "Internal: the side's intra-op threads."
 flags.DEFINE_bool("probe", False, "Internal: every rows setting once, then one call of 32 rows (the oneDNN verbose "
                   "probe).")
 FLAGS = flags.FLAGS
+for _name in ("rows", "thread_counts"):
+    flags.register_validator(_name, lambda values: bool(values) and all(v.isdigit() and int(v) > 0 for v in values),
+                             message=f"--{_name}: positive whole numbers, comma-separated")
 
 PROBE_ROWS = 32  # a batch-1 request of a median short text, its length rounded up to a multiple of 8
 
