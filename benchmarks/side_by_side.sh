@@ -28,6 +28,7 @@ run() {  # setting -> the command line
   case $1 in
     ours) echo "$PY -m benchmarks.train_step --config small --batch_size $BATCH --peak 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
     ours_inter0) echo "$PY -m benchmarks.train_step --config small --batch_size $BATCH --inter 0 --peak 1 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
+    ours_unfused_inter0) echo "$PY -m benchmarks.train_step --config small --batch_size $BATCH --fused_elementwise 0 --inter 0 --peak 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
     ours_xla_inter0) echo "$PY -m benchmarks.train_step --config small --batch_size $BATCH --jit_compile 1 --inter 0 --peak 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
     ours_icdf_inter0) echo "$PY -m benchmarks.train_step --config small --batch_size $BATCH --sampler inverse_cdf --inter 0 --peak 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;
     ours_bf16_inter0) echo "$PY -m benchmarks.train_step --config small --batch_size $BATCH --precision mixed_bfloat16 --inter 0 --peak 0 --steps $STEPS --repeats $REPEATS --json /dev/stdout" ;;

@@ -55,6 +55,8 @@ def parse_args(argv=None):
     p.add_argument("--sampler", default="gumbel", help="Generator sampler (`sampling.SAMPLERS`).")
     p.add_argument("--precision", default="float32", choices=["float32", "mixed_bfloat16", "mixed_float16"])
     p.add_argument("--jit_compile", type=int, default=0)
+    p.add_argument("--fused_elementwise", type=int, default=1, help="The config field of that name (0: Keras' "
+                   "element-wise ops one by one).")
     p.add_argument("--steps_per_execution", type=int, default=1)
     p.add_argument("--warmup", type=int, default=3, help="Untimed steps (tracing, XLA compilation).")
     p.add_argument("--repeats", type=int, default=3, help="Timed windows.")
@@ -170,6 +172,7 @@ def run(args):
     if args.objective:
         overrides["objective"] = args.objective
     overrides["sampler"] = args.sampler
+    overrides["fused_elementwise"] = bool(args.fused_elementwise)
     config = get_config(args.config, **overrides)
     spe = config.steps_per_execution
     warmup = -(-args.warmup // spe) * spe  # whole executions
@@ -214,6 +217,7 @@ def run(args):
         config=args.config, objective=config.objective, batch=config.batch_size, seq=config.seq_length,
         precision=config.precision, xla=int(config.jit_compile), spe=spe, intra=args.intra, inter=args.inter,
         onednn=os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default"), tag=args.tag, sampler=args.sampler,
+        fused_elementwise=int(config.fused_elementwise),
         steps_per_s=rates, cpu_s_per_step=cpu_per_step, others_cpu_share=others,
         warmup_steps=warmup, steps=steps, warmup_s=round(warmup_s, 2), loss=loss,
         flops_per_seq=flops.train_flops_per_sequence(config), num_params=num_params,
@@ -283,6 +287,8 @@ def _setting(r):
         s += f" sampler={r['sampler']}"
     if r.get("onednn", "default") != "default":
         s += f" onednn={r['onednn']}"
+    if not r.get("fused_elementwise", 1):
+        s += " fused_elementwise=0"
     if r.get("inter", 1) != 1 or r.get("intra", 2) != 2:
         s += f" intra={r['intra']} inter={r['inter']}"
     return s

@@ -99,6 +99,9 @@ class ElectraConfig(Config):
     # --- Performance ---
     precision: str = field("float32", "Keras dtype policy.", choices=PRECISIONS)
     jit_compile: bool = field(False, "XLA-compile the whole train step.")
+    fused_elementwise: bool = field(
+        True, "float32 training: the encoders' GELU, LayerNorm, masked softmax and dropout masks as XLA-fused "
+        "kernels between oneDNN's matmuls (the same math); false: Keras' ops one by one.")
     steps_per_execution: int = field(1, "Train steps per call into TensorFlow.", range="[1, inf)")
     # --- Checkpoints, logs, randomness ---
     save_checkpoints_steps: int = field(1000, "Updates between checkpoints.", range="[1, inf)")

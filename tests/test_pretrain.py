@@ -1,5 +1,6 @@
 """The pretrain entry point: resume after SIGKILL, clear errors on bad input, precision and XLA."""
 
+import json
 import os
 import signal
 import subprocess
@@ -193,3 +194,28 @@ def test_a_vocab_file_contradicting_the_demo_data_is_refused_not_replaced(tmp_pa
     line = one_error_line(result)
     assert f"`--vocab_file={other}` is not the vocabulary of `--data=demo`" in line
     assert not (tmp_path / "run").exists()
+
+
+def _batch_losses(run):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run / "logs" / "train"), size_guidance={"tensors": 0}).Reload()
+    return {name: {e.step: float(tf.make_ndarray(e.tensor_proto)) for e in events.Tensors(f"batch_{name}")}
+            for name in ("loss", "masked_lm_loss", "disc_loss")}
+
+
+def test_fused_kernels_train_as_keras_ops_do_through_the_command(tmp_path):
+    """The same run with and without `--fused_elementwise`: the same first loss (the same weights, masks and
+    dropout bits; only float rounding differs), and the same course after updates."""
+    losses = {}
+    for name, flag in (("fused", []), ("keras_ops", ["--nofused_elementwise"])):
+        run = tmp_path / name
+        run_python(["-m", "electra_tf.pretrain", "--config", "tiny", "--model_dir", str(run), "--train_steps=3",
+                    "--log_steps=1", "--save_checkpoints_steps=3", "--verbose=0", *flag])
+        losses[name] = _batch_losses(run)
+        assert json.loads((run / run_files.CONFIG_FILE).read_text())["fused_elementwise"] is (name == "fused")
+    for metric, by_step in losses["fused"].items():
+        reference = losses["keras_ops"][metric]
+        assert sorted(by_step) == sorted(reference) == [1, 2, 3], metric
+        np.testing.assert_allclose(by_step[1], reference[1], rtol=1e-5, err_msg=metric)
+        np.testing.assert_allclose([by_step[2], by_step[3]], [reference[2], reference[3]], rtol=1e-3, err_msg=metric)

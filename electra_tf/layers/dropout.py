@@ -63,6 +63,10 @@ class IntegerBitsDropout(keras.layers.Dropout):
         if seed.dtype != tf.int32:  # as Keras' TensorFlow backend casts it (`random._cast_seed`)
             seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
         bits = tf.random.stateless_uniform(tf.shape(inputs), seed, minval=None, maxval=None, dtype=tf.uint32)
+        return self._keep_and_scale(inputs, bits)
+
+    def _keep_and_scale(self, inputs, bits):
+        """`inputs` times 1 / (1 - rate) where Keras' uniform from `bits` is >= rate, else times 0."""
         keep = tf.bitwise.bitwise_and(bits, _MANTISSA - 1) >= keep_threshold(self.rate)
         scale = tf.constant(1.0 / (1.0 - self.rate), tf.float32)
         return inputs * tf.where(keep, scale, 0.0)

@@ -12,6 +12,7 @@ import tensorflow as tf
 from keras_hub.layers import MaskedLMHead
 
 from electra_tf.layers.discriminator_head import DiscriminatorHead
+from electra_tf.layers.fused_elementwise import use_fused_elementwise
 from electra_tf.layers.masking import mask_tokens, scatter_positions
 from electra_tf.layers.replicas import all_gather, all_reduce_sum, global_mean, is_multi_worker
 from electra_tf.layers.sampling import SAMPLERS
@@ -71,6 +72,10 @@ class ElectraPretrainer(keras.Model):
         seed: int. Base of the stateless masking/sampling stream.
         discriminator_output_initializer: str. Kernel initializer of the
             discriminator head's dense(1), see `DiscriminatorHead`.
+        fused_elementwise: bool. Run the encoders' GELU, LayerNorm, masked
+            softmax and dropout masks in training as XLA-fused kernels
+            (`electra_tf.layers.fused_elementwise`: the same math, fewer passes
+            over memory); False keeps Keras' ops.
 
     Example:
         ```python
@@ -110,6 +115,7 @@ class ElectraPretrainer(keras.Model):
         mask_id=103,
         seed=0,
         discriminator_output_initializer="glorot_uniform",
+        fused_elementwise=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -190,6 +196,7 @@ class ElectraPretrainer(keras.Model):
         self.mask_id = mask_id
         self.seed = seed
         self.discriminator_output_initializer = discriminator_output_initializer
+        self.fused_elementwise = fused_elementwise
         self.build()
 
     def build(self, input_shape=None):
@@ -199,6 +206,10 @@ class ElectraPretrainer(keras.Model):
         if self.generator is not None:
             self.generator.build()
             self.generator_head.build((None, None, self.generator.hidden_dim))
+        if self.fused_elementwise:
+            for encoder in (self.discriminator, self.generator):
+                if encoder is not None:
+                    use_fused_elementwise(encoder)
         hidden_shape = (None, None, self.discriminator.hidden_dim)
         for head in (self.discriminator_head, self.mlm_head):
             if head is not None:
@@ -393,6 +404,7 @@ class ElectraPretrainer(keras.Model):
             "mask_id": self.mask_id,
             "seed": self.seed,
             "discriminator_output_initializer": self.discriminator_output_initializer,
+            "fused_elementwise": self.fused_elementwise,
         }
 
     @classmethod
@@ -450,6 +462,7 @@ def build_pretrainer(config):
         mask_id=config.mask_id,
         seed=config.seed,
         discriminator_output_initializer=config.discriminator_output_initializer,
+        fused_elementwise=config.fused_elementwise,
     )
 
 
