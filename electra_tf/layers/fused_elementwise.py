@@ -1,4 +1,4 @@
-"""The training step's element-wise work as XLA-fused kernels: GELU, LayerNorm, masked softmax.
+"""The training step's element-wise work as XLA-fused kernels: GELU, LayerNorm, masked softmax, dropout masks.
 
 Without XLA, TensorFlow runs each element-wise op of these layers as its own
 kernel, forward and backward: the exact GELU's gradient alone is about ten
@@ -36,7 +36,7 @@ def _xla(function):
 
 
 def _rows(x):
-    """The axes a per-feature sum (a bias or LayerNorm gradient) runs over: all but the last."""
+    """The axes a per-feature sum (LayerNorm's gamma and beta gradients) runs over: all but the last."""
     return list(range(x.shape.rank - 1))
 
 
@@ -110,6 +110,7 @@ def layer_norm(x, gamma, beta, epsilon):
     @tf.custom_gradient
     def normalise(x, gamma, beta):
         y, mean, rstd = _layer_norm_forward(x, gamma, beta, epsilon)
+
         def backward(dy):
             dx, dy_normed = _layer_norm_backward(dy, x, gamma, mean, rstd)
             rows = _rows(dy)  # (the per-feature sums run faster as TensorFlow's reductions than in XLA)
@@ -141,7 +142,7 @@ def _softmax_kept(scores, keep):
 def masked_softmax(scores, keep):
     """Keras' masked `Softmax` over the last axis (masked entries 0, a fully masked row all 0), fused both ways.
 
-    `keep` is boolean and broadcasts to `scores`.
+    `keep` broadcasts to `scores`; as in Keras, a non-boolean `keep` keeps the entries above 0.5.
 
     Example:
         >>> import numpy as np
@@ -149,7 +150,10 @@ def masked_softmax(scores, keep):
         >>> masked_softmax(np.float32([[0.0, 0.0, 5.0]]), np.array([[True, True, False]])).numpy()
         array([[0.5, 0.5, 0. ]], dtype=float32)
     """
-    keep = tf.broadcast_to(tf.cast(keep, tf.bool), tf.shape(scores))
+    keep = tf.convert_to_tensor(keep)
+    if keep.dtype != tf.bool:
+        keep = tf.cast(keep, tf.float32) > 0.5
+    keep = tf.broadcast_to(keep, tf.shape(scores))
     return _softmax_kept(scores, keep)
 
 
