@@ -316,3 +316,12 @@ def request_feeds(request):
     import tensorflow as tf
 
     return {name: tf.constant(tf.make_ndarray(proto)) for name, proto in request.inputs.items()}
+
+
+def tensorboard_values(logdir, tag):
+    """{step: value} of a scalar Keras' TensorBoard callback wrote under `logdir` (`batch_loss`, `epoch_disc_auc`)."""
+    import tensorflow as tf
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(logdir), size_guidance={"tensors": 0}).Reload()
+    return {event.step: float(tf.make_ndarray(event.tensor_proto)) for event in events.Tensors(tag)}

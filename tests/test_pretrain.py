@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import REPO, run_python
+from helpers import REPO, run_python, tensorboard_values
 from electra_tf.config import get_config
 from electra_tf.training.pretraining import train
 from electra_tf import run_files, sources
@@ -197,10 +197,7 @@ def test_a_vocab_file_contradicting_the_demo_data_is_refused_not_replaced(tmp_pa
 
 
 def _batch_losses(run):
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    events = EventAccumulator(str(run / "logs" / "train"), size_guidance={"tensors": 0}).Reload()
-    return {name: {e.step: float(tf.make_ndarray(e.tensor_proto)) for e in events.Tensors(f"batch_{name}")}
+    return {name: tensorboard_values(run / "logs" / "train", f"batch_{name}")
             for name in ("loss", "masked_lm_loss", "disc_loss")}
 
 
