@@ -17,7 +17,6 @@ import platform
 import shlex
 import statistics
 import sys
-import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH_DATA = os.environ.get("BENCH_DATA", os.path.join("~", ".cache", "electra_tf", "benchmarks"))
@@ -53,35 +52,6 @@ def portable(text):
 def command_line(module):
     """This invocation as a user types it from the repository root, with portable paths."""
     return portable(" ".join(["python", "-m", module, *map(shlex.quote, sys.argv[1:])]))
-
-
-def materialize(out):
-    """Copies every tensor of `out` to the host, so asynchronous execution is inside the timing."""
-    import tensorflow as tf
-
-    return tf.nest.map_structure(lambda t: t.numpy() if hasattr(t, "numpy") else t, out)
-
-
-def timings(fn, repeats, warmup=2, block=materialize):
-    """Seconds taken by each of `repeats` calls of `fn`, after `warmup` untimed calls.
-
-    Args:
-        fn: callable() -> result.
-        repeats: int. Timed calls.
-        warmup: int. Untimed calls first (tracing, compilation, caches).
-        block: callable(result). Forces the result inside the timing (default: to host).
-
-    Returns:
-        list of float seconds, in call order.
-    """
-    for _ in range(warmup):
-        block(fn())
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        block(fn())
-        times.append(time.perf_counter() - start)
-    return times
 
 
 def median(times):
@@ -169,63 +139,6 @@ def append_jsonl(path, record):
     """Appends `record` as one JSON line."""
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps(record) + "\n")
-
-
-def traced_ops(logdir, executor=False):
-    """{"scope/op_name:OpType": (ms, executions)} of the ops in the newest TensorFlow profiler trace under `logdir`
-    (`tf.profiler.experimental.start(logdir)` ... `stop()`): time summed over its executions and the threads that ran
-    them. With `executor`, also `"ExecutorState::Process"`: the executor's own spans, which hold the traced ops and
-    those it runs inline without a trace event of their own (the ops its cost model finds cheap)."""
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=import-outside-toplevel
-
-    paths = [os.path.join(root, f) for root, _, files in os.walk(logdir) for f in files if f.endswith(".xplane.pb")]
-    space = xplane_pb2.XSpace()
-    with open(max(paths, key=os.path.getmtime), "rb") as f:
-        space.ParseFromString(f.read())
-    plane = next(p for p in space.planes if p.name.startswith("/host:CPU"))
-    names = {k: v.name for k, v in plane.event_metadata.items()}
-    ops = {}
-    for line in plane.lines:
-        if not line.name.startswith("tf_Compute"):
-            continue
-        for event in line.events:
-            name = names[event.metadata_id]
-            if (":" in name and "::" not in name) or (executor and name == "ExecutorState::Process"):
-                picoseconds, executions = ops.get(name, (0, 0))
-                ops[name] = (picoseconds + event.duration_ps, executions + 1)
-    return {k: (ps / 1e9, n) for k, (ps, n) in ops.items()}
-
-
-def fit_line(points):
-    """(intercept, slope) of the least-squares line through `points` ({x: y}); (None, None) under 2 points.
-
-    >>> fit_line({8: 5.0, 16: 7.0, 32: 11.0})
-    (3.0, 0.25)
-    """
-    if len(points) < 2:
-        return None, None
-    mean_x, mean_y = statistics.fmean(points), statistics.fmean(points.values())
-    slope = sum((x - mean_x) * (y - mean_y) for x, y in points.items()) / sum((x - mean_x) ** 2 for x in points)
-    return mean_y - slope * mean_x, slope
-
-
-def onednn_kernels(lines):
-    """From oneDNN's verbose lines (`ONEDNN_VERBOSE=1`): {"primitive `implementation`, weights `layout`":
-    executions} of the primitives executed; a reorder names the layout it wrote."""
-    found = {}
-    for line in lines:
-        fields = line.split(",")
-        if not line.startswith("onednn_verbose") or "exec" not in fields or "cpu" not in fields:
-            continue
-        at = fields.index("exec")
-        primitive, implementation = fields[at + 2], fields[at + 3]
-        descriptors = " ".join(fields).split()  # e.g. "wei:f32::blocked:ba::f0": data type, format kind, layout
-        layout = next((d.split(":")[4] for d in descriptors
-                       if d.startswith("dst:" if primitive == "reorder" else "wei:")), None)
-        key = f"{primitive} `{implementation}`" + (f", {'to ' if primitive == 'reorder' else 'weights '}`{layout}`"
-                                                   if layout else "")
-        found[key] = found.get(key, 0) + 1
-    return found
 
 
 def machine():

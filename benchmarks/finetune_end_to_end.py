@@ -32,13 +32,11 @@ sides) or multiple_choice (wikiHow goal-step inference of `$BENCH_DATA`, `BertFo
 the HF side); `--task` and `--data_dir` override. `--seeds` gives the runs their seeds in turn (both
 sides; default `--seed` for all). The report gives each run's wall and CPU seconds (user + system
 of the child: less sensitive to other jobs), their medians and ratio, the dev metric (and the test
-metric where the task has a labelled test split), and where the time goes: each side's phases,
-and with `--profile` one cProfile run of the electra_tf command summarised by phase.
+metric where the task has a labelled test split), and where the time goes: each side's phases.
 """
 
 import json
 import os
-import pstats
 import resource
 import shutil
 import statistics
@@ -67,27 +65,11 @@ flags.DEFINE_list("seeds", None, "Seeds of the runs, in turn (default: --seed fo
                   "their number.")
 flags.DEFINE_list("sides", ["electra_tf", "hf"], "Sides to run (`before` is added with --before_repo).")
 flags.DEFINE_string("before_repo", None, "A checkout of older code, run as the side `before`.")
-flags.DEFINE_bool("profile", False, "One more electra_tf run under cProfile, summarised by phase.")
 flags.DEFINE_string("output", None, "Markdown report.")
 flags.DEFINE_string("record", None, "JSON Lines file of finished runs: each run is appended as it ends, and a run "
                     "already in it (same side, turn and seed) is read back instead of run again, so a long "
                     "comparison killed half-way resumes where it stopped.")
 FLAGS = flags.FLAGS
-
-# (label, file, function): the cumulative seconds of each function the run called, in this order.
-PROFILE = [("imports (TensorFlow, Keras, ...)", "cli/quiet.py", "_import_quietly"),
-           ("load --init (.keras)", "sources/__init__.py", "load_init"), ("read the CoNLL files", "conll.py", "read"),
-           ("read the SQuAD files", "squad.py", "read_squad"), ("tokenize (prepare)", "classification.py", "prepare"),
-           ("input pipeline: make_dataset (train)", "classification.py", "make_dataset"),
-           ("tokenize into windows (prepare)", "tagging.py", "prepare"),
-           ("tokenize into windows (prepare)", "qa.py", "prepare"), ("fit, all", "trainer.py", "fit"),
-           ("fit: tracing the train step (the longest trace)", "polymorphic_function.py", "_initialize"),
-           ("evaluation (predict + accuracy)", "classification.py", "evaluate"),
-           ("evaluation (predict + entity F1)", "tagging.py", "evaluate"),
-           ("evaluation (predict windows + post-process + F1)", "qa.py", "evaluate"),
-           ("evaluation: predict windows", "qa.py", "predict_windows"),
-           ("checkpoint saves", "training/callbacks.py", "save"), ("save the model (.keras)", "trials.py", "_save_model")]
-
 
 def config():
     return common.finetune_config(**{k: v for k, v in KINDS[FLAGS.kind].items() if not FLAGS[k].present})
@@ -151,35 +133,6 @@ def run_side(side, run_config, scratch, n, job_path):
                         round(wall - trial["train_seconds"], 2)})
 
 
-# `python -m electra_tf.finetune ARGS` under cProfile, the stats written to the first argument. Not `python -m cProfile
-# -m ...`: that runs the command as a module that is not `sys.modules["__main__"]`, which its console script reads.
-PROFILED = """
-import cProfile, runpy, sys
-stats_file, sys.argv = sys.argv[1], ["electra_tf.finetune", *sys.argv[2:]]
-profile = cProfile.Profile()
-try:
-    profile.runcall(runpy.run_module, "electra_tf.finetune", run_name="__main__", alter_sys=True)
-except SystemExit as e:
-    if e.code:
-        raise
-finally:
-    profile.dump_stats(stats_file)
-"""
-
-
-def profile_run(run_config, scratch):
-    """One electra_tf run under cProfile: {phase: seconds}, wall and CPU seconds."""
-    output_dir, stats_file = os.path.join(scratch, "profiled"), os.path.join(scratch, "profile.out")
-    command = [sys.executable, "-c", PROFILED, stats_file, *finetune_command(run_config.replace(output_dir=output_dir))]
-    wall, cpu, _ = timed(command, common.REPO)
-    stats, out = pstats.Stats(stats_file).stats, {}
-    for label, file_name, function in PROFILE:
-        found = [v[3] for (path, _, name), v in stats.items() if path.endswith(file_name) and name == function]
-        if found:
-            out[label] = round(max(found), 2)
-    return dict(wall=round(wall, 2), cpu=round(cpu, 2), phases=out)
-
-
 def main(argv):
     del argv
     sides = list(FLAGS.sides) + (["before"] if FLAGS.before_repo else [])
@@ -204,9 +157,8 @@ def main(argv):
                 if FLAGS.record:
                     common.append_jsonl(FLAGS.record, dict(key, run=runs[side][-1], load=load[-1]))
             print(side, n, runs[side][-1], flush=True)
-    profile = profile_run(run_config, scratch) if FLAGS.profile else None
     shutil.rmtree(scratch, ignore_errors=True)
-    common.write_report(report(runs, run_config, profile, load or [os.getloadavg()[0]]), FLAGS.output)
+    common.write_report(report(runs, run_config, load or [os.getloadavg()[0]]), FLAGS.output)
 
 
 def recorded(path):
@@ -242,9 +194,9 @@ def metrics_table(runs, digits, tested):
     return lines
 
 
-def report(runs, run_config, profile, load):
+def report(runs, run_config, load):
     digits = 2 if FLAGS.kind == "qa" else 4
-    runs = {side: rs for side, rs in runs.items() if rs}  # --repeats 0: the profile alone
+    runs = {side: rs for side, rs in runs.items() if rs}
     med = {side: {k: statistics.median(r[k] for r in rs) for k in ("wall", "cpu", "metric")} for side, rs in runs.items()}
     tested = all(r.get("test") is not None for rs in runs.values() for r in rs)
     lines = [f"# Fine-tuning end to end, {FLAGS.kind}: `python -m electra_tf.finetune` vs HF transformers + torch", "",
@@ -275,10 +227,6 @@ def report(runs, run_config, profile, load):
         train = statistics.median(train_seconds(r["phases"]) for r in rs)
         lines.append(f"- {side}: " + ", ".join(f"{name} {statistics.median(r['phases'][name] for r in rs):.1f}"
                                                for name in rs[0]["phases"]) + f"; train {train / med[side]['wall']:.0%}")
-    if profile:
-        lines += ["", f"cProfile of one electra_tf run (wall {profile['wall']} s, CPU {profile['cpu']} s; "
-                      "cumulative wall seconds, profiler overhead included):", "", "| phase | seconds |", "|---|---:|"]
-        lines += [f"| {name} | {value} |" for name, value in profile["phases"].items()]
     return "\n".join(lines) + "\n"
 
 

@@ -4,7 +4,7 @@ r"""SQuAD v1.1 fine-tuning: electra_tf (both QA heads) next to Hugging Face `Ber
     # the converged comparison (all training questions, about 9,000; about an hour per run on 2 CPU cores)
     python -m benchmarks.finetune_squad --runs_dir $RUNS/squad_converged --seeds 0,1 \
         --qa_heads official,simple --seq_length 256 --epochs 2 \
-        --output benchmarks/results/finetune_squad_converged.md
+        --output benchmarks/results/finetune_squad.md
     # smoke run
     python -m benchmarks.finetune_squad --train_limit 64 --dev_limit 32 --shifts_limit 32 --epochs 1 \
         --seq_length 128 --doc_stride 64 --max_query_length 32

@@ -28,11 +28,6 @@ only, 3 x forward). Results go to stdout as Markdown; `--json FILE` appends one 
 line per run, and `--summarize FILE --output MD` turns those lines into the
 report table; `--side_by_side FILE` summarises `benchmarks/side_by_side.sh`'s runs of
 electra_tf and the peers, alternated in one run.
-
-`--profile DIR` then traces `--profile_steps` more steps with the TF profiler (trace in DIR)
-and prints where their time goes: every op execution of the trace summed by kind of work
-(`op_time_by_part`: matmuls, random numbers, GELU, LayerNorm, ...), in ms of op time per step
-(summed over the threads that ran them) and as a share; the JSON line keeps it as `op_ms`.
 """
 
 import argparse
@@ -66,9 +61,6 @@ def parse_args(argv=None):
     p.add_argument("--onednn", type=int, default=None, help="Sets TF_ENABLE_ONEDNN_OPTS (default: TF's, on).")
     p.add_argument("--peak", type=int, default=1, help="Measure the peak matmul rate (for MFU).")
     p.add_argument("--peak_seconds", type=float, default=2.0, help="Timed seconds per peak shape.")
-    p.add_argument("--profile", default=None, help="After the timed windows, trace --profile_steps steps with "
-                   "the TF profiler into this folder and print their op time by part.")
-    p.add_argument("--profile_steps", type=int, default=2)
     p.add_argument("--json", default=None, help="Append the result as one JSON line to this file.")
     p.add_argument("--tag", default="", help="Free text stored with the result.")
     p.add_argument("--summarize", default=None, help="JSON-lines file to summarise instead of running.")
@@ -204,10 +196,6 @@ def run(args):
     loss = float(history.history["loss"][-1])
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-    op_ms = None
-    if args.profile:
-        op_ms = profile_steps(pretrainer, dataset, args.profile, args.profile_steps * spe)
-
     peaks = {}
     if args.peak:
         peaks = {"float32": measure_peak(tf.float32, seconds=args.peak_seconds),
@@ -221,62 +209,11 @@ def run(args):
         steps_per_s=rates, cpu_s_per_step=cpu_per_step, others_cpu_share=others,
         warmup_steps=warmup, steps=steps, warmup_s=round(warmup_s, 2), loss=loss,
         flops_per_seq=flops.train_flops_per_sequence(config), num_params=num_params,
-        peak_gflops=peaks, peak_rss_mb=round(rss_mb, 1), op_ms=op_ms,
+        peak_gflops=peaks, peak_rss_mb=round(rss_mb, 1),
         load_avg=os.getloadavg()[0], date=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         command=common.command_line("benchmarks.train_step"),
         versions=common.versions("keras_hub"),
     )
-
-
-def profile_steps(pretrainer, dataset, logdir, steps):
-    """Traces `steps` more training steps; returns {part: ms of op time per step} (`op_time_by_part`)."""
-    tf.profiler.experimental.start(logdir)
-    pretrainer.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0, shuffle=False)
-    tf.profiler.experimental.stop()
-    op_ms = {k: ms / steps for k, (ms, _) in common.traced_ops(logdir).items()}
-    common.write_json(os.path.join(logdir, "op_ms.json"), op_ms)  # every op, for a closer look
-    return op_time_by_part(op_ms)
-
-
-def op_time_by_part(op_ms):
-    """{"scope/op:OpType": ms} summed into the parts of the ELECTRA step, largest first."""
-    parts = collections.Counter()
-    for key, ms in op_ms.items():
-        name, op_type = key.rsplit(":", 1)
-        name = name.lower().removeprefix("statefulpartitionedcall/")  # `fit`'s function call
-        parts[_part(name, op_type)] += ms
-    return dict(parts.most_common())
-
-
-def _part(name, op_type):
-    if "MatMul" in op_type or "Einsum" in op_type:
-        if "token_embedding" in name:
-            return "matmul: tied vocabulary projection"
-        if op_type.endswith("BatchMatMulV2") and not any(k in name for k in ("query", "key", "value", "output")):
-            return "matmul: attention scores and context"
-        return "matmul: dense layers"
-    if op_type.startswith("StatelessRandom"):
-        return "random numbers: dropout" if "dropout" in name else "random numbers: Gumbel noise, masking"
-    if "dropout" in name:
-        return "dropout select / scale"
-    if "adam" in name or "clip" in name or "global_norm" in name:
-        return "optimizer (AdamW, clipping)"
-    if "layer_norm" in name:
-        return "LayerNorm"
-    if "feedforward_intermediate_dense" in name and op_type not in ("BiasAdd", "BiasAddGrad"):
-        return "GELU (exact erf)"
-    if "softmax" in name and "crossentropy" not in name:
-        return "attention mask + softmax"
-    if "crossentropy" in name:
-        return "MLM cross-entropy"
-    if op_type in ("Log", "ArgMax", "Cumsum", "LowerBound", "UpperBound") or (
-            op_type in ("Exp", "Max", "Pad") and "/" not in name):
-        return "sampling (Gumbel log / argmax, inverse CDF), accuracy argmax"
-    if op_type in ("BiasAdd", "BiasAddGrad") or (op_type == "Sum" and "gradient_tape" in name and "dense" in name):
-        return "bias adds and their gradients"
-    if "Transpose" in op_type:
-        return "transposes"
-    return "other"
 
 
 def _setting(r):
@@ -427,11 +364,6 @@ def main(args):
           f"{[round(x, 2) for x in result['others_cpu_share']]}; "
           f"peak GFLOP/s: {({k: round(v, 1) for k, v in result['peak_gflops'].items()})}; "
           f"threads intra {args.intra} inter {args.inter}; load avg {result['load_avg']:.1f}")
-    if result["op_ms"]:
-        total = sum(result["op_ms"].values())
-        print(f"\nop time per profiled step: {total:.0f} ms (summed over threads)\n\n| part | ms/step | share |\n|---|---:|---:|")
-        for part, ms in result["op_ms"].items():
-            print(f"| {part} | {ms:.0f} | {ms / total:.1%} |")
     if args.json:
         with open(args.json, "a", encoding="utf-8") as f:
             f.write(json.dumps(result) + "\n")

@@ -86,26 +86,6 @@ def test_serving_peers_measures_every_side_and_reuses_its_models(tmp_path):
         line for line in refused.stderr.splitlines() if line.strip()]
     assert "--workdir" in refused.stderr and {p: p.stat().st_mtime_ns for p in built} == built
 
-    # Where a request's time goes, on the models built above: both sides' op tables.
-    profile = tmp_path / "profile.md"
-    run_python(["-m", "benchmarks.serving_profile", "--workdir", str(work), "--calls", "4", "--seq_length", "32",
-                "--output", str(profile)], timeout=600)
-    text = profile.read_text(encoding="utf-8")
-    for heading, products in (("electra_tf SavedModel", "_MklNativeFusedMatMul"), ("ONNX Runtime fp32", "MatMul")):
-        rows = table(text, heading)
-        assert products in rows and any(k.startswith("**all ops** (matrix products: ") for k in rows), (heading, rows)
-
-    # The version's first requests, cold and after replaying its warm-up file (every request of it sent).
-    warm = tmp_path / "warmup.md"
-    run_python(["-m", "benchmarks.serving_warmup", "--workdir", str(work), "--calls", "4", "--rounds", "1",
-                "--output", str(warm)], timeout=600)
-    lines = [line for line in warm.read_text(encoding="utf-8").splitlines() if line.startswith("| ")]
-    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in lines[1:]}
-    assert set(rows) == {"cold (loaded, nothing replayed)", "replayed (loaded, the warm-up file replayed)"}, rows
-    assert float(rows["cold (loaded, nothing replayed)"][-1]) == 0 < float(
-        rows["replayed (loaded, the warm-up file replayed)"][-1])
-    assert "first sent the 4 requests of `assets.extra/tf_serving_warmup_requests`" in warm.read_text()
-
 
 LABEL_STARTS = {"savedmodel": "electra_tf SavedModel", "litert_float": "electra_tf LiteRT float",
                 "litert_int8": "electra_tf LiteRT int8", "torch": "HF transformers", "ort_fp32": "ONNX Runtime fp32",
