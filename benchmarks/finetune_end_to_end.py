@@ -1,18 +1,20 @@
 r"""The fine-tuning command end to end (start to results.json) against HF transformers + torch doing the same work.
 
     python -m benchmarks.finetune_end_to_end --train_limit 500 --epochs 1 --repeats 3 \
-        --output benchmarks/results/finetune_end_to_end.md
+        --output $RUNS/classification.md
     python -m benchmarks.finetune_end_to_end --kind tagging --train_limit 1000 --dev_limit 500 \
-        --epochs 1 --seq_length 128 --repeats 2 --output benchmarks/results/finetune_end_to_end_tagging.md
+        --epochs 1 --seq_length 128 --repeats 2 --output $RUNS/tagging.md
     # the CoNLL-2003 accuracy comparison: all 14,041 sentences, the reference recipe (about 40 min per side)
     python -m benchmarks.finetune_end_to_end --kind tagging --train_limit 14041 --epochs 3 --seq_length 128 \
-        --learning_rate 1e-4 --keep last --repeats 1 --output benchmarks/results/finetune_conll.md
+        --learning_rate 1e-4 --keep last --repeats 1 --output $RUNS/conll.md
     # multiple choice (wikiHow goal-step, `python -m benchmarks.fetch_multiple_choice`): 3 seeds per side
     python -m benchmarks.finetune_end_to_end --kind multiple_choice --train_limit 1450 --epochs 2 \
         --seq_length 64 --learning_rate 1e-4 --keep last --seeds 0,1,2 --record ~/mc_runs.jsonl \
-        --output benchmarks/results/finetune_multiple_choice.md
+        --output $RUNS/multiple_choice.md
     # smoke run
     python -m benchmarks.finetune_end_to_end --train_limit 64 --dev_limit 32 --repeats 1
+
+`benchmarks/results/finetune_end_to_end.md` holds the latest run of each configuration, a section each.
 
 Each side is a fresh process, timed from its start to its results file, as a user runs it, the two
 alternating (their order rotating each repeat):

@@ -9,7 +9,7 @@ takes them out of every later collection; objects made afterwards are collected 
 
 Measured on a 32-step CoNLL-2003 fine-tuning run (`python -m electra_tf.finetune`, 2 cores), by
 timing every collection with `gc.callbacks`: 1.8 s of the run was spent in the collector, 0.6 s
-after, most of it while the CoNLL files are read (`benchmarks/results/finetune_end_to_end_tagging.md`).
+after, most of it while the CoNLL files are read (`git show 8108a41:benchmarks/results/finetune_end_to_end_tagging.md`).
 """
 
 import contextlib

@@ -7,7 +7,8 @@ interpreter: it frees every module and object one by one (a TensorFlow command h
 hundred thousand: TensorFlow, Keras, the traced graphs, the model) and runs TensorFlow's C++
 destructors. Step 4 frees memory that the operating system takes back at once anyway. Measured
 from a command's last output to its process's end, 5 rounds alternated
-(`benchmarks/results/command_exit.md`): a 256-row fine-tuning run (`python -m electra_tf.finetune`)
+(`git show 8108a41:benchmarks/results/command_exit.md`, a benchmark removed since): a 256-row fine-tuning run
+(`python -m electra_tf.finetune`)
 ends in 0.21 s without step 4 against 0.63 s with it, a `convert` in 0.07 s against 0.28 s.
 
 `leave(stop, script)` does steps 2 and 3, flushes C's stdio buffers too, and ends the process

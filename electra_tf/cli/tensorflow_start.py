@@ -34,7 +34,8 @@ def cpu_kernels():
 
     TensorFlow turns them on by itself only on CPUs with AVX-512 (or newer) instructions. On a
     CPU with AVX2 only (a 2-core AMD EPYC), the fine-tuning step of a MiniLM-size encoder ran
-    1.7x faster with them and the pre-training step 1.6x (`benchmarks/results/onednn.md`). Where
+    1.7x faster with them and the pre-training step 1.6x (`benchmarks/results/finetune_speed.md`,
+    `benchmarks/results/train_step.md`). Where
     a GPU trains, the CPU only feeds it, so TensorFlow's choice is kept (and its oneDNN notices,
     which the GPU log level shows, stay away). Set TF_ENABLE_ONEDNN_OPTS=0 to keep TensorFlow's
     choice. Has no effect once TensorFlow is imported; a script of your own sets the variable

@@ -80,8 +80,8 @@ class ServedModel(tf.Module):
 
     @contextlib.contextmanager
     def keras_layers(self):
-        """Functions traced inside compute the encoder by its Keras layers (`benchmarks/served_kinds.py` and
-        `benchmarks/litert_variants.py` time them against the fused form). From then on the module tracks every
+        """Functions traced inside compute the encoder by its Keras layers (the form the fused one is compared
+        with: `tests/export/test_inference_graph.py`). From then on the module tracks every
         variable of the Keras model, the query, key and value kernels those layers read included."""
         if not hasattr(self, "keras_variables"):
             self.keras_variables = [w.value for w in self._model.obj.weights]

@@ -27,7 +27,8 @@ The encoder is computed as the served SavedModel computes it (`inference_graph.e
 where it describes the encoder exactly): each layer's query, key and value one `FULLY_CONNECTED`,
 the attention mask one `ADD`. Against the Keras layers' graph, which the converter lowers to
 nearly twice the ops in more XNNPACK partitions, that took 0.76x the CPU time at batch 1 and 0.82x
-at batch 32 with int8 weights, 0.90x and 0.93x float (benchmarks/results/litert_encoder.md).
+at batch 32 with int8 weights, 0.90x and 0.93x float (`git show 8108a41:benchmarks/results/litert_encoder.md`,
+a benchmark removed since).
 
 The raw-text model tokenizes in the graph with the tokenizer used in training: tensorflow-text's
 `FastBertNormalize` and `FastWordpieceTokenizeWithOffsets`, the two custom ops tensorflow-text
@@ -50,7 +51,7 @@ QUANTIZATIONS = ("none", "dynamic_int8")
 # A raw-text call is computed at its longest request's own length, not rounded up as the
 # SavedModel's (`SERVING_PAD_MULTIPLE`): LiteRT builds no kernels per shape for the rounding to
 # save, so each padded position is only work (against a multiple of 8: 0.93x-0.95x the CPU time
-# at batch 1, 0.98x-0.99x at batch 32; benchmarks/results/litert_padding.md).
+# at batch 1, 0.98x-0.99x at batch 32; `git show 8108a41:benchmarks/results/litert_padding.md`).
 LITERT_PAD_MULTIPLE = 1
 SIGNATURE = "serving_default"
 ID_INPUTS = ("token_ids", "segment_ids", "padding_mask")

@@ -48,7 +48,7 @@ def num_batches(num_rows, batch_size):
 def length_multiple(jit_compile):
     """The multiple a training batch's length is rounded up to: `XLA_LENGTH_MULTIPLE` when the train step is
     XLA-compiled (`jit_compile`), else `LENGTH_MULTIPLE`: padding up to a multiple costs the compute of
-    real positions (`benchmarks/results/finetune_length_multiple.md`).
+    real positions (`benchmarks/results/finetune_end_to_end.md`, "Training batches cut to their longest row").
     """
     return XLA_LENGTH_MULTIPLE if jit_compile else LENGTH_MULTIPLE
 

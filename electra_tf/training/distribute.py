@@ -123,7 +123,7 @@ class HostStrategy(tf.distribute.OneDeviceStrategy):
     does before it returns, waits for that thread to wake up (4-5 s at the end
     of some fine-tuning epochs, which call `fit` once each), and every step
     is slower: a small encoder's 3-epoch fine-tuning command took 38.2 s
-    against 30.7 s here (`benchmarks/results/fit_end.md`). On the host the
+    against 30.7 s here (`git show 8108a41:benchmarks/results/fit_end.md`, a benchmark removed since). On the host the
     batches are already on the device, so the dataset is iterated directly.
     With `options`, and for `distribute_datasets_from_function`, TF's own
     distribution runs.
