@@ -2,7 +2,7 @@
 
 No committed file names a folder of the machine it was written on; product text (the package,
 the tests, the README and the guides) names no issue or internal work number; the README's
-results stay a short list of figures that link their reports; every committed report names, at
+results stay one short table whose rows link their reports; every committed report names, at
 its top, a command of a benchmark or experiment that exists; `docs/architecture.md`'s layout and
 README's name every package folder and only folders that exist; and README's command table lists
 every command module and every console script of `setup.py`.
@@ -86,11 +86,21 @@ def section(text, heading):
     return lines[start:end]
 
 
-def test_readme_results_are_at_most_12_lines_each_figure_linking_its_report():
-    lines = section((REPO / "README.md").read_text(encoding="utf-8"), "## Results")
-    assert len(lines) <= 12, f"README's results section has {len(lines)} lines (at most 12)"
-    for line in (line for line in lines if line.startswith("- ")):
-        assert re.search(r"\]\((?:benchmarks|experiments)/(?:[\w.-]+/)*results/[\w/.-]+\.md\)", line), line
+def test_readme_results_are_one_table_of_at_most_8_rows_each_linking_its_report():
+    """The Results section: one caption paragraph and one table (what, electra_tf, the peer, the ratio, the report)."""
+    lines = section((REPO / "README.md").read_text(encoding="utf-8"), "## Results")[1:]
+    table = [line for line in lines if line.startswith("|")]
+    prose = [line for line in lines if line.strip() and not line.startswith("|")]
+    assert len(prose) <= 2, f"README's Results hold prose beside their table: {prose}"
+    assert lines.index(table[0]) + len(table) == len(lines), "README's Results: one table, nothing after it"
+    header, rule, *rows = table
+    assert [c.strip() for c in header.strip("|").split("|")] == ["what", "electra_tf", "peer", "electra_tf / peer",
+                                                                   "report"], header
+    assert set(rule) <= set("|-: ") and 1 <= len(rows) <= 8, f"{len(rows)} rows (at most 8)"
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert len(cells) == 5 and re.fullmatch(r"\[[\w.-]+\]\((?:benchmarks|experiments)/(?:[\w.-]+/)*results/[\w.-]+\.md\)",
+                                                cells[4]), row
 
 
 def report_paths():
