@@ -56,10 +56,10 @@ print(json.dumps({"max_seq_length": model.max_seq_length}))
 WORDS = sorted(set(" ".join(["where does the live what eat lives in eats"] + ANIMALS + PLACES + FOODS).split()))
 
 
-def write_modules(folder, pooling="mean", normalize=True, max_seq_length=None, modules=None):
+def write_modules(folder, pooling="mean", normalize=True, max_seq_length=None, modules=None, dimension=32):
     """Writes (over) a sentence-transformers folder's own files: `modules.json` (Transformer -> Pooling (->
     Normalize), or `modules`, a list of class names), `1_Pooling/config.json` (`pooling`: a mode, or a dict of its
-    keys) and, with `max_seq_length`, `sentence_bert_config.json`."""
+    keys; `dimension`: the vector's) and, with `max_seq_length`, `sentence_bert_config.json`."""
     names = modules or ["Transformer", "Pooling"] + (["Normalize"] if normalize else [])
     paths = {"Transformer": "", "Pooling": "1_Pooling", "Normalize": "2_Normalize"}
     entries = [{"idx": i, "name": str(i), "path": paths.get(name, f"{i}_{name}"),
@@ -72,7 +72,7 @@ def write_modules(folder, pooling="mean", normalize=True, max_seq_length=None, m
             ("cls_token", "cls"), ("mean_tokens", "mean"), ("max_tokens", "max"),
             ("mean_sqrt_len_tokens", "mean_sqrt_len_tokens"))}
     with open(os.path.join(folder, "1_Pooling", "config.json"), "w") as f:
-        json.dump({"word_embedding_dimension": 32, **settings}, f, indent=2)
+        json.dump({"word_embedding_dimension": dimension, **settings}, f, indent=2)
     if max_seq_length is not None:
         with open(os.path.join(folder, "sentence_bert_config.json"), "w") as f:
             json.dump({"max_seq_length": max_seq_length, "do_lower_case": False}, f)

@@ -19,6 +19,7 @@ from embedding_toy import WORDS, pairs, write_modules, write_task  # noqa: E402
 
 from electra_tf import tasks  # noqa: E402
 from electra_tf.tasks.embedding.kind import EmbeddingKind  # noqa: E402
+from electra_tf.tasks.embedding.data import read_pairs  # noqa: E402
 from electra_tf.tasks.embedding.sentence_transformers import read_folder  # noqa: E402
 
 FINETUNE = ["-m", "electra_tf.finetune", "--task", "animals", "--task_kind", "embedding", "--seq_length", "16",
@@ -68,7 +69,9 @@ def embedding_run(folder, tiny_run):
 
     encoder, vocab_file = sources.load_init(tiny_run)
     os.makedirs(folder)
-    ElectraEmbedder(encoder).save(os.path.join(folder, EmbeddingKind.model_file))
+    embedder = ElectraEmbedder(encoder)
+    embedder.build()
+    embedder.save(os.path.join(folder, EmbeddingKind.model_file))
     shutil.copyfile(vocab_file, os.path.join(folder, run_files.VOCAB_FILE))
     with open(os.path.join(folder, run_files.FINETUNE_CONFIG_FILE), "w") as f:
         json.dump({"task": "animals", "kind": "embedding", "seq_length": 16, "metric": "mrr@10"}, f)
@@ -84,29 +87,19 @@ def same_positive(count):
 CASES = [
     ("finetune", "--data_dir {tmp}/data --init {tmp}/st_max --output_dir {tmp}/out",
      ["st_max/1_Pooling/config.json", "pooling max"]),
-    ("finetune", "--data_dir {tmp}/data --init {tmp}/st_dense --output_dir {tmp}/out",
-     ["st_dense/modules.json", "'sentence_transformers.models.Dense'"]),
-    ("finetune", "--data_dir {tmp}/data --init {tmp}/st_weighted --output_dir {tmp}/out",
-     ["st_weighted/1_Pooling/config.json", "pooling weightedmean"]),
     ("finetune", "--data_dir {tmp}/data --init {run} --output_dir {tmp}/out --batch_size 1",
      ["`--batch_size=1`", "nothing is learned"]),
     ("finetune", "--data_dir {tmp}/one_row --init {run} --output_dir {tmp}/out",
      ["one_row/train.jsonl has one training row", "nothing is learned"]),
-    ("finetune", "--data_dir {tmp}/data --init {run} --output_dir {tmp}/out --train_limit 1",
-     ["data/train.jsonl has one training row (`--train_limit=1`)"]),
     ("finetune", "--data_dir {tmp}/same_positive --init {run} --output_dir {tmp}/out",
      ["same_positive/train.jsonl: all 12 rows (lines 1 to 12) have the same positive", "nothing is learned"]),
     ("finetune", "--data_dir {tmp}/classification --init {run} --output_dir {tmp}/out",
      ["classification/train.tsv: column 2 (the positive) is a number on every line from line 2 on (0, 1)"]),
-    ("finetune", "--data_dir {tmp}/header --init {run} --output_dir {tmp}/out",
-     ["header/train.tsv:1: a header line (query, positive)"]),
     ("finetune", "--task_kind auto --task movie_polarity --data_dir {tmp}/classification --init {run} "
      "--output_dir {tmp}/out --pooling cls",
      ["`--pooling=cls` is a flag of the embedding kind", "of the classification kind"]),
     ("finetune", "--task_kind classification --data_dir {tmp}/classification --init {run} --output_dir {tmp}/out "
      "--similarity_scale 5", ["`--similarity_scale=5.0` is a flag of the embedding kind", "classification kind"]),
-    ("finetune", "--data_dir {tmp}/data --init {run} --output_dir {tmp}/out --label_column 1",
-     ["`--label_column=1` is a flag of the classification and tagging kinds", "of the embedding kind"]),
     ("predict", "--init {tmp}/embedder --input {tmp}/texts.txt --output_file {tmp}/out.jsonl "
      "--metrics_file {tmp}/metrics.json", ["`--metrics_file=", "is an embedding model, whose inputs carry none"]),
 ]
@@ -117,10 +110,6 @@ def case_files(tmp, tiny_run, arguments):
     write_task(tmp / "data", splits=(("train", 12), ("dev", 6)))
     if "st_max" in arguments:
         fake_sentence_transformer(tmp / "st_max", pooling="max")
-    if "st_dense" in arguments:
-        fake_sentence_transformer(tmp / "st_dense", modules=["Transformer", "Pooling", "Dense", "Normalize"])
-    if "st_weighted" in arguments:
-        fake_sentence_transformer(tmp / "st_weighted", pooling={"pooling_mode": "weightedmean"})
     if "one_row" in arguments:
         write_jsonl(tmp / "one_row", "train", pairs(1))
         write_jsonl(tmp / "one_row", "dev", pairs(4))
@@ -129,11 +118,6 @@ def case_files(tmp, tiny_run, arguments):
         write_jsonl(tmp / "same_positive", "dev", pairs(4))
     if "classification" in arguments:
         classification_files(tmp / "classification")
-    if "header" in arguments:
-        os.makedirs(tmp / "header")
-        for split in ("train", "dev"):
-            rows = [f"{r['query']}\t{r['positive']}" for r in pairs(6)]
-            (tmp / "header" / f"{split}.tsv").write_text("query\tpositive\n" + "\n".join(rows) + "\n")
     if "embedder" in arguments:
         embedding_run(tmp / "embedder", tiny_run)
         (tmp / "texts.txt").write_text("where does the cat live\nthe dog eats meat\n")
@@ -170,9 +154,26 @@ def test_the_pooling_modes_of_every_sentence_transformers_version_are_read(tmp_p
         with pytest.raises(ValueError, match=f"1_Pooling/config.json: pooling {re.escape(named)} is not a pooling of the "
                                              r"embedding kind \(mean or cls\)"):
             read_folder(folder)
+    for pooling in ({"pooling_mode": "weightedmean"}, {"pooling_mode_weightedmean_tokens": True}):
+        write_modules(folder, pooling=pooling)
+        with pytest.raises(ValueError, match="pooling weightedmean is not"):
+            read_folder(folder)
     write_modules(folder, modules=["Transformer"])
     with pytest.raises(ValueError, match=r"modules.json lists the modules Transformer, which"):
         read_folder(folder)
+    write_modules(folder, modules=["Transformer", "Pooling", "Dense", "Normalize"])
+    with pytest.raises(ValueError, match=r"modules.json lists the module 'sentence_transformers.models.Dense', "
+                                         r"which the embedding kind cannot reproduce"):
+        read_folder(folder)
+
+
+def test_a_tsv_with_a_header_line_is_refused_naming_the_file_and_the_line(tmp_path):
+    path = tmp_path / "train.tsv"
+    path.write_text("Query\tpositive\nhow do cats purr\tCats purr with the larynx.\n")
+    with pytest.raises(ValueError, match=r"train.tsv:1: a header line \(Query, positive\); an embedding .tsv has none"):
+        read_pairs(str(path))
+    path.write_text("how do cats purr\tCats purr.\nwhat is 6 times 7\t42\n")  # one number is a text
+    assert len(read_pairs(str(path))) == 2
 
 
 def test_hard_negatives_train_at_any_batch_size_and_many_shared_positives_are_a_warning(tmp_path, caplog):
@@ -191,6 +192,9 @@ def test_hard_negatives_train_at_any_batch_size_and_many_shared_positives_are_a_
     with caplog.at_level("WARNING"):
         kind.check_training(1)
     assert "train.jsonl: 9 of 12 rows share the positive 'the cat lives in the barn'" in caplog.text
+    limited = EmbeddingKind(tasks.FinetuneConfig(task="faq", task_kind="embedding", data_dir=shared, train_limit=1))
+    with pytest.raises(ValueError, match=r"shared/train.jsonl has one training row \(`--train_limit=1`\)"):
+        limited.check_training(1)
     two = EmbeddingKind(tasks.FinetuneConfig(task="faq", task_kind="embedding", data_dir=shared, batch_size=2))
     with pytest.raises(ValueError, match=r"`--batch_size=2` over 2 replicas is 1 row\(s\) each"):
         two.check_training(2)
@@ -205,6 +209,10 @@ def test_each_kind_takes_its_own_flags_and_the_recipes(tmp_path):
     kinds["embedding"].check_flags(config, {"pooling", "seq_length", "epochs", "batch_size"})
     for name, kind in kinds.items():
         kind.check_flags(config, {"seq_length", "epochs", "learning_rate", "init", "output_dir"})
+        if name not in ("classification", "tagging"):
+            with pytest.raises(ValueError, match=r"`--label_column=1` is a flag of the classification and tagging "
+                                                 rf"kinds, but the task 'faq' is of the {name} kind"):
+                kind.check_flags(config.replace(label_column="1"), {"label_column"})
         if name != "embedding":
             with pytest.raises(ValueError, match=rf"`--pooling=cls` is a flag of the embedding kind, but the task "
                                                  rf"'faq' is of the {name} kind"):
