@@ -111,7 +111,8 @@ class TaskKind:
 
         A flag some kind lists in `flags()` is that kind's; the others (the recipe's: `--epochs`,
         `--seq_length`, ...) are every kind's. The error names the flag, the kinds it belongs to and
-        this one, e.g. `--pooling` given to a classification task.
+        this one, e.g. `--pooling cls` given to a classification task. A flag given with its default
+        value (a command that spells out every flag) changes nothing and passes.
         """
         from electra_tf import tasks
 
@@ -119,8 +120,10 @@ class TaskKind:
         for kind in tasks.FINETUNED.values():
             for name in kind.flags():
                 owners.setdefault(name, []).append(kind.name)
-        for name in fields(config):
-            if name in given and name in owners and cls.name not in owners[name]:
+        for name, spec in fields(config).items():
+            if name not in given or getattr(config, name) == spec.default:
+                continue
+            if name in owners and cls.name not in owners[name]:
                 kinds = " and ".join(owners[name]) + (" kinds" if len(owners[name]) > 1 else " kind")
                 raise ValueError(
                     f"`--{name}={getattr(config, name)}` is a flag of the {kinds}, but the task {config.task!r} is "
