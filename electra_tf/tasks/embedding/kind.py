@@ -124,7 +124,7 @@ class EmbeddingKind(TaskKind):
                "nothing is learned")
         if len(pairs) == 1:
             limit = f" (`--train_limit={self.config.train_limit}`)" if self.config.train_limit else ""
-            raise ValueError(f"{path} has one training row{limit}: {why}. Give more rows (or hard negatives).")
+            raise ValueError(f"{path}: one training row{limit}: {why}. Give more rows (or hard negatives).")
         if per_replica <= 1:
             over = f" over {replicas} replicas is {per_replica} row(s) each" if replicas > 1 else ""
             raise ValueError(f"`--batch_size={self.config.batch_size}`{over}: {why}. Give --batch_size "

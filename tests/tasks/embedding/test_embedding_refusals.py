@@ -90,7 +90,7 @@ CASES = [
     ("finetune", "--data_dir {tmp}/data --init {run} --output_dir {tmp}/out --batch_size 1",
      ["`--batch_size=1`", "nothing is learned"]),
     ("finetune", "--data_dir {tmp}/one_row --init {run} --output_dir {tmp}/out",
-     ["one_row/train.jsonl has one training row", "nothing is learned"]),
+     ["one_row/train.jsonl: one training row", "nothing is learned"]),
     ("finetune", "--data_dir {tmp}/same_positive --init {run} --output_dir {tmp}/out",
      ["same_positive/train.jsonl: all 12 rows (lines 1 to 12) have the same positive", "nothing is learned"]),
     ("finetune", "--data_dir {tmp}/classification --init {run} --output_dir {tmp}/out",
@@ -193,7 +193,7 @@ def test_hard_negatives_train_at_any_batch_size_and_many_shared_positives_are_a_
         kind.check_training(1)
     assert "train.jsonl: 9 of 12 rows share the positive 'the cat lives in the barn'" in caplog.text
     limited = EmbeddingKind(tasks.FinetuneConfig(task="faq", task_kind="embedding", data_dir=shared, train_limit=1))
-    with pytest.raises(ValueError, match=r"shared/train.jsonl has one training row \(`--train_limit=1`\)"):
+    with pytest.raises(ValueError, match=r"shared/train.jsonl: one training row \(`--train_limit=1`\)"):
         limited.check_training(1)
     two = EmbeddingKind(tasks.FinetuneConfig(task="faq", task_kind="embedding", data_dir=shared, batch_size=2))
     with pytest.raises(ValueError, match=r"`--batch_size=2` over 2 replicas is 1 row\(s\) each"):
