@@ -198,7 +198,7 @@ def _results(task, config, trials, best):
         "best_trial": best["trial"],
         "trials": trials,
         "summary": summary,
-        "hparams": dict(config.hparams(), **task.hparams()),
+        "hparams": dict(task.without_other_kinds(config.hparams()), **task.hparams()),  # its own and the recipe's
         "settings": settings(config),
     }
 

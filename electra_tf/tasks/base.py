@@ -25,7 +25,8 @@ Class attributes (known without a run):
 
 Training (`Kind(config)` reads the splits; errors name file and line):
 
-    check_flags(config, given)             refuses a flag of another kind (the one place flags meet kinds)
+    check_flags(config, given)             refuses a flag of another kind (the one place flags meet kinds);
+                                           `without_other_kinds(values)` drops them from `results.json`'s hparams
     configure(config, given)               the config the run uses: what the `--init` itself records
                                            (embedding: a sentence-transformers folder's pooling and length)
                                            where no flag of `given` sets it
@@ -114,12 +115,7 @@ class TaskKind:
         this one, e.g. `--pooling cls` given to a classification task. A flag given with its default
         value (a command that spells out every flag) changes nothing and passes.
         """
-        from electra_tf import tasks
-
-        owners = {}
-        for kind in tasks.FINETUNED.values():
-            for name in kind.flags():
-                owners.setdefault(name, []).append(kind.name)
+        owners = _owners()
         for name, spec in fields(config).items():
             if name not in given or getattr(config, name) == spec.default:
                 continue
@@ -129,6 +125,12 @@ class TaskKind:
                     f"`--{name}={getattr(config, name)}` is a flag of the {kinds}, but the task {config.task!r} is "
                     f"of the {cls.name} kind (`--task_kind={config.task_kind}`), which does not read it. Leave out "
                     f"--{name}, or give the --task_kind it belongs to.")
+
+    @classmethod
+    def without_other_kinds(cls, values):
+        """`values` (a dict by setting name: `results.json`'s hparams) without the flags of other kinds only."""
+        owners = _owners()
+        return {name: value for name, value in values.items() if cls.name in owners.get(name, [cls.name])}
 
     @classmethod
     def configure(cls, config, given):
@@ -201,3 +203,14 @@ class TaskKind:
     def tflite_module(cls, model, vocab_file, settings, seq_length=None, ids_only=False):
         """The serving module whose model `export --format tflite` converts; raises where the kind has none."""
         raise ValueError(f"A {cls.name} model has no LiteRT export: serve it with `--format serving`.")
+
+
+def _owners():
+    """Flag name -> the names of the fine-tuning kinds whose `flags()` list it (the recipe's flags: none)."""
+    from electra_tf import tasks
+
+    owners = {}
+    for kind in tasks.FINETUNED.values():
+        for name in kind.flags():
+            owners.setdefault(name, []).append(kind.name)
+    return owners

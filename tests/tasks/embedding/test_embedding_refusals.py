@@ -201,12 +201,17 @@ def test_hard_negatives_train_at_any_batch_size_and_many_shared_positives_are_a_
 
 
 def test_each_kind_takes_its_own_flags_and_the_recipes(tmp_path):
-    """`TaskKind.flags()`: a kind's `Config` fields and its `shared_flags`; the recipe's flags are every kind's."""
+    """`TaskKind.flags()`: a kind's `Config` fields and its `shared_flags`; the recipe's flags are every kind's. A
+    run's `results.json` hparams hold its kind's and the recipe's, none of another kind's."""
     kinds = tasks.FINETUNED
     assert set(kinds["embedding"].flags()) == {"pooling", "similarity_scale", "normalize_embeddings"}
     assert "label_column" in kinds["classification"].flags() and "label_column" in kinds["tagging"].flags()
     config = tasks.FinetuneConfig(task="faq", task_kind="embedding", pooling="cls", seq_length=64)
     kinds["embedding"].check_flags(config, {"pooling", "seq_length", "epochs", "batch_size"})
+    recorded = {name: set(kind.without_other_kinds(config.hparams())) for name, kind in kinds.items()}
+    assert {"pooling", "similarity_scale", "normalize_embeddings", "seq_length"} <= recorded["embedding"]
+    assert "pooling" not in recorded["classification"] and "both_orders" not in recorded["embedding"]
+    assert "both_orders" in recorded["classification"] and "epochs" in recorded["tagging"]
     for name, kind in kinds.items():
         kind.check_flags(config, {"seq_length", "epochs", "learning_rate", "init", "output_dir"})
         if name not in ("classification", "tagging"):
