@@ -69,6 +69,7 @@ FLAGS = flags.FLAGS
 def main(argv):
     from electra_tf import tasks
     from electra_tf.config_fields import fields
+    from electra_tf.finetuning import trials
     from electra_tf.tasks import FinetuneConfig
     from electra_tf.run_files import RESULTS_FILE
 
@@ -78,7 +79,8 @@ def main(argv):
     for name in ("task", "data_dir", "init", "output_dir"):
         if not getattr(config, name):
             raise app.UsageError(f"--{name} is required.")
-    results = tasks.finetune(config)
+    given = {name for name in fields(FinetuneConfig) if FLAGS[name].present}  # a kind's flags are its own
+    results = trials.run_trials(config, tasks.for_config(config), given=given)  # what `tasks.finetune` runs
     if results is None:  # preempted: the checkpoint is saved, exit 0
         return
     metric = results["metric"]

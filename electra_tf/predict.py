@@ -71,7 +71,8 @@ answer is whole words (`tasks.span_qa.features.word_offsets`). When the input
 has gold labels (a label column, CoNLL tags, SQuAD answers, a choice's index) the
 predictions are scored with the metrics fine-tuning reports, the task's own
 first (accuracy, or CoLA's MCC; entity F1; SQuAD EM / F1): one summary line on
-stderr and `--metrics_file` JSON. Replaced-token scores with `--corrupt` are scored
+stderr and `--metrics_file` JSON (refused for an embedding model, whose texts carry no
+labels). Replaced-token scores with `--corrupt` are scored
 against the generator's own replacements (`disc_auc`, as pre-training reports it). A gold label or tag the model does not have is an error
 naming the line. CoNLL tags are read in the file's own scheme (`--tag_scheme
 auto`: an `I-X` starting a span is IOB1, S-/E- tags BIOES, else IOB2; logged).
@@ -146,6 +147,11 @@ def main(argv):
     with writing.stop_on_sigterm("predict: stopped by SIGTERM; no output file written"
                                  + ("" if FLAGS.output_file else " (stdout holds the records written so far)")):
         model = served.open_model(FLAGS.init, given)
+        if FLAGS.metrics_file and not model.kind.scores_predictions:
+            raise ValueError(f"`--metrics_file={FLAGS.metrics_file}` scores inputs against their gold labels, but "
+                             f"--init {FLAGS.init} is {'an' if model.kind.name[0] in 'aeiou' else 'a'} "
+                             f"{model.kind.name} model, whose inputs carry none: nothing would be written. Leave "
+                             "out --metrics_file.")
         model.settings = model.kind.predict_settings(model, options)  # a kind's own flags may add (--passages)
         examples = inputs.read_examples(path, FLAGS.input_format, model.kind, model.settings, options, text=text,
                                         extensions=tasks.format_extensions())

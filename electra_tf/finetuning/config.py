@@ -11,7 +11,7 @@ import dataclasses
 import typing
 
 from electra_tf.config import PRECISIONS
-from electra_tf.config_fields import Config, field, renamed
+from electra_tf.config_fields import Config, field, fields, renamed
 from electra_tf.training.distribute import STRATEGIES
 
 
@@ -90,6 +90,18 @@ class FinetuneConfig(Config):
         return {name: getattr(self, name) for name in self.HPARAMS}
 
 
+def set_fields(config):
+    """The names of the fields of `config` whose value is not the field's default: what a caller without
+    command-line flags is taken to have set.
+
+    Example:
+    >>> from electra_tf.finetuning.config import FinetuneConfig, set_fields
+    >>> sorted(set_fields(FinetuneConfig(task="faq", epochs=3, batch_size=8)))
+    ['batch_size', 'task']
+    """
+    return {name for name, spec in fields(config).items() if getattr(config, name) != spec.default}
+
+
 # Keys that files of earlier versions spell otherwise (finetune_config.json, results.json, settings.json): old -> new.
 OLD_KEYS = {"max_seq_length": "seq_length"}
 
@@ -129,7 +141,6 @@ def read_finetune_config(folder, config_class=FinetuneConfig):
     import tensorflow as tf
 
     from electra_tf import run_files
-    from electra_tf.config_fields import fields
 
     path = os.path.join(folder, run_files.FINETUNE_CONFIG_FILE)
     if not tf.io.gfile.exists(path):

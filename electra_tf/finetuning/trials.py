@@ -42,7 +42,7 @@ from electra_tf import atomic, run_files, sources
 from electra_tf.data.tokenizer import copy_vocab
 from electra_tf.finetuning import recipe
 from electra_tf.finetuning.batching import num_batches
-from electra_tf.finetuning.config import read_finetune_config, with_current_keys
+from electra_tf.finetuning.config import read_finetune_config, set_fields, with_current_keys
 from electra_tf.training import callbacks, distribute, run_lock
 from electra_tf.sources import named_checkpoint
 from electra_tf.sources.named_checkpoint import NamedCheckpoint
@@ -58,13 +58,20 @@ def settings(config):
     return {k: v for k, v in dataclasses.asdict(config).items() if k not in NOT_SETTINGS}
 
 
-def run_trials(config, kind, strategy=None):
+def run_trials(config, kind, strategy=None, given=None):
     """Fine-tunes `config.num_trials` times, or resumes; writes and returns the results (None if preempted).
+
+    Before anything is written, the kind refuses the flags of other kinds among `given`
+    (`TaskKind.check_flags`) and takes what its `--init` records where `given` sets nothing
+    (`TaskKind.configure`: a sentence-transformers folder's pooling and length); the run then
+    computes from, and records, that config.
 
     Args:
         config: `FinetuneConfig` (`task`, `data_dir`, `init`, `output_dir` set).
         kind: the `TaskKind` subclass of the task (`tasks.for_config(config)`).
         strategy: `tf.distribute.Strategy` or None (one from `config`).
+        given: the names of the settings given explicitly (the flags on the command line); None:
+            those whose value is not the field's default (`finetuning.config.set_fields`).
 
     Returns:
         dict with `task`, `kind`, `metric`, `trials` (per-trial dev metrics
@@ -73,6 +80,9 @@ def run_trials(config, kind, strategy=None):
         SIGTERM stopped the run (its checkpoint is saved: re-run to resume).
     """
     recipe.check_required(config)
+    given = set_fields(config) if given is None else set(given)
+    kind.check_flags(config, given)
+    config = kind.configure(config, given)
     recipe.check_output_dir(config)
     strategy = strategy or recipe.create_strategy(config)
     # One writer per output_dir: a second process is refused naming the holder (the chief holds it).
@@ -86,6 +96,7 @@ def _run_trials(config, kind, strategy):
     if finished is not None:
         return finished
     task = kind(config)  # reads the splits: bad files fail before anything is written
+    task.check_training(strategy.num_replicas_in_sync)
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     encoder, vocab_file = sources.load_init(config.init, config.vocab_file)
@@ -187,7 +198,7 @@ def _results(task, config, trials, best):
         "best_trial": best["trial"],
         "trials": trials,
         "summary": summary,
-        "hparams": dict(config.hparams(), **task.hparams()),
+        "hparams": dict(task.without_other_kinds(config.hparams()), **task.hparams()),  # its own and the recipe's
         "settings": settings(config),
     }
 

@@ -19,9 +19,18 @@ Class attributes (known without a run):
     format_extensions the file extensions of the formats only it reads (".conll": "conll")
     predict_options   the `predict` flags only some served kinds read (`ReadOptions` fields such as
                       `corrupt`) that it reads: none for a task kind
+    shared_flags      the `finetune` flags outside every kind's `Config` that it reads (`label_column`);
+                      `flags()`, its `Config`'s fields and these, are the flags that are its own
+    scores_predictions whether `predict` can score its inputs against gold labels (`--metrics_file`)
 
 Training (`Kind(config)` reads the splits; errors name file and line):
 
+    check_flags(config, given)             refuses a flag of another kind (the one place flags meet kinds);
+                                           `without_other_kinds(values)` drops them from `results.json`'s hparams
+    configure(config, given)               the config the run uses: what the `--init` itself records
+                                           (embedding: a sentence-transformers folder's pooling and length)
+                                           where no flag of `given` sets it
+    check_training(replicas)               refuses, before anything is written, a split that cannot train
     metric, eval_splits, test_splits, num_train_rows
     prepare(tokenizer)                     features of every split (once, before the first trial)
     train_dataset(seed, epoch, skip)       epoch `epoch`'s batches, `skip` left out
@@ -53,7 +62,7 @@ A served-only kind (`finetunes = False`: nothing to fine-tune) serves a pre-trai
 
 import dataclasses
 
-from electra_tf.config_fields import Config
+from electra_tf.config_fields import Config, fields
 from electra_tf.finetuning.batching import compiled_predictor, length_multiple
 
 
@@ -83,12 +92,54 @@ class TaskKind:
     predict_formats = ()
     format_extensions = {}  # file extension -> a format of `predict_formats` only this kind reads
     predict_options = ()
+    shared_flags = ()  # `finetune` flags besides its `Config`'s that are its own (several kinds may list one)
+    scores_predictions = True  # `predict` scores labelled inputs (`--metrics_file`); False: its inputs carry none
     metric = None
 
     def __init__(self, config):
         self.config = config
         self.eval_splits, self.test_splits = ["dev"], []
         self._predictor = (None, None)
+
+    @classmethod
+    def flags(cls):
+        """The `finetune` flags that are this kind's own: its `Config`'s fields, then `shared_flags`."""
+        return (*fields(cls.Config), *cls.shared_flags)
+
+    @classmethod
+    def check_flags(cls, config, given):
+        """Refuses a flag of `given` (the names set on the command line) that belongs to other kinds only.
+
+        A flag some kind lists in `flags()` is that kind's; the others (the recipe's: `--epochs`,
+        `--seq_length`, ...) are every kind's. The error names the flag, the kinds it belongs to and
+        this one, e.g. `--pooling cls` given to a classification task. A flag given with its default
+        value (a command that spells out every flag) changes nothing and passes.
+        """
+        owners = _owners()
+        for name, spec in fields(config).items():
+            if name not in given or getattr(config, name) == spec.default:
+                continue
+            if name in owners and cls.name not in owners[name]:
+                kinds = " and ".join(owners[name]) + (" kinds" if len(owners[name]) > 1 else " kind")
+                raise ValueError(
+                    f"`--{name}={getattr(config, name)}` is a flag of the {kinds}, but the task {config.task!r} is "
+                    f"of the {cls.name} kind (`--task_kind={config.task_kind}`), which does not read it. Leave out "
+                    f"--{name}, or give the --task_kind it belongs to.")
+
+    @classmethod
+    def without_other_kinds(cls, values):
+        """`values` (a dict by setting name: `results.json`'s hparams) without the flags of other kinds only."""
+        owners = _owners()
+        return {name: value for name, value in values.items() if cls.name in owners.get(name, [cls.name])}
+
+    @classmethod
+    def configure(cls, config, given):
+        """The config the run uses: `config`, with what the `--init` records where `given` sets nothing."""
+        del given
+        return config
+
+    def check_training(self, replicas):
+        """Refuses, before anything is written, training splits that cannot train (`replicas`: the strategy's)."""
 
     def predictor(self, model, make=None):
         """`make(model)` (default: `model(inputs, training=False)` compiled), made once per model: no retrace per epoch."""
@@ -152,3 +203,14 @@ class TaskKind:
     def tflite_module(cls, model, vocab_file, settings, seq_length=None, ids_only=False):
         """The serving module whose model `export --format tflite` converts; raises where the kind has none."""
         raise ValueError(f"A {cls.name} model has no LiteRT export: serve it with `--format serving`.")
+
+
+def _owners():
+    """Flag name -> the names of the fine-tuning kinds whose `flags()` list it (the recipe's flags: none)."""
+    from electra_tf import tasks
+
+    owners = {}
+    for kind in tasks.FINETUNED.values():
+        for name in kind.flags():
+            owners.setdefault(name, []).append(kind.name)
+    return owners

@@ -119,6 +119,7 @@ class ClassificationKind(TaskKind):
 
     name = "classification"
     Config = Config  # its settings: flags of `python -m electra_tf.finetune`
+    shared_flags = ("label_column",)  # a `finetune` flag of the generic files, besides its `Config`'s
     model_file = "classifier.keras"
     model_class = ElectraClassifier
     predict_formats = ("tsv", "csv", "jsonl", "text")

@@ -3,5 +3,5 @@
 `kind` (`EmbeddingKind`), `config` (its flags: pooling, loss scale, normalisation; `--passages`,
 `--top_k`), `data` (the files), `model` (`ElectraEmbedder`), `loss` (multiple-negatives ranking),
 `metrics` (recall@k, mrr@10), `serving`, `search` (`predict --passages`), `sentence_transformers`
-(`convert --to hf`).
+(`convert --to hf`, and a sentence-transformers `--init` folder's own pooling, normalisation and length).
 """

@@ -9,7 +9,9 @@
 `negative`, a hard negative, is optional; within one file every row has one or none does.
 Lines end at `\\n` (or `\\r\\n`) only (`data.lines`); a blank line is skipped. Errors name the
 file and the line: not JSON, a missing or empty field, a field that is not a string, a TSV
-line of the wrong width, a negative on some rows only.
+line of the wrong width, a negative on some rows only. A TSV with a header line
+(`query<TAB>positive`) or a column that is a number on every line but the first (a
+classification file's labels) is refused, naming the file.
 
 Example:
 >>> import os, tempfile
@@ -29,6 +31,7 @@ from electra_tf.data.lines import split_lines, table_rows
 from electra_tf.data.utf8 import decode_utf8
 from electra_tf.finetuning.examples import field, json_object
 
+NAMES = ("query", "positive", "negative")  # a row's texts, in a TSV's column order
 SPLIT_FILES = {split: (f"{split}.jsonl", f"{split}.tsv") for split in ("train", "dev", "test")}
 
 
@@ -54,6 +57,8 @@ def read_pairs(path, limit=None):
             break
     if not pairs:
         raise ValueError(f"{path}: no rows (the file is empty).")
+    if not path.lower().endswith(".jsonl"):
+        _check_table(pairs, path)
     with_negative = [p.negative is not None for p in pairs]
     if any(with_negative) and not all(with_negative):
         odd = pairs[with_negative.index(not with_negative[0])]
@@ -61,6 +66,33 @@ def read_pairs(path, limit=None):
                          f"{pairs[0].line} has {'one' if with_negative[0] else 'none'}: give every row a hard "
                          "negative or none.")
     return pairs
+
+
+def _check_table(pairs, path):
+    """Refuses a TSV that is not (query, positive[, negative]) rows: a header line, or a column that is a number on
+    every line but the first (a label column: a classification file)."""
+    first = pairs[0]
+    cells = [first.query, first.positive] + ([first.negative] if first.negative is not None else [])
+    if [cell.strip().lower() for cell in cells] == list(NAMES[:len(cells)]):
+        raise ValueError(f"{path}:{first.line}: a header line ({', '.join(cells)}); an embedding .tsv has none, "
+                         "each line is query<TAB>positive[<TAB>negative]. Remove it.")
+    rest = pairs[1:]
+    for i, name in enumerate(NAMES[:len(cells)]):
+        values = [getattr(p, name) for p in rest]
+        if len(values) >= 2 and all(_number(v) for v in values):
+            raise ValueError(
+                f"{path}: column {i + 1} (the {name}) is a number on every line from line {rest[0].line} on "
+                f"({', '.join(dict.fromkeys(v.strip() for v in values[:50]))}): a label column, not texts. An "
+                "embedding .tsv is query<TAB>positive[<TAB>negative] with no header; a labelled sentence file is "
+                "for --task_kind classification.")
+
+
+def _number(text):
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _text(value, key, path, line):
@@ -89,6 +121,5 @@ def _tsv(text, path):
         if len(row) not in (2, 3):
             raise ValueError(f"{path}:{line}: {len(row)} fields; a row is query<TAB>positive[<TAB>negative] "
                              f"(no header). Received: {row!r:.200}")
-        names = ("query", "positive", "negative")
-        values = [_text(cell, names[i], path, line) for i, cell in enumerate(row)]
+        values = [_text(cell, NAMES[i], path, line) for i, cell in enumerate(row)]
         yield Pair(values[0], values[1], values[2] if len(values) == 3 else None, line)

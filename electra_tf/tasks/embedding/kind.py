@@ -15,6 +15,8 @@ After training: `export --format serving` and `--format tflite` serve `text -> e
 (`search`); `convert --to hf` writes a sentence-transformers folder (`sentence_transformers`).
 """
 
+import collections
+
 import numpy as np
 import tensorflow as tf
 from absl import logging
@@ -66,6 +68,7 @@ class EmbeddingKind(TaskKind):
     saved_classes = (MultipleNegativesRankingLoss,)  # named by its compiled model file
     predict_formats = ("text", "jsonl")
     predict_options = ("passages", "top_k")
+    scores_predictions = False  # texts carry no gold: `--metrics_file` is refused
     metric = METRIC
 
     def __init__(self, config):
@@ -81,6 +84,62 @@ class EmbeddingKind(TaskKind):
         self.num_train_rows = len(self.pairs["train"])
         self.packed = {}
         logging.info("Task %s: %s rows.", config.task, {k: len(v) for k, v in self.pairs.items()})
+
+    @classmethod
+    def configure(cls, config, given):
+        """A sentence-transformers `--init` folder's own pooling, normalisation and length
+        (`sentence_transformers.read_folder`) where no flag of `given` sets them; a flag that does, and
+        differs, wins with a warning naming both."""
+        from electra_tf.tasks.embedding.sentence_transformers import folder_of, read_folder
+
+        folder = folder_of(config.init)
+        if folder is None:
+            return config
+        changes = {}
+        for name, (value, where) in read_folder(folder).items():
+            if value is None or value == getattr(config, name):
+                continue
+            if name in given:
+                logging.warning("WARNING: `--%s=%s` overrides the --init's own setting, %s: the vectors are not "
+                                "sentence-transformers' for this folder. Leave out --%s to use the folder's.",
+                                name, getattr(config, name), where, name)
+            else:
+                changes[name] = value
+        config = config.replace(**changes)
+        logging.info("--init %s is a sentence-transformers folder: %s pooling, %snormalised, %d tokens per text.",
+                     folder, config.pooling, "" if config.normalize_embeddings else "not ", config.seq_length)
+        return config
+
+    def check_training(self, replicas):
+        """Refuses (before anything is written) training rows whose batches hold no negative: the in-batch loss
+        is then constant, its gradient zero, and the model would end as it began. Warns when most rows share
+        one positive (their batches are mostly without a negative)."""
+        if not self.config.epochs:
+            return  # zero-shot: nothing trains
+        pairs, path = self.pairs["train"], self.paths["train"]
+        if all(p.negative is not None and p.negative != p.positive for p in pairs):
+            return  # every query has its hard negative, whatever its batch
+        per_replica = self.config.batch_size // replicas
+        why = ("each query's only in-batch passage is its own positive: the loss is the same whatever the model, "
+               "nothing is learned")
+        if len(pairs) == 1:
+            limit = f" (`--train_limit={self.config.train_limit}`)" if self.config.train_limit else ""
+            raise ValueError(f"{path}: one training row{limit}: {why}. Give more rows (or hard negatives).")
+        if per_replica <= 1:
+            over = f" over {replicas} replicas is {per_replica} row(s) each" if replicas > 1 else ""
+            raise ValueError(f"`--batch_size={self.config.batch_size}`{over}: {why}. Give --batch_size "
+                             f"{2 * replicas} or more (or hard negatives).")
+        passages = collections.Counter(p.positive for p in pairs)
+        passages.update(p.negative for p in pairs if p.negative is not None)
+        if len(passages) == 1:
+            raise ValueError(f"{path}: all {len(pairs)} rows (lines {pairs[0].line} to {pairs[-1].line}) have the "
+                             f"same positive and no other passage ({next(iter(passages))!r:.60}): {why}. Give rows "
+                             "with different positives (or hard negatives).")
+        positive, count = collections.Counter(p.positive for p in pairs).most_common(1)[0]
+        if count > len(pairs) / 2:
+            logging.warning("WARNING: %s: %d of %d rows share the positive %.60r: in a batch of them, each query's "
+                            "other passages are its own positive, and little is learned.", path, count, len(pairs),
+                            positive)
 
     def prepare(self, tokenizer):
         """Packs the training rows `(rows, 2 or 3, seq_length)` and each split's distinct queries and passages."""

@@ -169,6 +169,7 @@ class TaggingKind(TaskKind):
     name = "tagging"
     Config = Config  # its settings: flags of `python -m electra_tf.finetune`
     PredictOptions = PredictOptions  # its `predict` flags
+    shared_flags = ("label_column",)  # a `finetune` flag of the generic files, besides its `Config`'s
     model_file = "token_classifier.keras"
     model_class = ElectraTokenClassifier
     saved_classes = (MaskedSparseCrossEntropy,)  # named by its compiled model file

@@ -16,7 +16,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from helpers import make_run_dir, run_python  # noqa: E402
-from embedding_toy import ANIMALS, FOODS, PLACES, write_task  # noqa: E402
+from embedding_toy import ST_ENCODE, WORDS, write_task  # noqa: E402
 
 pytestmark = [pytest.mark.large, pytest.mark.filterwarnings("ignore::UserWarning")]
 
@@ -31,15 +31,6 @@ serve = tf.saved_model.load(export).signatures["serving_default"]
 vectors = serve(text=tf.constant(json.load(open(texts))))["embedding"].numpy()
 np.save(out, vectors)
 """
-
-ST_ENCODE = r"""
-import json, sys
-import numpy as np
-from sentence_transformers import SentenceTransformer
-folder, texts, out = sys.argv[1:]
-np.save(out, SentenceTransformer(folder, device="cpu").encode(json.load(open(texts))))
-"""
-
 
 def mrr_at_10(query_vectors, passage_vectors, gold):
     """The mean over queries of 1 / rank of the first gold passage (`gold[i]`: a set) within the 10 nearest by
@@ -56,9 +47,8 @@ def records(path):
 
 
 def test_embedding_journey(tmp_path):
-    words = sorted(set(" ".join(["where does the live what eat lives in eats"] + ANIMALS + PLACES + FOODS).split()))
     vocab = tmp_path / "vocab.txt"
-    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
     run = make_run_dir(tmp_path / "pretrained", str(vocab), max_sequence_length=32, seq_length=32)
     data = write_task(tmp_path / "data", splits=(("train", 64), ("dev", 24), ("test", 12)), negatives=True)
     out, zero = str(tmp_path / "out"), str(tmp_path / "zero_shot")
