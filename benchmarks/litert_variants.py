@@ -16,7 +16,7 @@ r"""Two forms of a LiteRT raw-text export side by side, float and int8, alternat
 `--finetuned` is a fine-tuning output (`benchmarks.serving_peers` keeps MiniLM's movie_polarity
 classifier in `--workdir/finetuned`, and its texts in `--workdir/texts.json`; without `--texts`,
 the dev rows of `--task_dir`). The model is exported four times, as `export --format tflite`
-does (`tasks.export_tflite`), float and `--quantize dynamic_int8`, each in both forms.
+does (`export_formats.export_tflite`), float and `--quantize dynamic_int8`, each in both forms.
 Each round runs, for every quantization and batch size, both forms over the first
 `--examples` short texts (the order alternated from round to round), after one untimed pass:
 CPU milliseconds per text (the process's CPU time on all threads: the measure other jobs move
@@ -72,10 +72,10 @@ def export_all(scratch, forms):
     from electra_tf.exporting.tflite_runtime import load_interpreter
 
     finetuned, vocab = finetuned_model(FLAGS.finetuned)
-    kind = tasks.for_model(finetuned.model, finetuned.settings)
+    kind = tasks.OUTPUTS.kind_of_model(finetuned.model, finetuned.settings)
     runners = {}
     for quantize in QUANTIZATIONS:
-        for n, (name, (multiple, keras_layers)) in enumerate(forms.items()):  # as `tasks.export_tflite`
+        for n, (name, (multiple, keras_layers)) in enumerate(forms.items()):  # as `export_formats.export_tflite`
             served = kind.tflite_module(finetuned.model, vocab, finetuned.settings, None, False)
             with served.keras_layers() if keras_layers else contextlib.nullcontext():  # traced at the export
                 path = export_tflite(served, vocab, os.path.join(scratch, f"{quantize}_{n}"),

@@ -68,7 +68,7 @@ def texts_for(kind, batch_size):
 
 def build(kind, encoder, vocab_file, base):
     """(export path, keras model) of `kind` on `encoder`."""
-    from electra_tf.tasks import export_serving
+    from electra_tf.export_formats import export_serving
     from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer
     from electra_tf.tasks.tagging.model import ElectraTokenClassifier

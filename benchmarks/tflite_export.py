@@ -96,7 +96,8 @@ def main(argv):
     import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer ops)
 
     from electra_tf.exporting.tflite_runtime import load_interpreter
-    from electra_tf.tasks import export_serving, export_tflite, load_finetuned
+    from electra_tf.export_formats import export_serving, export_tflite
+    from electra_tf.tasks import OUTPUTS
 
     work = tempfile.mkdtemp(prefix="electra_tflite_bench_")
     start = time.time()
@@ -105,7 +106,7 @@ def main(argv):
     else:
         finetuned, finetune_command = finetune(work)
     finetune_seconds = time.time() - start
-    model, vocab_file, config = load_finetuned(finetuned)[1:]
+    model, vocab_file, config = OUTPUTS.load(finetuned)[1:]
     export_seconds = {}
     start = time.time()
     saved_model = export_serving(model, vocab_file, os.path.join(work, "serving"), "task", 1, config, FLAGS.seq_length)

@@ -95,7 +95,7 @@ def test_a_keras_file_of_the_earlier_layout_loads_with_its_kind_by_the_class_it_
 
     kind = tasks.get(name)
     path, inputs, expected = _earlier_file(name, tmp_path)
-    finetuned = tasks.load_finetuned(path)
+    finetuned = tasks.OUTPUTS.load(path)
     assert finetuned.kind is kind and finetuned.settings == {}
     got = keras.tree.map_structure(np.asarray, finetuned.model(inputs, training=False))
     keras.tree.map_structure(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6), expected, got)
@@ -139,7 +139,7 @@ def test_a_run_of_an_earlier_version_without_a_kind_is_told_by_its_model_file_an
         run = tmp_path / kind.name
         run.mkdir()
         (run / kind.model_file).write_bytes(b"")
-        assert tasks.for_output_dir(str(run)) is kind
+        assert tasks.OUTPUTS.kind_of(str(run)) is kind
         (run / "finetune_config.json").write_text(json.dumps({"kind": kind.name, "seq_length": 16}))
-        assert tasks.for_output_dir(str(run)) is kind
-    assert tasks.for_output_dir(str(tmp_path)) is None
+        assert tasks.OUTPUTS.kind_of(str(run)) is kind
+    assert tasks.OUTPUTS.kind_of(str(tmp_path)) is None
