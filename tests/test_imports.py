@@ -40,6 +40,7 @@ LAYERS = {
     # `keras.saving.load_model` needs (the package's root imports nothing of it).
     "saved classes": ("electra_tf.saved_classes",),
     "export formats": ("electra_tf.export_formats",),  # what `export --format` writes, by name (over the task kinds)
+    "convert targets": ("electra_tf.convert_targets",),  # what `convert --to` writes, by name (over the task kinds)
     "programs": ("electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export", "electra_tf.predict",
                  "electra_tf.convert", "electra_tf.demo_data", "electra_tf.data_scripts"),
 }
@@ -48,9 +49,10 @@ ORDER = ["core", "layers", "models", "converting", "sources", "training", "expor
 MAY_IMPORT = {
     **{layer: tuple(ORDER[:i]) for i, layer in enumerate(ORDER)},  # each package over the ones before it
     "pipelines": ("core",),  # the tokenizer and the record schema only
-    "programs": ("core", "pipelines", *ORDER[1:], "export formats"),
+    "programs": ("core", "pipelines", *ORDER[1:], "export formats", "convert targets"),
     "saved classes": ("core", *ORDER[1:]),
     "export formats": ("core", *ORDER[1:]),
+    "convert targets": ("core", *ORDER[1:]),
 }
 # Top-level names the package must never import (tools, tests, and the folders' old generic names).
 FORBIDDEN_TOP_LEVEL = ("pipelines", "configs", "benchmarks", "tests", "helpers", "conftest")
@@ -285,6 +287,7 @@ FOLDER_ORDER = [
     "tasks",  # the task kinds, one folder each, over the generic folders
     "saved_classes",  # every class a saved model names
     "export_formats",  # what `export --format` writes
+    "convert_targets",  # what `convert --to` writes
     # the commands (`demo_data` is `pretrain --data=demo`'s)
     "demo_data", "pretrain", "finetune", "export", "predict", "convert", "data_scripts",
 ]
