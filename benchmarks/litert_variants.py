@@ -66,13 +66,12 @@ def short_texts():
 
 def export_all(scratch, forms):
     """(quantization, form name) -> a signature runner of that LiteRT export."""
-    from electra_tf import tasks
     from electra_tf.export_formats import finetuned_model
     from electra_tf.exporting.tflite import export_tflite
     from electra_tf.exporting.tflite_runtime import load_interpreter
 
     finetuned, vocab = finetuned_model(FLAGS.finetuned)
-    kind = tasks.OUTPUTS.kind_of_model(finetuned.model, finetuned.settings)
+    kind = finetuned.kind
     runners = {}
     for quantize in QUANTIZATIONS:
         for n, (name, (multiple, keras_layers)) in enumerate(forms.items()):  # as `export_formats.export_tflite`
