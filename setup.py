@@ -16,8 +16,10 @@ setuptools.setup(
     python_requires=">=3.11,<3.12",
     # `configs/` and `pipelines/` stay top-level folders of the repository but install inside the
     # package, as `electra_tf.configs` and `electra_tf.pipelines`: no generic top-level import name.
-    # (Run from the source tree, `electra_tf/__init__.py` maps the same two folders; see there.)
-    packages=setuptools.find_packages(include=["electra_tf", "electra_tf.*"])
+    # (In the source tree, `electra_tf/configs/` and `electra_tf/pipelines/` are one-line packages that point
+    # there; an installed copy holds the folders themselves in their place.)
+    packages=setuptools.find_packages(include=["electra_tf", "electra_tf.*"],
+                                      exclude=["electra_tf.configs", "electra_tf.pipelines"])
     + ["electra_tf.configs", "electra_tf.pipelines"],
     package_dir={"electra_tf.configs": "configs", "electra_tf.pipelines": "pipelines"},
     install_requires=[

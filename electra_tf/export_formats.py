@@ -4,15 +4,16 @@
 |---|---|---|
 | `encoder` | an encoder SavedModel, raw-text signatures (`exporting.encoder_saved_model`) | any `--init` form |
 | `preset` | a keras-hub preset (`exporting.keras_hub_preset`) | any `--init` form |
-| `serving` | a TF Serving version, by the run's task kind (`tasks.export_serving`) | a fine-tuning output |
-| `tflite` | a LiteRT model folder (`tasks.export_tflite`) | a fine-tuning output |
+| `serving` | a TF Serving version, by the run's task kind (`export_serving`) | a fine-tuning output |
+| `tflite` | a LiteRT model folder (`export_tflite`) | a fine-tuning output |
 | `rtd` (a served-only task kind) | a TF Serving version of a pre-trained model (`TaskKind.export_pretrained`) | a pre-trained model |
 
 A format says where it writes (`path`), what that folder then holds (`artefact`, which the output
 guards compare), whether the folder is claimed before the work (`claimed`), which of the format-only
 flags it reads (`own_flags`), and how it exports (`export`). The export command asks the format of
 `--format`, and nothing else (`electra_tf.export`); a served-only task kind is a format by its
-registry name (`tasks.KINDS`), so a new one needs no line here.
+registry name (`tasks.KINDS`), so a new one needs no line here. `serving_module`, `export_serving`
+and `export_tflite` are the same exports as library functions, for a fine-tuned model in memory.
 """
 
 import os
@@ -71,13 +72,11 @@ class Served(ExportFormat):
 
 
 class Serving(Served):
-    """A fine-tuned model as TF Serving serves it, by its task kind (`tasks.export_serving`)."""
+    """A fine-tuned model as TF Serving serves it, by its task kind (`export_serving`)."""
 
     def export(self, options):
-        from electra_tf import tasks
-
         finetuned, vocab_file = finetuned_model(options.init, options.vocab_file)
-        return tasks.export_serving(finetuned.model, vocab_file, options.output_dir, options.model_name,
+        return export_serving(finetuned.model, vocab_file, options.output_dir, options.model_name,
                                     options.version, finetuned.settings, options.seq_length)
 
 
@@ -90,24 +89,22 @@ class PretrainedServing(Served):
     def export(self, options):
         from electra_tf import tasks
 
-        finetuned = tasks.for_output_dir(options.init) if os.path.isdir(options.init) else None
+        finetuned = tasks.OUTPUTS.kind_of(options.init) if os.path.isdir(options.init) else None
         return tasks.get(self.kind_name).export_pretrained(options.init, options.output_dir, options.model_name,
                                                            options.version, options.vocab_file, options.seq_length,
                                                            finetuned)
 
 
 class Tflite(ExportFormat):
-    """A fine-tuned model as a LiteRT model folder for phones (`tasks.export_tflite`)."""
+    """A fine-tuned model as a LiteRT model folder for phones (`export_tflite`)."""
 
     artefact = run_files.TFLITE_MODEL
     claimed = True
     own_flags = ("ids", "quantize")
 
     def export(self, options):
-        from electra_tf import tasks
-
         finetuned, vocab_file = finetuned_model(options.init, options.vocab_file)
-        return tasks.export_tflite(finetuned.model, vocab_file, options.output_dir, finetuned.settings,
+        return export_tflite(finetuned.model, vocab_file, options.output_dir, finetuned.settings,
                                    options.seq_length, ids_only=options.ids, quantize=options.quantize)
 
 
@@ -116,10 +113,94 @@ def finetuned_model(init, vocab_file=None):
     to fit the model's token table (`sources.check_vocabulary`)."""
     from electra_tf import sources, tasks
 
-    finetuned = tasks.load_finetuned(init)
+    finetuned = tasks.OUTPUTS.load(init)
     vocab = vocab_file or finetuned.vocab_file
     sources.check_vocabulary(vocab, finetuned.model.encoder.vocab_size, init, given=bool(vocab_file))
     return finetuned, vocab
+
+
+def serving_module(model, vocab_file, settings, seq_length=None):
+    """The `tf.Module` that `export --format serving` saves for a fine-tuned model, built in this process.
+
+    Its `signatures()` are the exported SavedModel's, as `tf.function`s: calling them runs what
+    TF Serving runs (`predict` does, on a fine-tuning output dir).
+
+    Args:
+        model: a fine-tuned model of any kind (the kind `settings` name, else its class's: `tasks.OUTPUTS`).
+        vocab_file: str. Its vocabulary.
+        settings: dict. Its `finetune_config.json` (`tasks.OUTPUTS.load`).
+        seq_length: int or None. Default: the fine-tuning `seq_length`.
+    """
+    from electra_tf import tasks
+
+    return tasks.OUTPUTS.kind_of_model(model, settings).serving_module(model, vocab_file, settings, seq_length)
+
+
+def export_tflite(model, vocab_file, output_dir, settings=None, seq_length=None, ids_only=False, quantize=None):
+    """Writes a fine-tuned `model` as a LiteRT model folder (`exporting.tflite`); returns the `model.tflite` path.
+
+    Its task kind gives the serving module to convert (`TaskKind.tflite_module`: a classifier, raw
+    text or ids in; a tagger, ids in) or refuses with the reason.
+
+    Example:
+        ```python
+        # A tagger, ids in, int8 weights (`exporting.tflite_runtime.load_interpreter` runs the file).
+        import json
+        import pathlib
+
+        from electra_tf.export_formats import export_tflite
+        from electra_tf.models.encoder import ElectraEncoder
+        from electra_tf.tasks.tagging.model import ElectraTokenClassifier
+
+        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "peter", "lives", "in", "paris"]
+        pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
+        tagger = ElectraTokenClassifier(ElectraEncoder(vocab_size=len(tokens), num_layers=1, num_heads=1, hidden_dim=16,
+                                                       embedding_dim=8, intermediate_dim=32), num_labels=3)
+        tagger.build()  # fine-tuned, in practice
+        path = export_tflite(tagger, "vocab.txt", "ner_tflite", {"label_names": ["O", "B-PER", "I-PER"],
+                             "seq_length": 16}, ids_only=True, quantize="dynamic_int8")  # 'ner_tflite/model.tflite'
+        config = json.loads(pathlib.Path("ner_tflite/tflite_config.json").read_text())
+        assert config["inputs"] == ["token_ids", "segment_ids", "padding_mask"] and config["custom_ops"] == []
+        ```
+    """
+    from electra_tf import tasks
+    from electra_tf.exporting import tflite
+
+    settings = settings or {}
+    kind = tasks.OUTPUTS.kind_of_model(model, settings)
+    served = kind.tflite_module(model, vocab_file, settings, seq_length, ids_only)
+    return tflite.export_tflite(served, vocab_file, output_dir, settings.get("task", ""), kind.name, ids_only,
+                                quantize)
+
+
+def export_serving(model, vocab_file, base_dir, model_name="electra", version=1, settings=None, seq_length=None):
+    """Writes a fine-tuned `model` as `<base_dir>/<model_name>/<version>/` for TF Serving; returns that folder.
+
+    Example:
+        ```python
+        import pathlib
+
+        import tensorflow as tf
+
+        from electra_tf.export_formats import export_serving
+        from electra_tf.tasks.classification.model import ElectraClassifier
+        from electra_tf.models.encoder import ElectraEncoder
+
+        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "fine", "film"]
+        pathlib.Path("vocab.txt").write_text("\\n".join(tokens) + "\\n")
+        encoder = ElectraEncoder(vocab_size=len(tokens), num_layers=1, num_heads=2, hidden_dim=32,
+                                 embedding_dim=16, intermediate_dim=64)
+        classifier = ElectraClassifier(encoder, num_labels=2)  # fine-tuned, in practice
+        classifier.build()
+        path = export_serving(classifier, "vocab.txt", "serving", "movie", 1,
+                              {"label_names": ["negative", "positive"], "seq_length": 16})
+        tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(["a fine film"]))["label"]
+        ```
+    """
+    from electra_tf.exporting.assets import save_version, version_dir
+
+    module = serving_module(model, vocab_file, settings or {}, seq_length)
+    return save_version(module, version_dir(base_dir, model_name, version))
 
 
 # One line per format; the served-only task kinds follow, by their registry names (`names`).

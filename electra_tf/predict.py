@@ -23,7 +23,7 @@ with the discriminator's head (a pre-training run with its checkpoints, `hf:DIR`
 `ElectraForPreTraining` folder, `hf:DISC,GEN`, `official:DIR`;
 `tasks.replaced_tokens.kind`). Either way the predictions are the served SavedModel's:
 a fine-tuning dir or a pre-trained model is served in this process by the module the
-export would save (`tasks.serving_module`, `tasks.replaced_tokens.serving`), an export is
+export would save (`export_formats.serving_module`, `tasks.replaced_tokens.serving`), an export is
 loaded with `tf.saved_model.load`, and both run its signature on the raw text. The model's
 served kind (`electra_tf.tasks.KINDS`: a task kind, or replaced-token scores) reads the
 input, formats each prediction and scores them.

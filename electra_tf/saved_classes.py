@@ -4,9 +4,18 @@ Importing this module registers them all: the models (encoder, discriminator, pr
 each fine-tuned kind's), their layers, losses, optimizers and learning-rate schedules, so
 `keras.saving.load_model(path)` restores any `.keras` file electra_tf writes (pre-training's
 `discriminator.keras` and every task kind's model file: each kind's `model_class` and
-`saved_classes`, through the registry `electra_tf.tasks`), its compiled optimizer included. `import electra_tf` makes Keras import
-it the first time it looks up a name of the `electra_tf>` package (see `electra_tf.__init__`),
-so a plain `import electra_tf, keras` is enough.
+`saved_classes`, through the registry `electra_tf.tasks`), its compiled optimizer included.
+It is the one import a script needs before `load_model`:
+
+    import electra_tf.saved_classes  # noqa: F401
+    import keras
+
+    model = keras.saving.load_model("runs/movie_polarity/classifier.keras")
+
+Keras finds a saved class by the registered name its config holds (`"electra_tf>ElectraClassifier"`,
+through `keras.saving.get_custom_objects()`); the config's `"module"` is not imported for a class
+outside Keras' own packages, so a file that names a module of an earlier layout
+(`electra_tf.models.classifier`) loads by its registered name as well.
 """
 
 from electra_tf.finetuning.layerwise_lr import LayerwiseAdamW

@@ -134,6 +134,7 @@ def finetuned_runs(root, kinds, vocab_file, seed=0, **encoder_sizes):
 
     import keras
 
+    from electra_tf import export_formats
     from electra_tf import tasks as task_kinds
     from electra_tf.models.encoder import ElectraEncoder
     from electra_tf import run_files
@@ -149,9 +150,9 @@ def finetuned_runs(root, kinds, vocab_file, seed=0, **encoder_sizes):
         shutil.copyfile(vocab_file, run / run_files.VOCAB_FILE)
         (run / run_files.FINETUNE_CONFIG_FILE).write_text(json.dumps(config))
         dirs[name] = str(run)
-        finetuned = task_kinds.load_finetuned(str(run))  # what `export --format serving` does
-        exports[name] = task_kinds.export_serving(finetuned.model, finetuned.vocab_file,
-                                                  str(pathlib.Path(root) / "serving"), name, 1, finetuned.settings)
+        finetuned = task_kinds.OUTPUTS.load(str(run))  # what `export --format serving` does
+        exports[name] = export_formats.export_serving(finetuned.model, finetuned.vocab_file,
+                                                      str(pathlib.Path(root) / "serving"), name, 1, finetuned.settings)
     return dirs, exports
 
 

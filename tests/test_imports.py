@@ -36,10 +36,11 @@ LAYERS = {
     # The task kinds, one folder each, and their registry (`electra_tf.tasks`): each uses the generic layers
     # below, and none of those names a kind.
     "tasks": ("electra_tf.tasks",),
-    # Every class a saved model names, registered with Keras: `import electra_tf` has Keras import it on its
-    # first look-up of an `electra_tf>` name (by name, at run time: the package's root imports nothing of it).
+    # Every class a saved model names, registered with Keras: `import electra_tf.saved_classes` is the one import
+    # `keras.saving.load_model` needs (the package's root imports nothing of it).
     "saved classes": ("electra_tf.saved_classes",),
     "export formats": ("electra_tf.export_formats",),  # what `export --format` writes, by name (over the task kinds)
+    "convert targets": ("electra_tf.convert_targets",),  # what `convert --to` writes, by name (over the task kinds)
     "programs": ("electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export", "electra_tf.predict",
                  "electra_tf.convert", "electra_tf.demo_data", "electra_tf.data_scripts"),
 }
@@ -48,9 +49,10 @@ ORDER = ["core", "layers", "models", "converting", "sources", "training", "expor
 MAY_IMPORT = {
     **{layer: tuple(ORDER[:i]) for i, layer in enumerate(ORDER)},  # each package over the ones before it
     "pipelines": ("core",),  # the tokenizer and the record schema only
-    "programs": ("core", "pipelines", *ORDER[1:], "export formats"),
+    "programs": ("core", "pipelines", *ORDER[1:], "export formats", "convert targets"),
     "saved classes": ("core", *ORDER[1:]),
     "export formats": ("core", *ORDER[1:]),
+    "convert targets": ("core", *ORDER[1:]),
 }
 # Top-level names the package must never import (tools, tests, and the folders' old generic names).
 FORBIDDEN_TOP_LEVEL = ("pipelines", "configs", "benchmarks", "tests", "helpers", "conftest")
@@ -222,6 +224,7 @@ def test_a_violation_is_found(module, target, expected):
 
 def test_only_configs_and_pipelines_join_the_package():
     """Installed or from the source tree: `electra_tf.configs` and `electra_tf.pipelines`, nothing else."""
+    import importlib
     import importlib.util
 
     import electra_tf
@@ -231,6 +234,44 @@ def test_only_configs_and_pipelines_join_the_package():
     for name in ("electra_tf.tests", "electra_tf.benchmarks", "electra_tf.electra_tf"):
         assert importlib.util.find_spec(name) is None, name
     assert electra_tf.SOURCE_FOLDERS == ("configs", "pipelines")
+    for name in electra_tf.SOURCE_FOLDERS:  # in the source tree, a package whose `__path__` is the top-level folder
+        package = importlib.import_module(f"electra_tf.{name}")
+        assert [os.path.realpath(p) for p in package.__path__] == [os.path.realpath(os.path.join(REPO, name))]
+
+
+def test_the_source_folders_run_nothing_on_import():
+    """`configs/__init__.py` and `pipelines/__init__.py` hold a docstring only: the source tree's packages, which point
+    at those folders without running them, import what an installed copy imports."""
+    for name in ("configs", "pipelines"):
+        with open(os.path.join(REPO, name, "__init__.py"), encoding="utf-8") as f:
+            body = ast.parse(f.read()).body
+        assert len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant), name
+
+
+# A user's script: the package root installs no import hook and imports neither TensorFlow nor Keras; Keras' look-up
+# stays Keras' own, and knows electra_tf's classes once `electra_tf.saved_classes` (the one documented import) ran.
+NO_HOOK = """
+import sys
+finders = list(sys.meta_path)
+import electra_tf, electra_tf.configs, electra_tf.pipelines
+assert sys.meta_path == finders, sys.meta_path
+assert not {"tensorflow", "keras"} & set(sys.modules)
+import keras
+from keras.src.saving import object_registration
+assert object_registration.get_registered_object.__module__ == object_registration.__name__
+assert keras.saving.get_registered_object("electra_tf>ElectraClassifier") is None
+import electra_tf.saved_classes
+from electra_tf.tasks.classification.model import ElectraClassifier
+assert keras.saving.get_registered_object("electra_tf>ElectraClassifier") is ElectraClassifier
+print("ok")
+"""
+
+
+def test_the_package_root_installs_no_import_hook():
+    from helpers import run_python
+
+    result = run_python(["-c", NO_HOOK], check=False)
+    assert result.returncode == 0 and result.stdout.split()[-1:] == ["ok"], result.stderr[-3000:]
 
 
 # --- Between folders ------------------------------------------------------------------------------
@@ -246,6 +287,7 @@ FOLDER_ORDER = [
     "tasks",  # the task kinds, one folder each, over the generic folders
     "saved_classes",  # every class a saved model names
     "export_formats",  # what `export --format` writes
+    "convert_targets",  # what `convert --to` writes
     # the commands (`demo_data` is `pretrain --data=demo`'s)
     "demo_data", "pretrain", "finetune", "export", "predict", "convert", "data_scripts",
 ]

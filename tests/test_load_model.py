@@ -1,8 +1,8 @@
-"""`import electra_tf, keras; keras.saving.load_model(path)` restores every model file electra_tf writes.
+"""`import electra_tf.saved_classes, keras; keras.saving.load_model(path)` restores every model file electra_tf writes.
 
 Each file is written by the command that writes it (`finetune` for each task kind; the pre-training run's
-`discriminator.keras` as `pretrain` saves it). A fresh interpreter that imports only `electra_tf` and `keras`
-loads it with Keras' defaults (compile=True: the optimizer, `LayerwiseAdamW`, and its learning-rate
+`discriminator.keras` as `pretrain` saves it). A fresh interpreter that imports only `electra_tf.saved_classes`
+and `keras` loads it with Keras' defaults (compile=True: the optimizer, `LayerwiseAdamW`, and its learning-rate
 schedule restored too); its weights are those the test reads with the classes imported and compile=False.
 """
 
@@ -21,10 +21,10 @@ from test_journeys import write_toy_choices  # noqa: E402
 from test_squad import write_toy_squad  # noqa: E402
 from test_tagging import write_conll  # noqa: E402
 
-# A user's script: nothing of electra_tf named but the package.
+# A user's script: nothing of electra_tf named but the one documented import.
 LOAD = """
 import json, sys
-import electra_tf, keras
+import electra_tf.saved_classes, keras
 model = keras.saving.load_model(sys.argv[1])
 optimizer = getattr(model, "optimizer", None)  # a model saved uncompiled has none
 print(json.dumps({"model": type(model).__name__,
@@ -78,7 +78,7 @@ def finetuned(kind, pretrained, tmp_path):
     return run / file_name
 
 
-def test_the_pretraining_discriminator_loads_after_import_electra_tf(pretrained):
+def test_the_pretraining_discriminator_loads_after_the_one_import(pretrained):
     path = os.path.join(pretrained, "discriminator.keras")
     loaded = load_in_a_fresh_process(path)
     assert (loaded["model"], loaded["optimizer"]) == ("ElectraEncoder", None)  # as pretrain saves it
@@ -91,7 +91,7 @@ def test_the_pretraining_discriminator_loads_after_import_electra_tf(pretrained)
     pytest.param("span_qa", marks=pytest.mark.large),
     pytest.param("multiple_choice", marks=pytest.mark.large),
 ])
-def test_a_finetuned_model_loads_with_its_optimizer_after_import_electra_tf(kind, pretrained, tmp_path):
+def test_a_finetuned_model_loads_with_its_optimizer_after_the_one_import(kind, pretrained, tmp_path):
     path = finetuned(kind, pretrained, tmp_path)
     loaded = load_in_a_fresh_process(path)
     assert loaded["model"] == KINDS[kind][3]

@@ -350,7 +350,7 @@ def test_a_folder_that_is_not_a_model_is_a_clear_error(tmp_path):
         open_model(str(tmp_path / "notes"))
     from electra_tf import tasks
 
-    model_files = ", ".join(tasks.model_files().values())  # every kind's, in registry order
+    model_files = ", ".join(tasks.OUTPUTS.model_files().values())  # every kind's, in registry order
     assert "classifier.keras, token_classifier.keras" in model_files
     assert str(error.value) == (
         f"--init {tmp_path / 'notes'} is neither a fine-tuning output dir (no {model_files}), a TF Serving export (no "

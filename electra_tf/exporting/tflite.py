@@ -223,7 +223,7 @@ def export_tflite(served, vocab_file, output_dir, task="", kind=None, ids_only=F
                   pad_multiple=LITERT_PAD_MULTIPLE):
     """Writes the model of a serving module as a LiteRT model folder (see the module docstring).
 
-    `tasks.export_tflite` calls it with the serving module a fine-tuned model's
+    `export_formats.export_tflite` calls it with the serving module a fine-tuned model's
     task kind gives for LiteRT (`TaskKind.tflite_module`: a classifier's, a tagger's for `--ids`).
 
     Args:

@@ -93,7 +93,7 @@ def load_interpreter(model_path, num_threads=None):
 
         import numpy as np
 
-        from electra_tf.tasks import export_tflite
+        from electra_tf.export_formats import export_tflite
         from electra_tf.exporting.tflite_runtime import custom_ops, load_interpreter
         from electra_tf.tasks.classification.model import ElectraClassifier
         from electra_tf.models.encoder import ElectraEncoder

@@ -11,6 +11,10 @@
 | `bert:DIR`, a bare BERT folder | a Hugging Face BERT (E = H) (`converted.Bert`) |
 | `keras_hub:DIR`, a bare preset folder | a keras-hub `ElectraBackbone` preset and its `ElectraTokenizer` (`converted.KerasHub`) |
 
+A fine-tuning output (a `finetune` run's folder or its model's `.keras` file) is the `--init` of
+`export --format serving|tflite` and `predict`: `finetuned.FinetunedOutput` tells its task kind
+and loads it, built by the task registry with its kinds (`electra_tf.tasks.OUTPUTS`).
+
 Every command takes these: `pretrain --init` (continued pre-training, `init_pretrainer`),
 `finetune --init` and `export --init` (`load_init`: the encoder and its vocabulary),
 `predict --init` and `export --format rtd` for replaced-token scores (`load_detector`: the
@@ -37,16 +41,15 @@ Example:
 
 import typing
 
-import keras
-import numpy as np
 import tensorflow as tf
 
 from electra_tf.models.pretrainer import ElectraPretrainer
 
-from electra_tf.sources.base import Source, encoder_of
+from electra_tf.sources.base import Source, check_finite, encoder_of
 from electra_tf.sources.converted import Bert, GeneratorFolderError, HuggingFace, HuggingFaceGenerator, KerasHub, Official
 from electra_tf.sources.encoders import (EncoderExport, KerasFile, load_encoder, load_keras_model, save_encoder,
                                          untrained_encoder)
+from electra_tf.sources.finetuned import Finetuned, FinetunedOutput
 from electra_tf.sources.runs import PretrainingRun, load_discriminator, restore_pretrainer
 
 # prefix -> source: the `FORM:PATH` forms.
@@ -110,53 +113,6 @@ def init_inputs(init):
     """
     _, source, path = _split(init or "")
     return source.inputs(path) if source is not None else [init] if init else []
-
-
-def check_finite(model, what):
-    """Raises `ValueError` naming the first weight of `model` that holds a NaN or an infinity.
-
-    Args:
-        model: a Keras model (encoder, pretrainer, fine-tuned model).
-        what: str. Names the source in the message (`--init=hf:DIR`).
-
-    Example:
-        ```python
-        import numpy as np
-        from electra_tf.models.encoder import ElectraEncoder
-        from electra_tf.sources import check_finite
-
-        encoder = ElectraEncoder(vocab_size=100, num_layers=1, num_heads=1, hidden_dim=32, embedding_dim=16,
-                                 intermediate_dim=64)
-        encoder.build()
-        encoder.embeddings.token_embedding.embeddings.assign(np.full((100, 16), np.nan, "float32"))
-        try:
-            check_finite(encoder, "`--init=m.keras`")
-        except ValueError as e:
-            print(e)  # `--init=m.keras`: electra/embeddings/word_embeddings holds 1600 non-finite value(s) ...
-        ```
-    """
-    names = _official_names(model)
-    for variable in model.weights:
-        value = keras.ops.convert_to_numpy(variable)
-        finite = np.isfinite(value)
-        if not finite.all():
-            bad, nan = value.size - int(finite.sum()), int(np.isnan(value).sum())
-            name = names.get(variable.path, variable.path)
-            raise ValueError(f"{what}: {name} holds {bad} non-finite value(s) ({nan} NaN, {bad - nan} infinite) "
-                             f"of {value.size}: the weights are damaged; nothing was used. Read them again from "
-                             "their source.")
-
-
-def _official_names(model):
-    """Keras variable path -> official name (`electra/embeddings/word_embeddings`) where the model has them."""
-    from electra_tf.converting.weight_map import model_variables
-
-    for candidate in (model, getattr(model, "encoder", None)):
-        try:
-            return {variable.path: name for name, variable in model_variables(candidate).items()}
-        except (TypeError, ValueError):
-            continue
-    return {}
 
 
 def load_source(prefix, path, flag="input", **options):
@@ -369,7 +325,7 @@ def init_pretrainer(init, pretrainer, strict=False):
 
 
 __all__ = [
-    "FORMS", "PATH_FORMS", "SOURCES", "GeneratorFolderError", "Source",
+    "FORMS", "PATH_FORMS", "SOURCES", "Finetuned", "FinetunedOutput", "GeneratorFolderError", "Source",
     "Detector", "check_finite", "encoder_of", "init_inputs", "init_pretrainer", "load_detector",
     "load_discriminator", "load_encoder", "load_init", "load_init_model", "load_keras_model", "load_source", "resolve", "restore_pretrainer",
     "save_encoder", "untrained_encoder",

@@ -4,6 +4,9 @@ Every form is one `Source` object in the registry (`electra_tf.sources.SOURCES` 
 `FORM:` prefixed forms, `electra_tf.sources.PATH_FORMS` for the bare paths it recognises).
 """
 
+import keras
+import numpy as np
+
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.pretrainer import ElectraPretrainer
 
@@ -111,3 +114,50 @@ def encoder_of(model, init="the model", flag="init"):
         return encoder
     raise TypeError(f"`--{flag}={init}` holds a {type(model).__name__}, not an ELECTRA encoder, pretrainer or "
                     "fine-tuned model.")
+
+
+def check_finite(model, what):
+    """Raises `ValueError` naming the first weight of `model` that holds a NaN or an infinity.
+
+    Args:
+        model: a Keras model (encoder, pretrainer, fine-tuned model).
+        what: str. Names the source in the message (`--init=hf:DIR`).
+
+    Example:
+        ```python
+        import numpy as np
+        from electra_tf.models.encoder import ElectraEncoder
+        from electra_tf.sources import check_finite
+
+        encoder = ElectraEncoder(vocab_size=100, num_layers=1, num_heads=1, hidden_dim=32, embedding_dim=16,
+                                 intermediate_dim=64)
+        encoder.build()
+        encoder.embeddings.token_embedding.embeddings.assign(np.full((100, 16), np.nan, "float32"))
+        try:
+            check_finite(encoder, "`--init=m.keras`")
+        except ValueError as e:
+            print(e)  # `--init=m.keras`: electra/embeddings/word_embeddings holds 1600 non-finite value(s) ...
+        ```
+    """
+    names = _official_names(model)
+    for variable in model.weights:
+        value = keras.ops.convert_to_numpy(variable)
+        finite = np.isfinite(value)
+        if not finite.all():
+            bad, nan = value.size - int(finite.sum()), int(np.isnan(value).sum())
+            name = names.get(variable.path, variable.path)
+            raise ValueError(f"{what}: {name} holds {bad} non-finite value(s) ({nan} NaN, {bad - nan} infinite) "
+                             f"of {value.size}: the weights are damaged; nothing was used. Read them again from "
+                             "their source.")
+
+
+def _official_names(model):
+    """Keras variable path -> official name (`electra/embeddings/word_embeddings`) where the model has them."""
+    from electra_tf.converting.weight_map import model_variables
+
+    for candidate in (model, getattr(model, "encoder", None)):
+        try:
+            return {variable.path: name for name, variable in model_variables(candidate).items()}
+        except (TypeError, ValueError):
+            continue
+    return {}

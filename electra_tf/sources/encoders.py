@@ -50,12 +50,13 @@ def _folder_hint(path, flag):
     return f", or, since it holds {artefact}, the folder as `--{flag} {path}` (no keras: form)" if artefact else ""
 
 
-def register_models():
-    """Imports `electra_tf.saved_classes`, by name at run time (as `import electra_tf` has Keras do on a look-up): every
-    class a saved model names registers itself for `load_model`, each task kind's model and loss included."""
-    import electra_tf
+SAVED_CLASSES_MODULE = "electra_tf.saved_classes"
 
-    importlib.import_module(electra_tf.SAVED_CLASSES_MODULE)
+
+def register_models():
+    """Imports `electra_tf.saved_classes`, by name at run time (it sits above the sources): every class a saved model
+    names registers itself for `load_model`, each task kind's model and loss included."""
+    importlib.import_module(SAVED_CLASSES_MODULE)
 
 
 def load_encoder(export_dir):

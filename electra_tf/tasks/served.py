@@ -3,7 +3,7 @@
 One code path for every kind of `--init`: a TF Serving export is loaded with
 `tf.saved_model.load` and its `signatures` called (its kind: the "kind" of its
 `serving_config.json`); a fine-tuning output dir is turned into the `tf.Module` the
-export would save (`tasks.serving_module`) and its `signatures()` called; any other
+export would save (its kind's `serving_module`) and its `signatures()` called; any other
 `--init` form (a pre-training run, `hf:`, `official:`, ...) is a pre-trained
 discriminator whose replaced-token scores are served by the module `export --format rtd`
 would save (the registry's served-only kind `tasks.PRETRAINED`).
@@ -52,19 +52,19 @@ def open_model(path, options=()):
         loaded = tf.saved_model.load(version)
         settings = _asset_config(loaded, version)
         return ServedPredictor(dict(loaded.signatures), settings, version, get(settings["kind"], version), keep=loaded)
-    if path.endswith(".keras") or (os.path.isdir(path) and tasks.for_output_dir(path) is not None):
-        _check_options(tasks.for_output_dir(path) if os.path.isdir(path) else None, options, path)
-        finetuned = tasks.load_finetuned(path)
+    if path.endswith(".keras") or tasks.OUTPUTS.recognises(path):
+        _check_options(tasks.OUTPUTS.kind_of(path) if os.path.isdir(path) else None, options, path)
+        finetuned = tasks.OUTPUTS.load(path)
         sources.check_vocabulary(finetuned.vocab_file, finetuned.model.encoder.vocab_size, path, given=False,
                                  fix="put back the vocab.txt the model was fine-tuned with")
-        module = tasks.serving_module(finetuned.model, finetuned.vocab_file, finetuned.settings)
+        module = finetuned.kind.serving_module(finetuned.model, finetuned.vocab_file, finetuned.settings)
         settings = _asset_config(module, path)
         return ServedPredictor(module.signatures(), settings, path, get(settings["kind"], path), keep=module)
     try:
         sources.resolve(path)
     except FileNotFoundError:
         raise FileNotFoundError(
-            f"--init {path} is neither a fine-tuning output dir (no {', '.join(tasks.model_files().values())}), "
+            f"--init {path} is neither a fine-tuning output dir (no {', '.join(tasks.OUTPUTS.model_files().values())}), "
             f"a TF Serving export (no {run_files.SAVED_MODEL_FILE} in it or in a numbered version folder) nor a "
             "pre-trained ELECTRA for replaced-token scores (a pre-training run, hf:DIR, official:DIR): fine-tune "
             "with `python -m electra_tf.finetune` first.") from None

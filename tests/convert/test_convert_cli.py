@@ -171,3 +171,31 @@ def test_part_picks_the_discriminator_or_the_generator_of_a_pair(tmp_path):
     result = convert_command("--from", "official", "--input", str(tmp_path / "official"), "--to", "keras",
                              "--part", "generator", "--output_dir", str(tmp_path / "g.keras"), check=False)
     assert result.returncode == 1 and "LM head" in result.stderr and not (tmp_path / "g.keras").exists()
+
+
+def test_from_takes_every_init_form_a_keras_hub_preset_to_keras(tmp_path):
+    """`--from` is any `FORM` of `--init FORM:DIR` (`sources.SOURCES`): a keras-hub preset, saved by keras-hub, goes
+    `--to keras` as an encoder whose outputs are the backbone's, its vocabulary beside it."""
+    keras_hub = pytest.importorskip("keras_hub")
+    from electra_tf import sources
+    from helpers import write_vocab
+
+    keras.utils.set_random_seed(5)
+    backbone = keras_hub.models.ElectraBackbone(vocab_size=120, num_layers=1, num_heads=2, hidden_dim=32,
+                                                embedding_dim=16, intermediate_dim=64, dropout=0.0,
+                                                max_sequence_length=32)
+    for weight in backbone.weights:  # LayerNorm and biases off their 1 / 0 starts
+        weight.assign(weight + np.random.default_rng(0).normal(0, 0.05, weight.shape).astype("float32"))
+    preset = tmp_path / "preset"
+    backbone.save_to_preset(str(preset))
+    vocab = write_vocab(tmp_path / "vocab.txt", vocab_size=120)
+    keras_hub.tokenizers.ElectraTokenizer(vocabulary=vocab, lowercase=True).save_to_preset(str(preset))
+    output = tmp_path / "out" / "encoder.keras"
+    main(["--from", "keras_hub", "--input", str(preset), "--to", "keras", "--output_dir", str(output)])
+
+    ids = np.array([[101, 106, 108, 110, 102, 0]], "int32")
+    batch = {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": (ids > 0).astype("int32")}
+    encoder = sources.load_keras_model(str(output))
+    np.testing.assert_allclose(np.asarray(encoder(batch, training=False)),
+                               np.asarray(backbone(batch)["sequence_output"]), atol=1e-5)
+    assert (tmp_path / "out" / "vocab.txt").read_text() == open(vocab).read()

@@ -36,7 +36,7 @@ def artifacts(tmp_path_factory):
 
     from electra_tf.exporting.encoder_saved_model import export_encoder
     from electra_tf.exporting.keras_hub_preset import export_preset
-    from electra_tf.tasks import export_serving
+    from electra_tf.export_formats import export_serving
     from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.sources import load_discriminator
 

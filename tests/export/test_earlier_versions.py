@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import shutil
+import zipfile
 
 import pytest
 
@@ -43,8 +44,6 @@ EARLIER_MODULES = {"classification": "electra_tf.models.classifier", "tagging": 
 
 def _as_earlier_version(path, module):
     """Rewrites the `.keras` file `path` as an earlier version wrote it: every class of the package at `module`."""
-    import zipfile
-
     with zipfile.ZipFile(path) as archive:
         members = {name: archive.read(name) for name in archive.namelist()}
     config = json.loads(members["config.json"])
@@ -58,10 +57,9 @@ def _as_earlier_version(path, module):
             archive.writestr(name, data)
 
 
-@pytest.mark.parametrize("name", sorted(EARLIER_MODULES))
-def test_a_keras_file_of_the_earlier_layout_loads_with_its_kind_by_the_class_it_saved(name, tmp_path):
-    """A bare `.keras` file (no `finetune_config.json` beside it) whose classes name the modules of the earlier layout
-    loads, compiled loss included, with the same outputs; its kind is the one whose registered class it saved."""
+def _earlier_file(name, tmp_path):
+    """`(path, inputs, outputs)`: a small model of kind `name` saved as the earlier layout wrote it, what it was
+    called with and what it returned."""
     import keras
     import numpy as np
 
@@ -83,13 +81,54 @@ def test_a_keras_file_of_the_earlier_layout_loads_with_its_kind_by_the_class_it_
     path = str(tmp_path / kind.model_file)
     model.save(path)
     _as_earlier_version(path, EARLIER_MODULES[name])
+    return path, inputs, expected
 
-    finetuned = tasks.load_finetuned(path)
+
+@pytest.mark.parametrize("name", sorted(EARLIER_MODULES))
+def test_a_keras_file_of_the_earlier_layout_loads_with_its_kind_by_the_class_it_saved(name, tmp_path):
+    """A bare `.keras` file (no `finetune_config.json` beside it) whose classes name the modules of the earlier layout
+    loads, compiled loss included, with the same outputs; its kind is the one whose registered class it saved."""
+    import keras
+    import numpy as np
+
+    from electra_tf import tasks
+
+    kind = tasks.get(name)
+    path, inputs, expected = _earlier_file(name, tmp_path)
+    finetuned = tasks.OUTPUTS.load(path)
     assert finetuned.kind is kind and finetuned.settings == {}
     got = keras.tree.map_structure(np.asarray, finetuned.model(inputs, training=False))
     keras.tree.map_structure(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6), expected, got)
     if kind.saved_classes:  # `load_finetuned` leaves the model uncompiled; Keras' own load restores the loss
         assert type(keras.saving.load_model(path).loss) is kind.saved_classes[0]
+
+
+# A user's script: the one documented import, then Keras' own load of a file that names a module that is gone.
+LOAD_EARLIER = """
+import json, sys
+import electra_tf.saved_classes, keras
+import numpy as np
+model = keras.saving.load_model(sys.argv[1])
+inputs = {key: np.array(value, "int32") for key, value in json.loads(sys.argv[2]).items()}
+print(json.dumps({"model": type(model).__name__, "loss": type(model.loss).__name__,
+                  "logits": np.asarray(model(inputs, training=False)).tolist()}))
+"""
+
+
+def test_a_keras_file_of_the_earlier_layout_loads_in_a_users_script_after_the_one_import(tmp_path):
+    """`import electra_tf.saved_classes, keras; keras.saving.load_model(path)` in a fresh process: Keras finds each
+    class of a file whose "module" no longer exists (`electra_tf.models.token_classifier`) by its registered name."""
+    import numpy as np
+
+    path, inputs, expected = _earlier_file("tagging", tmp_path)
+    with zipfile.ZipFile(path) as archive:
+        assert json.loads(archive.read("config.json"))["module"] == "electra_tf.models.token_classifier"
+    result = run_python(["-c", LOAD_EARLIER, path, json.dumps({k: v.tolist() for k, v in inputs.items()})],
+                        check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    assert (loaded["model"], loaded["loss"]) == ("ElectraTokenClassifier", "MaskedSparseCrossEntropy")
+    np.testing.assert_allclose(loaded["logits"], expected, rtol=1e-5, atol=1e-6)
 
 
 def test_a_run_of_an_earlier_version_without_a_kind_is_told_by_its_model_file_and_a_named_kind_wins(tmp_path):
@@ -100,7 +139,7 @@ def test_a_run_of_an_earlier_version_without_a_kind_is_told_by_its_model_file_an
         run = tmp_path / kind.name
         run.mkdir()
         (run / kind.model_file).write_bytes(b"")
-        assert tasks.for_output_dir(str(run)) is kind
+        assert tasks.OUTPUTS.kind_of(str(run)) is kind
         (run / "finetune_config.json").write_text(json.dumps({"kind": kind.name, "seq_length": 16}))
-        assert tasks.for_output_dir(str(run)) is kind
-    assert tasks.for_output_dir(str(tmp_path)) is None
+        assert tasks.OUTPUTS.kind_of(str(run)) is kind
+    assert tasks.OUTPUTS.kind_of(str(tmp_path)) is None

@@ -45,7 +45,8 @@ def examples():
 def exported(tmp_path_factory):
     if not os.path.exists(VOCAB):
         pytest.skip("shared vocabulary missing")
-    from electra_tf.tasks import export_serving, load_finetuned
+    from electra_tf.export_formats import export_serving
+    from electra_tf.tasks import OUTPUTS
     from electra_tf.run_files import FINETUNE_CONFIG_FILE
 
     keras.utils.set_random_seed(5)
@@ -60,7 +61,7 @@ def exported(tmp_path_factory):
     model.save(str(run / "question_answerer.keras"))
     (run / "vocab.txt").write_text(open(VOCAB).read())
     (run / FINETUNE_CONFIG_FILE).write_text(json.dumps(dict(SETTINGS, task="squad", kind="span_qa", answerable=True)))
-    finetuned = load_finetuned(str(run))  # what `python -m electra_tf.export --format serving` does
+    finetuned = OUTPUTS.load(str(run))  # what `python -m electra_tf.export --format serving` does
     assert isinstance(finetuned.model, ElectraQuestionAnswerer) and finetuned.kind.name == "span_qa"
     path = export_serving(finetuned.model, finetuned.vocab_file, str(tmp_path_factory.mktemp("serving")), "squad", 1,
                           finetuned.settings)

@@ -10,7 +10,8 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.data.tokenizer import WordPieceTokenizer
-from electra_tf.tasks import export_serving, load_finetuned
+from electra_tf.export_formats import export_serving
+from electra_tf.tasks import OUTPUTS
 from helpers import request_feeds, warmup_requests
 
 BIN = os.path.dirname(sys.executable)
@@ -140,15 +141,15 @@ def test_bad_requests_raise_clear_errors_and_model_keeps_serving(artifacts, text
 
 def test_exporting_a_model_without_classifier_head_is_a_clear_error(artifacts, tmp_path):
     with pytest.raises(FileNotFoundError, match="looks like a pre-training run .config.json, no task head"):
-        load_finetuned(artifacts.run_dir)
+        OUTPUTS.load(artifacts.run_dir)
     with pytest.raises(TypeError, match="A ElectraEncoder is not a fine-tuned model .ElectraClassifier, "):
         export_serving(artifacts.encoder, artifacts.vocab, str(tmp_path))
     with pytest.raises(FileNotFoundError, match="No fine-tuned model in .* .expected one of classifier.keras, "):
-        load_finetuned(str(tmp_path))  # an empty folder
+        OUTPUTS.load(str(tmp_path))  # an empty folder
     bare = tmp_path / "encoder_only.keras"
     artifacts.encoder.save(bare)
     with pytest.raises(TypeError, match="holds a ElectraEncoder, which is not a fine-tuned model"):
-        load_finetuned(str(bare))
+        OUTPUTS.load(str(bare))
 
 
 def test_cli_exports_finetuned_dir(artifacts, tmp_path):
@@ -160,7 +161,7 @@ def test_cli_exports_finetuned_dir(artifacts, tmp_path):
     path = tmp_path / "toy" / "7"
     config = json.loads((path / "assets" / "serving_config.json").read_text())
     assert config["seq_length"] == 32 and config["label_names"] == artifacts.label_names
-    classifier = load_finetuned(artifacts.finetuned).model
+    classifier = OUTPUTS.load(artifacts.finetuned).model
     out = tf.saved_model.load(str(path)).signatures["serving_default"](text=tf.constant(["a good film"]))
     np.testing.assert_allclose(out["probabilities"].numpy(),
                                keras_probabilities(classifier, artifacts.vocab, ["a good film"], 32),

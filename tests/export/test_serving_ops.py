@@ -12,7 +12,7 @@ def exports(artifacts, tmp_path_factory):
     """One export of each kind: classification and encoder (conftest), regression, tagging, QA, replaced tokens
     (with the generator's corruption)."""
     from electra_tf.tasks.replaced_tokens.serving import export_rtd_serving
-    from electra_tf.tasks import export_serving
+    from electra_tf.export_formats import export_serving
     from electra_tf.models.discriminator import ElectraDiscriminator
     from electra_tf.models.pretrainer import build_pretrainer
     from electra_tf.run_files import read_config

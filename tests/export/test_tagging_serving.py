@@ -159,7 +159,8 @@ def keras_tags(tagger, tokenizer, sentences):
 def exported(tmp_path_factory):
     if not os.path.exists(VOCAB):
         pytest.skip("shared vocabulary missing")
-    from electra_tf.tasks import export_serving, load_finetuned
+    from electra_tf.export_formats import export_serving
+    from electra_tf.tasks import OUTPUTS
     from electra_tf.tasks.tagging.kind import TaggingKind
     from electra_tf.run_files import FINETUNE_CONFIG_FILE
 
@@ -173,7 +174,7 @@ def exported(tmp_path_factory):
     (run / "vocab.txt").write_text(open(VOCAB).read())
     (run / FINETUNE_CONFIG_FILE).write_text(json.dumps({"task": "ner", "kind": "tagging", "label_names": LABELS,
                                                         "seq_length": SEQ_LENGTH, "stride": STRIDE}))
-    finetuned = load_finetuned(str(run))  # what `python -m electra_tf.export --format serving` does
+    finetuned = OUTPUTS.load(str(run))  # what `python -m electra_tf.export --format serving` does
     assert isinstance(finetuned.model, ElectraTokenClassifier) and finetuned.kind is TaggingKind
     path = export_serving(finetuned.model, finetuned.vocab_file, str(tmp_path_factory.mktemp("serving")), "ner", 1,
                           finetuned.settings)

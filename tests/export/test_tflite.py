@@ -118,7 +118,8 @@ def signature(path, name):
 @pytest.mark.large  # two CLI exports, two in this process, a fresh LiteRT process: ~3 min on 2 shared cores
 def test_cli_exports_answer_as_the_saved_model_on_the_dev_set_without_tensorflow(finetuned, tmp_path):
     """Raw text and `--ids`, float and int8, classification, pairs and regression, against the SavedModel."""
-    from electra_tf.tasks import export_tflite, load_finetuned
+    from electra_tf.export_formats import export_tflite
+    from electra_tf.tasks import OUTPUTS
 
     dirs, served, root = finetuned
     texts, labels = dev_set("movie_polarity")
@@ -128,12 +129,12 @@ def test_cli_exports_answer_as_the_saved_model_on_the_dev_set_without_tensorflow
     result = export_cli(dirs["classifier"], tmp_path / "ids_int8", "--ids", "--quantize", "dynamic_int8")
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == str(tmp_path / "ids_int8" / "model.tflite")
-    model, vocab, config = load_finetuned(str(dirs["classifier"]))[1:]
+    model, vocab, config = OUTPUTS.load(str(dirs["classifier"]))[1:]
     export_tflite(model, vocab, str(tmp_path / "text_int8"), config, quantize="dynamic_int8")
     export_tflite(model, vocab, str(tmp_path / "ids"), config, ids_only=True)
     pair_texts = texts[1:] + texts[:1]
     for name in ("pair", "regression"):
-        other, other_vocab, other_config = load_finetuned(str(dirs[name]))[1:]
+        other, other_vocab, other_config = OUTPUTS.load(str(dirs[name]))[1:]
         export_tflite(other, other_vocab, str(tmp_path / name), other_config)
 
     reference = signature(served["classifier"], "serving_default")(text=tf.constant(texts))
@@ -182,14 +183,15 @@ def test_cli_exports_answer_as_the_saved_model_on_the_dev_set_without_tensorflow
 def test_litert_tokenizes_every_task_dev_set_as_the_saved_model(finetuned, tmp_path):
     """The tokenizer's LiteRT kernels (tensorflow-text's) give the SavedModel's `preprocess` ids, singles and pairs."""
     from electra_tf.exporting.tflite import TFLiteModule, convert
-    from electra_tf.tasks import load_finetuned, serving_module
+    from electra_tf.export_formats import serving_module
+    from electra_tf.tasks import OUTPUTS
 
     dirs, served, _ = finetuned
     texts = [text for task in TASKS for text in dev_set(task)[0]] + EDGE_TEXTS
     texts_b = texts[7:] + texts[:7]
     requests, expected = {}, {}
     for name, inputs in (("classifier", {"text": texts}), ("pair", {"text": texts, "text_b": texts_b})):
-        model, vocab, config = load_finetuned(str(dirs[name]))[1:]
+        model, vocab, config = OUTPUTS.load(str(dirs[name]))[1:]
         module = TFLiteModule(serving_module(model, vocab, config), pair=config["pair"])
         path = tmp_path / f"{name}_preprocess.tflite"
         path.write_bytes(convert(module.preprocess, module, custom_ops_allowed=TEXT_OPS))
@@ -283,7 +285,7 @@ def test_raw_text_keeping_accents_runs_in_litert_with_bert_ids(tmp_path):
     `fu ##ß ##ach`, no case folding to `fuss`); `--ids` as before."""
     from electra_tf.exporting.tflite import TFLiteModule, convert
     from electra_tf.exporting.tflite_runtime import load_interpreter
-    from electra_tf.tasks import export_tflite, serving_module
+    from electra_tf.export_formats import export_tflite, serving_module
     from helpers import python_bert_tokenizer
 
     pieces = ["fu", "##ß", "##ach", "fuss", "stra", "##ße", "##sse", "café", "cafe", "ﬁ", "##i", "x", "²", "2", "!"]
@@ -306,7 +308,7 @@ def test_raw_text_keeping_accents_runs_in_litert_with_bert_ids(tmp_path):
 
 
 def test_a_question_answering_model_is_refused_naming_the_serving_export(tmp_path):
-    from electra_tf.tasks import export_tflite
+    from electra_tf.export_formats import export_tflite
     from electra_tf.models.encoder import ElectraEncoder
     from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer
     from helpers import write_vocab

@@ -48,7 +48,7 @@ def exported(tmp_path_factory):
 
     from electra_tf.data.tokenizer import WordPieceTokenizer
     from electra_tf.tasks.classification.serving import classification_serving_module
-    from electra_tf.tasks import export_tflite
+    from electra_tf.export_formats import export_tflite
     from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.models.encoder import ElectraEncoder
 

@@ -108,7 +108,7 @@ def test_corrupt_keras_init_names_the_file(tiny_run, tmp_path):
 def test_serving_export_without_finetune_config_warns_what_it_assumes(tiny_run, tmp_path, caplog):
     import keras
 
-    from electra_tf.tasks import load_finetuned
+    from electra_tf.tasks import OUTPUTS
     from electra_tf.tasks.classification.model import ElectraClassifier
 
     encoder = keras.saving.load_model(os.path.join(tiny_run["run"], "discriminator.keras"))
@@ -116,7 +116,7 @@ def test_serving_export_without_finetune_config_warns_what_it_assumes(tiny_run, 
     classifier.build()
     classifier.save(str(tmp_path / "classifier.keras"))
     with caplog.at_level(logging.WARNING):
-        config = load_finetuned(str(tmp_path)).settings
+        config = OUTPUTS.load(str(tmp_path)).settings
     assert config == {}
     assert any("no finetune_config.json" in r.getMessage() and "numbered labels (0..2)" in r.getMessage()
                and "128 tokens" in r.getMessage() for r in caplog.records)

@@ -156,12 +156,12 @@ def names_outside(name, where):
 
 @pytest.mark.parametrize("name", list(kinds.KINDS))
 def test_a_kind_is_named_by_its_own_folder_and_one_registry_line(name):
-    """Adding a kind is its folder `electra_tf/tasks/<kind>/` and one line of `tasks.FOLDERS`: the
+    """Adding a kind is its folder `electra_tf/tasks/<kind>/` and one line of `tasks.DECLARED`: the
     package's code (docstrings aside) names it, its classes or its modules nowhere else."""
     folder = folder_of(kinds.KINDS[name])
     found = names_outside(name, lambda relative: not relative.startswith(f"tasks/{folder}/"))
     registry = found.pop("tasks/__init__.py", [])
-    assert len(registry) == 1, f"tasks/__init__.py names {name} on lines {registry}: its line of FOLDERS"
+    assert len(registry) == 1, f"tasks/__init__.py names {name} on lines {registry}: its line of DECLARED"
     assert not found, f"{name} is named outside its folder: {found}"
 
 

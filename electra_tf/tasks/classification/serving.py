@@ -104,7 +104,7 @@ def classification_serving_module(classifier, vocab_file, label_names=None, seq_
         task: str. Recorded in the assets.
         metric: str or None. The task's headline metric (what `predict` reports first).
 
-    `tasks.export_serving` saves it (its example exports a classifier).
+    `export_formats.export_serving` saves it (its example exports a classifier).
     """
     regression = classifier.num_labels == 1 and (label_names is None or len(label_names) <= 1)
     if label_names is None:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf import tasks
+from electra_tf import export_formats
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.exporting.tflite_runtime import load_interpreter
 from electra_tf.models.encoder import ElectraEncoder
@@ -43,7 +43,7 @@ def keras_vectors(model, vocab, texts=TEXTS):
 
 def test_the_saved_model_serves_the_keras_vectors_of_raw_text(embedder, vocab, tmp_path):
     settings = {"task": "faq", "seq_length": SEQ_LENGTH, "metric": "mrr@10"}
-    path = tasks.export_serving(embedder, vocab, str(tmp_path), "faq", 1, settings)
+    path = export_formats.export_serving(embedder, vocab, str(tmp_path), "faq", 1, settings)
     import tensorflow_text  # noqa: F401  (the tokenizer's ops)
 
     served = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(TEXTS))
@@ -62,8 +62,8 @@ def test_the_saved_model_serves_the_keras_vectors_of_raw_text(embedder, vocab, t
 @pytest.mark.parametrize("quantize", ["none", "dynamic_int8"])
 def test_the_litert_model_serves_the_keras_vectors(embedder, vocab, tmp_path, ids_only, quantize):
     settings = {"task": "faq", "seq_length": SEQ_LENGTH}
-    path = tasks.export_tflite(embedder, vocab, str(tmp_path / "tflite"), settings, ids_only=ids_only,
-                               quantize=quantize)
+    path = export_formats.export_tflite(embedder, vocab, str(tmp_path / "tflite"), settings, ids_only=ids_only,
+                                        quantize=quantize)
     runner = load_interpreter(path).get_signature_runner()
     if ids_only:
         inputs = pack_texts(TEXTS, WordPieceTokenizer(vocab), SEQ_LENGTH)

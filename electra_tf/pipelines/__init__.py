@@ -1,0 +1,5 @@
+"""`electra_tf.pipelines` in a source tree: the repository's top-level `pipelines/` folder (an installed copy holds it here)."""
+
+import os
+
+__path__ = [os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "pipelines")]
