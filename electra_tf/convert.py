@@ -234,13 +234,16 @@ def convert(source, input_path, target, output_dir, num_heads=None, generator_nu
 
 def write(model, target, path, part, settings, vocab, vocab_files):
     """`save`, then the vocabulary (and its tokenizer settings) into each of `vocab_files`; returns `save`'s paths."""
-    from electra_tf.data.tokenizer import DEFAULT_SETTINGS, copy_vocab, read_settings, write_hugging_face_settings
+    from electra_tf.data.tokenizer import (DEFAULT_SETTINGS, copy_vocab, read_settings, warn_unless_bert,
+                                           write_hugging_face_settings)
 
     written = save(model, target, path, part, settings)
     for destination in vocab_files:
         copy_vocab(vocab, destination)
         if target == "hf":  # transformers' AutoTokenizer reads the casing from its own file
-            write_hugging_face_settings(os.path.dirname(destination), read_settings(vocab) or DEFAULT_SETTINGS)
+            settings = read_settings(vocab) or DEFAULT_SETTINGS
+            warn_unless_bert(settings, vocab)
+            write_hugging_face_settings(os.path.dirname(destination), settings)
     return written
 
 
