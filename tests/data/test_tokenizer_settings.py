@@ -92,6 +92,8 @@ def test_the_project_writes_its_settings_under_its_own_name_and_reads_the_old_on
     write_settings(str(vocab.parent), {"lower_case": False, "strip_accents": False})
     assert sorted(p.name for p in vocab.parent.iterdir()) == ["electra_tokenizer.json", "vocab.txt"]
     (vocab.parent / "electra_tokenizer.json").rename(vocab.parent / "tokenizer_config.json")  # electra_tf 0.1's
+    assert read_settings(str(vocab)) == new_settings(False)
+    (vocab.parent / "tokenizer_config.json").write_text(json.dumps({"lower_case": False, "strip_accents": False}))
     assert read_settings(str(vocab)) == new_settings(False, normalization=LEGACY)  # no record: as written then
 
 
