@@ -19,8 +19,8 @@ import unicodedata
 
 import numpy as np
 import tensorflow as tf
-from absl import logging
 import tensorflow_text as tf_text
+from absl import logging
 
 from electra_tf import atomic
 from electra_tf.data import bert_normalizer
@@ -44,7 +44,8 @@ VOCAB_FILE = "vocab.txt"  # the file name a vocabulary keeps in every run folder
 BERT, LEGACY = "bert", "nfkc_casefold"
 NORMALIZATIONS = {BERT: 1, LEGACY: 1}
 RECORD = ("normalization", "normalization_version")
-DEFAULT_SETTINGS = {"lower_case": True, "strip_accents": True, "normalization": BERT, "normalization_version": 1}
+DEFAULT_SETTINGS = {"lower_case": True, "strip_accents": True, "normalization": BERT,
+                    "normalization_version": NORMALIZATIONS[BERT]}
 MAX_CHARS_PER_WORD = 100  # BERT's `max_input_chars_per_word`: a longer word is one [UNK]
 _LEGACY_MAX_BYTES_PER_WORD = 100  # what the previous release's words were limited to (UTF-8 bytes)
 
