@@ -140,3 +140,22 @@ def test_the_build_counts_the_word_limit_in_characters(tmp_path):
     assert stats["tokens"] == sum(len(row) for row in pieces)
     assert round(stats["unknown_token_rate"] * stats["tokens"]) == sum(row.count(unk) for row in pieces) == 3 * 2 * 3
     assert stats["tokenizer"] == new_settings()
+
+
+def test_convert_to_hf_of_a_previous_release_vocabulary_warns_and_keeps_the_record(tmp_path):
+    """`convert --to hf` of an encoder whose vocabulary is the previous release's: transformers' tokenizer will
+    normalise otherwise, said on stderr; the folder's own settings keep the old normalisation."""
+    from helpers import write_vocab
+    from electra_tf.models.encoder import ElectraEncoder
+
+    write_vocab(tmp_path / "vocab.txt", 120)
+    (tmp_path / SETTINGS_FILE).write_text(json.dumps({"lower_case": True, "strip_accents": True}))
+    encoder = ElectraEncoder(vocab_size=120, num_layers=1, num_heads=2, hidden_dim=16, embedding_dim=16,
+                             intermediate_dim=32)
+    encoder.build()
+    encoder.save(str(tmp_path / "encoder.keras"))
+    result = run_python(["-m", "electra_tf.convert", "--from", "keras", "--input", str(tmp_path / "encoder.keras"),
+                         "--to", "hf", "--output_dir", str(tmp_path / "hf")])
+    assert "record the previous release's normalisation ('nfkc_casefold'" in result.stderr
+    assert json.loads((tmp_path / "hf" / SETTINGS_FILE).read_text()) == new_settings(normalization=LEGACY)
+    assert json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text())["do_lower_case"] is True
