@@ -148,9 +148,10 @@ def check_data_vocabulary(patterns, vocab_file, settings):
         stats_path = os.path.join(directory, records.STATS_FILE)
         if not isinstance(stats["tokenizer"], dict):
             raise ValueError(f"{stats_path}: `tokenizer` must be a JSON object; found {stats['tokenizer']!r}.")
-        if tokenizer_lib.recorded_settings(stats["tokenizer"], stats_path) != settings:
+        recorded = tokenizer_lib.recorded_settings(stats["tokenizer"], stats_path)  # no record: the previous release's
+        if recorded != settings:
             raise ValueError(
-                f"The records in {directory} were tokenized with {stats['tokenizer']} ({stats_path}), "
+                f"The records in {directory} were tokenized with {recorded} ({stats_path}), "
                 f"but {vocab_file} is used with {settings}: the model would see other ids at serving time."
             )
 

@@ -159,3 +159,23 @@ def test_convert_to_hf_of_a_previous_release_vocabulary_warns_and_keeps_the_reco
     assert "record the previous release's normalisation ('nfkc_casefold'" in result.stderr
     assert json.loads((tmp_path / "hf" / SETTINGS_FILE).read_text()) == new_settings(normalization=LEGACY)
     assert json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text())["do_lower_case"] is True
+
+
+def test_pretraining_refuses_records_of_the_previous_releases_normalisation_with_a_new_vocabulary(tmp_path):
+    """A build's `stats.json` without the record (the previous release's) against a vocabulary now read as BERT's:
+    refused, naming both normalisations; with the build's own (unrecorded) settings beside the vocabulary, taken."""
+    from helpers import write_records
+    from electra_tf.config import get_config
+    from electra_tf.data.tokenizer import vocab_digest
+    from electra_tf.training.pretraining import resolve_data
+
+    data = write_records(tmp_path / "data", num_files=1, num_examples=4)
+    vocab = tmp_path / "data" / "vocab.txt"
+    (tmp_path / "data" / "stats.json").write_text(json.dumps({
+        "vocab_sha256": vocab_digest(str(vocab)), "tokenizer": {"lower_case": True, "strip_accents": True}}))
+    config = get_config("tiny", data=data, vocab_file=str(vocab), seq_length=32)
+    with pytest.raises(ValueError, match=r"tokenized with .*'normalization': 'nfkc_casefold'.* used with "
+                                         r".*'normalization': 'bert'"):
+        resolve_data(config, "unused")
+    (tmp_path / "data" / SETTINGS_FILE).write_text(json.dumps({"lower_case": True, "strip_accents": True}))
+    assert resolve_data(config, "unused").vocab_file == str(vocab)
