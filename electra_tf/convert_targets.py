@@ -112,13 +112,17 @@ class HuggingFace(ConvertTarget):
     def write(self, model, path, part, settings, vocab, vocab_files):
         """Into a staged folder renamed to `path` when complete, vocabulary and transformers' tokenizer settings
         (AutoTokenizer reads the casing from its own file) included."""
-        from electra_tf.data.tokenizer import DEFAULT_SETTINGS, read_settings, write_hugging_face_settings
+        from electra_tf.data.tokenizer import (DEFAULT_SETTINGS, read_settings, warn_unless_bert,
+                                               write_hugging_face_settings)
 
+        tokenizer_settings = read_settings(vocab) or DEFAULT_SETTINGS
+        if vocab_files:
+            warn_unless_bert(tokenizer_settings, vocab)  # transformers normalises text the BERT way only
         with _staged_folder(path) as stage:
             staged = [os.path.join(stage, os.path.relpath(v, path)) for v in vocab_files]
             written = super().write(model, stage, part, settings, vocab, staged)
             for destination in staged:
-                write_hugging_face_settings(os.path.dirname(destination), read_settings(vocab) or DEFAULT_SETTINGS)
+                write_hugging_face_settings(os.path.dirname(destination), tokenizer_settings)
         return [os.path.normpath(os.path.join(path, os.path.relpath(w, stage))) for w in written]
 
 

@@ -50,7 +50,8 @@ from tokenizers import trainers
 from electra_tf import atomic
 from electra_tf import cli
 from electra_tf.config_fields import check_range
-from electra_tf.data.tokenizer import SETTINGS_FILE, is_bert_punctuation, write_settings
+from electra_tf.data.tokenizer import (SETTINGS_FILE, is_bert_punctuation, new_settings, recorded_settings,
+                                       write_settings)
 from electra_tf.pipelines import sources
 
 SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -148,7 +149,7 @@ def build_vocab(inputs, vocab_size, output, lower_case=True, num_unused=100, lim
     with atomic.open_write(output, "w", "vocab_file") as f:
         f.write("".join(token + "\n" for token in vocab))
         # The settings first: a vocab.txt never stands without the normalisation it was built with.
-        write_settings(output_dir or ".", {"lower_case": lower_case, "strip_accents": lower_case})
+        write_settings(output_dir or ".", new_settings(lower_case))
     logging.info("build_vocab: wrote %s (%d entries)", output, len(vocab))
     return vocab
 
@@ -176,10 +177,10 @@ def check_output(inputs, output, lower_case, overwrite=False):
         with tf.io.gfile.GFile(settings) as f:
             saved = f.read()
         try:
-            values = json.loads(saved)
+            values = recorded_settings(json.loads(saved), settings)
         except ValueError:
             values = None
-        if values != {"lower_case": lower_case, "strip_accents": lower_case}:
+        if values != new_settings(lower_case):
             raise FileExistsError(
                 f"`--vocab_file={output}`: {settings} beside it holds other settings ({saved.strip()[:80]}), another "
                 "vocabulary's; nothing is overwritten. Choose another folder, or pass --overwrite.")

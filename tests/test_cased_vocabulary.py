@@ -16,6 +16,7 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the tokenizer ops the served model uses)
 
 from helpers import run_python
+from electra_tf.data.tokenizer import new_settings
 
 SENTENCES = ["Paris is a city in France.", "the paris agreement was signed.", "Berlin and Paris are cities.",
              "Rome is old.", "We saw paris hilton.", "A good film about Paris.", "A bad film."]
@@ -47,7 +48,7 @@ def test_cased_vocabulary_keeps_case_from_records_to_serving(tmp_path):
     assert deprecations(result) == ["warning: --vocab is deprecated; use --vocab_file",
                                     "warning: --max_seq_length is deprecated; use --seq_length"]
     stats = json.loads((data / "stats.json").read_text())
-    assert stats["tokenizer"] == {"lower_case": False, "strip_accents": False}
+    assert stats["tokenizer"] == new_settings(lower_case=False)
     ids = np.concatenate([tf.train.Example.FromString(r.numpy()).features.feature["input_ids"].int64_list.value
                           for path in glob.glob(str(data / "*.tfrecord*"))
                           for r in tf.data.TFRecordDataset(path)])

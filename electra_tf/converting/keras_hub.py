@@ -122,7 +122,8 @@ def read_keras_hub_preset(preset_dir, flag="init"):
 
 
 def preset_tokenizer_settings(preset_dir):
-    """`(vocabulary path, {"lower_case", "strip_accents"})` of the preset's `ElectraTokenizer`, or (None, None)."""
+    """`(vocabulary path, settings)` of the preset's `ElectraTokenizer` (`lower_case`, `strip_accents`; BERT's
+    normalisation), or (None, None)."""
     vocab = os.path.join(preset_dir, VOCABULARY_ASSET)
     if not os.path.exists(vocab):
         return None, None
@@ -131,9 +132,9 @@ def preset_tokenizer_settings(preset_dir):
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             config = json.load(f).get("config", {})
+    from electra_tf.data.tokenizer import check_cased_vocabulary, new_settings
+
     lower_case = bool(config.get("lowercase", True))
     if not lower_case:
-        from electra_tf.data.tokenizer import check_cased_vocabulary
-
         check_cased_vocabulary(vocab, path)  # keras-hub's ElectraTokenizer defaults to lowercase=False
-    return vocab, {"lower_case": lower_case, "strip_accents": bool(config.get("strip_accents", lower_case))}
+    return vocab, new_settings(lower_case, bool(config.get("strip_accents", lower_case)))

@@ -5,6 +5,12 @@ tensorflow-text `FastBertTokenizer` (BERT basic tokenization + WordPiece), so th
 ids written by `electra_tf.pipelines.build_pretraining_data` are the ids a served model sees
 (TF Serving and LiteRT run the same ops). Its text normalisation is BERT's own
 (`electra_tf.data.bert_normalizer`), not tensorflow-text's Unicode case folding.
+
+Which normalisation a vocabulary is used with is recorded in its `electra_tokenizer.json`
+(`normalization`, `normalization_version`): `"bert"` for everything written now, and
+`"nfkc_casefold"`, the previous release's (tensorflow-text's ICU NFKC case folding, words
+limited to 100 bytes), which a settings file without the record is read as, so a run or an
+export of that release gives the ids it was trained with.
 """
 
 import json
@@ -14,6 +20,7 @@ import unicodedata
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
+from absl import logging
 
 from electra_tf import atomic
 from electra_tf.data import bert_normalizer
@@ -28,7 +35,61 @@ SETTINGS_FILE = "electra_tokenizer.json"
 # tokenizer settings (`do_lower_case`, `strip_accents`, `tokenize_chinese_chars`, ...) there.
 HF_SETTINGS_FILE = "tokenizer_config.json"
 VOCAB_FILE = "vocab.txt"  # the file name a vocabulary keeps in every run folder and export
-DEFAULT_SETTINGS = {"lower_case": True, "strip_accents": True}
+# The normalisations, each with the newest version this code implements. "bert": BERT's
+# `tokenization.py` (`bert_normalizer`), words of more than `MAX_CHARS_PER_WORD` characters
+# `[UNK]`. "nfkc_casefold": the previous release's, read from settings files that lack the
+# record: tensorflow-text's own normaliser (ICU NFKC case folding, NFD, marks dropped) when
+# `lower_case` and `strip_accents` are both on, `tf.strings.lower` or NFD without marks for one
+# alone, words of more than 100 bytes `[UNK]`.
+BERT, LEGACY = "bert", "nfkc_casefold"
+NORMALIZATIONS = {BERT: 1, LEGACY: 1}
+RECORD = ("normalization", "normalization_version")
+DEFAULT_SETTINGS = {"lower_case": True, "strip_accents": True, "normalization": BERT,
+                    "normalization_version": NORMALIZATIONS[BERT]}
+MAX_CHARS_PER_WORD = 100  # BERT's `max_input_chars_per_word`: a longer word is one [UNK]
+_LEGACY_MAX_BYTES_PER_WORD = 100  # what the previous release's words were limited to (UTF-8 bytes)
+
+
+def new_settings(lower_case=True, strip_accents=None, normalization=BERT):
+    """The settings record of a vocabulary used from now on (`lower_case`, `strip_accents`, the normalisation).
+
+    Example:
+        >>> from electra_tf.data.tokenizer import new_settings
+        >>> new_settings(lower_case=False)
+        {'lower_case': False, 'strip_accents': False, 'normalization': 'bert', 'normalization_version': 1}
+    """
+    return {"lower_case": lower_case, "strip_accents": lower_case if strip_accents is None else strip_accents,
+            "normalization": normalization, "normalization_version": NORMALIZATIONS[normalization]}
+
+
+def recorded_settings(values, source):
+    """Settings as an electra_tf file holds them (`electra_tokenizer.json`, a build's `stats.json`
+    `tokenizer`), completed: without the normalisation record they are the previous release's
+    (`"nfkc_casefold"`, version 1). A normalisation or version this code does not know is refused,
+    naming `source`.
+
+    Example:
+        >>> from electra_tf.data.tokenizer import recorded_settings
+        >>> recorded_settings({"lower_case": True, "strip_accents": True}, "electra_tokenizer.json")
+        {'lower_case': True, 'strip_accents': True, 'normalization': 'nfkc_casefold', 'normalization_version': 1}
+    """
+    unknown = sorted(set(values) - set(DEFAULT_SETTINGS))
+    if unknown or not all(isinstance(values.get(k, True), bool) for k in ("lower_case", "strip_accents")):
+        raise ValueError(f"{source}: expected boolean lower_case and strip_accents, and {list(RECORD)}; "
+                         f"found {values}.")
+    normalization = values.get("normalization", LEGACY)
+    version = values.get("normalization_version", 1)
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(f"{source}: unknown normalization {normalization!r}; this electra_tf knows "
+                         f"{sorted(NORMALIZATIONS)}.")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"{source}: normalization_version must be a whole number >= 1; found {version!r}.")
+    if version > NORMALIZATIONS[normalization]:
+        raise ValueError(f"{source}: normalization {normalization!r} version {version} is newer than this "
+                         f"electra_tf's ({NORMALIZATIONS[normalization]}): tokenize it with the release that wrote it.")
+    lower_case = values.get("lower_case", True)
+    return {"lower_case": lower_case, "strip_accents": values.get("strip_accents", lower_case),
+            "normalization": normalization, "normalization_version": version}
 
 
 def read_settings(vocab_file):
@@ -41,6 +102,10 @@ def read_settings(vocab_file):
     piece has an upper-case letter, so every capitalised word would be `[UNK]`) are
     refused, naming the file.
 
+    The result holds the normalisation too (`recorded_settings`): the project's files
+    without the record are the previous release's (`"nfkc_casefold"`); Hugging Face's
+    settings are BERT's (`"bert"`).
+
     Example:
         ```python
         import json, os, pathlib
@@ -49,7 +114,7 @@ def read_settings(vocab_file):
         os.makedirs("hf_model", exist_ok=True)
         pathlib.Path("hf_model/vocab.txt").write_text("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "Paris"]))
         pathlib.Path("hf_model/tokenizer_config.json").write_text(json.dumps({"do_lower_case": False}))
-        read_settings("hf_model/vocab.txt")  # {'lower_case': False, 'strip_accents': False}
+        read_settings("hf_model/vocab.txt")["lower_case"]  # False, and strip_accents False, normalization "bert"
         ```
     """
     path = settings_path(vocab_file)
@@ -66,11 +131,7 @@ def read_settings(vocab_file):
     if name == HF_SETTINGS_FILE and not set(values) <= set(DEFAULT_SETTINGS):
         settings = _hugging_face_settings(values, path)
     else:
-        unknown = sorted(set(values) - set(DEFAULT_SETTINGS))
-        if unknown or not all(isinstance(values.get(k, True), bool) for k in DEFAULT_SETTINGS):
-            raise ValueError(f"{path}: expected boolean {sorted(DEFAULT_SETTINGS)}; found {values}.")
-        settings = {"lower_case": values.get("lower_case", True),
-                    "strip_accents": values.get("strip_accents", values.get("lower_case", True))}
+        settings = recorded_settings(values, path)
     if not settings["lower_case"]:
         check_cased_vocabulary(vocab_file, path)
     return settings
@@ -86,7 +147,7 @@ def _hugging_face_settings(values, path):
     if values.get("tokenize_chinese_chars", True) is not True:
         raise ValueError(f"{path}: tokenize_chinese_chars={values['tokenize_chinese_chars']!r}; electra_tf's "
                          "tokenizer always splits CJK characters, so the ids would differ.")
-    return {"lower_case": lower_case, "strip_accents": lower_case if strip_accents is None else strip_accents}
+    return new_settings(lower_case, strip_accents)
 
 
 def check_cased_vocabulary(vocab_file, source):
@@ -114,8 +175,22 @@ def settings_path(vocab_file):
 
 
 def write_settings(directory, settings):
-    """Writes `electra_tokenizer.json` into `directory` (beside its `vocab.txt`)."""
-    atomic.write_json(os.path.join(directory, SETTINGS_FILE), dict(settings), sort_keys=True)
+    """Writes `electra_tokenizer.json` into `directory` (beside its `vocab.txt`), its normalisation
+    recorded (`settings` without one are a new vocabulary's: `"bert"`)."""
+    settings = dict(settings)
+    if "normalization" not in settings:
+        settings.update(new_settings(settings.get("lower_case", True), settings.get("strip_accents")))
+    atomic.write_json(os.path.join(directory, SETTINGS_FILE), settings, sort_keys=True)
+
+
+def warn_unless_bert(settings, vocab_file):
+    """Logs a warning when `settings` record a normalisation Hugging Face's BERT tokenizer does not implement
+    (the previous release's): text with ligatures, `ß`, `İ` and the like gets other ids there."""
+    if settings["normalization"] != BERT:
+        logging.warning("%s's tokenizer settings record the previous release's normalisation (%r: NFKC case "
+                        "folding); transformers' tokenizer normalises as BERT does, so text with ligatures, 'ß', "
+                        "'İ' or other compatibility characters gets other ids there than the model was trained "
+                        "with.", vocab_file, settings["normalization"])
 
 
 def write_hugging_face_settings(directory, settings):
@@ -216,18 +291,23 @@ class WordPieceTokenizer(tf.Module):
 
     The ids are those of the official BERT / ELECTRA `tokenization.py` (and so of Hugging
     Face's `BertTokenizer`): control characters (Cc, Cf) deleted, `str.lower()`, NFD with
-    combining marks dropped, punctuation and CJK ideographs cut out, WordPiece
-    (`electra_tf.data.bert_normalizer` has the normalisation's details). One exception:
-    a capital sigma at the end of a word is lower-cased to `σ`, where `str.lower()` gives
-    `ς` (Hugging Face's fast tokenizer gives `σ` too).
+    combining marks dropped, punctuation and CJK ideographs cut out, WordPiece, a word of
+    more than 100 characters one `[UNK]` (`electra_tf.data.bert_normalizer` has the
+    normalisation's details). One exception: a capital sigma at the end of a word is
+    lower-cased to `σ`, where `str.lower()` gives `ς` (Hugging Face's fast tokenizer gives
+    `σ` too). A vocabulary whose settings record the previous release's normalisation
+    (`"nfkc_casefold"`, or no record) is tokenized as that release did (`LEGACY`).
 
     Args:
         vocab_file: str. A `vocab.txt` with [PAD] at id 0 and [UNK], [CLS],
             [SEP], [MASK] somewhere in it.
         lower_case: optional bool. Lower-case the text (uncased vocabularies).
-            Default: the `tokenizer_config.json` beside `vocab_file`, else True.
+            Default: the `electra_tokenizer.json` (or `tokenizer_config.json`)
+            beside `vocab_file`, else True.
         strip_accents: optional bool. Remove accents (NFD, then drop
             combining marks). Default: the saved setting, else `lower_case`.
+        normalization: optional str, one of `NORMALIZATIONS`. Default: the
+            saved one, else `"bert"`.
             Given values that differ from the saved ones are an error: a
             vocabulary is tokenized the way it was built.
 
@@ -247,20 +327,27 @@ class WordPieceTokenizer(tf.Module):
         ```
     """
 
-    def __init__(self, vocab_file, lower_case=None, strip_accents=None, name=None):
+    def __init__(self, vocab_file, lower_case=None, strip_accents=None, normalization=None, name=None,
+                 normalization_version=None):
         super().__init__(name=name)
         self.vocab_file = os.fspath(vocab_file)
         saved = read_settings(self.vocab_file)
-        given = {k: v for k, v in (("lower_case", lower_case), ("strip_accents", strip_accents)) if v is not None}
+        given = {k: v for k, v in (("lower_case", lower_case), ("strip_accents", strip_accents),
+                                   ("normalization", normalization),
+                                   ("normalization_version", normalization_version)) if v is not None}
         if saved is not None and any(saved[k] != v for k, v in given.items()):
             raise ValueError(
                 f"Tokenizer settings {given} differ from those saved with the vocabulary "
-                f"({os.path.join(os.path.dirname(self.vocab_file), SETTINGS_FILE)}: {saved}); "
+                f"({settings_path(self.vocab_file)}: {saved}); "
                 "a vocabulary must be used the way it was built."
             )
-        settings = saved or {"lower_case": lower_case if lower_case is not None else True}
-        settings.setdefault("strip_accents", strip_accents if strip_accents is not None else settings["lower_case"])
-        self.lower_case, self.strip_accents = settings["lower_case"], settings["strip_accents"]
+        if saved is None:
+            if normalization is not None and normalization not in NORMALIZATIONS:
+                raise ValueError(f"`normalization` must be one of {sorted(NORMALIZATIONS)}. "
+                                 f"Received: `normalization={normalization!r}`")
+            saved = new_settings(True if lower_case is None else lower_case, strip_accents, normalization or BERT)
+        self.lower_case, self.strip_accents = saved["lower_case"], saved["strip_accents"]
+        self.normalization, self.normalization_version = saved["normalization"], saved["normalization_version"]
         self.vocab = tuple(load_vocab(self.vocab_file))  # a list would be wrapped and tracked item by item (0.2 s)
         self.vocab_size = len(self.vocab)
         index = {t: i for i, t in enumerate(self.vocab)}
@@ -269,20 +356,41 @@ class WordPieceTokenizer(tf.Module):
         self.cls_id = index["[CLS]"]
         self.sep_id = index["[SEP]"]
         self.mask_id = index["[MASK]"]
-        self._tokenizer = tf_text.FastBertTokenizer(
-            self.vocab,
-            suffix_indicator="##",
-            unknown_token="[UNK]",
-            token_out_type=tf.int32,
-            fast_bert_normalizer_model_buffer=bert_normalizer.normalizer_tensor(self.lower_case, self.strip_accents),
-        )
+        if self.normalization == LEGACY:  # exactly the previous release's tokenizer
+            self._tokenizer = tf_text.FastBertTokenizer(
+                self.vocab,
+                suffix_indicator="##",
+                unknown_token="[UNK]",
+                token_out_type=tf.int32,
+                max_bytes_per_word=_LEGACY_MAX_BYTES_PER_WORD,
+                lower_case_nfd_strip_accents=self.lower_case and self.strip_accents,
+            )
+        else:
+            # Every word of up to 100 characters (4 bytes each at most) reaches WordPiece; a longer
+            # word's pieces become one [UNK] after it (`_limit_word_length`).
+            self._tokenizer = tf_text.FastBertTokenizer(
+                self.vocab,
+                suffix_indicator="##",
+                unknown_token="[UNK]",
+                token_out_type=tf.int32,
+                max_bytes_per_word=4 * MAX_CHARS_PER_WORD,
+                fast_bert_normalizer_model_buffer=bert_normalizer.normalizer_tensor(self.lower_case,
+                                                                                    self.strip_accents),
+            )
+            # Characters each piece adds to its word (a `##` piece's after the mark), and which pieces begin one.
+            self._piece_chars_np = np.array([len(t) - 2 if t.startswith("##") else len(t) for t in self.vocab],
+                                            np.int32)
+            self._begins_word_np = ~self.continues_word()
+            self._piece_chars = tf.constant(self._piece_chars_np)
+            self._begins_word = tf.constant(self._begins_word_np)
         self._id_to_token = tf.constant(self.vocab)
         self._line_markers = self._line_marker = None  # see `tokenize_lines`
 
     @property
     def settings(self):
-        """dict: `lower_case` and `strip_accents`, as `tokenizer_config.json` holds them."""
-        return {"lower_case": self.lower_case, "strip_accents": self.strip_accents}
+        """dict: `lower_case`, `strip_accents` and the normalisation record, as `electra_tokenizer.json` holds them."""
+        return {"lower_case": self.lower_case, "strip_accents": self.strip_accents,
+                "normalization": self.normalization, "normalization_version": self.normalization_version}
 
     @property
     def special_ids(self):
@@ -304,7 +412,11 @@ class WordPieceTokenizer(tf.Module):
         Returns:
             int32 `tf.RaggedTensor` of shape `(batch, None)`.
         """
-        return self._tokenizer.tokenize(tf.convert_to_tensor(texts, tf.string))
+        texts = tf.convert_to_tensor(texts, tf.string)
+        if self.normalization == LEGACY:
+            return self._tokenizer.tokenize(self._legacy_prenormalize(texts))
+        ids = self._tokenizer.tokenize(texts)
+        return _on_inner_rows(ids, lambda inner: self._limit_word_length(inner)[0])
 
     def tokenize_with_offsets(self, texts):
         """Texts to word-piece ids and each piece's UTF-8 byte offsets in its text.
@@ -316,9 +428,50 @@ class WordPieceTokenizer(tf.Module):
             `(ids, starts, ends)`: `tf.RaggedTensor`s `(batch, None)`, int32 ids
             and int64 byte offsets into the input strings (end exclusive), for
             every setting: a piece of a character the normalisation replaces
-            (`Ä` to `a`, `ß`) spans the whole character.
+            (`Ä` to `a`, `ß`) spans the whole character. (With the previous release's
+            normalisation, `"nfkc_casefold"`, a vocabulary that strips accents without
+            lower-casing has no offsets and raises, as it did there.)
         """
-        return self._tokenizer.tokenize_with_offsets(tf.convert_to_tensor(texts, tf.string))
+        texts = tf.convert_to_tensor(texts, tf.string)
+        if self.normalization == LEGACY:
+            if self.lower_case != self.strip_accents and not self.lower_case:
+                raise NotImplementedError("Offsets need a vocabulary that lower-cases when it strips accents.")
+            return self._tokenizer.tokenize_with_offsets(self._legacy_prenormalize(texts))
+        ids, starts, ends = self._tokenizer.tokenize_with_offsets(texts)
+        if not isinstance(ids, tf.RaggedTensor) or isinstance(ids.values, tf.RaggedTensor):
+            raise ValueError(f"tokenize_with_offsets takes a batch of texts, shape (batch,); got {texts.shape}.")
+        values, row_splits, begin, end = self._limit_word_length(ids, starts.values, ends.values)
+        return tuple(tf.RaggedTensor.from_row_splits(v, row_splits, validate=False) for v in (values, begin, end))
+
+    def _legacy_prenormalize(self, texts):
+        """The previous release's text preparation for a vocabulary that lower-cases or strips accents alone
+        (its `FastBertTokenizer` did both or neither)."""
+        if self.lower_case == self.strip_accents:
+            return texts
+        if self.lower_case:
+            return tf.strings.lower(texts, encoding="utf-8")
+        return tf.strings.regex_replace(tf_text.normalize_utf8(texts, "NFD"), r"\p{Mn}", "")
+
+    def _limit_word_length(self, ids, starts=None, ends=None):
+        """A ragged row of ids (rank 2) with each word of more than `MAX_CHARS_PER_WORD` characters one [UNK].
+
+        BERT counts a word's characters (code points) after normalisation; the pieces of a word
+        WordPiece could cut spell it exactly, so their lengths add up to the word's. Returns the
+        new flat ids and row splits, and the first piece's start and the word's end (offsets)."""
+        values, row_splits = ids.values, ids.row_splits
+        begins = tf.gather(self._begins_word, values)
+        word = tf.cumsum(tf.cast(begins, tf.int32)) - 1  # each piece's word, counted over the batch
+        chars = tf.math.unsorted_segment_sum(tf.gather(self._piece_chars, values), word, tf.size(values))
+        too_long = tf.gather(chars, word) > MAX_CHARS_PER_WORD
+        keep = begins | ~too_long  # a word too long keeps its first piece, as [UNK]
+        kept = tf.concat([tf.zeros([1], row_splits.dtype), tf.cumsum(tf.cast(keep, row_splits.dtype))], 0)
+        new_values = tf.boolean_mask(tf.where(too_long, tf.constant(self.unk_id, values.dtype), values), keep)
+        new_splits = tf.gather(kept, row_splits)
+        if starts is None:
+            return tf.RaggedTensor.from_row_splits(new_values, new_splits, validate=False), None
+        word_end = tf.math.unsorted_segment_max(ends, word, tf.size(values))
+        ends = tf.where(too_long, tf.gather(word_end, word), ends)
+        return new_values, new_splits, tf.boolean_mask(starts, keep), tf.boolean_mask(ends, keep)
 
     def tokenize_lines(self, text):
         """The word-piece ids of every line of a UTF-8 text, in one tokenizer call.
@@ -361,13 +514,25 @@ class WordPieceTokenizer(tf.Module):
                     self._line_marker = free
             if result is not None:
                 return result
-        ragged = self.tokenize(text.split(b"\n"))
+        return self._tokenize_numpy(text.split(b"\n"))
+
+    def _tokenize_numpy(self, texts):
+        """`tokenize(texts)` as numpy arrays (flat ids, row splits), for bulk text: the word limit's
+        pass runs only when a word is too long, which numpy checks in a fifth of the pass's time."""
+        if self.normalization == LEGACY:
+            ragged = self.tokenize(texts)
+        else:
+            ragged = self._tokenizer.tokenize(tf.convert_to_tensor(texts, tf.string))
+            values = ragged.flat_values.numpy()
+            begins = np.flatnonzero(self._begins_word_np[values])  # the first piece begins a word
+            if begins.size and (np.add.reduceat(self._piece_chars_np[values], begins) > MAX_CHARS_PER_WORD).any():
+                ragged = self._limit_word_length(ragged)[0]
         return ragged.flat_values.numpy(), ragged.row_splits.numpy()
 
     def _tokenize_marked(self, text, num_newlines, marker):
         """`tokenize_lines` with newlines swapped for `marker`; None unless exactly one mark per newline."""
         marker_bytes, marker_id = marker
-        ids = self.tokenize([text.replace(b"\n", marker_bytes)]).flat_values.numpy()
+        ids, _ = self._tokenize_numpy([text.replace(b"\n", marker_bytes)])
         marks = np.flatnonzero(ids == marker_id)
         if len(marks) != num_newlines:
             return None
@@ -489,6 +654,13 @@ def pad_ragged(inputs, seq_length, multiple=SERVING_PAD_MULTIPLE, pad_id=0):
     inputs = dict(inputs, padding_mask=tf.ones_like(ids))
     return {k: tf.cast(v, tf.int32).to_tensor(pad_id if k == "token_ids" else 0, shape=shape)
             for k, v in inputs.items()}
+
+
+def _on_inner_rows(ragged, function):
+    """`function` applied to the innermost ragged rows of `ragged` (their values are flat)."""
+    if isinstance(ragged.values, tf.RaggedTensor):
+        return ragged.with_values(_on_inner_rows(ragged.values, function))
+    return function(ragged)
 
 
 def is_bert_punctuation(char):

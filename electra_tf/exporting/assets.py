@@ -5,7 +5,7 @@ names are `electra_tf.run_files`'):
 
     labels.txt             label i on line i (serving exports)
     vocab.txt              the WordPiece vocabulary
-    electra_tokenizer.json  its normalisation (lower_case, strip_accents)
+    electra_tokenizer.json  its normalisation (lower_case, strip_accents, normalization)
     <config_name>          what the export is: `serving_config.json` or `encoder_config.json`
 """
 

@@ -4,7 +4,7 @@ Layout of `export_dir` (a standard SavedModel):
 
     saved_model.pb, variables/        the graph and the weights
     assets/vocab.txt                  the WordPiece vocabulary
-    assets/electra_tokenizer.json      its normalisation (lower_case, strip_accents)
+    assets/electra_tokenizer.json      its normalisation (lower_case, strip_accents, normalization)
     assets/encoder_config.json        `ElectraEncoder.get_config()` + `seq_length`
 
 Signatures:

@@ -44,7 +44,7 @@ import os
 import tensorflow as tf
 
 from electra_tf import atomic, run_files
-from electra_tf.data.tokenizer import copy_vocab, pair_lengths, padded_length
+from electra_tf.data.tokenizer import LEGACY, copy_vocab, pair_lengths, padded_length
 from electra_tf.exporting.tflite_runtime import TEXT_OP_REGISTRARS, custom_ops
 
 QUANTIZATIONS = ("none", "dynamic_int8")
@@ -244,6 +244,11 @@ def export_tflite(served, vocab_file, output_dir, task="", kind=None, ids_only=F
     """
     quantize = _check_quantize(quantize)
     tokenizer = served.tokenizer
+    if not ids_only and tokenizer.normalization == LEGACY and tokenizer.lower_case != tokenizer.strip_accents:
+        raise ValueError(f"{vocab_file}'s tokenizer settings {tokenizer.settings} normalise text as the previous "
+                         "release did, with TensorFlow string ops that have no LiteRT kernel (tensorflow-text's "
+                         "own FastBertNormalize lower-cases and strips accents together or not at all): export "
+                         "it with --ids.")
     pair = bool(getattr(served, "pair", False))
     module = TFLiteModule(served, pair=pair, pad_multiple=pad_multiple)
     function = module.serve_ids if ids_only else module.serve_text

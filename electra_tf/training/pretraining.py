@@ -138,16 +138,20 @@ def check_data_vocabulary(patterns, vocab_file, settings):
     """Refuses records whose `stats.json` says they were built with another vocabulary or tokenizer settings.
 
     Builds write `vocab_sha256` and `tokenizer` into `stats.json` beside the
-    shards; records without one (other tools, older builds) are not checked.
+    shards; records without one (other tools, older builds) are not checked. A `tokenizer`
+    without the normalisation record is the previous release's (`tokenizer.recorded_settings`).
     """
     for directory in sorted({os.path.dirname(path) for path in list_files(patterns)}):
         stats = records.check_vocabulary(directory, vocab_file)
-        if stats is None:
+        if stats is None or stats.get("tokenizer") is None:
             continue
         stats_path = os.path.join(directory, records.STATS_FILE)
-        if stats.get("tokenizer") not in (None, settings):
+        if not isinstance(stats["tokenizer"], dict):
+            raise ValueError(f"{stats_path}: `tokenizer` must be a JSON object; found {stats['tokenizer']!r}.")
+        recorded = tokenizer_lib.recorded_settings(stats["tokenizer"], stats_path)  # no record: the previous release's
+        if recorded != settings:
             raise ValueError(
-                f"The records in {directory} were tokenized with {stats['tokenizer']} ({stats_path}), "
+                f"The records in {directory} were tokenized with {recorded} ({stats_path}), "
                 f"but {vocab_file} is used with {settings}: the model would see other ids at serving time."
             )
 

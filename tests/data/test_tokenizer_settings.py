@@ -5,7 +5,8 @@ import json
 import pytest
 
 from helpers import write_records
-from electra_tf.data.tokenizer import WordPieceTokenizer, copy_vocab, read_settings, write_settings
+from electra_tf.data.tokenizer import (LEGACY, WordPieceTokenizer, copy_vocab, new_settings, read_settings,
+                                       write_settings)
 
 TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "paris", "Paris", "cafe", "café", "Café", "CAFE", "!"]
 TEXTS = ["Paris café!", "paris CAFE", "Café Paris"]
@@ -24,7 +25,7 @@ def test_each_setting_tokenizes_as_hugging_face_bert(vocab, lower_case, strip_ac
     tokenizers = pytest.importorskip("tokenizers")
     write_settings(str(vocab.parent), {"lower_case": lower_case, "strip_accents": strip_accents})
     ours = WordPieceTokenizer(str(vocab))  # settings read from beside the file
-    assert ours.settings == {"lower_case": lower_case, "strip_accents": strip_accents}
+    assert ours.settings == new_settings(lower_case, strip_accents)
     reference = tokenizers.BertWordPieceTokenizer(str(vocab), lowercase=lower_case, strip_accents=strip_accents)
     expected = [reference.encode(t, add_special_tokens=False).ids for t in TEXTS]
     assert ours.tokenize(TEXTS).to_list() == expected
@@ -32,7 +33,7 @@ def test_each_setting_tokenizes_as_hugging_face_bert(vocab, lower_case, strip_ac
 
 def test_a_vocabulary_without_settings_is_uncased_and_copies_carry_them(vocab, tmp_path):
     assert read_settings(str(vocab)) is None
-    assert WordPieceTokenizer(str(vocab)).settings == {"lower_case": True, "strip_accents": True}
+    assert WordPieceTokenizer(str(vocab)).settings == new_settings()
     write_settings(str(vocab.parent), {"lower_case": False, "strip_accents": False})
     (tmp_path / "run").mkdir()
     copy_vocab(str(vocab), str(tmp_path / "run" / "vocab.txt"))
@@ -57,7 +58,7 @@ def test_pretraining_refuses_records_built_with_another_vocabulary_or_casing(voc
     with pytest.raises(ValueError, match="built with another vocabulary than `--vocab_file="):
         resolve_data(config, "unused")
     stats.write_text(json.dumps({"vocab_sha256": vocab_digest(str(vocab)),
-                                 "tokenizer": {"lower_case": False, "strip_accents": False}}))
+                                 "tokenizer": new_settings(lower_case=False)}))
     with pytest.raises(ValueError, match=r"tokenized with \{'lower_case': False"):
         resolve_data(config, "unused")
     write_settings(str(vocab.parent), {"lower_case": False, "strip_accents": False})
@@ -75,7 +76,7 @@ def test_hugging_faces_own_tokenizer_config_is_read(tmp_path):
         (folder / "vocab.txt").write_text(source.read_text())  # released folders hold it (transformers 5 writes tokenizer.json)
         assert json.loads((folder / "tokenizer_config.json").read_text())["do_lower_case"] is do_lower_case
         vocab = str(folder / "vocab.txt")
-        assert read_settings(vocab) == {"lower_case": do_lower_case, "strip_accents": do_lower_case}
+        assert read_settings(vocab) == new_settings(do_lower_case)  # Hugging Face's normalisation is BERT's
         reference = transformers.BertTokenizer.from_pretrained(str(folder))
         expected = [reference.convert_tokens_to_ids(reference.tokenize(t)) for t in TEXTS]
         assert WordPieceTokenizer(vocab).tokenize(TEXTS).to_list() == expected
@@ -91,7 +92,9 @@ def test_the_project_writes_its_settings_under_its_own_name_and_reads_the_old_on
     write_settings(str(vocab.parent), {"lower_case": False, "strip_accents": False})
     assert sorted(p.name for p in vocab.parent.iterdir()) == ["electra_tokenizer.json", "vocab.txt"]
     (vocab.parent / "electra_tokenizer.json").rename(vocab.parent / "tokenizer_config.json")  # electra_tf 0.1's
-    assert read_settings(str(vocab)) == {"lower_case": False, "strip_accents": False}
+    assert read_settings(str(vocab)) == new_settings(False)
+    (vocab.parent / "tokenizer_config.json").write_text(json.dumps({"lower_case": False, "strip_accents": False}))
+    assert read_settings(str(vocab)) == new_settings(False, normalization=LEGACY)  # no record: as written then
 
 
 @pytest.mark.parametrize("name, settings", [

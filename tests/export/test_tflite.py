@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from helpers import error_line, finetuned_runs, run_python, shared_data
-
+from electra_tf.data.tokenizer import new_settings
 from electra_tf.tasks.classification.kind import ClassificationKind
 from electra_tf.tasks.tagging.kind import TaggingKind
 
@@ -301,10 +301,29 @@ def test_raw_text_keeping_accents_runs_in_litert_with_bert_ids(tmp_path):
     expected = [reference.encode(text) for text in texts]
     assert ids["token_ids"].tolist() == [row + [0] * (ids["token_ids"].shape[1] - len(row)) for row in expected]
     assert [reference.convert_ids_to_tokens(row) for row in expected][0] == ["[CLS]", "fu", "##ß", "##ach", "[SEP]"]
-    assert json.loads((tmp_path / "text" / "tflite_config.json").read_text())["tokenizer"] == {
-        "lower_case": True, "strip_accents": False}
+    assert json.loads((tmp_path / "text" / "tflite_config.json").read_text())["tokenizer"] == new_settings(True, False)
     with pytest.raises(ValueError, match="`quantize` must be one of"):
         export_tflite(model, vocab, str(tmp_path / "q"), {"seq_length": 8}, quantize="int4")
+
+
+def test_litert_counts_the_word_limit_in_characters_as_bert(tmp_path):
+    """A word of 52 characters and 102 UTF-8 bytes is its WordPiece pieces in the raw-text LiteRT model, as in
+    transformers' tokenizer; one of 102 characters is one [UNK] (the limit's ops are LiteRT builtins)."""
+    from electra_tf.exporting.tflite import TFLiteModule, convert
+    from electra_tf.exporting.tflite_runtime import load_interpreter
+    from electra_tf.tasks import serving_module
+    from helpers import python_bert_tokenizer
+
+    model, vocab = _tiny_model_dir(tmp_path, {"lower_case": True, "strip_accents": True},
+                                   ["fu", "##" + "ß" * 10, "x"])
+    texts = ["fu" + "ß" * 50, "fu" + "ß" * 100 + " x", "x " + "fu" + "ß" * 90]
+    module = TFLiteModule(serving_module(model, vocab, {"seq_length": 16}))
+    (tmp_path / "preprocess.tflite").write_bytes(convert(module.preprocess, module, custom_ops_allowed=TEXT_OPS))
+    ids = load_interpreter(str(tmp_path / "preprocess.tflite")).get_signature_runner()(text=np.array(texts))
+    reference = python_bert_tokenizer(vocab)
+    expected = [reference.encode(text) for text in texts]
+    assert [len(row) for row in expected] == [2 + 6, 2 + 2, 2 + 11]
+    assert ids["token_ids"].tolist() == [row + [0] * (ids["token_ids"].shape[1] - len(row)) for row in expected]
 
 
 def test_a_question_answering_model_is_refused_naming_the_serving_export(tmp_path):

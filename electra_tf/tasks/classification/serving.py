@@ -6,7 +6,7 @@ Layout: `<base_dir>/<model_name>/<version>/` (a SavedModel; TF Serving's
     saved_model.pb, variables/
     assets/labels.txt          label i on line i
     assets/vocab.txt           the WordPiece vocabulary
-    assets/tokenizer_config.json  its normalisation (lower_case, strip_accents)
+    assets/electra_tokenizer.json its normalisation (lower_case, strip_accents, normalization)
     assets/serving_config.json kind, task, seq_length, label names, pair or single, headline metric
 
 Signatures (batch dimension dynamic everywhere):
