@@ -19,6 +19,7 @@ Class attributes (known without a run):
     format_extensions the file extensions of the formats only it reads (".conll": "conll")
     predict_options   the `predict` flags only some served kinds read (`ReadOptions` fields such as
                       `corrupt`) that it reads: none for a task kind
+    predict_input_files the files among them that `predict` reads (`passages`): never an output
 
 Training (`Kind(config)` reads the splits; errors name file and line):
 
@@ -83,6 +84,7 @@ class TaskKind:
     predict_formats = ()
     format_extensions = {}  # file extension -> a format of `predict_formats` only this kind reads
     predict_options = ()
+    predict_input_files = ()  # the `predict_options` that name a file `predict` reads (`--output_file` never replaces)
     metric = None
 
     def __init__(self, config):

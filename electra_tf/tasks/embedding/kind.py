@@ -66,6 +66,7 @@ class EmbeddingKind(TaskKind):
     saved_classes = (MultipleNegativesRankingLoss,)  # named by its compiled model file
     predict_formats = ("text", "jsonl")
     predict_options = ("passages", "top_k")
+    predict_input_files = ("passages",)
     metric = METRIC
 
     def __init__(self, config):
