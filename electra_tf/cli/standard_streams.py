@@ -13,7 +13,7 @@ stdout (`predict` without `--output_file`) refuses to run (`require_stdout`): it
 output would be lost.
 
 Example:
-    ```python
+    ```bash
     # predict writes its records to --output_file; stdout closed changes nothing
     python -m electra_tf.predict --init runs/ft --input dev.tsv --output_file predictions.jsonl >&-
     # the records would go nowhere: `error: stdout is closed: ...`, exit 1
