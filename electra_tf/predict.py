@@ -147,6 +147,10 @@ def main(argv):
         cli.require_stdout("--output_file")  # `predict >&-`: the records would be lost
     started = time.perf_counter()
     read = {"input": path, "init": FLAGS.init, **{name: FLAGS[name].value for name in tasks.predict_input_files()}}
+    both = [name for name, value in read.items() if value == "-" and name != "input"]
+    if both and path == "-":  # stdin is read once, whole: the second reader would find it empty
+        raise ValueError(f"`--{both[0]}=-` and the input both read stdin, which is read once: give --input or "
+                         f"--{both[0]} a file.")
     writing.check_outputs({"output_file": FLAGS.output_file, "metrics_file": FLAGS.metrics_file}, read)
     text = inputs.read_text(path)  # a missing or not-UTF-8 file fails before the model loads
     with writing.stop_on_sigterm("predict: stopped by SIGTERM; no output file written"

@@ -396,3 +396,11 @@ def test_a_closed_stdout_with_an_output_file_or_a_closed_stderr_predicts_and_exi
     assert [r["line"] for r in records] == [2, 3] and set(records[0]) == {"line", "label", "probabilities"}
     assert [json.loads(line) for line in to_stdout.stdout.splitlines()] == records
     assert os.listdir(tmp_path) == ["predictions.jsonl"]
+
+
+def test_passages_and_the_input_both_from_stdin_are_refused(runs):
+    """Stdin is read once: the second reader would find nothing. One line before the model loads."""
+    result = predict("--init", runs / "embedder", "--passages", "-", input="where does the cat live\n")
+    assert (result.returncode, result.stdout) == (1, ""), result.stderr[-2000:]
+    assert errors(result) == ["error: `--passages=-` and the input both read stdin, which is read once: give --input "
+                              "or --passages a file."]
