@@ -82,11 +82,11 @@ A progress line goes to stderr on long inputs when it is a terminal (or with
 inside it, a file a kind's own flag reads (`--passages`), each other, or a file
 of a pre-training run, fine-tuning output, export or Hugging Face model
 (`writing.check_outputs`; the same file by any path: a link, a hard link);
-they are written whole under a temporary name and renamed. SIGTERM stops the command at once,
-exit 143, the files being written removed. With stdout closed (`>&-`) the
-records need `--output_file` (else one error line, exit 1); with stderr closed
-the command runs as ever, its messages unseen (`cli.standard_streams`).
-Installed as `electra-predict`.
+they are written whole under a temporary name and renamed. SIGTERM stops the
+command at once, exit 143, the files being written removed. With stdout closed
+(`>&-`) the records need `--output_file` (else one error line, exit 1); with
+stderr closed the command runs as ever, its messages unseen
+(`cli.standard_streams`). Installed as `electra-predict`.
 """
 
 import os

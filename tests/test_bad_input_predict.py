@@ -404,3 +404,24 @@ def test_passages_and_the_input_both_from_stdin_are_refused(runs):
     assert (result.returncode, result.stdout) == (1, ""), result.stderr[-2000:]
     assert errors(result) == ["error: `--passages=-` and the input both read stdin, which is read once: give --input "
                               "or --passages a file."]
+
+
+def test_passages_are_told_text_or_json_lines_as_the_input_is(tmp_path):
+    """`read_passages` (what `predict --passages` reads, after the model loads): by extension, else by content."""
+    from electra_tf.tasks.embedding.search import read_passages
+
+    cases = {"a.txt": ("{braces} in C\nplain\n", ["{braces} in C", "plain"]),
+             "b.jsonl": ('{"text": "one"}\n\n{"text": "two"}\n', ["one", "two"]),
+             "c.txt": ('{"text": "one"}\n{"text": "two"}\n', ["one", "two"])}  # JSON Lines by content
+    for name, (text, expected) in cases.items():
+        (tmp_path / name).write_text(text)
+        assert read_passages(str(tmp_path / name)) == expected, name
+    (tmp_path / "d.txt").write_text('{"text": "one"\n{"text": "two"}\n')  # JSON Lines with a damaged first line
+    with pytest.raises(ValueError, match=re.escape(f"{tmp_path / 'd.txt'}:1: not valid JSON")):
+        read_passages(str(tmp_path / "d.txt"))
+    (tmp_path / "e.tsv").write_text("one\ttwo\n")
+    with pytest.raises(ValueError, match=re.escape(f"`--passages={tmp_path / 'e.tsv'}` reads as tsv: passages are "
+                                                   "text lines or JSON Lines")):
+        read_passages(str(tmp_path / "e.tsv"))
+    with pytest.raises(FileNotFoundError, match=re.escape(f"`--passages={tmp_path / 'f.txt'}`: file not found.")):
+        read_passages(str(tmp_path / "f.txt"))

@@ -32,8 +32,8 @@ def open_closed():
     """Opens the null device on each of file descriptors 0, 1 and 2 that is closed, and its `sys` stream on it.
 
     Returns:
-        set of str: the names of the streams that were closed ("stdin", "stdout", "stderr"), also
-        kept for `closed()`. A second call finds none closed (and adds nothing).
+        set of str: the names of the streams found closed ("stdin", "stdout", "stderr"), by this
+        call or an earlier one (kept for `require_stdout`).
     """
     for fd, name, mode in STREAMS:
         try:
@@ -49,11 +49,6 @@ def open_closed():
                       encoding="utf-8", errors="backslashreplace", closefd=False)
         setattr(sys, name, stream)
         _closed.add(name)
-    return set(_closed)
-
-
-def closed():
-    """The names of the standard streams that were closed when the command started (`open_closed`)."""
     return set(_closed)
 
 
