@@ -425,3 +425,22 @@ def test_passages_are_told_text_or_json_lines_as_the_input_is(tmp_path):
         read_passages(str(tmp_path / "e.tsv"))
     with pytest.raises(FileNotFoundError, match=re.escape(f"`--passages={tmp_path / 'f.txt'}`: file not found.")):
         read_passages(str(tmp_path / "f.txt"))
+
+
+def test_an_input_whose_first_line_starts_with_a_brace_is_text_unless_it_is_json(tmp_path):
+    """`--input` by content, as `--passages`: a brace-led text line is text; a JSON document is still refused as
+    the format it is (a classifier reads no SQuAD JSON); JSON Lines with a damaged first line name that line."""
+    from electra_tf import tasks
+    from electra_tf.predicting.inputs import read_examples
+
+    settings = {"label_names": LABELS}
+    path = tmp_path / "reviews.txt"
+    path.write_text("{sic} a fine film\ndull\n")
+    examples = read_examples(str(path), "auto", ClassificationKind, settings, extensions=tasks.format_extensions())
+    assert [(e.inputs, e.line) for e in examples] == [({"text": "{sic} a fine film"}, 1), ({"text": "dull"}, 2)]
+    path.write_text('{\n  "data": []\n}\n')
+    with pytest.raises(ValueError, match="a classification model reads tsv, csv, jsonl, text, not squad"):
+        read_examples(str(path), "auto", ClassificationKind, settings, extensions=tasks.format_extensions())
+    path.write_text('{"text": "good"\n{"text": "bad"}\n')
+    with pytest.raises(ValueError, match=re.escape(f"{path}:1: not valid JSON")):
+        read_examples(str(path), "auto", ClassificationKind, settings, extensions=tasks.format_extensions())
