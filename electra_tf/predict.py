@@ -80,10 +80,14 @@ A progress line goes to stderr on long inputs when it is a terminal (or with
 `--progress`); stdout holds only the JSON Lines.
 
 `--output_file` and `--metrics_file` never replace `--input`, `--init` or a file
-inside it, each other, or a file of a pre-training run, fine-tuning output,
-export or Hugging Face model (`writing.check_outputs`); they are written
-whole under a temporary name and renamed. SIGTERM stops the command at once,
-exit 143, the files being written removed. Installed as `electra-predict`.
+inside it, a file a kind's own flag reads (`--passages`), each other, or a file
+of a pre-training run, fine-tuning output, export or Hugging Face model
+(`writing.check_outputs`; the same file by any path: a link, a hard link);
+they are written whole under a temporary name and renamed. SIGTERM stops the
+command at once, exit 143, the files being written removed. With stdout closed
+(`>&-`) the records need `--output_file` (else one error line, exit 1); with
+stderr closed the command runs as ever, its messages unseen
+(`cli.standard_streams`). Installed as `electra-predict`.
 """
 
 import os
@@ -140,9 +144,15 @@ def main(argv):
         if sys.stdin.isatty():
             raise app.UsageError("--input is required (or pipe the examples into stdin).")
         path = "-"
+    if FLAGS.output_file is None:
+        cli.require_stdout("--output_file")  # `predict >&-`: the records would be lost
     started = time.perf_counter()
-    writing.check_outputs({"output_file": FLAGS.output_file, "metrics_file": FLAGS.metrics_file},
-                          {"input": path, "init": FLAGS.init})
+    read = {"input": path, "init": FLAGS.init, **{name: FLAGS[name].value for name in tasks.predict_input_files()}}
+    both = [name for name, value in read.items() if value == "-" and name != "input"]
+    if both and path == "-":  # stdin is read once, whole: the second reader would find it empty
+        raise ValueError(f"`--{both[0]}=-` and the input both read stdin, which is read once: give --input or "
+                         f"--{both[0]} a file.")
+    writing.check_outputs({"output_file": FLAGS.output_file, "metrics_file": FLAGS.metrics_file}, read)
     text = inputs.read_text(path)  # a missing or not-UTF-8 file fails before the model loads
     with writing.stop_on_sigterm("predict: stopped by SIGTERM; no output file written"
                                  + ("" if FLAGS.output_file else " (stdout holds the records written so far)")):

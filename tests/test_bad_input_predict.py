@@ -1,8 +1,9 @@
 """`python -m electra_tf.predict` on bad input, run as a user runs it: its outputs never replace its model, its
-input or another artefact's files; blank lines keep their place; a folder it cannot write is named by its
-flag; gold tags the model lacks are refused as unknown labels are; CoNLL tags are read in the file's own
-scheme; SIGTERM stops it at once (exit 143) leaving no partial file. Each checks the exit status, the one
-`error:` line and, by checksum, that nothing that existed before changed."""
+input, its `--passages` or another artefact's files; blank lines keep their place; a folder it cannot write is
+named by its flag; gold tags the model lacks are refused as unknown labels are; CoNLL tags are read in the file's
+own scheme; `--passages` errors name `--passages`; a lone surrogate escape in JSON is named by file and line;
+closed stdout or stderr; SIGTERM stops it at once (exit 143) leaving no partial file. Each checks the exit status,
+the one `error:` line and, by checksum, that nothing that existed before changed."""
 
 import json
 import os
@@ -17,6 +18,7 @@ import pytest
 from helpers import REPO, LineReader, digests, exit_status, run_python, shared_data
 
 from electra_tf.tasks.classification.kind import ClassificationKind
+from electra_tf.tasks.embedding.kind import EmbeddingKind
 from electra_tf.tasks.tagging.kind import TaggingKind
 
 LABELS = ["negative", "positive"]
@@ -38,10 +40,11 @@ def predict(*args, check=False, **kwargs):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """A tiny classifier and a tiny tagger, as `finetune` leaves them (untrained), and inputs."""
+    """A tiny classifier, a tiny tagger and a tiny embedder, as `finetune` leaves them (untrained), and inputs."""
     from electra_tf import run_files
     from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.models.encoder import ElectraEncoder
+    from electra_tf.tasks.embedding.model import ElectraEmbedder
     from electra_tf.tasks.tagging.model import ElectraTokenClassifier
 
     vocab = shared_data("vocab", "bert_uncased_vocab.txt").read_text()
@@ -51,7 +54,9 @@ def runs(tmp_path_factory):
              {"task": "toy", "kind": "classification", "label_names": LABELS, "regression": False, "pair": False,
               "seq_length": 16}),
             ("tagger", lambda e: ElectraTokenClassifier(e, num_labels=len(TAGS)), TaggingKind.model_file,
-             {"task": "ner", "kind": "tagging", "label_names": TAGS, "scheme": "IOB2", "seq_length": 16}))):
+             {"task": "ner", "kind": "tagging", "label_names": TAGS, "scheme": "IOB2", "seq_length": 16}),
+            ("embedder", ElectraEmbedder, EmbeddingKind.model_file,
+             {"task": "faq", "kind": "embedding", "seq_length": 16}))):
         keras.utils.set_random_seed(20 + i)
         encoder = ElectraEncoder(vocab_size=30522, num_layers=1, num_heads=2, hidden_dim=16, embedding_dim=16,
                                  intermediate_dim=32, max_sequence_length=64)
@@ -70,6 +75,8 @@ def runs(tmp_path_factory):
     (root / "serving" / "toy" / "1").mkdir(parents=True)  # a TF Serving export
     (root / "serving" / "toy" / "1" / run_files.SAVED_MODEL_FILE).write_text("graph")
     (root / "dev.tsv").write_text("sentence\tlabel\nA very good film!\t1\nboring\t0\n")
+    (root / "queries.txt").write_text("where does the cat live\nwhat does the dog eat\n")
+    (root / "passages.txt").write_text("the cat lives in the barn\nthe dog eats meat\nthe cow eats grass\n")
     (root / "work").mkdir()
     return root
 
@@ -269,3 +276,171 @@ def test_sigterm_stops_prediction_at_once_with_143_and_no_partial_file(runs, tmp
     assert "predict: 20000/20000" not in stderr, stderr[-2000:]
     assert out.read_text() == "an earlier file\n"
     assert sorted(os.listdir(tmp_path)) == ["long.txt", "predictions.jsonl"]
+
+
+@pytest.mark.parametrize("flag,how", [pytest.param(*case, id=case[1], marks=[pytest.mark.large] if i else [])
+                                      for i, case in enumerate((("--output_file", "itself"),
+                                                                ("--output_file", "a symlink"),
+                                                                ("--metrics_file", "a hard link")))])
+def test_an_output_never_replaces_the_passages_file_directly_or_through_a_link(runs, tmp_path, flag, how):
+    """The guard compares files, not spellings: the passages file itself, a symlink to it, a hard link of it."""
+    passages = runs / "passages.txt"
+    target = {"itself": passages, "a symlink": tmp_path / "link.txt", "a hard link": tmp_path / "hard.txt"}[how]
+    if how == "a symlink":
+        target.symlink_to(passages)
+    elif how == "a hard link":
+        os.link(passages, target)
+    before = digests(runs)
+    result = predict("--init", runs / "embedder", "--input", runs / "queries.txt", "--passages", passages, flag, target)
+    assert (result.returncode, result.stdout) == (1, ""), result.stderr[-2000:]
+    assert errors(result) == [f"error: `{flag}={target}` is `--passages={passages}`: writing it would replace what "
+                              f"is being read. Choose another {flag}."], result.stderr[-2000:]
+    assert digests(runs) == before and passages.read_text().startswith("the cat lives in the barn\n")
+
+
+PASSAGES_ERRORS = [  # (case, the passages file's text (None: a folder), the error after `error: `)
+    ("empty", "", "{path}: no passages: `--passages={path}` is empty or blank; give the passages to rank, one per "
+     "line."),
+    ("blank", "  \n\n\t\n", "{path}: no passages: `--passages={path}` is empty or blank; give the passages to rank, "
+     "one per line."),
+    ("folder", None, "{path} is a folder; --passages takes a file."),
+]
+
+
+@pytest.mark.parametrize("case,text,message", [
+    pytest.param(*case, id=case[0], marks=[pytest.mark.large] if i else []) for i, case in enumerate(PASSAGES_ERRORS)])
+def test_passages_errors_name_passages(runs, tmp_path, case, text, message):
+    path = tmp_path / "passages.txt"
+    if text is None:
+        path.mkdir()
+    else:
+        path.write_text(text)
+    before = digests(runs)
+    out = tmp_path / "out.jsonl"
+    result = predict("--init", runs / "embedder", "--input", runs / "queries.txt", "--passages", path,
+                     "--output_file", out)
+    assert (result.returncode, result.stdout) == (1, ""), result.stderr[-2000:]
+    assert errors(result) == ["error: " + message.format(path=path)], result.stderr[-2000:]
+    assert "Traceback" not in result.stderr and digests(runs) == before and not out.exists()
+
+
+def test_passages_with_a_model_that_takes_none_are_refused_naming_the_flag_and_the_kind(runs, tmp_path):
+    """Before the model loads; the line says which models read `--passages`, not another kind's sources."""
+    before = digests(runs)
+    result = predict("--init", runs / "ft", "--input", runs / "queries.txt", "--passages", runs / "passages.txt")
+    assert (result.returncode, result.stdout) == (1, ""), result.stderr[-2000:]
+    assert errors(result) == [f"error: `--passages` applies to embedding models (a `finetune --task_kind embedding` "
+                              f"output dir, or its `export --format serving`); --init {runs / 'ft'} is a "
+                              "classification model."]
+    assert digests(runs) == before
+
+
+@pytest.mark.large
+def test_a_text_passages_file_whose_first_line_starts_with_a_brace_is_text(runs, tmp_path):
+    """Told as `--input` is: the first line is no JSON object and no later line is one, so the file is text lines;
+    each query ranks all three passages, the brace line among them as written."""
+    lines = ["{braces} mark a block in C", "the cat lives in the barn", "the dog eats meat"]
+    path = tmp_path / "passages.txt"
+    path.write_text("\n".join(lines) + "\n")
+    result = predict("--init", runs / "embedder", "--input", runs / "queries.txt", "--passages", path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["line"] for r in records] == [1, 2]
+    for record in records:
+        assert sorted((hit["index"], hit["text"]) for hit in record["top_k"]) == list(enumerate(lines))
+
+
+def test_a_lone_surrogate_escape_in_json_lines_is_named_by_file_and_line(runs, tmp_path):
+    """`\\ud800` alone decodes to no character (TensorFlow cannot make a tensor of it): refused naming the file,
+    the line and the column; the pair `\\ud83d\\ude00` (one emoji) on line 1 reads."""
+    path = tmp_path / "queries.jsonl"
+    path.write_text('{"text": "a smile \\ud83d\\ude00"}\n{"text": "bad \\ud800"}\n')
+    out = tmp_path / "out.jsonl"
+    before = digests(runs)
+    result = predict("--init", runs / "embedder", "--input", path, "--output_file", out)
+    assert (result.returncode, result.stdout) == (1, ""), result.stderr[-2000:]
+    assert errors(result) == [f"error: {path}:2: \\ud800 at column 15 is a lone UTF-16 surrogate (half of a pair), "
+                              "which is no character: write the character itself, or both escapes of its pair."]
+    assert "Traceback" not in result.stderr and digests(runs) == before and not out.exists()
+
+
+def with_closed(streams, *args):
+    """`python -m electra_tf.predict args` with `streams` closed (a shell redirection: `>&-`, `2>&-`), as a shell
+    runs it; the others captured."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    return subprocess.run(["bash", "-c", f'exec "$@" {streams}', "bash", sys.executable, "-m", "electra_tf.predict",
+                           *map(str, args)], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_predictions_to_a_closed_stdout_are_one_error_line(runs, tmp_path):
+    """`predict >&-` without `--output_file`: the records would be lost; one line, exit 1, before the model loads."""
+    before = digests(runs)
+    result = with_closed(">&-", "--init", runs / "ft", "--input", runs / "dev.tsv", "--metrics_file",
+                         tmp_path / "metrics.json")
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert errors(result) == ["error: stdout is closed: the output would be lost. Give --output_file, or run with "
+                              "stdout open."]
+    assert "Traceback" not in result.stderr and digests(runs) == before and os.listdir(tmp_path) == []
+
+
+@pytest.mark.large
+def test_a_closed_stdout_with_an_output_file_or_a_closed_stderr_predicts_and_exits_0(runs, tmp_path):
+    """`predict --output_file F >&-` writes F; `predict 2>&-` writes the records to stdout: the same records, exit 0,
+    no traceback, nothing else written."""
+    out = tmp_path / "predictions.jsonl"
+    to_file = with_closed(">&-", "--init", runs / "ft", "--input", runs / "dev.tsv", "--output_file", out)
+    assert to_file.returncode == 0 and "Traceback" not in to_file.stderr, to_file.stderr[-2000:]
+    to_stdout = with_closed("2>&-", "--init", runs / "ft", "--input", runs / "dev.tsv")
+    assert (to_stdout.returncode, to_stdout.stderr) == (0, "")
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["line"] for r in records] == [2, 3] and set(records[0]) == {"line", "label", "probabilities"}
+    assert [json.loads(line) for line in to_stdout.stdout.splitlines()] == records
+    assert os.listdir(tmp_path) == ["predictions.jsonl"]
+
+
+def test_passages_and_the_input_both_from_stdin_are_refused(runs):
+    """Stdin is read once: the second reader would find nothing. One line before the model loads."""
+    result = predict("--init", runs / "embedder", "--passages", "-", input="where does the cat live\n")
+    assert (result.returncode, result.stdout) == (1, ""), result.stderr[-2000:]
+    assert errors(result) == ["error: `--passages=-` and the input both read stdin, which is read once: give --input "
+                              "or --passages a file."]
+
+
+def test_passages_are_told_text_or_json_lines_as_the_input_is(tmp_path):
+    """`read_passages` (what `predict --passages` reads, after the model loads): by extension, else by content."""
+    from electra_tf.tasks.embedding.search import read_passages
+
+    cases = {"a.txt": ("{braces} in C\nplain\n", ["{braces} in C", "plain"]),
+             "b.jsonl": ('{"text": "one"}\n\n{"text": "two"}\n', ["one", "two"]),
+             "c.txt": ('{"text": "one"}\n{"text": "two"}\n', ["one", "two"])}  # JSON Lines by content
+    for name, (text, expected) in cases.items():
+        (tmp_path / name).write_text(text)
+        assert read_passages(str(tmp_path / name)) == expected, name
+    (tmp_path / "d.txt").write_text('{"text": "one"\n{"text": "two"}\n')  # JSON Lines with a damaged first line
+    with pytest.raises(ValueError, match=re.escape(f"{tmp_path / 'd.txt'}:1: not valid JSON")):
+        read_passages(str(tmp_path / "d.txt"))
+    (tmp_path / "e.tsv").write_text("one\ttwo\n")
+    with pytest.raises(ValueError, match=re.escape(f"`--passages={tmp_path / 'e.tsv'}` reads as tsv: passages are "
+                                                   "text lines or JSON Lines")):
+        read_passages(str(tmp_path / "e.tsv"))
+    with pytest.raises(FileNotFoundError, match=re.escape(f"`--passages={tmp_path / 'f.txt'}`: file not found.")):
+        read_passages(str(tmp_path / "f.txt"))
+
+
+def test_an_input_whose_first_line_starts_with_a_brace_is_text_unless_it_is_json(tmp_path):
+    """`--input` by content, as `--passages`: a brace-led text line is text; a JSON document is still refused as
+    the format it is (a classifier reads no SQuAD JSON); JSON Lines with a damaged first line name that line."""
+    from electra_tf import tasks
+    from electra_tf.predicting.inputs import read_examples
+
+    settings = {"label_names": LABELS}
+    path = tmp_path / "reviews.txt"
+    path.write_text("{sic} a fine film\ndull\n")
+    examples = read_examples(str(path), "auto", ClassificationKind, settings, extensions=tasks.format_extensions())
+    assert [(e.inputs, e.line) for e in examples] == [({"text": "{sic} a fine film"}, 1), ({"text": "dull"}, 2)]
+    path.write_text('{\n  "data": []\n}\n')
+    with pytest.raises(ValueError, match="a classification model reads tsv, csv, jsonl, text, not squad"):
+        read_examples(str(path), "auto", ClassificationKind, settings, extensions=tasks.format_extensions())
+    path.write_text('{"text": "good"\n{"text": "bad"}\n')
+    with pytest.raises(ValueError, match=re.escape(f"{path}:1: not valid JSON")):
+        read_examples(str(path), "auto", ClassificationKind, settings, extensions=tasks.format_extensions())

@@ -3,7 +3,7 @@ export: one `error:` line naming the flag, exit 1, before any model is built, ev
 
 The commands that write (each module read for what it writes): `pretrain` (`--model_dir`), `finetune`
 (`--output_dir`), `export` (`--output_dir`), `convert` (`--output_dir`), `predict` (`--output_file`,
-`--metrics_file`), `pipelines.build_vocab` (`--vocab_file`, and `electra_tokenizer.json` beside it),
+`--metrics_file`; it reads `--input`, `--init` and `--passages`), `pipelines.build_vocab` (`--vocab_file`, and `electra_tokenizer.json` beside it),
 `pipelines.build_pretraining_data` (`--output_dir`). `pipelines.inspect_records` writes only to stdout.
 
 The artefacts here only look like what they are (the files `run_files.artefact_in` reads): every refusal
@@ -73,6 +73,8 @@ CASES = [
      "lies inside an exported SavedModel"),
     ("predict", "--init {root}/pre --input {root}/dev.tsv --output_file {root}/pre/scores.jsonl --corrupt",
      "output_file", "lies inside `--init="),
+    ("predict", "--init {root}/ft --input {root}/dev.tsv --passages {root}/task/dev.tsv --metrics_file "
+     "{root}/task/dev.tsv", "metrics_file", "is `--passages="),
     ("pipelines.build_vocab", "--input {root}/corpus/text.txt --vocab_size 200 --vocab_file {root}/corpus/text.txt",
      "vocab_file", "is an --input file"),
     ("pipelines.build_vocab", "--input {root}/corpus/text.txt --vocab_size 200 --vocab_file {root}/pre/vocab.txt",

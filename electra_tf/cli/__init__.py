@@ -4,7 +4,8 @@ A command module defines its flags in `define_flags()` (only when it runs as a p
 ends with `cli.run(main, aliases=ALIASES)` instead of `app.run(main)`, or, as a console script,
 `run = cli.console_script(sys.modules[__name__])`. Running it:
 
-1. prepares TensorFlow's start before TensorFlow is imported (`tensorflow_start`: oneDNN CPU
+1. opens the null device on a standard stream that is closed (`standard_streams`), then
+   prepares TensorFlow's start before TensorFlow is imported (`tensorflow_start`: oneDNN CPU
    kernels, log level) and quiets its start-up lines (`quiet`);
 2. parses the flags with the shared vocabulary and its deprecated spellings (`flag_vocabulary`);
 3. runs `main` behind the error boundary (`errors`): bad input is `error: <message>` on one line
@@ -18,18 +19,19 @@ import sys
 
 from absl import app, flags
 
-from electra_tf.cli import collector, process_exit
+from electra_tf.cli import collector, process_exit, standard_streams
 from electra_tf.cli.errors import ERROR_EXIT, PREEMPTED_EXIT, USAGE_EXIT, fail, guard, missing_module
 from electra_tf.cli.flag_vocabulary import (DEPRECATED_FLAGS, aliases, define, define_init, define_model_dir,
                                             define_output_dir, define_seq_length, define_vocab_file, parse_flags,
                                             rewrite_deprecated)
 from electra_tf.cli.quiet import quiet_beam_workers
+from electra_tf.cli.standard_streams import require_stdout
 from electra_tf.cli.tensorflow_start import cpu_kernels, gpu_device_present, prepare_tensorflow
 
 __all__ = ["DEPRECATED_FLAGS", "ERROR_EXIT", "PREEMPTED_EXIT", "USAGE_EXIT", "aliases", "console_script",
            "cpu_kernels", "define", "define_init", "define_model_dir", "define_output_dir", "define_seq_length",
            "define_vocab_file", "fail", "gpu_device_present", "invoke", "missing_module", "prepare_tensorflow",
-           "quiet_beam_workers", "rewrite_deprecated", "run", "run_script"]
+           "quiet_beam_workers", "require_stdout", "rewrite_deprecated", "run", "run_script"]
 
 
 def run(main, known_only=False, aliases=None):  # pylint: disable=redefined-outer-name
@@ -40,6 +42,7 @@ def run(main, known_only=False, aliases=None):  # pylint: disable=redefined-oute
         known_only: bool. Leave unknown flags in argv (the Beam builder passes them to Beam).
         aliases: dict old flag name -> new, the deprecated spellings accepted (see `aliases`).
     """
+    standard_streams.open_closed()
     prepare_tensorflow()
     _define_debug()
     _show_in_help()
@@ -55,6 +58,7 @@ def console_script(program):
     Run as the program (`python -m`, the console script), the process ends after its `atexit`
     handlers, without the interpreter's teardown (`process_exit`)."""
     def script():
+        standard_streams.open_closed()  # before anything writes or opens a file
         prepare_tensorflow()  # before `define_flags`, which may import TensorFlow
         program.define_flags()
         try:

@@ -27,6 +27,7 @@ from electra_tf import atomic
 from electra_tf.config_fields import Config
 from electra_tf.config_fields import field as config_field
 from electra_tf.data.lines import split_lines
+from electra_tf.data.utf8 import check_json_escapes
 
 STDIN = "<stdin>"
 BLANK = "blank line"
@@ -87,13 +88,15 @@ def each_line(name, text, parse):
 
 
 def json_object(name, line, raw):
-    """The JSON object on one line; an error naming the file and line otherwise."""
+    """The JSON object on one line; an error naming the file and line otherwise (an escape of a lone
+    surrogate too: `utf8.check_json_escapes`)."""
     try:
         record = json.loads(raw)
     except json.JSONDecodeError as e:
         raise ValueError(f"{name}:{line}: not valid JSON ({e.msg} at column {e.colno}).") from None
     if not isinstance(record, dict):
         raise ValueError(f"{name}:{line}: expected a JSON object, found {type(record).__name__}.")
+    check_json_escapes(raw, name, line)
     return record
 
 

@@ -4,8 +4,9 @@
 (`finetuning.examples`): the strings each goes to the serving signature with,
 its gold label when the input has one, and its line. `input_format` "auto"
 picks by extension (`.tsv`, `.csv`, `.json`, `.jsonl`, `.conll`), else by
-content (a JSON object on the first line: JSON Lines; a format the kind tells
-by content, such as CoNLL columns; else text lines); the kind reads the
+content (`by_content`: a JSON object on the first line: JSON Lines; a format
+the kind tells by content, such as CoNLL columns; else text lines, a first
+line that starts with `{` but is no JSON included); the kind reads the
 formats it lists (`TaskKind.predict_formats`) and refuses the others. Lines
 end at `\\n` (or `\\r\\n`) only (`data.lines`). Errors name the file (`<stdin>`
 for stdin) and the line: a missing file, text that is not UTF-8, an empty or
@@ -66,16 +67,23 @@ def read_examples(path, input_format, kind, settings, options=None, text=None, e
     return examples
 
 
-def read_text(path):
-    """The whole input (`-`: stdin) as str; not-UTF-8 bytes, or no text but whitespace, are an error."""
+def read_text(path, flag="input", what="the examples"):
+    """The whole input (`-`: stdin) as str; not-UTF-8 bytes, or no text but whitespace, are an error.
+
+    Args:
+        path: str. The file, or "-" for stdin.
+        flag: str. The flag that named it, for errors (`input`, `passages`).
+        what: str. What the file holds, for the error of an empty one.
+    """
     name = STDIN if path == "-" else path
     if path == "-":
         data = sys.stdin.buffer.read()
     else:
         if not os.path.exists(path):
-            raise FileNotFoundError(f"Input file not found: {path}")
+            raise FileNotFoundError(f"Input file not found: {path}" if flag == "input"
+                                    else f"`--{flag}={path}`: file not found.")
         if os.path.isdir(path):
-            raise IsADirectoryError(f"{path} is a folder; --input takes a file.")
+            raise IsADirectoryError(f"{path} is a folder; --{flag} takes a file.")
         with open(path, "rb") as f:
             data = f.read()
     try:
@@ -84,30 +92,71 @@ def read_text(path):
         line = data[:e.start].count(b"\n") + 1
         column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
         raise ValueError(f"{name}:{line}: not UTF-8 text (byte {data[e.start]:#04x} at column {column}).") from None
-    return _with_records(path, text)
+    return _with_records(path, text, flag, what)
 
 
-def _with_records(path, text):
+def _with_records(path, text, flag="input", what="the examples"):
     """`text`, unless it is empty or blank: an error saying so, whatever the format (it is none of them)."""
     if not text.strip():
-        name, given = (STDIN, "stdin") if path == "-" else (path, f"`--input={path}`")
-        raise ValueError(f"{name}: no input records: {given} is empty or blank; give the examples in a file with "
+        name, given = (STDIN, "stdin") if path == "-" else (path, f"`--{flag}={path}`")
+        if flag != "input":
+            raise ValueError(f"{name}: no {flag}: {given} is empty or blank; give {what}, one per line.")
+        raise ValueError(f"{name}: no input records: {given} is empty or blank; give {what} in a file with "
                          "--input, or pipe them into stdin.")
     return text
 
 
 def detect(path, text, kind, extensions=None):
     """The input format of `text` for a `kind` model: by extension (`EXTENSIONS`, the kinds' `extensions`), else by
-    content."""
+    content (`by_content`)."""
     extensions = {**EXTENSIONS, **(kind.format_extensions if extensions is None else extensions)}
     extension = os.path.splitext(path)[1].lower() if path != "-" else ""
     if extensions.get(extension):
         return extensions[extension]
-    first = next((line for line in split_lines(text) if line.strip()), "")
-    if first.lstrip().startswith("{"):
-        try:
-            json.loads(first)
+    return by_content(text, kind, extensions.get(JSON_EXTENSION))
+
+
+def by_content(text, kind, document=None):
+    """The format of `text` told by its content, for a `kind` model; `document`: the format `.json` files are read
+    as (a JSON document), if any.
+
+    A first line holding a JSON object: JSON Lines. A first line that starts with `{` but is no JSON
+    object: `document` when the kind reads it or the whole text is JSON (an object over several
+    lines), JSON Lines when a later line is a JSON object or the kind reads no text (its reader
+    names the bad line), else text that starts with a brace. Any other first line: the kind's
+    `sniff_format`, else text lines.
+
+    Example:
+    >>> from electra_tf.tasks.embedding.kind import EmbeddingKind
+    >>> from electra_tf.predicting.inputs import by_content
+    >>> [by_content(t, EmbeddingKind) for t in ('{"text": "a"}\\n', '{braces} in code\\nmore\\n', 'plain\\n')]
+    ['jsonl', 'text', 'text']
+    >>> by_content('{"text": "a"\\n{"text": "b"}\\n', EmbeddingKind)  # JSON Lines with a bad first line
+    'jsonl'
+    """
+    lines = [line for line in split_lines(text) if line.strip()]
+    if lines and lines[0].lstrip().startswith("{"):
+        if _is_json_object(lines[0]):
             return "jsonl"
-        except json.JSONDecodeError:
-            return extensions.get(JSON_EXTENSION) or "jsonl"  # an object over several lines: a JSON document
+        if document is not None and (document in kind.predict_formats or _is_json(text)):
+            return document
+        if "text" not in kind.predict_formats or any(_is_json_object(line) for line in lines[1:]):
+            return "jsonl"
     return kind.sniff_format(text) or "text"
+
+
+def _is_json(text):
+    try:
+        json.loads(text)
+        return True
+    except json.JSONDecodeError:
+        return False
+
+
+def _is_json_object(line):
+    if not line.lstrip().startswith("{"):
+        return False
+    try:
+        return isinstance(json.loads(line), dict)
+    except json.JSONDecodeError:
+        return False

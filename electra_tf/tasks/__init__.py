@@ -112,6 +112,11 @@ def input_formats():
     return [*FORMATS, *dict.fromkeys(kinds_own)]
 
 
+def predict_input_files():
+    """The `predict` flags of every kind that name a file it reads (`TaskKind.predict_input_files`: `passages`)."""
+    return list(dict.fromkeys(name for kind in _kinds().values() for name in kind.predict_input_files))
+
+
 def format_extensions():
     """File extension -> format, of every kind's own formats (`predict --input_format auto`)."""
     return {extension: name for kind in _kinds().values() for extension, name in kind.format_extensions.items()}

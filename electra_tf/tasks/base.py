@@ -22,6 +22,7 @@ Class attributes (known without a run):
     shared_flags      the `finetune` flags outside every kind's `Config` that it reads (`label_column`);
                       `flags()`, its `Config`'s fields and these, are the flags that are its own
     scores_predictions whether `predict` can score its inputs against gold labels (`--metrics_file`)
+    predict_input_files the `predict_options` naming a file `predict` reads (`passages`): never an output
 
 Training (`Kind(config)` reads the splits; errors name file and line):
 
@@ -94,6 +95,7 @@ class TaskKind:
     predict_options = ()
     shared_flags = ()  # `finetune` flags besides its `Config`'s that are its own (several kinds may list one)
     scores_predictions = True  # `predict` scores labelled inputs (`--metrics_file`); False: its inputs carry none
+    predict_input_files = ()  # the `predict_options` that name a file `predict` reads (`--output_file` never replaces)
     metric = None
 
     def __init__(self, config):

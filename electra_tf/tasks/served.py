@@ -100,10 +100,19 @@ def _check_options(kind, options, path):
     """Refuses the flags of `options` that the served `kind` (None: a fine-tuned model) does not read."""
     refused = [option for option in options if kind is None or option not in kind.predict_options]
     if refused:
-        readers = [k.name for k in tasks.KINDS.values() if refused[0] in k.predict_options]
+        readers = [k for k in tasks.KINDS.values() if refused[0] in k.predict_options]
         what = f"a {kind.name} model" if kind is not None else "a fine-tuned model"
-        raise ValueError(f"`--{refused[0]}` applies to {', '.join(readers)} models (replaced-token scores of a "
-                         f"pre-training run, hf:, official: or an `export --format rtd`); --init {path} is {what}.")
+        raise ValueError(f"`--{refused[0]}` applies to {' and '.join(map(_sources, readers))}; --init {path} is "
+                         f"{what}.")
+
+
+def _sources(kind):
+    """The models of served `kind`, as `predict --init` takes them (for an error)."""
+    if not kind.finetunes:
+        return (f"{kind.name} models (replaced-token scores of a pre-training run, hf:, official: or an "
+                f"`export --format {kind.name}`)")
+    return (f"{kind.name} models (a `finetune --task_kind {kind.name}` output dir, or its "
+            "`export --format serving`)")
 
 
 def _asset_config(module, where):

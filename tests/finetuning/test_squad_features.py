@@ -39,6 +39,13 @@ def test_malformed_json_names_the_file(tmp_path):
         squad.read_squad(path)
 
 
+def test_a_lone_surrogate_escape_names_the_file_and_line(tmp_path):
+    """JSON's `\\udc00` alone is no character: named by line and column where the document spells it."""
+    path = write(tmp_path, '{"data": [{"title": "t", "paragraphs": [\n{"context": "Paris \\udc00", "qas": []}]}]}')
+    with pytest.raises(ValueError, match=r"bad.json:2: \\udc00 at column 20 is a lone UTF-16 surrogate"):
+        squad.read_squad(path)
+
+
 def test_wrong_structure_names_the_json_path(tmp_path):
     path = write(tmp_path, squad_file([{"id": "q1", "question": "Where?", "answers": [{"text": "France"}]}]))
     with pytest.raises(ValueError, match=r"bad.json: `data\[0\].paragraphs\[0\].qas\[0\].answers\[0\].answer_start`"):

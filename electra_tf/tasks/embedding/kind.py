@@ -69,6 +69,7 @@ class EmbeddingKind(TaskKind):
     predict_formats = ("text", "jsonl")
     predict_options = ("passages", "top_k")
     scores_predictions = False  # texts carry no gold: `--metrics_file` is refused
+    predict_input_files = ("passages",)
     metric = METRIC
 
     def __init__(self, config):

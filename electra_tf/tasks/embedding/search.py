@@ -1,7 +1,9 @@
 """`predict --passages FILE --top_k K` of an embedding model: each query's best passages by cosine similarity.
 
-The passages (one per line, or JSON Lines `{"text": ...}`; blank lines skipped) are embedded
-once by the served model's `serving_default`, as the queries are; each query's record is then
+The passages (one per line, or JSON Lines `{"text": ...}`, told as `--input` is: by the
+extension, else by the content, a text line that starts with `{` being text; blank lines
+skipped) are embedded once by the served model's `serving_default`, as the queries are;
+each query's record is then
 
     {"line": 1, "top_k": [{"index": 3, "score": 0.82, "text": "..."}, ...]}
 
@@ -13,19 +15,29 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.data.lines import split_lines
-from electra_tf.finetuning.examples import field, json_object
-from electra_tf.predicting.inputs import read_text
+from electra_tf.finetuning.examples import STDIN, field, json_object
+from electra_tf.predicting.inputs import detect, read_text
 from electra_tf.tasks.embedding.metrics import rank
 
 DEFAULT_TOP_K = 10
 
 
 def read_passages(path):
-    """The passages of `path`: text lines, or JSON Lines with "text" (by the first line); errors name file and line."""
-    text = read_text(path)
+    """The passages of `path`: text lines, or JSON Lines with "text", told as `--input`'s are (`inputs.detect`: by
+    extension, else by content; a text line that starts with `{` is text); errors name `--passages`, the file and
+    the line."""
+    from electra_tf import tasks
+    from electra_tf.tasks.embedding.kind import EmbeddingKind
+
+    text = read_text(path, flag="passages", what="the passages to rank")
+    name = STDIN if path == "-" else path
+    found = detect(path, text, EmbeddingKind, tasks.format_extensions())
+    if found not in ("jsonl", "text"):
+        raise ValueError(f"`--passages={path}` reads as {found}: passages are text lines or JSON Lines with \"text\" "
+                         "(a .txt or .jsonl file).")
     lines = [(number, raw) for number, raw in enumerate(split_lines(text), start=1) if raw.strip()]
-    if lines[0][1].lstrip().startswith("{"):
-        return [field(json_object(path, number, raw), ("text",), path, number) for number, raw in lines]
+    if found == "jsonl":
+        return [field(json_object(name, number, raw), ("text",), name, number) for number, raw in lines]
     return [raw for _, raw in lines]
 
 

@@ -36,7 +36,7 @@ import random
 
 import tensorflow as tf
 
-from electra_tf.data.utf8 import decode_utf8
+from electra_tf.data.utf8 import check_json_escapes, decode_utf8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +92,7 @@ def read_squad(path, limit=None):
         root = json.loads(text)
     except json.JSONDecodeError as e:
         raise ValueError(f"{path} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}.") from None
+    check_json_escapes(text, path)
     _expect(root, dict, path, "(top level)")
     if "data" not in root:
         raise ValueError(f"{path}: no `data` list at the top level (keys: {sorted(root)[:10]}); not SQuAD format.")

@@ -1,13 +1,22 @@
 """Embedding task files: JSON Lines and TSV rows, and one error naming the file and line for each bad row."""
 
 import json
+import os
+import sys
 
 import pytest
 
-from electra_tf import tasks
-from electra_tf.tasks.embedding.data import Pair, read_pairs
-from electra_tf.tasks.embedding.kind import EmbeddingKind
-from electra_tf.tasks.embedding.metrics import corpus_of
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+from helpers import digests, error_line, make_run_dir, run_python, write_vocab  # noqa: E402
+from embedding_toy import write_task  # noqa: E402
+
+from electra_tf import tasks  # noqa: E402
+from electra_tf.tasks.embedding.data import Pair, read_pairs  # noqa: E402
+from electra_tf.tasks.embedding.kind import EmbeddingKind  # noqa: E402
+from electra_tf.tasks.embedding.metrics import corpus_of  # noqa: E402
+
+SURROGATE = ("\\ud800 at column 16 is a lone UTF-16 surrogate (half of a pair), which is no character: write the "
+             "character itself, or both escapes of its pair.")
 
 
 def write(path, text):
@@ -29,6 +38,8 @@ def test_jsonl_and_tsv_rows_with_and_without_hard_negatives(tmp_path):
     ("a.jsonl", '{"query": "q", "positive": "p"}\nnot json\n', r"a.jsonl:2: not valid JSON"),
     ("a.jsonl", '{"query": "q", "positive": 3}\n', r"a.jsonl:1: \"positive\" must be a str"),
     ("a.jsonl", '{"query": " ", "positive": "p"}\n', r"a.jsonl:1: \"query\" is empty"),
+    ("a.jsonl", '{"query": "q \\ud83d\\ude00", "positive": "p"}\n{"query": "bad \\ud800", "positive": "p"}\n',
+     r"a.jsonl:2: \\ud800 at column 16 is a lone UTF-16 surrogate"),
     ("a.jsonl", '{"query": "q", "positive": "p", "negative": "n"}\n{"query": "q", "positive": "p"}\n',
      r"a.jsonl:2: no negative, but line 1 has one"),
     ("a.tsv", "q\tp\nq\tp\tn\tx\n", r"a.tsv:2: 4 fields"),
@@ -60,3 +71,22 @@ def test_the_kind_is_registered_with_its_flags():
     assert tasks.FinetuneConfig(epochs=0).epochs == 0
     with pytest.raises(ValueError, match="pooling"):
         tasks.FinetuneConfig(pooling="max")
+
+
+def test_finetune_names_a_lone_surrogate_in_train_jsonl_by_file_and_line(tmp_path):
+    """`{"query": "bad \\ud800"}`: one line naming the file, the line and the column, exit 1, before the model
+    loads; no output folder, every file unchanged."""
+    vocab = write_vocab(tmp_path / "vocab.txt")
+    run = make_run_dir(tmp_path / "pretrained", vocab, embedding_dim=16, hidden_dim=16, num_layers=1,
+                       intermediate_dim=32, max_sequence_length=32, seq_length=32)
+    data = write_task(tmp_path / "data", splits=(("train", 8), ("dev", 4)))
+    train = tmp_path / "data" / "train.jsonl"
+    with open(train, "a") as f:
+        f.write('{"query": "bad \\ud800", "positive": "the cat lives in the barn"}\n')
+    before = digests(tmp_path)
+    out = tmp_path / "out"
+    result = run_python(["-m", "electra_tf.finetune", "--task_kind", "embedding", "--task", "animals", "--data_dir",
+                         data, "--init", run, "--output_dir", str(out), "--epochs", "1", "--batch_size", "4",
+                         "--seq_length", "32"], check=False)
+    assert error_line(result) == f"error: {train}:9: {SURROGATE}"
+    assert digests(tmp_path) == before and not out.exists()
