@@ -16,6 +16,7 @@ that step, from the run's TensorBoard logs). `--model_dir` reuses a run (pre-tra
 or does nothing when the run has its steps).
 """
 
+import glob
 import json
 import os
 import shutil
@@ -77,7 +78,11 @@ def training_auc(run_dir, every):
 
 def corpus_lines(demo_dir, count):
     """`count` lines of the demo corpus (what the run trains on), from its middle, each over 60 characters."""
-    with open(os.path.join(demo_dir, "corpus.txt"), encoding="utf-8") as f:
+    from electra_tf.pipelines.demo_corpus import CORPUS_FILE
+
+    # The corpus of any build in the cache (one folder per build's settings): it does not depend on them.
+    builds = sorted(glob.glob(os.path.join(demo_dir, "*", CORPUS_FILE)))
+    with open(builds[0], encoding="utf-8") as f:
         lines = [line.strip() for line in f if len(line.strip()) > 60]
     middle = len(lines) // 2
     return lines[middle:middle + count]

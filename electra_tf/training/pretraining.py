@@ -108,6 +108,26 @@ def check_batch_size(config, num_replicas=1):
         )
 
 
+def check_prediction_slots(config):
+    """Refuses a config that predicts no position of a sequence: nothing would be masked, so nothing learnt.
+
+    The default `--max_predictions_per_seq=0` predicts `int((mask_prob + 0.005) * seq_length)` positions,
+    none below 7 tokens at the default `--mask_prob=0.15`.
+
+    Example:
+    >>> from electra_tf.config import get_config
+    >>> from electra_tf.training.pretraining import check_prediction_slots
+    >>> check_prediction_slots(get_config("tiny", seq_length=6))
+    Traceback (most recent call last):
+    ValueError: `--seq_length=6` at `--mask_prob=0.15` predicts no position: ...
+    """
+    if config.num_predictions < 1:
+        raise ValueError(
+            f"`--seq_length={config.seq_length}` at `--mask_prob={config.mask_prob}` predicts no position: "
+            f"int((mask_prob + 0.005) * seq_length) = 0 prediction slots, so nothing is masked and nothing "
+            "learnt. Raise --seq_length or --mask_prob, or set --max_predictions_per_seq >= 1.")
+
+
 def check_inputs(config):
     """Every record file of `--data` (and `--eval_data`) exists, starts with well-formed records whose
     segment ids fit `--num_segments`, and its build's `stats.json` does not say otherwise."""
@@ -184,6 +204,7 @@ def train(config, model_dir, strategy=None, init=None, verbose=1, extra_callback
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     # Nothing is written before the batch, the data, the vocabulary and any existing run are found compatible.
+    check_prediction_slots(config)
     check_batch_size(config, strategy.num_replicas_in_sync)
     check_inputs(config)
     run_files.check_resumable(config, model_dir)

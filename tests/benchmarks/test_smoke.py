@@ -312,7 +312,7 @@ def test_tflite_export_compares_the_litert_models_with_the_saved_model(tmp_path)
 @pytest.mark.large  # pre-trains the tiny preset 2 steps, then 2 `predict --corrupt` runs: ~1 min
 def test_rtd_auc_scores_a_tiny_run_on_held_out_and_training_text(tmp_path, demo_data):
     text = report("rtd_auc", tmp_path, "--steps", "2", "--every", "2", "--seeds", "1", "--demo_dir",
-                  os.path.dirname(demo_data["vocab_file"]), "--model_dir", str(tmp_path / "run"))
+                  demo_data["demo_dir"], "--model_dir", str(tmp_path / "run"))
     (row,) = table_rows(text)[1:]
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[0] == "2" and len(cells) == 6
