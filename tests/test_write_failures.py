@@ -155,14 +155,22 @@ def test_a_killed_encoder_export_leaves_nothing_that_blocks_the_rerun(finetuned,
     assert sorted(os.listdir(tmp_path)) == ["encoder", "kill_after_save.py"]  # the killed one's claim taken over
 
 
-def test_an_emptied_trials_settings_file_is_named(tmp_path):
+def test_an_emptied_trials_settings_file_is_named(finetuned, tmp_path):
     from electra_tf import run_files
 
-    path = tmp_path / run_files.TRIALS_DIR / run_files.RUN_SETTINGS_FILE
-    path.parent.mkdir()
-    path.write_text("")
-    with pytest.raises(ValueError, match=rf"^{path} is not valid JSON \(Expecting value: line 1 column 1"):
-        run_files.read_json(str(path))
+    output = tmp_path / "finetuned"
+    path = output / run_files.TRIALS_DIR / run_files.RUN_SETTINGS_FILE
+    path.parent.mkdir(parents=True)
+    path.write_text("")  # an unfinished run's settings, emptied
+    task = tmp_path / "task"
+    task.mkdir()
+    for split in ("train", "dev"):
+        (task / f"{split}.tsv").write_text("sentence\tlabel\npiece1 piece2\t0\npiece3 piece4\t1\n")
+    before = checksums(output)
+    line = error_line(run_python(["-m", "electra_tf.finetune", "--task", "toy", "--data_dir", str(task), "--init",
+                                  finetuned["run"], "--output_dir", str(output), "--epochs", "1"], check=False))
+    assert line == f"error: {path} is not valid JSON (Expecting value: line 1 column 1 (char 0)): truncated or damaged."
+    assert checksums(output) == before
 
 
 @pytest.mark.parametrize("shape", [(0, 4), (2, 0)], ids=["no_rows", "no_ids"])
