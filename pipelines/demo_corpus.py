@@ -253,21 +253,16 @@ def build_demo_data(output_dir, seq_length=128, vocab_size=8192, num_shards=4, s
         return dict(result, stats=cached)
 
     start = time.time()
-    os.makedirs(output_dir, exist_ok=True)
-    staging = atomic.partial_path(folder)
-    os.mkdir(staging)
     try:
-        corpus, stats = _build(staging, output_dir, params, seq_length, vocab_size, num_shards, seed)
-        try:
-            os.rename(staging, folder)  # whole, or not at all; onto nothing (a folder of these settings is never replaced)
-        except OSError:
-            cached = _cached_stats(folder, params, num_shards)
-            if cached is None:
-                raise
-            logging.info("demo data: another run built %s meanwhile; using it", folder)
-            return dict(result, stats=cached)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        # Built beside `folder`, renamed onto it whole; never onto a folder another run has filled meanwhile.
+        with atomic.staged_folder(folder) as staging:
+            corpus, stats = _build(staging, output_dir, params, seq_length, vocab_size, num_shards, seed)
+    except OSError:
+        cached = _cached_stats(folder, params, num_shards)
+        if cached is None:
+            raise
+        logging.info("demo data: another run built %s meanwhile; using it", folder)
+        return dict(result, stats=cached)
     logging.info("demo data: built %s in %.1fs: %d examples", folder, time.time() - start, stats["examples"])
     return dict(result, stats=dict(stats, corpus=corpus, cached=False))
 

@@ -277,7 +277,7 @@ def train(config, model_dir, strategy=None, init=None, verbose=1, extra_callback
             callbacks.StopAtStep(config.train_steps),
             callbacks.SkippedUpdates(),
             callbacks.Throughput(config.batch_size),
-            callbacks.Progress(),  # the bar shows four metrics; `board` logs them all
+            callbacks.Progress(),  # the bar shows four metrics (and skipped updates); `board` logs them all
             board,
             callbacks.StopOnNonFiniteLoss(),  # before `save`: a bad step is never written
             save,
