@@ -6,8 +6,10 @@ wrong class, `OSError` such as `FileNotFoundError`, corrupt data reported by Ten
     error: No pre-training files match `--data=records/*`.
 
 and exits 1 (`ERROR_EXIT`); a usage error exits 2 (`USAGE_EXIT`) with a `--help` hint; memory
-running out names the flags that size the work (`out_of_memory`); a missing package names what
-to install (`missing_module`). `--debug` adds the traceback. Anything else (a bug) keeps Python's
+running out names the flags that size the work (`out_of_memory`); a write the file system refuses
+(full, read-only, `ulimit -f`; TensorFlow reports a full disk as `ResourceExhaustedError`) names the
+output flags (`write_failure`), and stdout on a full device says so (`stdout_failure`); a missing
+package names what to install (`missing_module`). `--debug` adds the traceback. Anything else (a bug) keeps Python's
 traceback. Nothing here imports TensorFlow: its errors count once it is loaded.
 """
 
@@ -127,6 +129,9 @@ def stdout_failure(error):
             "written before this is all the output. Redirect stdout elsewhere.")
 
 
+# What only a write is refused with (an I/O error may be a read's): full, a size limit or quota, read-only.
+_FILE_SYSTEM_REFUSALS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS)
+
 # The flags that name where a command writes, for a write failure that names only a file.
 OUTPUT_FLAGS = ("output_dir", "model_dir", "output_file", "metrics_file")
 
@@ -144,7 +149,7 @@ def write_failure(error, flag_values=None):
     if reason is not None:
         found = re.search(r"(\S+);\s*" + re.escape(reason), message(error))  # `<file>; No space left on device`
         path = found.group(1) if found else None
-    elif isinstance(error, OSError) and error.errno in _WRITE_FAILURES + (errno.EROFS,) and error.filename:
+    elif isinstance(error, OSError) and error.errno in _FILE_SYSTEM_REFUSALS and error.filename:
         reason, path = error.strerror or str(error), error.filename
     if reason is None:
         return None
