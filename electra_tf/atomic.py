@@ -218,7 +218,8 @@ def _failure(error, flag, path, stream=False):
     """One `WriteError` naming the flag and the file, with the cause (a full disk, a size limit) in its text."""
     if isinstance(error, WriteError):
         return error
-    reason = getattr(error, "strerror", None) or getattr(error, "message", None) or str(error) or type(error).__name__
+    reason = (getattr(error, "strerror", None) or _tensorflow_write_reason(error) or getattr(error, "message", None)
+              or str(error) or type(error).__name__)
     left = "the device or stream has what was written before" if stream else \
         "nothing was left there (an earlier file of that name is as it was)"
     return WriteError(f"Cannot write {_describe(flag, path)}: {reason.splitlines()[0][:300]}; {left}.")
@@ -229,8 +230,37 @@ _WRITE_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EIO
                  errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR}
 
 
+# TensorFlow's own file writes (a SavedModel's variables, a checkpoint) fail as an `OpError` whose message
+# ends with the system's reason (`...; No space left on device [Op:SaveV2]`), ENOSPC a ResourceExhaustedError.
+_TENSORFLOW_WRITE_REASONS = ("No space left on device", "File too large", "Disk quota exceeded",
+                             "Read-only file system")
+
+
+def _tensorflow_write_reason(error):
+    """The system's reason in a TensorFlow error of a failed write (a full disk, `ulimit -f`), else None."""
+    text = getattr(error, "message", None)
+    if not isinstance(text, str) or not type(error).__module__.startswith("tensorflow"):
+        return None
+    return next((reason for reason in _TENSORFLOW_WRITE_REASONS if reason in text), None)
+
+
 def _is_write_error(error):
-    return isinstance(error, OSError) and error.errno in _WRITE_ERRNOS
+    return (isinstance(error, OSError) and error.errno in _WRITE_ERRNOS) or _tensorflow_write_reason(error) is not None
+
+
+def named_write_error(error, flag, path):
+    """The `WriteError` naming `--flag` and `path` for a write refused by the file system (read-only, full, a
+    size limit, a file where a folder belongs), or None for any other error (the product's own, which name
+    their flag, included): `raise atomic.named_write_error(e, flag, path) or e`."""
+    if not flag or isinstance(error, WriteError) or not _is_write_error(error):
+        return None
+    reason = getattr(error, "strerror", None) or _tensorflow_write_reason(error) or str(error)
+    blocking = getattr(error, "filename", None) if error.errno in (errno.EEXIST, errno.ENOTDIR) else None
+    while blocking and not os.path.lexists(blocking):  # the file in the way: the deepest existing part
+        blocking = os.path.dirname(blocking)
+    if blocking and os.path.isfile(blocking):
+        reason += f" ({blocking} is a file, not a folder)"
+    return WriteError(f"Cannot write {_describe(flag, path)}: {reason}.")
 
 
 @contextlib.contextmanager
@@ -383,17 +413,20 @@ def claim_folder(path, flag):
         while folder and not os.path.lexists(folder):
             missing.append(folder)
             folder = os.path.dirname(folder)
-        os.makedirs(os.path.dirname(claim), exist_ok=True)
-        _created[target] = missing
         try:
-            os.mkdir(claim)
-        except FileExistsError:
-            if not _stale(claim):
-                raise FileExistsError(f"`--{flag}={path}` is being written by another command (its temporary "
-                                      f"folder {claim} exists). Wait for it, choose another --{flag}, or remove "
-                                      "that folder if no command is running.") from None
-            shutil.rmtree(claim, ignore_errors=True)  # a killed command's: taken over
-            os.mkdir(claim)
+            os.makedirs(os.path.dirname(claim), exist_ok=True)
+            _created[target] = missing
+            try:
+                os.mkdir(claim)
+            except FileExistsError:
+                if not _stale(claim):
+                    raise FileExistsError(f"`--{flag}={path}` is being written by another command (its temporary "
+                                          f"folder {claim} exists). Wait for it, choose another --{flag}, or remove "
+                                          "that folder if no command is running.") from None
+                shutil.rmtree(claim, ignore_errors=True)  # a killed command's: taken over
+                os.mkdir(claim)
+        except OSError as e:  # a read-only or full file system: named by the flag, before any work
+            raise named_write_error(e, flag, path) or e
         _fix_mode(claim)
         with open(os.path.join(claim, CLAIM_OWNER), "w", encoding="utf-8") as f:
             json.dump({"host": socket.gethostname(), "pid": os.getpid()}, f)

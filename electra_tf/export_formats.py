@@ -38,7 +38,9 @@ class ExportFormat:
 
 
 class Encoder(ExportFormat):
-    """An encoder SavedModel that `tf.saved_model.load` alone runs."""
+    """An encoder SavedModel that `tf.saved_model.load` alone runs (written whole under the claimed folder)."""
+
+    claimed = True
 
     def export(self, options):
         from electra_tf.exporting.encoder_saved_model import export_encoder

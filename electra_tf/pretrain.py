@@ -51,6 +51,7 @@ def main(argv):
     from electra_tf import config as config_lib
     from electra_tf.config_fields import fields
     from electra_tf.training import distribute, run_lock
+    from electra_tf.training.pretraining import check_prediction_slots
 
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
@@ -59,6 +60,11 @@ def main(argv):
     _check_model_dir(FLAGS.model_dir, FLAGS.init, FLAGS["data"].value if "data" in FLAGS else None)
     overrides = {name: FLAGS[name].value for name in fields(config_lib.ElectraConfig) if FLAGS[name].value is not None}
     config = config_lib.get_config(FLAGS.config, **overrides)
+    if config.data == "demo":  # before the strategy, the lock or the demo build
+        from electra_tf.demo_data import check_demo_settings
+
+        check_demo_settings(config)
+    check_prediction_slots(config)
     strategy = distribute.create_strategy(FLAGS.strategy, FLAGS.tpu, FLAGS.num_cpu_devices,
                                           FLAGS.worker_startup_timeout)
     # One writer per run: a second process on --model_dir is refused naming the holder (the chief holds it).

@@ -356,11 +356,11 @@ def write_results(output_dir, results, finetune_config):
 
 
 def read_json(path):
-    """The JSON value in `path`, or None when there is no such file."""
+    """The JSON object in `path`, or None when there is no such file; a file that is not one (emptied, truncated)
+    is an error naming it."""
     if not tf.io.gfile.exists(path):
         return None
-    with tf.io.gfile.GFile(path) as f:
-        return json.load(f)
+    return read_json_object(path)
 
 
 def read_json_object(path):

@@ -406,6 +406,10 @@ def _finalize_stats(stats, max_seq_length, num_shards, seed):
     )
 
 
+# The shortest example packed: [CLS], one piece of each of two segments, two [SEP].
+MIN_SEQ_LENGTH = 5
+
+
 def build_pretraining_data(
     inputs,
     vocab_file,
@@ -472,8 +476,8 @@ def build_pretraining_data(
             num_shards=2, pipeline_args=["--direct_running_mode=in_memory"])
         ```
     """
-    if max_seq_length < 5:
-        raise ValueError(f"`max_seq_length` must be >= 5. Received: `max_seq_length={max_seq_length}`")
+    if max_seq_length < MIN_SEQ_LENGTH:
+        raise ValueError(f"`max_seq_length` must be >= {MIN_SEQ_LENGTH}. Received: `max_seq_length={max_seq_length}`")
     if num_shards < 1:
         raise ValueError(f"`num_shards` must be >= 1. Received: `num_shards={num_shards}`")
     tokenizer = tokenizer_lib.WordPieceTokenizer(vocab_file, lower_case=lower_case)  # fails fast on a bad vocabulary

@@ -19,6 +19,7 @@ import inspect
 import json
 import os
 import re
+import shutil
 import sys
 import sysconfig
 import time
@@ -211,10 +212,19 @@ def build_demo_corpus(output_file, target_bytes=4_000_000):
 def build_demo_data(output_dir, seq_length=128, vocab_size=8192, num_shards=4, seed=0):
     """Builds (or reuses) the demo corpus, its vocabulary and packed TFRecords.
 
+    The cache holds one folder per build's settings, `output_dir/seq_length_<N>-<digest>`
+    (`build_folder`): another `seq_length` (or vocabulary size, shard count, seed, Python)
+    is another folder, and a build never replaces one in place. A build is made in a
+    temporary folder beside it and renamed into place whole, its manifest written last,
+    so a run killed mid-build leaves nothing that looks built, and runs started at once
+    each build and the first rename wins (the others use its folder). The corpus and
+    vocabulary of another folder of the same recipe are reused (they do not depend on
+    `seq_length`, `num_shards` or `seed`).
+
     Args:
-        output_dir: str. Cache directory; holds `corpus.txt`, `vocab.txt`,
-            the shards, `stats.json` and `demo_manifest.json`.
-        seq_length: int. Example length.
+        output_dir: str. Cache directory; each build folder holds `corpus.txt`,
+            `vocab.txt`, the shards, `stats.json` and `demo_manifest.json`.
+        seq_length: int. Example length, at least `MIN_SEQ_LENGTH`.
         vocab_size: int. Vocabulary size, special tokens included.
         num_shards: int. Number of TFRecord files.
         seed: int. Packing seed.
@@ -233,50 +243,114 @@ def build_demo_data(output_dir, seq_length=128, vocab_size=8192, num_shards=4, s
         dataset = tf.data.TFRecordDataset(tf.io.gfile.glob(demo["data"]))
         ```
     """
-    params = dict(
-        version=VERSION, seq_length=seq_length, vocab_size=vocab_size, num_shards=num_shards, seed=seed,
-        python=sys.version.split()[0], target_bytes=TARGET_BYTES,
-    )
-    data_glob = os.path.join(output_dir, SHARD_GLOB)
-    vocab_file = os.path.join(output_dir, VOCAB_FILE)
-    manifest_path = os.path.join(output_dir, MANIFEST_FILE)
-    stats_path = os.path.join(output_dir, build_lib.STATS_FILE)
-    result = dict(data=data_glob, vocab_file=vocab_file)
-    if _cache_hit(output_dir, manifest_path, params, num_shards):
-        with open(stats_path, encoding="utf-8") as f:
-            stats = json.load(f)
-        with open(manifest_path, encoding="utf-8") as f:
-            stats["corpus"] = json.load(f)["corpus"]
-        stats["cached"] = True
-        logging.info("demo data: cache hit in %s", output_dir)
-        return dict(result, stats=stats)
+    check_seq_length(seq_length)
+    params = _params(seq_length, vocab_size, num_shards, seed)
+    folder = build_folder(output_dir, seq_length, vocab_size, num_shards, seed)
+    result = dict(data=os.path.join(folder, SHARD_GLOB), vocab_file=os.path.join(folder, VOCAB_FILE))
+    cached = _cached_stats(folder, params, num_shards)
+    if cached is not None:
+        logging.info("demo data: cache hit in %s", folder)
+        return dict(result, stats=cached)
 
     start = time.time()
-    os.makedirs(output_dir, exist_ok=True)
-    if os.path.exists(manifest_path):
-        os.remove(manifest_path)  # the manifest is written last: no manifest = incomplete
-    corpus_file = os.path.join(output_dir, CORPUS_FILE)
-    logging.info("demo data: building the corpus in %s", output_dir)
-    corpus = build_demo_corpus(corpus_file, target_bytes=TARGET_BYTES)
-    logging.info("demo data: training a %d-entry vocabulary", vocab_size)
-    vocab_lib.build_vocab(corpus_file, vocab_size, vocab_file, lower_case=True)
-    logging.info("demo data: packing %d-token examples into %d shards", seq_length, num_shards)
-    stats = build_lib.build_pretraining_data(
-        f"text:{corpus_file}", vocab_file, output_dir, max_seq_length=seq_length, num_shards=num_shards,
-        seed=seed, pipeline_args=["--direct_running_mode=in_memory"], overwrite=True,
-    )
-    atomic.write_json(manifest_path, dict(params=params, corpus=corpus), sort_keys=True)
-    logging.info("demo data: built in %.1fs: %d examples", time.time() - start, stats["examples"])
+    try:
+        # Built beside `folder`, renamed onto it whole; never onto a folder another run has filled meanwhile.
+        with atomic.staged_folder(folder) as staging:
+            corpus, stats = _build(staging, output_dir, params, seq_length, vocab_size, num_shards, seed)
+    except OSError:
+        cached = _cached_stats(folder, params, num_shards)
+        if cached is None:
+            raise
+        logging.info("demo data: another run built %s meanwhile; using it", folder)
+        return dict(result, stats=cached)
+    logging.info("demo data: built %s in %.1fs: %d examples", folder, time.time() - start, stats["examples"])
     return dict(result, stats=dict(stats, corpus=corpus, cached=False))
 
 
-def _cache_hit(output_dir, manifest_path, params, num_shards):
+# The shortest example the records builder packs: [CLS], a piece of each segment, two [SEP].
+MIN_SEQ_LENGTH = build_lib.MIN_SEQ_LENGTH
+
+
+def check_seq_length(seq_length):
+    """Refuses, before anything is built, a `--seq_length` too short for the demo records (`MIN_SEQ_LENGTH`)."""
+    if seq_length < MIN_SEQ_LENGTH:
+        raise ValueError(
+            f"`--seq_length={seq_length}` is too short for `--data=demo`: its records need at least "
+            f"{MIN_SEQ_LENGTH} tokens ([CLS], a piece of each of two segments, two [SEP]). Use --seq_length >= "
+            f"{MIN_SEQ_LENGTH}.")
+
+
+def build_folder(output_dir, seq_length=128, vocab_size=8192, num_shards=4, seed=0):
+    """The folder of `output_dir` that holds the demo build of these settings (`seq_length_<N>-<digest>`)."""
+    params = _params(seq_length, vocab_size, num_shards, seed)
+    digest = hashlib.sha256(json.dumps(params, sort_keys=True).encode("utf-8")).hexdigest()[:10]
+    return os.path.join(output_dir, f"seq_length_{seq_length}-{digest}")
+
+
+def _params(seq_length, vocab_size, num_shards, seed):
+    return dict(
+        version=VERSION, seq_length=seq_length, vocab_size=vocab_size, num_shards=num_shards, seed=seed,
+        python=sys.version.split()[0], target_bytes=TARGET_BYTES,
+    )
+
+
+# What the corpus and the vocabulary depend on: another build with the same values has the same two files.
+_CORPUS_PARAMS = ("version", "python", "target_bytes", "vocab_size")
+
+
+def _build(staging, output_dir, params, seq_length, vocab_size, num_shards, seed):
+    """Fills `staging` with a whole build, its manifest last; returns (corpus counts, the builder's stats)."""
+    corpus_file = os.path.join(staging, CORPUS_FILE)
+    vocab_file = os.path.join(staging, VOCAB_FILE)
+    corpus = _reuse_corpus(output_dir, params, staging)
+    if corpus is None:
+        logging.info("demo data: building the corpus in %s", staging)
+        corpus = build_demo_corpus(corpus_file, target_bytes=TARGET_BYTES)
+        logging.info("demo data: training a %d-entry vocabulary", vocab_size)
+        vocab_lib.build_vocab(corpus_file, vocab_size, vocab_file, lower_case=True)
+    logging.info("demo data: packing %d-token examples into %d shards", seq_length, num_shards)
+    stats = build_lib.build_pretraining_data(
+        f"text:{corpus_file}", vocab_file, staging, max_seq_length=seq_length, num_shards=num_shards,
+        seed=seed, pipeline_args=["--direct_running_mode=in_memory"], overwrite=True,
+    )
+    atomic.write_json(os.path.join(staging, MANIFEST_FILE), dict(params=params, corpus=corpus), sort_keys=True)
+    return corpus, stats
+
+
+def _reuse_corpus(output_dir, params, staging):
+    """Copies the corpus and vocabulary of a complete build of the same recipe into `staging`; its counts, or None."""
+    wanted = {k: params[k] for k in _CORPUS_PARAMS}
+    earlier = [output_dir]  # the flat layout of earlier releases, then the build folders
+    earlier += [os.path.join(output_dir, n) for n in sorted(os.listdir(output_dir)) if not n.startswith(".")]
+    for folder in earlier:
+        try:
+            with open(os.path.join(folder, MANIFEST_FILE), encoding="utf-8") as f:
+                manifest = json.load(f)
+            if {k: manifest["params"].get(k) for k in _CORPUS_PARAMS} != wanted:
+                continue
+            for file in (CORPUS_FILE, VOCAB_FILE):
+                shutil.copyfile(os.path.join(folder, file), os.path.join(staging, file))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        logging.info("demo data: reusing the corpus and vocabulary of %s", folder)
+        return manifest["corpus"]
+    return None
+
+
+def _cached_stats(folder, params, num_shards):
+    """The stats of a complete build of `params` in `folder` (`cached: True`), or None."""
+    manifest_path = os.path.join(folder, MANIFEST_FILE)
     try:
         with open(manifest_path, encoding="utf-8") as f:
-            if json.load(f)["params"] != params:
-                return False
-    except (OSError, ValueError, KeyError):
-        return False
-    needed = [build_lib.SUCCESS_FILE, build_lib.STATS_FILE, VOCAB_FILE, CORPUS_FILE]
-    needed += [os.path.basename(p) for p in build_lib.shard_paths(output_dir, num_shards)]
-    return all(tf.io.gfile.exists(os.path.join(output_dir, name)) for name in needed)
+            manifest = json.load(f)
+        if manifest["params"] != params:
+            return None
+        needed = [build_lib.SUCCESS_FILE, build_lib.STATS_FILE, VOCAB_FILE, CORPUS_FILE]
+        needed += [os.path.basename(p) for p in build_lib.shard_paths(folder, num_shards)]
+        if not all(tf.io.gfile.exists(os.path.join(folder, name)) for name in needed):
+            return None
+        with open(os.path.join(folder, build_lib.STATS_FILE), encoding="utf-8") as f:
+            stats = json.load(f)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return dict(stats, corpus=manifest["corpus"], cached=True)

@@ -14,17 +14,19 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
 @pytest.fixture(scope="session")
 def demo_data(tmp_path_factory):
-    """The embedded demo corpus built once per session: dict(data=glob, vocab_file=path)."""
+    """The embedded demo corpus built once per session: dict(data=glob, vocab_file=path, demo_dir=the cache,
+    what `--demo_dir` takes)."""
     from electra_tf.pipelines.demo_corpus import build_demo_data
 
     if "PYTEST_XDIST_WORKER" not in os.environ:
-        return build_demo_data(str(tmp_path_factory.mktemp("demo")), seq_length=128)
+        root = str(tmp_path_factory.mktemp("demo"))
+        return dict(build_demo_data(root, seq_length=128), demo_dir=root)
     # One build for all pytest-xdist workers: their base temp folders share this run's folder. The
     # first worker builds under the lock; the others wait and hit build_demo_data's cache.
     shared = tmp_path_factory.getbasetemp().parent
     with open(shared / "demo.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return build_demo_data(str(shared / "demo"), seq_length=128)
+        return dict(build_demo_data(str(shared / "demo"), seq_length=128), demo_dir=str(shared / "demo"))
 
 
 def pytest_xdist_auto_num_workers(config):

@@ -184,3 +184,13 @@ def test_a_text_folder_as_input_asks_for_a_glob(folder):
                    folder, exit_code=1)
     assert line == (f"error: Input `text:{corpus}` is a folder; give a glob of its files, e.g. `text:{corpus}/*` "
                     "(only books: reads a folder: a book per .txt file).")
+
+
+# --- `--noFLAG=value`: absl's `--noFLAG` takes no value ---------------------------------------------
+
+
+def test_a_value_given_to_a_no_flag_is_one_line_and_exit_2_like_any_bad_flag(folder):
+    line = refused(["-m", "electra_tf.pretrain", "--config", "tiny", "--model_dir", str(folder / "run"),
+                    "--nofused_elementwise=maybe"], folder, exit_code=2)
+    assert line == ("error: flag --nofused_elementwise=maybe: --nofused_elementwise takes no value (it sets "
+                    "--fused_elementwise to false); write --nofused_elementwise, or --fused_elementwise=true|false")

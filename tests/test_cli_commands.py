@@ -18,7 +18,7 @@ def run_dir(tmp_path_factory):
 def test_the_readme_quick_start_trains_on_the_demo_corpus_and_exits_0(tmp_path, demo_data):
     """`python -m electra_tf.pretrain --config tiny --model_dir runs/demo` (here 2 steps): no --data needed."""
     result = run_python(["-m", "electra_tf.pretrain", "--config", "tiny", "--model_dir", str(tmp_path / "demo"),
-                         "--demo_dir", os.path.dirname(demo_data["vocab_file"]), "--train_steps", "2",
+                         "--demo_dir", demo_data["demo_dir"], "--train_steps", "2",
                          "--batch_size", "4", "--verbose", "0"])
     assert result.returncode == 0
     assert (tmp_path / "demo" / "discriminator.keras").exists()

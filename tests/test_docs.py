@@ -164,11 +164,10 @@ def _squad(n):
 
 
 def _write_inputs(root, work, demo):
-    demo_dir = pathlib.Path(demo["vocab_file"]).parent
     for name in ("demo_cache", "demo_data"):
-        shutil.copytree(demo_dir, work / name)
+        shutil.copytree(demo["demo_dir"], work / name)
     (work / "corpus").mkdir()
-    with open(demo_dir / "corpus.txt", encoding="utf-8") as f:
+    with open(pathlib.Path(demo["vocab_file"]).parent / "corpus.txt", encoding="utf-8") as f:
         (work / "corpus" / "my_text.txt").write_text(f.read(300_000).rsplit("\n\n", 1)[0] + "\n", encoding="utf-8")
     tasks = root / "shared" / "data" / "tasks"
     tasks.mkdir(parents=True)

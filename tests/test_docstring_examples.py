@@ -59,7 +59,7 @@ def fresh_dir(tmp_path, monkeypatch, request):
     example = request.node.callspec.params["example"]
     if example.name in DEMO_FOLDERS:
         demo = request.getfixturevalue("demo_data")
-        shutil.copytree(os.path.dirname(demo["vocab_file"]), tmp_path / DEMO_FOLDERS[example.name])
+        shutil.copytree(demo["demo_dir"], tmp_path / DEMO_FOLDERS[example.name])
     yield tmp_path
     import keras
 

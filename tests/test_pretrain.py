@@ -189,7 +189,7 @@ def test_a_vocab_file_contradicting_the_demo_data_is_refused_not_replaced(tmp_pa
 
     other = write_vocab(tmp_path / "other_vocab.txt")
     result = run_python(["-m", "electra_tf.pretrain", "--config", "tiny", "--model_dir", str(tmp_path / "run"),
-                         "--demo_dir", os.path.dirname(demo_data["vocab_file"]), "--vocab_file", other],
+                         "--demo_dir", demo_data["demo_dir"], "--vocab_file", other],
                         check=False)
     line = one_error_line(result)
     assert f"`--vocab_file={other}` is not the vocabulary of `--data=demo`" in line

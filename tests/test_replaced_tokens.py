@@ -291,7 +291,7 @@ def test_a_trained_discriminator_spots_its_generators_replacements_on_held_out_t
     pieces score higher than the kept ones (AUC from its definition), as pre-training's own `disc_auc` says."""
     run = tmp_path / "run"
     run_python(["-m", "electra_tf.pretrain", "--config", "tiny", "--model_dir", str(run), "--demo_dir",
-                os.path.dirname(demo_data["vocab_file"]), "--train_steps", str(STEPS),
+                demo_data["demo_dir"], "--train_steps", str(STEPS),
                 "--save_checkpoints_steps", str(STEPS), "--verbose", "2"])
     text = HELD_OUT
     out, metrics = tmp_path / "scores.jsonl", tmp_path / "metrics.json"

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import REPO, run_python, write_records
+from helpers import REPO, checksums, run_python, tensorboard_values, write_records
 from electra_tf import run_files, sources
 from electra_tf.sources.named_checkpoint import all_finite
 
@@ -200,6 +200,55 @@ def test_non_finite_loss_stops_naming_the_step_and_keeps_finite_checkpoints(tmp_
         train(config.replace(train_steps=40, learning_rate=1e30, save_checkpoints_steps=1), model_dir, verbose=0)
     pretrainer, _ = sources.restore_pretrainer(model_dir)
     assert all_finite(pretrainer.variables)
+
+
+def checkpoint_value(model_dir, name):
+    """A scalar of the run's latest checkpoint (`optimizer/state/iteration`, `loss_scale/skipped_updates`)."""
+    return int(tf.train.load_checkpoint(run_files.latest_checkpoint(str(model_dir))).get_tensor(name + SUFFIX))
+
+
+@pytest.mark.large
+def test_mixed_float16_applies_the_steps_it_claims_and_names_the_skipped_updates(tmp_path, data):
+    """Keras' loss scaler starts at 2**15 and skips the updates whose float16 gradients overflow: the run trains
+    on until `--train_steps` updates are applied, ckpt-N holds N of them, and the skipped count is said."""
+    model_dir = tmp_path / "mixed"
+    args = command(data, model_dir, train_steps=5, precision="mixed_float16", log_steps=1)
+    result = run_python(args)
+    assert checkpoint_steps(model_dir) == [5]
+    assert checkpoint_value(model_dir, "optimizer/state/iteration") == 5  # applied updates
+    skipped = checkpoint_value(model_dir, "loss_scale/skipped_updates")
+    assert skipped > 0, result.stderr[-3000:]  # the scale settled on this run: otherwise the test proves nothing
+    assert f"skipped the update of {skipped} batches" in result.stderr
+    assert f"{5 + skipped} batches read for 5 applied updates" in result.stderr
+    logged = tensorboard_values(model_dir / "logs" / "train", "batch_skipped_updates")
+    assert max(logged) == 5 + skipped and logged[max(logged)] == skipped  # one per batch read (from 1), the total
+    before = checksums(model_dir / run_files.CHECKPOINT_DIR)
+    again = run_python(args)  # the same command: nothing left to train
+    assert "Already trained 5 of 5 steps" in again.stderr
+    assert checksums(model_dir / run_files.CHECKPOINT_DIR) == before
+
+
+@pytest.mark.large
+def test_mixed_float16_sigkill_then_rerun_equals_an_uninterrupted_run(tmp_path, data):
+    """The loss scale, its growth counter and the skipped count are in the checkpoint: a resumed run reads the
+    same batches with the same scale (its latest checkpoint falls inside an epoch of batches read)."""
+    flags = dict(train_steps=10, precision="mixed_float16")
+    reference, model_dir = tmp_path / "reference", tmp_path / "killed"
+    run_python(command(data, reference, **flags))
+    script = tmp_path / "kill_at_step.py"
+    script.write_text(KILL_AT_STEP)
+    result = subprocess.run([sys.executable, str(script), *command(data, model_dir, **flags)[2:]],
+                            cwd=REPO, env=dict(env(), KILL_AT_STEP="7"), capture_output=True, timeout=600)
+    assert result.returncode == -signal.SIGKILL, result.stderr[-3000:]
+    assert checkpoint_steps(model_dir) == [5] and checkpoint_value(model_dir, "loss_scale/skipped_updates") > 0
+    run_python(command(data, model_dir, **flags))
+    assert checkpoint_steps(model_dir) == checkpoint_steps(reference) == [5, 10]
+    for name in ("optimizer/state/iteration", "loss_scale/skipped_updates", "loss_scale/step_counter"):
+        assert checkpoint_value(model_dir, name) == checkpoint_value(reference, name), name
+    (_, got), (_, expected) = model_weights(model_dir), model_weights(reference)
+    assert got.keys() == expected.keys() and len(got) > 50
+    worst = max(float(np.abs(got[n] - expected[n]).max()) for n in got)
+    assert worst <= 1e-6, worst
 
 
 # Runs the CLI and sends it SIGTERM (a preemption notice) once the optimizer has taken `TERM_AT_STEP` steps.

@@ -6,14 +6,19 @@ wrong class, `OSError` such as `FileNotFoundError`, corrupt data reported by Ten
     error: No pre-training files match `--data=records/*`.
 
 and exits 1 (`ERROR_EXIT`); a usage error exits 2 (`USAGE_EXIT`) with a `--help` hint; memory
-running out names the flags that size the work (`out_of_memory`); a missing package names what
-to install (`missing_module`). `--debug` adds the traceback. Anything else (a bug) keeps Python's
+running out names the flags that size the work (`out_of_memory`); a write the file system refuses
+(full, read-only, `ulimit -f`; TensorFlow reports a full disk as `ResourceExhaustedError`) names the
+output flags (`write_failure`), and stdout on a full device says so (`stdout_failure`); a missing
+package names what to install (`missing_module`). `--debug` adds the traceback. Anything else (a bug) keeps Python's
 traceback. Nothing here imports TensorFlow: its errors count once it is loaded.
 """
 
+import errno
 import math
+import os
 import re
 import signal
+import stat
 import sys
 import traceback
 
@@ -102,6 +107,82 @@ def message(error):
     return text
 
 
+# What a write refused by the device says: full, over a size limit or quota, an I/O error.
+_WRITE_FAILURES = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO)
+
+
+def stdout_failure(error):
+    """The one line for a write to stdout that the device refused (`> /dev/full`, a full disk), else None.
+
+    Such an error names no file; stdout is the stream that still cannot be flushed. It is then pointed at
+    the null device, so Python's exit does not report it again.
+    """
+    if not isinstance(error, OSError) or error.errno not in _WRITE_FAILURES or error.filename is not None:
+        return None
+    if sys.stdout is None or not _refuses_writes(sys.stdout, error.errno):
+        return None
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return (f"Cannot write stdout: {error.strerror or error} (is it redirected to a full device?); what was "
+            "written before this is all the output. Redirect stdout elsewhere.")
+
+
+# What only a write is refused with (an I/O error may be a read's): full, a size limit or quota, read-only.
+_FILE_SYSTEM_REFUSALS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS)
+
+# The flags that name where a command writes, for a write failure that names only a file.
+OUTPUT_FLAGS = ("output_dir", "model_dir", "output_file", "metrics_file")
+
+
+def write_failure(error, flag_values=None):
+    """The one line for a file write the file system refused (full, read-only, a size limit) that no flag named
+    yet: TensorFlow's errors (ENOSPC is its `ResourceExhaustedError`, not memory) and `OSError`s alike; None
+    for any other error. Names the output flags the command was given."""
+    from electra_tf import atomic  # pylint: disable=import-outside-toplevel
+
+    if isinstance(error, atomic.WriteError):
+        return None
+    reason = atomic._tensorflow_write_reason(error)  # pylint: disable=protected-access
+    path = None
+    if reason is not None:
+        found = re.search(r"(\S+);\s*" + re.escape(reason), message(error))  # `<file>; No space left on device`
+        path = found.group(1) if found else None
+    elif isinstance(error, OSError) and error.errno in _FILE_SYSTEM_REFUSALS and error.filename:
+        reason, path = error.strerror or str(error), error.filename
+    if reason is None:
+        return None
+    flag_values = flags.FLAGS if flag_values is None else flag_values
+    given = [f"`--{name}={flag_values[name].value}`" for name in OUTPUT_FLAGS
+             if flag_values.is_parsed() and name in flag_values and flag_values[name].value]
+    where = " or ".join(given) or "the output"
+    return f"Cannot write {where}: {reason}" + (f" ({path})" if path else "") + "."
+
+
+def _refuses_writes(stream, code):
+    """Whether `stream` cannot take what it was given: its buffer cannot be flushed, or it is the full device, a
+    file on a full file system (ENOSPC, EDQUOT) or a file under a size limit (EFBIG, `ulimit -f`)."""
+    try:
+        stream.flush()
+    except (OSError, ValueError):
+        return True
+    try:
+        info = os.fstat(stream.fileno())
+        if stat.S_ISCHR(info.st_mode):
+            return os.path.exists("/dev/full") and info.st_rdev == os.stat("/dev/full").st_rdev
+        if not stat.S_ISREG(info.st_mode):
+            return False
+        if code == errno.EFBIG:
+            import resource  # pylint: disable=import-outside-toplevel  # POSIX only
+
+            return resource.getrlimit(resource.RLIMIT_FSIZE)[0] != resource.RLIM_INFINITY
+        space = os.fstatvfs(stream.fileno())
+        return code in (errno.ENOSPC, errno.EDQUOT) and min(space.f_bavail, space.f_bfree) == 0
+    except (OSError, ValueError, AttributeError, ImportError):
+        return False
+
+
 def fail(text, exit_code=ERROR_EXIT, hint=""):
     """Writes `error: <text><hint>` to stderr and exits with `exit_code`."""
     sys.stderr.write(f"error: {text}{hint}\n")
@@ -154,10 +235,10 @@ def guard(main, debug=lambda: False, program=None):
         except memory_errors() as e:
             if debug():
                 traceback.print_exc()
-            fail(out_of_memory(e))
+            fail(write_failure(e) or out_of_memory(e))
         except errors() as e:
             if debug():
                 traceback.print_exc()
-            fail(out_of_memory(e) if is_memory_error(e) else message(e))
+            fail(stdout_failure(e) or write_failure(e) or (out_of_memory(e) if is_memory_error(e) else message(e)))
 
     return wrapped

@@ -141,6 +141,12 @@ def parse_flags(known_only, table=None):
         except flags.Error as e:
             text, named = flag_error(e)
             fail(text, USAGE_EXIT, "" if named else " (see --help)")
+        except ValueError as e:  # absl's one plain ValueError: `--noFLAG=value` of a boolean flag
+            if not str(e).endswith("does not take an argument"):
+                raise
+            name = str(e).split("=", 1)[0].lstrip("-")[2:]
+            fail(f"flag {str(e).split()[0]}: --no{name} takes no value (it sets --{name} to false); write "
+                 f"--no{name}, or --{name}=true|false", USAGE_EXIT)
 
     return parse
 

@@ -25,6 +25,7 @@ import os
 
 import tensorflow as tf
 
+from electra_tf import atomic
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.exporting.assets import Untracked, add_assets, check_ids, check_texts
 from electra_tf.models.encoder import ElectraEncoder
@@ -97,7 +98,7 @@ def export_encoder(encoder, vocab_file, export_dir, seq_length=128):
     Args:
         encoder: `ElectraEncoder`. E.g. `load_discriminator(model_dir)[0]`.
         vocab_file: str. Its vocabulary.
-        export_dir: str. Output folder (created; must not hold a SavedModel).
+        export_dir: str. Output folder (created, or empty), written whole (`atomic.staged_folder`).
         seq_length: int. Length produced by the preprocessing signatures.
 
     Returns:
@@ -131,5 +132,8 @@ def export_encoder(encoder, vocab_file, export_dir, seq_length=128):
     if tf.io.gfile.exists(os.path.join(export_dir, SAVED_MODEL_FILE)):
         raise FileExistsError(f"{export_dir} already holds a SavedModel; choose a new folder.")
     module = EncoderModule(encoder, vocab_file, seq_length)
-    tf.saved_model.save(module, export_dir, signatures=module.signatures())
+    # Written under a temporary name beside it and renamed when complete: a killed export leaves
+    # nothing in `export_dir` that looks exported or blocks the next one.
+    with atomic.staged_folder(export_dir, "output_dir") as partial:
+        tf.saved_model.save(module, partial, signatures=module.signatures())
     return export_dir

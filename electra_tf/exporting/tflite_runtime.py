@@ -187,6 +187,9 @@ def check_ids(inputs, bounds):
     for name in ID_INPUTS[1:]:
         if arrays[name].shape != shape:
             raise ValueError(f"`{name}` must have the shape of `token_ids` {shape}. Received: {arrays[name].shape}")
+    if 0 in shape:  # LiteRT's UNPACK of an empty batch or row fails naming only its kernel
+        raise ValueError(f"`token_ids` must hold at least one row of at least one id ([CLS] ...). Received: shape "
+                         f"{shape}")
     if shape[1] > bounds["seq_length"]:
         raise ValueError(f"rows of `token_ids` must be at most {bounds['seq_length']} ids long (the export's "
                          f"seq_length). Received: {shape[1]}")

@@ -87,7 +87,7 @@ def run_trials(config, kind, strategy=None, given=None):
     strategy = strategy or recipe.create_strategy(config)
     # One writer per output_dir: a second process is refused naming the holder (the chief holds it).
     with recipe.cpu_graph_options(), (
-            run_lock.hold(config.output_dir) if distribute.is_chief(strategy) else contextlib.nullcontext()):
+            run_lock.hold(config.output_dir, "output_dir") if distribute.is_chief(strategy) else contextlib.nullcontext()):
         return _run_trials(config, kind, strategy)
 
 

@@ -10,6 +10,7 @@ object-graph tracking happens to follow:
     optimizer/slots/<model variable>/<slot>      Adam moments, accumulators, ...
     optimizer/state/<name>                       iterations, loss scale, ...
     metrics/<metric>/<variable>                  the epoch's metric totals so far (optional)
+    loss_scale/<name>                            a loss scaler's scale, growth counter, skipped count (optional)
 
 (The input position needs no entry: it is the step; see `pretraining_dataset`.)
 
@@ -41,6 +42,8 @@ from electra_tf import run_files
 MODEL = "model"
 OPTIMIZER = "optimizer"
 METRICS = "metrics"
+LOSS_SCALE = "loss_scale"
+_OPTIONAL = (METRICS, LOSS_SCALE)  # restored when the checkpoint has them, left as they are otherwise
 _VALUE = "/.ATTRIBUTES/VARIABLE_VALUE"
 _LEGACY_KEY = "optimizer/_trainable_variables/0" + _VALUE
 
@@ -165,6 +168,8 @@ class NamedCheckpoint:
         metrics: optional Keras metrics whose state (totals, counts) is saved too, so a run
             resumed mid-epoch reports the whole epoch. A checkpoint without them (written
             before they were saved) restores the rest and leaves them as they are.
+        loss_scale: optional dict name -> variable of a loss scaler's own state
+            (`CountingLossScaleOptimizer.state()`); optional at restore, as `metrics`.
 
     Attributes:
         checkpoint: the `tf.train.Checkpoint` (give it to a `CheckpointManager`).
@@ -185,13 +190,15 @@ class NamedCheckpoint:
         ```
     """
 
-    def __init__(self, model, optimizer=None, metrics=()):
+    def __init__(self, model, optimizer=None, metrics=(), loss_scale=None):
         self.model, self.optimizer = model, optimizer
         self.names = {MODEL: model_variables(model)}
         if optimizer is not None:
             self.names[OPTIMIZER] = optimizer_variables(optimizer, self.names[MODEL])
         if metrics:
             self.names[METRICS] = {f"{m.name}/{v.name}": v for m in metrics for v in m.variables}
+        if loss_scale:
+            self.names[LOSS_SCALE] = dict(loss_scale)
         self.checkpoint = tf.train.Checkpoint(**{s: _nest(v) for s, v in self.names.items()})
 
     def restore(self, path):
@@ -213,7 +220,7 @@ class NamedCheckpoint:
             self.restore_legacy(path)
             return "legacy"
         sections = {s: v for s, v in self.names.items()
-                    if s != METRICS or any(k.startswith(METRICS + "/") for k in stored)}
+                    if s not in _OPTIONAL or any(k.startswith(s + "/") for k in stored)}
         problems = []
         for section, variables in sections.items():
             expected = {f"{section}/{name}{_VALUE}": v for name, v in variables.items()}

@@ -11,6 +11,7 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf.training import distribute
+from electra_tf.training.optimization import skipped_batches
 from electra_tf.sources.named_checkpoint import all_finite
 
 
@@ -74,7 +75,10 @@ class CheckpointEvery(keras.callbacks.Callback):
             self.save()
 
     def on_train_end(self, logs=None):
-        self.save()
+        # `fit` ends at train_steps, preempted or stopped, or at an epoch's end: an epoch ends on a
+        # multiple of `every` updates unless a loss scaler skipped some, and the loop trains on then.
+        if self.model.stop_training or self.step() % self.every == 0:
+            self.save()
 
 
 class ResumeEpochMetrics(keras.callbacks.Callback):
@@ -170,6 +174,27 @@ class StopAtStep(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
+class SkippedUpdates(keras.callbacks.Callback):
+    """Adds `skipped_updates` to the logs under a loss scaler: the batches whose update it skipped.
+
+    Under `mixed_float16` Keras' loss scaler skips the update of a batch whose
+    scaled gradients overflow (and halves its scale); the loop trains on until
+    `--train_steps` updates are applied, and this count (in the progress bar and
+    TensorBoard) says how many batches that took beyond them. Nothing is added
+    for an optimizer without a scaler.
+    """
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._add(logs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._add(logs)
+
+    def _add(self, logs):
+        if logs is not None and hasattr(self.model.optimizer, "skipped"):
+            logs["skipped_updates"] = skipped_batches(self.model.optimizer)
+
+
 class Throughput(keras.callbacks.Callback):
     """Adds `sequences_per_second` to the logs (so TensorBoard and the progress bar show it).
 
@@ -197,7 +222,7 @@ class Throughput(keras.callbacks.Callback):
 
 
 # What the progress bar shows; TensorBoard (and the History) keep every metric.
-PROGRESS_METRICS = ("loss", "masked_lm_accuracy", "disc_auc", "sequences_per_second")
+PROGRESS_METRICS = ("loss", "masked_lm_accuracy", "disc_auc", "sequences_per_second", "skipped_updates")
 
 
 class Progress(keras.callbacks.ProgbarLogger):
@@ -235,8 +260,8 @@ class TensorBoard(keras.callbacks.TensorBoard):
 
     Keras counts batches from 0 in every `fit` call; a resumed run would log
     over its own earlier steps. Here the count starts at the batches already
-    trained (`iterations x gradient_accumulation_steps`), so the steps of a
-    killed-and-resumed run continue without a gap. `flush` writes pending
+    trained (`iterations x gradient_accumulation_steps`, plus the batches a loss
+    scaler skipped), so the steps of a killed-and-resumed run continue without a gap. `flush` writes pending
     events (called before each checkpoint). An epoch cut short, as `cut_short()`
     says (the loop sets it: preempted inside an epoch), is not logged, nor its
     evaluation: the resumed run logs that epoch once, whole.
@@ -256,7 +281,8 @@ class TensorBoard(keras.callbacks.TensorBoard):
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
-        self._global_train_batch = int(self.model.optimizer.iterations.numpy()) * self.accumulation
+        optimizer = self.model.optimizer
+        self._global_train_batch = int(optimizer.iterations.numpy()) * self.accumulation + skipped_batches(optimizer)
 
     def flush(self):
         for writer in self._writers.values():

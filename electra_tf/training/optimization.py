@@ -158,6 +158,53 @@ class Lamb(_SumThenClip, keras.optimizers.Lamb):
     """`keras.optimizers.Lamb` whose clipping sees the global gradient under any strategy."""
 
 
+@keras.saving.register_keras_serializable(package="electra_tf")
+class CountingLossScaleOptimizer(keras.optimizers.LossScaleOptimizer):
+    """Keras' dynamic loss scaling (`mixed_float16`), counting the batches whose update it skipped.
+
+    The scaler multiplies the loss by its scale (2**15 to start) and skips the update of
+    any batch whose scaled gradients overflow float16, halving the scale: the first few
+    batches of a run are typically skipped while the scale settles. `iterations` is the
+    inner optimizer's (applied updates); `skipped` counts the batches trained on without
+    an update, so the batches read are `iterations x accumulation + skipped`.
+
+    Example:
+        >>> import keras
+        >>> from electra_tf.training.optimization import CountingLossScaleOptimizer, skipped_batches
+        >>> optimizer = CountingLossScaleOptimizer(keras.optimizers.SGD(0.1))
+        >>> weight = keras.Variable(1.0)
+        >>> optimizer.apply([keras.ops.convert_to_tensor(float("inf"))], [weight])
+        >>> skipped_batches(optimizer), int(optimizer.iterations.numpy()), float(weight.numpy())
+        (1, 0, 1.0)
+    """
+
+    def build(self, var_list):
+        self.skipped = self.add_variable(
+            shape=(), dtype="int", initializer=keras.initializers.Zeros(), aggregation="none",
+            name="skipped_updates",
+        )
+        super().build(var_list)
+
+    def _stateful_handle_non_finite_grads(self):
+        super()._stateful_handle_non_finite_grads()
+        self.skipped.assign_add(1)
+
+    def state(self):
+        """The scaler's own variables by name (scale, growth counter, skipped count): what a resume needs."""
+        return {v.name: v for v in (self.dynamic_scale, self.step_counter, self.skipped)}
+
+
+def loss_scaled(optimizer, precision):
+    """`optimizer` wrapped in a `CountingLossScaleOptimizer` under `mixed_float16` (the only policy that needs one)."""
+    return CountingLossScaleOptimizer(optimizer) if precision == "mixed_float16" else optimizer
+
+
+def skipped_batches(optimizer):
+    """Batches a `CountingLossScaleOptimizer` skipped (non-finite gradients); 0 for any other optimizer."""
+    skipped = getattr(optimizer, "skipped", None)
+    return int(skipped.numpy()) if skipped is not None else 0
+
+
 def create_optimizer(config):
     """AdamW (or LAMB) with the reference's settings, from an `ElectraConfig`.
 

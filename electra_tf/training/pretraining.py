@@ -21,7 +21,7 @@ from electra_tf import atomic, run_files, sources
 from electra_tf.training import callbacks, distribute
 from electra_tf.sources import named_checkpoint
 from electra_tf.sources.named_checkpoint import NamedCheckpoint
-from electra_tf.training.optimization import create_optimizer
+from electra_tf.training.optimization import create_optimizer, loss_scaled, skipped_batches
 
 
 def resolve_data(config, demo_dir, model_dir=None, build_demo_data=None):
@@ -108,6 +108,26 @@ def check_batch_size(config, num_replicas=1):
         )
 
 
+def check_prediction_slots(config):
+    """Refuses a config that predicts no position of a sequence: nothing would be masked, so nothing learnt.
+
+    The default `--max_predictions_per_seq=0` predicts `int((mask_prob + 0.005) * seq_length)` positions,
+    none below 7 tokens at the default `--mask_prob=0.15`.
+
+    Example:
+    >>> from electra_tf.config import get_config
+    >>> from electra_tf.training.pretraining import check_prediction_slots
+    >>> check_prediction_slots(get_config("tiny", seq_length=6))
+    Traceback (most recent call last):
+    ValueError: `--seq_length=6` at `--mask_prob=0.15` predicts no position: ...
+    """
+    if config.num_predictions < 1:
+        raise ValueError(
+            f"`--seq_length={config.seq_length}` at `--mask_prob={config.mask_prob}` predicts no position: "
+            f"int((mask_prob + 0.005) * seq_length) = 0 prediction slots, so nothing is masked and nothing "
+            "learnt. Raise --seq_length or --mask_prob, or set --max_predictions_per_seq >= 1.")
+
+
 def check_inputs(config):
     """Every record file of `--data` (and `--eval_data`) exists, starts with well-formed records whose
     segment ids fit `--num_segments`, and its build's `stats.json` does not say otherwise."""
@@ -188,6 +208,7 @@ def train(config, model_dir, strategy=None, init=None, verbose=1, extra_callback
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     # Nothing is written before the batch, the data, the vocabulary and any existing run are found compatible.
+    check_prediction_slots(config)
     check_batch_size(config, strategy.num_replicas_in_sync)
     check_inputs(config)
     run_files.check_resumable(config, model_dir)
@@ -198,11 +219,13 @@ def train(config, model_dir, strategy=None, init=None, verbose=1, extra_callback
     with strategy.scope():
         pretrainer = build_pretrainer(config)
         optimizer = create_optimizer(config)
+        scaled = loss_scaled(optimizer, config.precision)  # mixed_float16: counts the updates it skips
         pretrainer.compile(
-            optimizer=optimizer, jit_compile=jit_compile, steps_per_execution=config.steps_per_execution
+            optimizer=scaled, jit_compile=jit_compile, steps_per_execution=config.steps_per_execution
         )
-        optimizer.build(pretrainer.trainable_variables)
-        state = NamedCheckpoint(pretrainer, optimizer, pretrainer.metrics)  # metrics: mid-epoch resume
+        scaled.build(pretrainer.trainable_variables)
+        state = NamedCheckpoint(pretrainer, optimizer, pretrainer.metrics,  # metrics: mid-epoch resume
+                                loss_scale=scaled.state() if scaled is not optimizer else None)
         board = callbacks.tensorboard(
             os.path.join(model_dir, run_files.LOG_DIR), config.log_steps, strategy, accumulation
         )
@@ -228,6 +251,10 @@ def train(config, model_dir, strategy=None, init=None, verbose=1, extra_callback
             tokenizer_lib.copy_vocab(config.vocab_file, target)
 
     step = int(optimizer.iterations.numpy())  # updates, not accumulation micro-steps
+
+    def batches_read():  # the input position: a batch whose update the loss scaler skipped was read too
+        return int(optimizer.iterations.numpy()) * accumulation + skipped_batches(scaled)
+
     preemption = callbacks.SaveOnPreemption(save)
     if step >= config.train_steps:
         logging.info("Already trained %d of %d steps.", step, config.train_steps)
@@ -237,23 +264,24 @@ def train(config, model_dir, strategy=None, init=None, verbose=1, extra_callback
         epochs = math.ceil(config.train_steps * accumulation / steps_per_epoch)
         logging.info("Training steps %d -> %d (%d per epoch).", step, config.train_steps,
                      steps_per_epoch // accumulation)
-        # Epochs are `steps_per_epoch` batches counted from step 0. A run resumed inside one first
+        # Epochs are `steps_per_epoch` batches counted from the first. A run resumed inside one first
         # ends it (`fit` of its remaining batches, its metric state so far carried through the
         # checkpoint), then goes on with whole epochs: the same epochs, summaries and checkpoint
-        # steps as an uninterrupted run.
-        epoch, done = divmod(step * accumulation, steps_per_epoch)
-        legs = ([(epoch + 1, steps_per_epoch - done)] if done else []) + [(epochs, steps_per_epoch)]
+        # steps as an uninterrupted run. Training ends at `train_steps` applied updates: batches
+        # whose update a loss scaler skipped take more epochs (one `fit` each, until it is reached).
+        epoch, done = divmod(batches_read(), steps_per_epoch)
 
         def cut_short():  # preempted inside an epoch that the rerun finishes: that epoch is not logged here
             saved = preemption.preempted_at
-            return saved is not None and saved < config.train_steps and saved * accumulation % steps_per_epoch > 0
+            return saved is not None and saved < config.train_steps and batches_read() % steps_per_epoch > 0
 
         board.cut_short = cut_short
         fit_callbacks = [
             callbacks.ResumeEpochMetrics(pretrainer.metrics if done else ()),
             callbacks.StopAtStep(config.train_steps),
+            callbacks.SkippedUpdates(),
             callbacks.Throughput(config.batch_size),
-            callbacks.Progress(),  # the bar shows four metrics; `board` logs them all
+            callbacks.Progress(),  # the bar shows four metrics (and skipped updates); `board` logs them all
             board,
             callbacks.StopOnNonFiniteLoss(),  # before `save`: a bad step is never written
             save,
@@ -261,24 +289,25 @@ def train(config, model_dir, strategy=None, init=None, verbose=1, extra_callback
             *extra_callbacks,
         ]
         try:
-            for last_epoch, steps in legs:
+            while True:
                 # The input position is the step: the pipeline is a function of (files, seed), so the
                 # batches already trained on are skipped (see `pretraining_dataset`'s `skip_batches`).
-                done_batches = int(optimizer.iterations.numpy()) * accumulation
+                start = batches_read()
+                epoch, done = divmod(start, steps_per_epoch)
                 pretrainer.fit(
-                    _dataset(config, strategy, config.data, skip_batches=done_batches),
+                    _dataset(config, strategy, config.data, skip_batches=start),
                     initial_epoch=epoch,
-                    epochs=last_epoch,
-                    steps_per_epoch=steps,
+                    epochs=epoch + 1 if done else max(epochs, epoch + 1),
+                    steps_per_epoch=steps_per_epoch - done,
                     shuffle=False,  # the dataset shuffles itself
                     validation_data=eval_dataset,
                     validation_steps=config.eval_steps if eval_dataset is not None else None,
                     verbose=verbose,
                     callbacks=fit_callbacks,
                 )
-                if pretrainer.stop_training:  # train_steps reached, or preempted
+                if (pretrainer.stop_training  # train_steps reached, preempted, or stopped by a callback
+                        or int(optimizer.iterations.numpy()) >= config.train_steps or batches_read() == start):
                     break
-                epoch = last_epoch
         except tf.errors.DataLossError as e:
             raise ValueError(f"Corrupt pre-training data: {_find_corrupt_file(config.data) or e.message}") from None
         except tf.errors.InvalidArgumentError as e:
@@ -286,6 +315,11 @@ def train(config, model_dir, strategy=None, init=None, verbose=1, extra_callback
             if ours:
                 raise ValueError(ours[0].strip()) from None
             raise
+    skipped = skipped_batches(scaled)
+    if skipped:
+        logging.info("The loss scaler skipped the update of %d batches (non-finite float16 gradients while its "
+                     "scale settled): %d batches read for %d applied updates.", skipped, batches_read(),
+                     int(optimizer.iterations.numpy()))
     if preemption.preempted_at is not None:
         logging.warning("Preempted (SIGTERM): saved the checkpoint of step %d; re-run the same command to "
                         "resume.", preemption.preempted_at)

@@ -18,7 +18,7 @@ import time
 
 from absl import logging
 
-from electra_tf import run_files
+from electra_tf import atomic, run_files
 
 
 class RunLockedError(OSError):
@@ -115,12 +115,18 @@ def hold(directory, flag=None):
         given = f"`--{flag}={directory}`" if flag else directory
         raise NotADirectoryError(f"{given} is a file, not a folder: a run needs a folder (new, or its own).")
     created = not os.path.isdir(directory)
-    os.makedirs(directory, exist_ok=True)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as e:  # a read-only or full file system
+        raise atomic.named_write_error(e, flag, directory) or e
     try:
         path = acquire(directory)
-    except BaseException:
+    except BaseException as e:
         if created and not os.listdir(directory):
             os.rmdir(directory)
+        named = atomic.named_write_error(e, flag, directory) if isinstance(e, OSError) else None
+        if named is not None:
+            raise named from e
         raise
     try:
         yield

@@ -1,4 +1,5 @@
-"""The progress bar shows the four metrics a user watches; every metric still reaches the other callbacks."""
+"""The progress bar shows the metrics a user watches (and a loss scaler's skipped updates); every metric still reaches
+the other callbacks."""
 
 import keras
 import numpy as np
@@ -8,7 +9,7 @@ from electra_tf.training import callbacks
 
 LOGS = {"loss": 45.6, "masked_lm_accuracy": 0.1, "disc_auc": 0.51, "sequences_per_second": 12.5,
         "disc_accuracy": 0.3, "disc_precision": 0.14, "disc_recall": 0.8, "learning_rate": 1e-5,
-        "masked_lm_loss": 9.0, "sampled_masked_lm_accuracy": 0.0}
+        "masked_lm_loss": 9.0, "sampled_masked_lm_accuracy": 0.0, "skipped_updates": 3}
 
 
 def test_the_bar_shows_loss_mlm_accuracy_auc_and_throughput(capsys):
