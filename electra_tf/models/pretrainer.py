@@ -203,6 +203,10 @@ class ElectraPretrainer(keras.Model):
         self.seed = seed
         self.discriminator_output_initializer = discriminator_output_initializer
         self.fused_elementwise = fused_elementwise
+        if backends.name() == "jax":  # Keras' JAX trainer calls `train_step(state, data)`: a stateless step
+            self.train_step, self.test_step = self._stateless_train_step, self._stateless_test_step
+        elif backends.name() == "torch":  # eager autograd
+            self.train_step = self._torch_train_step
         self.build()
 
     def build(self, input_shape=None):
@@ -346,6 +350,60 @@ class ElectraPretrainer(keras.Model):
         out = self.compute_losses(data, self._step_seed(1), training=False)
         return self._update_metrics(out)
 
+    # --- The step under JAX: the same objective as a function of the variables' values ---
+    def _stateless_train_step(self, state, data):
+        """`train_step` for Keras' JAX trainer: `(logs, state)` from `state`, the variables' values (no assignment)."""
+        import jax
+
+        trainable, non_trainable, optimizer_values, metrics_values = state
+        data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
+        optimizer_variables = self.optimizer.variables
+
+        def loss_of(trainable, non_trainable):
+            mapping = [*zip(self.trainable_variables, trainable), *zip(self.non_trainable_variables, non_trainable),
+                       *zip(optimizer_variables, optimizer_values)]
+            with keras.StatelessScope(state_mapping=mapping) as scope:
+                out = self.compute_losses(data, self._step_seed(0), training=True)
+                loss = self.optimizer.scale_loss(out.loss)
+            return loss, (out, _current_values(scope, self.non_trainable_variables, non_trainable))
+
+        (_, (out, non_trainable)), gradients = jax.value_and_grad(loss_of, has_aux=True)(trainable, non_trainable)
+        trainable, optimizer_values = self.optimizer.stateless_apply(optimizer_values, gradients, trainable)
+        logs, metrics_values = self._stateless_metrics(out, metrics_values, optimizer_values)
+        return logs, (trainable, non_trainable, optimizer_values, metrics_values)
+
+    def _torch_train_step(self, data):
+        """`train_step` for Keras' PyTorch trainer: autograd on the same objective."""
+        import torch
+
+        data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
+        self.zero_grad()
+        out = self.compute_losses(data, self._step_seed(0), training=True)
+        self.optimizer.scale_loss(out.loss).backward()
+        variables = self.trainable_variables
+        gradients = [v.value.grad for v in variables]
+        with torch.no_grad():
+            self.optimizer.apply(gradients, variables)
+        return self._update_metrics(out)
+
+    def _stateless_test_step(self, state, data):
+        """`test_step` for Keras' JAX trainer."""
+        trainable, non_trainable, metrics_values = state
+        data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
+        optimizer_values = [v.value for v in self.optimizer.variables] if self.optimizer is not None else []
+        mapping = [*zip(self.trainable_variables, trainable), *zip(self.non_trainable_variables, non_trainable)]
+        with keras.StatelessScope(state_mapping=mapping):
+            out = self.compute_losses(data, self._step_seed(1), training=False)
+        logs, metrics_values = self._stateless_metrics(out, metrics_values, optimizer_values)
+        return logs, (trainable, non_trainable, metrics_values)
+
+    def _stateless_metrics(self, out, metrics_values, optimizer_values):
+        optimizer_variables = self.optimizer.variables if self.optimizer is not None else []
+        mapping = [*zip(self.metrics_variables, metrics_values), *zip(optimizer_variables, optimizer_values)]
+        with keras.StatelessScope(state_mapping=mapping) as scope:
+            logs = self._update_metrics(out)
+        return logs, _current_values(scope, self.metrics_variables, metrics_values)
+
     def _update_metrics(self, out):
         # Metrics see the whole global batch on every replica (gathered), so
         # each replica's result is the global one and Keras' mean over
@@ -401,6 +459,9 @@ class ElectraPretrainer(keras.Model):
         # which MultiWorkerMirroredStrategy's collectives reject; only the
         # optimizer is left to build.
         if self.optimizer is not None and not self.optimizer.built:
+            if not backends.is_tensorflow():
+                self.optimizer.build(self.trainable_variables)
+                return
             with self.distribute_strategy.scope():
                 self.optimizer.build(self.trainable_variables)
 
@@ -526,6 +587,12 @@ _METRIC_INPUTS = (
     "weights", "mlm_losses", "mlm_correct", "sampled_correct",
     "disc_losses", "disc_weights", "disc_labels", "disc_logits", "disc_correct",
 )
+
+
+def _current_values(scope, variables, values):
+    """The values `variables` hold at the end of a `keras.StatelessScope` (`values` for those it did not assign)."""
+    found = [scope.get_current_value(v) for v in variables]
+    return [value if new is None else new for new, value in zip(found, values)]
 
 
 def _cross_entropy(targets, logits):

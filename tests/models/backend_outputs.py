@@ -10,7 +10,8 @@ inputs, the masks and the generator samples to `D/inputs.npz`; otherwise the sam
 and inputs read. Either way every output, the pre-training loss given those masks and samples, and its gradient with
 respect to every trainable variable (the backend's own autodiff) go to `D/<backend>.npz`, with the step's own draws
 (`own_*`: masking and sampling from the backend's generator). `--without_tensorflow` makes `import tensorflow` fail
-first, as on a host that has no TensorFlow.
+first, as on a host that has no TensorFlow. `--fit` instead pre-trains a tiny model with Keras' `fit` (3 epochs of 8
+steps on fixed random ids), evaluates it, and writes the logs to `D/<backend>_fit.npz`.
 """
 
 import argparse
@@ -160,14 +161,43 @@ def model_outputs(models, batch, masked, choices, start_positions):
     return results
 
 
+def fit(folder):
+    """Pre-trains a tiny model with `fit` on this backend; writes the per-epoch logs, the step count and how many
+    weights changed."""
+    import keras
+
+    from electra_tf.config import get_config
+    from electra_tf.models.pretrainer import build_pretrainer
+
+    keras.utils.set_random_seed(0)
+    config = get_config("tiny", vocab_size=200, embedding_dim=16, hidden_dim=32, num_layers=1, num_heads=2,
+                        intermediate_dim=64, max_sequence_length=32, seq_length=32, generator_hidden_fraction=0.5)
+    model = build_pretrainer(config)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    ids = np.random.default_rng(0).integers(110, 200, (64, 32)).astype("int32")
+    ids[:, 0], ids[:, -1] = 101, 102
+    before = [numpy(v).copy() for v in model.trainable_variables]
+    history = model.fit({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": 1 + 0 * ids}, batch_size=8,
+                        epochs=3, shuffle=False, verbose=0).history
+    changed = sum(not np.array_equal(a, numpy(v)) for a, v in zip(before, model.trainable_variables))
+    evaluation = model.evaluate({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": 1 + 0 * ids},
+                                batch_size=8, verbose=0, return_dict=True)
+    np.savez(os.path.join(folder, f"{keras.backend.backend()}_fit.npz"), changed=changed, weights=len(before),
+             iterations=numpy(model.optimizer.iterations), eval_loss=evaluation["loss"],
+             eval_auc=evaluation["disc_auc"], **{k: np.array(v) for k, v in history.items()})
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--dir", required=True)
     parser.add_argument("--write", action="store_true")
+    parser.add_argument("--fit", action="store_true")
     parser.add_argument("--without_tensorflow", action="store_true")
     args = parser.parse_args()
     if args.without_tensorflow:
         sys.modules["tensorflow"] = None  # `import tensorflow` raises ImportError from here on
+    if args.fit:
+        return fit(args.dir)
 
     import keras
 

@@ -121,3 +121,35 @@ def test_the_step_draws_its_own_masks_and_samples_on_every_backend(folder, refer
             assert (padding[chosen] == 1).all() and (ids[chosen] > 3).all()  # real tokens, never [CLS] / [MASK]
             assert ((disc_ids != ids) <= chosen).all()  # only chosen positions are replaced
             np.testing.assert_array_equal(results[f"{key}/disc_labels"], (disc_ids != ids).astype("float32"))
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    """backend -> the per-epoch logs of the same tiny pre-training through `fit` on it (TensorFlow: its own
+    `train_step`; JAX: the stateless step; PyTorch: autograd)."""
+    folder = tmp_path_factory.mktemp("fit")
+    found = {}
+    for name in ("tensorflow", "jax", "torch"):
+        if importlib.util.find_spec(name) is None:
+            continue
+        extra = [] if name == "tensorflow" else ["--without_tensorflow"]
+        run_python([SCRIPT, "--dir", str(folder), "--fit", *extra], env={"KERAS_BACKEND": name})
+        found[name] = dict(np.load(folder / f"{name}_fit.npz"))
+    return found
+
+
+@pytest.mark.large
+@pytest.mark.parametrize("name", ["jax", "torch"])
+def test_fit_pretrains_on_every_backend_as_on_tensorflow(fitted, name):
+    if name not in fitted:
+        pytest.skip(f"{name} is not installed")
+    reference, logs = fitted["tensorflow"], fitted[name]
+    for found in (reference, logs):
+        assert int(found["iterations"]) == 24 and int(found["changed"]) == int(found["weights"])  # every weight moved
+        loss = found["loss"]
+        assert np.isfinite(loss).all() and (np.diff(loss) < 0).all(), loss  # each epoch lower
+        assert (np.diff(found["masked_lm_loss"]) < 0).all() and (np.diff(found["disc_loss"]) < 0).all()
+        assert np.isfinite(found["eval_loss"]) and found["eval_loss"] < loss[0]  # `evaluate`'s step too
+    # Other masks, samples and initial weights, the same objective: the loss falls as TensorFlow's does.
+    np.testing.assert_allclose(logs["loss"], reference["loss"], rtol=0.1)
+    np.testing.assert_allclose(logs["eval_loss"], reference["eval_loss"], rtol=0.1)
