@@ -9,8 +9,6 @@ elsewhere the `keras.ops` version, which they are tested against, runs. Nothing 
 Keras or TensorFlow at import time: the commands read `BACKENDS` before Keras is imported.
 """
 
-import os
-
 BACKENDS = ("tensorflow", "jax", "torch")  # in this order in help texts and error messages
 DEFAULT = "tensorflow"
 # Backend -> the module it needs, and what installs it.
@@ -33,8 +31,3 @@ def name():
 def is_tensorflow():
     """True when Keras runs on TensorFlow, where the TensorFlow-only paths are taken."""
     return name() == "tensorflow"
-
-
-def requested():
-    """The backend the environment asks for: `KERAS_BACKEND`, else the default (what Keras would choose)."""
-    return os.environ.get("KERAS_BACKEND") or DEFAULT

@@ -5,7 +5,8 @@ generator, samples, corrupts, runs the discriminator and returns every loss
 and statistic; `train_step` / `test_step` only add gradients and metrics.
 The objective (`compute_losses`, the metrics) is `keras.ops` and runs on any
 Keras backend; `train_step` is TensorFlow's (a gradient tape under
-`tf.distribute`).
+`tf.distribute`); under JAX `fit` takes a stateless step over the same
+objective (`_stateless_train_step`), under PyTorch autograd (`_torch_train_step`).
 """
 
 import typing
