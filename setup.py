@@ -55,6 +55,9 @@ setuptools.setup(
             "safetensors>=0.4",
             "transformers>=5,<6",
             "torch==2.13.0",
+            # The model core runs under KERAS_BACKEND=jax and torch too: tests/models/test_backends.py checks both
+            # against TensorFlow on the CPU.
+            "jax[cpu]>=0.10,<0.12",
             "tensorflow-serving-api~=2.21.0",
             "matplotlib>=3.8",
             "seqeval>=1.2",  # independent reference for the tagging metrics

@@ -49,6 +49,7 @@ from absl import app, flags
 from electra_tf import cli
 
 ALIASES = cli.aliases("max_seq_length")
+BACKEND_FLAG = True  # `--backend`, read before Keras is imported
 
 
 def define_flags(flag_values=flags.FLAGS):
@@ -61,6 +62,7 @@ def define_flags(flag_values=flags.FLAGS):
     from electra_tf.tasks import FinetuneConfig
 
     define_field_flags(FinetuneConfig, flag_values)
+    cli.define_backend(flag_values)
 
 
 FLAGS = flags.FLAGS
@@ -75,6 +77,7 @@ def main(argv):
 
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    cli.check_backend(FLAGS, "Fine-tuning")
     config = FinetuneConfig(**{name: FLAGS[name].value for name in fields(FinetuneConfig)})
     for name in ("task", "data_dir", "init", "output_dir"):
         if not getattr(config, name):

@@ -8,6 +8,8 @@ Re-running the same command resumes from the latest checkpoint in
 on first use), the default of `--config tiny` only. `--init` starts a new run
 from other weights: any `--init` form (`electra_tf.sources` lists them: another
 run, `hf:DIR`, `bert:DIR`, a `.keras` file, ...); `--init_from` is its deprecated spelling. Installed as `electra-pretrain`.
+`--backend` is the Keras backend, set before Keras is imported (`electra_tf.cli.backend_start`); this
+version pre-trains on TensorFlow, and refuses another backend with one line before anything is written.
 """
 
 import contextlib
@@ -20,6 +22,7 @@ from electra_tf import cli
 
 FLAGS = flags.FLAGS
 ALIASES = cli.aliases("init_from")
+BACKEND_FLAG = True  # `--backend`, read before Keras is imported
 
 
 def define_flags(flag_values=None):
@@ -30,6 +33,7 @@ def define_flags(flag_values=None):
 
     fv = flags.FLAGS if flag_values is None else flag_values
     cli.define("string", "config", "small", f"Preset: {config_lib.preset_names()}.", fv)
+    cli.define_backend(fv)
     cli.define_model_dir(flag_values=fv)
     cli.define("enum", "strategy", "auto", "tf.distribute strategy; auto: tpu with --tpu, mirrored over several "
                "GPUs, the one GPU, else the CPU (logged at start).", fv, enum_values=distribute.STRATEGIES)
@@ -57,6 +61,7 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     if not FLAGS.model_dir:
         raise app.UsageError("--model_dir is required.")
+    cli.check_backend(FLAGS, "Pre-training")
     _check_model_dir(FLAGS.model_dir, FLAGS.init, FLAGS["data"].value if "data" in FLAGS else None)
     overrides = {name: FLAGS[name].value for name in fields(config_lib.ElectraConfig) if FLAGS[name].value is not None}
     config = config_lib.get_config(FLAGS.config, **overrides)

@@ -37,6 +37,15 @@ def run_python(args, env=None, timeout=600, check=True, **kwargs):
     return result
 
 
+def without_package(root, name):
+    """`run_python`'s `env` for a Python where `import name` fails as for a package that is not installed: a
+    package of that name under `root/site`, first on the path, raises `ModuleNotFoundError`."""
+    fake = pathlib.Path(root) / "site" / name
+    fake.mkdir(parents=True, exist_ok=True)
+    (fake / "__init__.py").write_text(f"raise ModuleNotFoundError(\"No module named '{name}'\", name='{name}')\n")
+    return {"PYTHONPATH": f"{fake.parent}{os.pathsep}{REPO}"}
+
+
 class LineReader:
     """Collects a process's text stream (`proc.stderr`) line by line in a thread, so a test waits for a state.
 

@@ -204,11 +204,8 @@ def test_quiet_beam_workers_filters_a_child_process_and_restores_stderr(capfd):
 
 def test_a_missing_package_is_one_line_naming_what_to_install(tmp_path):
     """An ImportError anywhere (here safetensors, for `--to hf`) ends with one line naming the package."""
-    from helpers import REPO
+    from helpers import without_package
 
-    fake = tmp_path / "site" / "safetensors"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'safetensors'\", name='safetensors')\n")
     from electra_tf.models.encoder import ElectraEncoder
 
     encoder = ElectraEncoder(vocab_size=50, num_layers=1, num_heads=2, hidden_dim=16, embedding_dim=16,
@@ -217,7 +214,7 @@ def test_a_missing_package_is_one_line_naming_what_to_install(tmp_path):
     encoder.save(str(tmp_path / "e.keras"))
     result = run_python(["-m", "electra_tf.convert", "--from", "keras", "--input", str(tmp_path / "e.keras"),
                          "--to", "hf", "--output_dir", str(tmp_path / "hf")], check=False,
-                        env={"PYTHONPATH": f"{tmp_path / 'site'}{os.pathsep}{REPO}"})
+                        env=without_package(tmp_path, "safetensors"))
     assert result.returncode == 1, result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
         "error: No module named 'safetensors': install it with `pip install safetensors` (or `pip install -e .`).")

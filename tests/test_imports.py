@@ -22,7 +22,8 @@ LAYERS = {
     "core": ("electra_tf.cli", "electra_tf.config", "electra_tf.config_fields", "electra_tf.configs",
              "electra_tf.objectives", "electra_tf.data",  # presets and config, the tokenizer and the record schema
              "electra_tf.atomic",  # the one writer of files and folders
-             "electra_tf.run_files"),  # the run-directory contract: every file name a command reads or writes
+             "electra_tf.run_files",  # the run-directory contract: every file name a command reads or writes
+             "electra_tf.backends"),  # the Keras backends, and which paths are TensorFlow's alone
     "pipelines": ("electra_tf.pipelines",),  # data tools: text -> vocabulary -> TFRecords
     "layers": ("electra_tf.layers",),
     "models": ("electra_tf.models",),
@@ -280,8 +281,9 @@ def test_the_package_root_installs_no_import_hook():
 # folders points down this order, lowest first, and no library module imports a command.
 FOLDER_ORDER = [
     "electra_tf",  # the package's own `__init__`
-    # the core modules: presets and config, the one writer, the tokenizer and the records, the run files, the CLI
-    "configs", "objectives", "config_fields", "config", "atomic", "data", "run_files", "cli",
+    # the core modules: presets and config, the one writer, the tokenizer and the records, the run files, the
+    # Keras backends, the CLI
+    "configs", "objectives", "config_fields", "config", "atomic", "data", "run_files", "backends", "cli",
     "pipelines",  # data tools: text -> vocabulary -> TFRecords (over the core only)
     "layers", "models", "converting", "sources", "training", "exporting", "finetuning", "predicting",
     "tasks",  # the task kinds, one folder each, over the generic folders

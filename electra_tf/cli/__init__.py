@@ -4,9 +4,10 @@ A command module defines its flags in `define_flags()` (only when it runs as a p
 ends with `cli.run(main, aliases=ALIASES)` instead of `app.run(main)`, or, as a console script,
 `run = cli.console_script(sys.modules[__name__])`. Running it:
 
-1. opens the null device on a standard stream that is closed (`standard_streams`), then
-   prepares TensorFlow's start before TensorFlow is imported (`tensorflow_start`: oneDNN CPU
-   kernels, log level) and quiets its start-up lines (`quiet`);
+1. opens the null device on a standard stream that is closed (`standard_streams`); a command with
+   `--backend` (`BACKEND_FLAG = True`) sets the Keras backend before Keras is imported
+   (`backend_start`); then TensorFlow's start is prepared before TensorFlow is imported
+   (`tensorflow_start`: oneDNN CPU kernels, log level) and its start-up lines quieted (`quiet`);
 2. parses the flags with the shared vocabulary and its deprecated spellings (`flag_vocabulary`);
 3. runs `main` behind the error boundary (`errors`): bad input is `error: <message>` on one line
    and exit 1, a usage error exit 2, `--debug` adds the traceback.
@@ -20,6 +21,7 @@ import sys
 from absl import app, flags
 
 from electra_tf.cli import collector, process_exit, standard_streams
+from electra_tf.cli.backend_start import check_backend, define_backend, select_backend
 from electra_tf.cli.errors import ERROR_EXIT, PREEMPTED_EXIT, USAGE_EXIT, fail, guard, missing_module
 from electra_tf.cli.flag_vocabulary import (DEPRECATED_FLAGS, aliases, define, define_init, define_model_dir,
                                             define_output_dir, define_seq_length, define_vocab_file, parse_flags,
@@ -28,10 +30,10 @@ from electra_tf.cli.quiet import quiet_beam_workers
 from electra_tf.cli.standard_streams import require_stdout
 from electra_tf.cli.tensorflow_start import cpu_kernels, gpu_device_present, prepare_tensorflow
 
-__all__ = ["DEPRECATED_FLAGS", "ERROR_EXIT", "PREEMPTED_EXIT", "USAGE_EXIT", "aliases", "console_script",
-           "cpu_kernels", "define", "define_init", "define_model_dir", "define_output_dir", "define_seq_length",
-           "define_vocab_file", "fail", "gpu_device_present", "invoke", "missing_module", "prepare_tensorflow",
-           "quiet_beam_workers", "require_stdout", "rewrite_deprecated", "run", "run_script"]
+__all__ = ["DEPRECATED_FLAGS", "ERROR_EXIT", "PREEMPTED_EXIT", "USAGE_EXIT", "aliases", "check_backend",
+           "console_script", "cpu_kernels", "define", "define_backend", "define_init", "define_model_dir",
+           "define_output_dir", "define_seq_length", "define_vocab_file", "fail", "gpu_device_present", "invoke", "missing_module", "prepare_tensorflow",
+           "quiet_beam_workers", "require_stdout", "rewrite_deprecated", "run", "run_script", "select_backend"]
 
 
 def run(main, known_only=False, aliases=None):  # pylint: disable=redefined-outer-name
@@ -51,14 +53,17 @@ def run(main, known_only=False, aliases=None):  # pylint: disable=redefined-oute
 
 
 def console_script(program):
-    """The console script of a command module: TensorFlow's start prepared, the module's flags defined
-    (`define_flags`), its `main` run behind the error boundary (`run`) with its deprecated spellings
-    (`ALIASES`). Each command ends with `run = cli.console_script(sys.modules[__name__])`.
+    """The console script of a command module: its Keras backend set (`BACKEND_FLAG`: `select_backend`),
+    TensorFlow's start prepared, the module's flags defined (`define_flags`), its `main` run behind the
+    error boundary (`run`) with its deprecated spellings (`ALIASES`). Each command ends with
+    `run = cli.console_script(sys.modules[__name__])`.
 
     Run as the program (`python -m`, the console script), the process ends after its `atexit`
     handlers, without the interpreter's teardown (`process_exit`)."""
     def script():
         standard_streams.open_closed()  # before anything writes or opens a file
+        if getattr(program, "BACKEND_FLAG", False):
+            select_backend(sys.argv[1:])  # before anything imports Keras, which fixes its backend then
         prepare_tensorflow()  # before `define_flags`, which may import TensorFlow
         program.define_flags()
         try:

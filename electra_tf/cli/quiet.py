@@ -10,6 +10,7 @@ setting (`electra_tf.cli.tensorflow_start.log_level`; set TF_CPP_MIN_LOG_LEVEL=0
 """
 
 import contextlib
+import importlib.util
 import logging as std_logging
 import os
 import re
@@ -72,7 +73,8 @@ def quiet_console():
     for name in sorted({name for name, _ in _LOG_NOISE}):
         std_logging.getLogger(name or None).addFilter(
             _DropMessages(tuple(text for owner, text in _LOG_NOISE if owner == name)))
-    if "tensorflow" not in sys.modules:
+    if "tensorflow" not in sys.modules and importlib.util.find_spec("tensorflow") is not None:
+        # (A JAX or PyTorch host may have no TensorFlow; where it is installed, it is imported here, quietly.)
         with _hidden(KERAS_EXTRAS):
             _import_quietly("tensorflow")
 

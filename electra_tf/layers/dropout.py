@@ -12,14 +12,17 @@ keeps, from the same seed generator, and multiplies by one mask
 outputs and gradients as `keras.layers.Dropout` (a dropped element is
 `x * 0`, so a dropped inf or NaN stays NaN, where Keras writes 0). Only
 float32 inputs take this path: a 16-bit float uniform is made from other
-bits, so `bfloat16` / `float16` inputs keep Keras' own dropout.
+bits, so `bfloat16` / `float16` inputs keep Keras' own dropout. A TensorFlow
+speed path: `use_integer_bits_dropout` switches layers over on the TensorFlow
+backend only (other backends keep `keras.layers.Dropout`).
 """
 
 import math
 
 import keras
 import numpy as np
-import tensorflow as tf
+
+from electra_tf import backends
 
 _MANTISSA = 1 << 23
 
@@ -56,6 +59,8 @@ class IntegerBitsDropout(keras.layers.Dropout):
     """
 
     def call(self, inputs, training=False):
+        import tensorflow as tf
+
         inputs = tf.convert_to_tensor(inputs)
         if not training or not 0 < self.rate < 1 or self.noise_shape is not None or inputs.dtype != tf.float32:
             return super().call(inputs, training=training)  # (16-bit floats draw other bits)
@@ -67,13 +72,18 @@ class IntegerBitsDropout(keras.layers.Dropout):
 
     def _keep_and_scale(self, inputs, bits):
         """`inputs` times 1 / (1 - rate) where Keras' uniform from `bits` is >= rate, else times 0."""
+        import tensorflow as tf
+
         keep = tf.bitwise.bitwise_and(bits, _MANTISSA - 1) >= keep_threshold(self.rate)
         scale = tf.constant(1.0 / (1.0 - self.rate), tf.float32)
         return inputs * tf.where(keep, scale, 0.0)
 
 
 def use_integer_bits_dropout(layer):
-    """Switches every `keras.layers.Dropout` under `layer` (itself included) to `IntegerBitsDropout` in place."""
+    """Switches every `keras.layers.Dropout` under `layer` (itself included) to `IntegerBitsDropout` in place, on
+    the TensorFlow backend (elsewhere the layers are left as they are)."""
+    if not backends.is_tensorflow():
+        return
     for sub in [layer, *layer._flatten_layers(include_self=False)]:
         if type(sub) is keras.layers.Dropout:
             sub.__class__ = IntegerBitsDropout

@@ -10,13 +10,17 @@ their gradients then compute one kernel gradient per sequence and sum them
 (in, out)` `MatMul` plus a `BiasAdd` (oneDNN fuses the two), whose gradients
 are one `MatMul` per operand and a `BiasAddGrad`. The variables (names,
 shapes, values) are the `EinsumDense`'s own, so checkpoints and the
-serving graphs read them unchanged.
+serving graphs read them unchanged. A TensorFlow speed path:
+`flatten_attention_projections` switches layers over on the TensorFlow backend
+only (XLA under JAX compiles the `EinsumDense` as it is).
 """
 
 import math
 
 import keras
 from keras import ops
+
+from electra_tf import backends
 
 # Equation -> how the input's trailing axes and the kernel's axes group into (in, out).
 _FLAT = {
@@ -61,7 +65,10 @@ class FlatEinsumDense(keras.layers.EinsumDense):
 
 
 def flatten_attention_projections(attention):
-    """Switches a built `keras.layers.MultiHeadAttention`'s four projections to `FlatEinsumDense` in place."""
+    """Switches a built `keras.layers.MultiHeadAttention`'s four projections to `FlatEinsumDense` in place, on the
+    TensorFlow backend (elsewhere they are left as they are)."""
+    if not backends.is_tensorflow():
+        return
     for name in ("_query_dense", "_key_dense", "_value_dense", "_output_dense"):
         layer = getattr(attention, name)
         if type(layer) is keras.layers.EinsumDense and layer.equation in _FLAT:

@@ -1,11 +1,13 @@
 """Dynamic masking: which positions the ELECTRA step predicts, and what the generator sees there.
 
-Plain functions of tensors, run inside the training graph. Randomness comes
-from `replicas.replica_uniform` (one device and N replicas draw the same
-numbers for an example); generator sampling is `sampling`.
+Plain functions of tensors in `keras.ops`, run inside the training step on any
+Keras backend. Randomness comes from `replicas.replica_uniform` (one device and
+N replicas draw the same numbers for an example); generator sampling is
+`sampling`.
 """
 
-import tensorflow as tf
+import numpy as np
+from keras import ops
 
 from electra_tf.layers.replicas import fold_seed, replica_uniform
 from electra_tf.layers.sampling import gumbel_noise
@@ -49,44 +51,45 @@ def mask_tokens(
         `positions` (batch, num_predictions) int32; `target_ids` the original
         tokens there; `weights` float32, 1 for each distinct chosen position.
     """
-    token_ids = tf.convert_to_tensor(token_ids, tf.int32)
-    real = tf.cast(padding_mask, tf.bool)
-    batch, seq_len = tf.shape(token_ids)[0], token_ids.shape[1]
+    token_ids = ops.cast(token_ids, "int32")
+    real = ops.cast(padding_mask, "bool")
+    batch, seq_len = ops.shape(token_ids)[0], token_ids.shape[1]
     maskable = real
     for special in special_ids:
-        maskable &= tf.not_equal(token_ids, special)
-    num_real = tf.reduce_sum(tf.cast(real, tf.float32), axis=1)
-    count = tf.cast(tf.round(num_real * mask_prob), tf.int32)
-    count = tf.clip_by_value(count, 1, num_predictions)
+        maskable = ops.logical_and(maskable, ops.not_equal(token_ids, special))
+    num_real = ops.sum(ops.cast(real, "float32"), axis=1)
+    count = ops.cast(ops.round(num_real * mask_prob), "int32")
+    count = ops.clip(count, 1, num_predictions)
 
-    log_maskable = tf.math.log(tf.cast(maskable, tf.float32))  # 0 or -inf
+    log_maskable = ops.log(ops.cast(maskable, "float32"))  # 0 or -inf
     if with_replacement:
         # Gumbel-max over positions, once per slot: a categorical draw per slot.
         u = replica_uniform([batch, num_predictions, seq_len], fold_seed(seed, 1))
         scores = log_maskable[:, None, :] + gumbel_noise(u)
-        positions = tf.argmax(scores, axis=-1, output_type=tf.int32)
+        positions = ops.cast(ops.argmax(scores, axis=-1), "int32")
     else:
         # Gumbel top-k: distinct positions, uniformly without replacement.
         u = replica_uniform([batch, seq_len], fold_seed(seed, 1))
-        _, positions = tf.math.top_k(log_maskable + gumbel_noise(u), k=num_predictions)
+        _, positions = ops.top_k(log_maskable + gumbel_noise(u), k=num_predictions)
+        positions = ops.cast(positions, "int32")
 
-    slot = tf.range(num_predictions)[None, :]
-    weights = (slot < count[:, None]) & tf.gather(maskable, positions, batch_dims=1)
+    slot = ops.arange(num_predictions, dtype="int32")[None, :]
+    chosen_maskable = ops.take_along_axis(ops.cast(maskable, "int32"), positions, axis=1) > 0
+    weights = ops.logical_and(slot < count[:, None], chosen_maskable)
     if with_replacement:
-        same = tf.equal(positions[:, :, None], positions[:, None, :])
-        earlier = tf.linalg.band_part(tf.ones([num_predictions] * 2, tf.bool), -1, 0)
-        earlier &= ~tf.eye(num_predictions, dtype=tf.bool)  # strictly lower: j < i
-        duplicate = tf.reduce_any(same & earlier[None] & weights[:, None, :], axis=-1)
-        weights &= ~duplicate
+        same = ops.equal(positions[:, :, None], positions[:, None, :])
+        earlier = np.tril(np.ones([num_predictions] * 2, bool), -1)  # strictly lower: j < i
+        duplicate = ops.any(ops.logical_and(ops.logical_and(same, earlier[None]), weights[:, None, :]), axis=-1)
+        weights = ops.logical_and(weights, ops.logical_not(duplicate))
 
     use_mask_token = replica_uniform([batch, num_predictions], fold_seed(seed, 2))
-    use_mask_token = weights & (use_mask_token < mask_token_prob)
-    to_mask = scatter_positions(tf.cast(use_mask_token, tf.int32), positions, seq_len) > 0
+    use_mask_token = ops.logical_and(weights, use_mask_token < mask_token_prob)
+    to_mask = scatter_positions(ops.cast(use_mask_token, "int32"), positions, seq_len) > 0
     return {
-        "masked_ids": tf.where(to_mask, tf.cast(mask_id, tf.int32), token_ids),
+        "masked_ids": ops.where(to_mask, ops.cast(mask_id, "int32"), token_ids),
         "positions": positions,
-        "target_ids": tf.gather(token_ids, positions, batch_dims=1),
-        "weights": tf.cast(weights, tf.float32),
+        "target_ids": ops.take_along_axis(token_ids, positions, axis=1),
+        "weights": ops.cast(weights, "float32"),
     }
 
 
@@ -96,5 +99,5 @@ def scatter_positions(values, positions, seq_len):
     Positions with a nonzero value must be distinct within a row (weights from
     `mask_tokens` guarantee it), so the sum is the value itself.
     """
-    one_hot = tf.one_hot(positions, seq_len, dtype=values.dtype)
-    return tf.einsum("bp,bpt->bt", values, one_hot)
+    one_hot = ops.one_hot(positions, seq_len, dtype=values.dtype)
+    return ops.einsum("bp,bpt->bt", values, one_hot)

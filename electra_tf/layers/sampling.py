@@ -1,12 +1,15 @@
 """Generator sampling: the generator's predictions -> the tokens that replace the chosen ones.
 
-Plain functions of tensors, run inside the training graph, without gradient;
+Plain functions of tensors, run inside the training step, without gradient;
 randomness from `replicas.replica_uniform` (one device and N replicas draw
-the same samples for an example).
+the same samples for an example). `gumbel_sample` (the reference) is
+`keras.ops` and runs on any Keras backend; `inverse_cdf_sample` is a
+TensorFlow speed path (`sampler="inverse_cdf"`, TensorFlow backend only).
 """
 
-import tensorflow as tf
+from keras import ops
 
+from electra_tf import backends
 from electra_tf.layers.replicas import fold_seed, replica_uniform
 
 
@@ -24,9 +27,9 @@ def gumbel_sample(logits, seed, temperature=1.0, disallow_ids=None):
         int32 `(batch, slots)` sampled ids. No gradient flows through it.
     """
     logits = _sampling_logits(logits, temperature, disallow_ids)
-    shape = [tf.shape(logits)[0]] + logits.shape.as_list()[1:]
+    shape = [ops.shape(logits)[0], *logits.shape[1:]]
     u = replica_uniform(shape, fold_seed(seed, 3))
-    return tf.argmax(logits + gumbel_noise(u), axis=-1, output_type=tf.int32)
+    return ops.cast(ops.argmax(logits + gumbel_noise(u), axis=-1), "int32")
 
 
 def inverse_cdf_sample(logits, seed, temperature=1.0, disallow_ids=None):
@@ -41,7 +44,7 @@ def inverse_cdf_sample(logits, seed, temperature=1.0, disallow_ids=None):
     vocabulary (a running sum over 30,522 entries made the one-level inverse
     CDF slower than Gumbel-max end to end). The draws differ from
     `gumbel_sample`'s; their distribution does not. Arguments and result as
-    `gumbel_sample`.
+    `gumbel_sample`. TensorFlow backend only (batched `tf.searchsorted`).
 
     Example:
         >>> import tensorflow as tf
@@ -50,6 +53,8 @@ def inverse_cdf_sample(logits, seed, temperature=1.0, disallow_ids=None):
         >>> inverse_cdf_sample(logits, tf.constant([0, 1], tf.int64)).shape
         TensorShape([1, 1])
     """
+    import tensorflow as tf
+
     logits = _sampling_logits(logits, temperature, disallow_ids)
     vocab = logits.shape[-1] or tf.shape(logits)[-1]  # static where known (XLA pads by a constant)
     probs = tf.exp(logits - tf.reduce_max(logits, axis=-1, keepdims=True))  # unnormalised, max entry 1
@@ -72,16 +77,26 @@ _BLOCK = 128  # vocabulary entries per block of `inverse_cdf_sample`
 
 
 SAMPLERS = {"gumbel": gumbel_sample, "inverse_cdf": inverse_cdf_sample}
+TENSORFLOW_ONLY = ("inverse_cdf",)  # the samplers of the TensorFlow backend alone
+
+
+def check_sampler(sampler):
+    """A `ValueError` naming the choices for a sampler that is unknown, or TensorFlow's alone on another backend."""
+    if sampler not in SAMPLERS:
+        raise ValueError(f"Unknown `sampler={sampler!r}`. Choose one of {list(SAMPLERS)}.")
+    if sampler in TENSORFLOW_ONLY and not backends.is_tensorflow():
+        raise ValueError(f"`sampler={sampler!r}` runs on the TensorFlow backend only (Keras runs on "
+                         f"{backends.name()}): use `sampler='gumbel'`, the same distribution.")
 
 
 def _sampling_logits(logits, temperature, disallow_ids):
     """float32 `logits / temperature` without gradient, disallowed ids pushed down by 1000."""
-    logits = tf.stop_gradient(tf.cast(logits, tf.float32))
+    logits = ops.stop_gradient(ops.cast(logits, "float32"))
     if disallow_ids is not None:
-        logits -= 1000.0 * tf.one_hot(disallow_ids, tf.shape(logits)[-1])
+        logits = logits - 1000.0 * ops.one_hot(disallow_ids, logits.shape[-1] or ops.shape(logits)[-1])
     return logits / temperature
 
 
 def gumbel_noise(u):
     """Gumbel(0, 1) noise from uniforms `u` in [0, 1)."""
-    return -tf.math.log(-tf.math.log(u + 1e-9) + 1e-9)
+    return -ops.log(-ops.log(u + 1e-9) + 1e-9)

@@ -147,10 +147,10 @@ class ElectraEncoder(keras.Model):
         x_shape = (None, None, self.hidden_dim)
         for layer in self.transformer_layers:
             layer.build(x_shape)
-            # The same computation, cheaper on CPU: 2-D attention projections
-            # (`FlatEinsumDense`) and dropout masks from the same random bits
-            # compared as integers (`IntegerBitsDropout`); the variables are
-            # unchanged.
+            # The same computation, cheaper on CPU with TensorFlow: 2-D attention
+            # projections (`FlatEinsumDense`) and dropout masks from the same
+            # random bits compared as integers (`IntegerBitsDropout`); the
+            # variables are unchanged. Other backends keep Keras' layers.
             flatten_attention_projections(layer._self_attention_layer)
         use_integer_bits_dropout(self)
         self.built = True

@@ -3,21 +3,28 @@
 One step, one owner: `compute_losses` reads the batch, masks it, runs the
 generator, samples, corrupts, runs the discriminator and returns every loss
 and statistic; `train_step` / `test_step` only add gradients and metrics.
+The objective (`compute_losses`, the metrics) is `keras.ops` and runs on any
+Keras backend; `train_step` is TensorFlow's (a gradient tape under
+`tf.distribute`); under JAX `fit` takes a stateless step over the same
+objective (`_stateless_train_step`), under PyTorch autograd (`_torch_train_step`).
 """
 
 import typing
 
 import keras
-import tensorflow as tf
+from keras import ops
 from keras_hub.layers import MaskedLMHead
 
+from electra_tf import backends
 from electra_tf.layers.discriminator_head import DiscriminatorHead
-from electra_tf.layers.fused_elementwise import use_fused_elementwise
 from electra_tf.layers.masking import mask_tokens, scatter_positions
 from electra_tf.layers.replicas import all_gather, all_reduce_sum, global_mean, is_multi_worker
-from electra_tf.layers.sampling import SAMPLERS
+from electra_tf.layers.sampling import SAMPLERS, check_sampler
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.objectives import get_objective
+
+if backends.is_tensorflow():  # `train_step`'s gradient tape
+    import tensorflow as tf
 
 
 class StepOutputs(typing.NamedTuple):
@@ -75,7 +82,8 @@ class ElectraPretrainer(keras.Model):
         fused_elementwise: bool. Run the encoders' GELU, LayerNorm, masked
             softmax and dropout masks in training as XLA-fused kernels
             (`electra_tf.layers.fused_elementwise`: the same math, fewer passes
-            over memory); False keeps Keras' ops.
+            over memory); False keeps Keras' ops. TensorFlow backend only:
+            other backends keep Keras' ops either way.
 
     Example:
         ```python
@@ -187,8 +195,7 @@ class ElectraPretrainer(keras.Model):
         self.disc_weight = disc_weight
         self.temperature = temperature
         self.disallow_correct = disallow_correct
-        if sampler not in SAMPLERS:
-            raise ValueError(f"Unknown `sampler={sampler!r}`. Choose one of {list(SAMPLERS)}.")
+        check_sampler(sampler)
         self.sampler = sampler
         self.pad_id = pad_id
         self.cls_id = cls_id
@@ -197,6 +204,10 @@ class ElectraPretrainer(keras.Model):
         self.seed = seed
         self.discriminator_output_initializer = discriminator_output_initializer
         self.fused_elementwise = fused_elementwise
+        if backends.name() == "jax":  # Keras' JAX trainer calls `train_step(state, data)`: a stateless step
+            self.train_step, self.test_step = self._stateless_train_step, self._stateless_test_step
+        elif backends.name() == "torch":  # eager autograd
+            self.train_step = self._torch_train_step
         self.build()
 
     def build(self, input_shape=None):
@@ -206,7 +217,9 @@ class ElectraPretrainer(keras.Model):
         if self.generator is not None:
             self.generator.build()
             self.generator_head.build((None, None, self.generator.hidden_dim))
-        if self.fused_elementwise:
+        if self.fused_elementwise and backends.is_tensorflow():
+            from electra_tf.layers.fused_elementwise import use_fused_elementwise
+
             for encoder in (self.discriminator, self.generator):
                 if encoder is not None:
                     use_fused_elementwise(encoder)
@@ -224,72 +237,71 @@ class ElectraPretrainer(keras.Model):
         return self.discriminator_head(hidden)
 
     # --- The ELECTRA step ---
-    def compute_losses(self, batch, seed, training):
+    def compute_losses(self, batch, seed, training, masked=None, sampled=None):
         """Masks, generates, samples, corrupts, discriminates. Returns a `StepOutputs`.
 
         Losses are this replica's share of the global-batch mean: summed over
         local positions and divided by the global count, so summing over
         replicas (as gradient all-reduce does) gives the global mean.
+
+        `masked` (what `mask_tokens` returns) and `sampled` (int32 `(batch,
+        slots)` generator samples) replace the step's own draws when given:
+        the loss as a function of the weights alone, the same on every backend.
         """
-        token_ids = tf.cast(batch["token_ids"], tf.int32)
-        padding_mask = tf.cast(batch["padding_mask"], tf.int32)
-        segment_ids = tf.cast(batch["segment_ids"], tf.int32)
-        masked = mask_tokens(
-            token_ids,
-            padding_mask,
-            seed,
-            num_predictions=self.num_predictions,
-            mask_prob=self.mask_prob,
-            mask_id=self.mask_id,
-            special_ids=(self.cls_id, self.sep_id, self.mask_id),
-            mask_token_prob=self.mask_token_prob,
-            with_replacement=self.mask_with_replacement,
-        )
+        token_ids = ops.cast(batch["token_ids"], "int32")
+        padding_mask = ops.cast(batch["padding_mask"], "int32")
+        segment_ids = ops.cast(batch["segment_ids"], "int32")
+        if masked is None:
+            masked = self.mask(token_ids, padding_mask, seed)
         positions, targets, weights = masked["positions"], masked["target_ids"], masked["weights"]
+        positions, targets = ops.cast(positions, "int32"), ops.cast(targets, "int32")
+        weights = ops.cast(weights, "float32")
         out = {"weights": weights, "targets": targets, "positions": positions}
-        real = tf.cast(padding_mask, tf.float32)
+        real = ops.cast(padding_mask, "float32")
         seq_len = token_ids.shape[1]
 
         def inputs(ids):
             return {"token_ids": ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
 
-        disc_ids = masked["masked_ids"]
+        disc_ids = ops.cast(masked["masked_ids"], "int32")
         total = 0.0
         if self.generator is not None:
-            hidden = self.generator(inputs(masked["masked_ids"]), training=training)
-            logits = tf.cast(self.generator_head(hidden, mask_positions=positions), tf.float32)
+            hidden = self.generator(inputs(disc_ids), training=training)
+            logits = ops.cast(self.generator_head(hidden, mask_positions=positions), "float32")
             out["mlm_losses"] = _cross_entropy(targets, logits)
             out["mlm_correct"] = _correct(targets, logits)
-            sampled = SAMPLERS[self.sampler](
-                logits,
-                seed,
-                self.temperature,
-                disallow_ids=targets if self.disallow_correct else None,
-            )
-            out["sampled_correct"] = tf.cast(tf.equal(sampled, targets), tf.float32)
-            replaced_at = scatter_positions(tf.cast(weights, tf.int32), positions, seq_len) > 0
-            sampled_at = scatter_positions(sampled * tf.cast(weights, tf.int32), positions, seq_len)
-            disc_ids = tf.where(replaced_at, sampled_at, token_ids)
+            if sampled is None:
+                sampled = SAMPLERS[self.sampler](
+                    logits,
+                    seed,
+                    self.temperature,
+                    disallow_ids=targets if self.disallow_correct else None,
+                )
+            sampled = ops.cast(sampled, "int32")
+            out["sampled_correct"] = ops.cast(ops.equal(sampled, targets), "float32")
+            replaced_at = scatter_positions(ops.cast(weights, "int32"), positions, seq_len) > 0
+            sampled_at = scatter_positions(sampled * ops.cast(weights, "int32"), positions, seq_len)
+            disc_ids = ops.where(replaced_at, sampled_at, token_ids)
             total += self.gen_weight * global_mean(out["mlm_losses"], weights)
 
         hidden = self.discriminator(inputs(disc_ids), training=training)
         if self.task.startswith("rtd"):
-            disc_logits = tf.cast(self.discriminator_head(hidden), tf.float32)
-            labels = tf.cast(tf.not_equal(disc_ids, token_ids), tf.float32)
+            disc_logits = ops.cast(self.discriminator_head(hidden), "float32")
+            labels = ops.cast(ops.not_equal(disc_ids, token_ids), "float32")
             disc_weights = real
             if self.task == "rtd_chosen":
                 disc_weights = scatter_positions(weights, positions, seq_len)
             out.update(disc_logits=disc_logits, disc_labels=labels, disc_weights=disc_weights)
             out["disc_ids"] = disc_ids
-            out["disc_losses"] = tf.nn.sigmoid_cross_entropy_with_logits(labels, disc_logits)
+            out["disc_losses"] = ops.binary_crossentropy(labels, disc_logits, from_logits=True)
             total += self.disc_weight * global_mean(out["disc_losses"], disc_weights)
         else:
             if self.task == "mlm_all":
-                task_positions = tf.broadcast_to(tf.range(seq_len)[None], tf.shape(token_ids))
+                task_positions = ops.broadcast_to(ops.arange(seq_len, dtype="int32")[None], ops.shape(token_ids))
                 task_targets, task_weights = token_ids, real
             else:
                 task_positions, task_targets, task_weights = positions, targets, weights
-            logits = tf.cast(self.mlm_head(hidden, mask_positions=task_positions), tf.float32)
+            logits = ops.cast(self.mlm_head(hidden, mask_positions=task_positions), "float32")
             task_losses = _cross_entropy(task_targets, logits)
             task_correct = _correct(task_targets, logits)
             if self.generator is None:  # BERT: the encoder's MLM is the main loss
@@ -301,6 +313,20 @@ class ElectraPretrainer(keras.Model):
                 total += global_mean(task_losses, task_weights)
         return StepOutputs(loss=total, **out)
 
+    def mask(self, token_ids, padding_mask, seed):
+        """`mask_tokens` of a batch with this model's masking settings: what `compute_losses` predicts."""
+        return mask_tokens(
+            token_ids,
+            padding_mask,
+            seed,
+            num_predictions=self.num_predictions,
+            mask_prob=self.mask_prob,
+            mask_id=self.mask_id,
+            special_ids=(self.cls_id, self.sep_id, self.mask_id),
+            mask_token_prob=self.mask_token_prob,
+            with_replacement=self.mask_with_replacement,
+        )
+
     def _step_seed(self, salt):
         # Keras' `iterations` counts updates; with gradient accumulation every
         # micro-batch needs its own numbers, so key on the call counter.
@@ -308,7 +334,8 @@ class ElectraPretrainer(keras.Model):
         optimizer = getattr(self, "optimizer", None)  # absent before `compile`
         if optimizer is not None:
             step = getattr(optimizer, "inner_optimizer", optimizer)._iterations
-        return tf.stack([tf.constant(self.seed * 2 + salt, tf.int64), tf.cast(step, tf.int64)])
+        dtype = "int64" if backends.is_tensorflow() else "int32"  # (JAX keeps 32-bit ints)
+        return ops.stack([ops.convert_to_tensor(self.seed * 2 + salt, dtype), ops.cast(step, dtype)])
 
     def train_step(self, data):
         data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
@@ -323,6 +350,60 @@ class ElectraPretrainer(keras.Model):
         data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
         out = self.compute_losses(data, self._step_seed(1), training=False)
         return self._update_metrics(out)
+
+    # --- The step under JAX: the same objective as a function of the variables' values ---
+    def _stateless_train_step(self, state, data):
+        """`train_step` for Keras' JAX trainer: `(logs, state)` from `state`, the variables' values (no assignment)."""
+        import jax
+
+        trainable, non_trainable, optimizer_values, metrics_values = state
+        data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
+        optimizer_variables = self.optimizer.variables
+
+        def loss_of(trainable, non_trainable):
+            mapping = [*zip(self.trainable_variables, trainable), *zip(self.non_trainable_variables, non_trainable),
+                       *zip(optimizer_variables, optimizer_values)]
+            with keras.StatelessScope(state_mapping=mapping) as scope:
+                out = self.compute_losses(data, self._step_seed(0), training=True)
+                loss = self.optimizer.scale_loss(out.loss)
+            return loss, (out, _current_values(scope, self.non_trainable_variables, non_trainable))
+
+        (_, (out, non_trainable)), gradients = jax.value_and_grad(loss_of, has_aux=True)(trainable, non_trainable)
+        trainable, optimizer_values = self.optimizer.stateless_apply(optimizer_values, gradients, trainable)
+        logs, metrics_values = self._stateless_metrics(out, metrics_values, optimizer_values)
+        return logs, (trainable, non_trainable, optimizer_values, metrics_values)
+
+    def _torch_train_step(self, data):
+        """`train_step` for Keras' PyTorch trainer: autograd on the same objective."""
+        import torch
+
+        data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
+        self.zero_grad()
+        out = self.compute_losses(data, self._step_seed(0), training=True)
+        self.optimizer.scale_loss(out.loss).backward()
+        variables = self.trainable_variables
+        gradients = [v.value.grad for v in variables]
+        with torch.no_grad():
+            self.optimizer.apply(gradients, variables)
+        return self._update_metrics(out)
+
+    def _stateless_test_step(self, state, data):
+        """`test_step` for Keras' JAX trainer."""
+        trainable, non_trainable, metrics_values = state
+        data, _, _ = keras.utils.unpack_x_y_sample_weight(data)
+        optimizer_values = [v.value for v in self.optimizer.variables] if self.optimizer is not None else []
+        mapping = [*zip(self.trainable_variables, trainable), *zip(self.non_trainable_variables, non_trainable)]
+        with keras.StatelessScope(state_mapping=mapping):
+            out = self.compute_losses(data, self._step_seed(1), training=False)
+        logs, metrics_values = self._stateless_metrics(out, metrics_values, optimizer_values)
+        return logs, (trainable, non_trainable, metrics_values)
+
+    def _stateless_metrics(self, out, metrics_values, optimizer_values):
+        optimizer_variables = self.optimizer.variables if self.optimizer is not None else []
+        mapping = [*zip(self.metrics_variables, metrics_values), *zip(optimizer_variables, optimizer_values)]
+        with keras.StatelessScope(state_mapping=mapping) as scope:
+            logs = self._update_metrics(out)
+        return logs, _current_values(scope, self.metrics_variables, metrics_values)
 
     def _update_metrics(self, out):
         # Metrics see the whole global batch on every replica (gathered), so
@@ -342,8 +423,8 @@ class ElectraPretrainer(keras.Model):
         if out.disc_losses is not None:
             self.disc_loss_tracker.update_state(out.disc_losses, sample_weight=out.disc_weights)
         if out.disc_logits is not None:
-            labels, probs, disc_weights = out.disc_labels, tf.sigmoid(out.disc_logits), out.disc_weights
-            correct = tf.cast(tf.equal(labels, tf.cast(probs > 0.5, tf.float32)), tf.float32)
+            labels, probs, disc_weights = out.disc_labels, ops.sigmoid(out.disc_logits), out.disc_weights
+            correct = ops.cast(ops.equal(labels, ops.cast(probs > 0.5, "float32")), "float32")
             self.disc_accuracy.update_state(correct, sample_weight=disc_weights)
             for metric in (self.disc_auc, self.disc_precision, self.disc_recall):
                 metric.update_state(labels, probs, sample_weight=disc_weights)
@@ -351,11 +432,11 @@ class ElectraPretrainer(keras.Model):
             self.disc_accuracy.update_state(out.disc_correct, sample_weight=out.disc_weights)
         logs = {m.name: m.result() for m in self.metrics}
         if self.optimizer is not None:
-            logs["learning_rate"] = tf.cast(self.optimizer.learning_rate, tf.float32)
-        if is_multi_worker(tf.distribute.get_strategy()):
+            logs["learning_rate"] = ops.cast(self.optimizer.learning_rate, "float32")
+        if is_multi_worker():
             # Keras reduces multi-worker logs with MEAN over axis 0, which a
             # scalar lacks; the values are already global, so rank 1 is exact.
-            logs = {k: tf.reshape(v, [1]) for k, v in logs.items()}
+            logs = {k: ops.reshape(v, [1]) for k, v in logs.items()}
         return logs
 
     @property
@@ -379,6 +460,9 @@ class ElectraPretrainer(keras.Model):
         # which MultiWorkerMirroredStrategy's collectives reject; only the
         # optimizer is left to build.
         if self.optimizer is not None and not self.optimizer.built:
+            if not backends.is_tensorflow():
+                self.optimizer.build(self.trainable_variables)
+                return
             with self.distribute_strategy.scope():
                 self.optimizer.build(self.trainable_variables)
 
@@ -506,9 +590,15 @@ _METRIC_INPUTS = (
 )
 
 
+def _current_values(scope, variables, values):
+    """The values `variables` hold at the end of a `keras.StatelessScope` (`values` for those it did not assign)."""
+    found = [scope.get_current_value(v) for v in variables]
+    return [value if new is None else new for new, value in zip(found, values)]
+
+
 def _cross_entropy(targets, logits):
-    return tf.nn.sparse_softmax_cross_entropy_with_logits(targets, logits)
+    return ops.sparse_categorical_crossentropy(targets, logits, from_logits=True)
 
 
 def _correct(targets, logits):
-    return tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), targets), tf.float32)
+    return ops.cast(ops.equal(ops.cast(ops.argmax(logits, -1), "int32"), targets), "float32")

@@ -21,8 +21,9 @@ Example:
 
 import importlib.util
 
-from electra_tf.finetuning import config as finetuning_config
-from electra_tf.finetuning import examples
+# The recipe's settings (`electra_tf.finetuning.config`) and the readers (`electra_tf.finetuning.examples`) are
+# imported where they are used: a kind's Keras model (`electra_tf.tasks.<kind>.model`) imports with Keras alone,
+# on any backend, TensorFlow absent.
 
 # One line per kind: its `TaskKind` class, `module:Class`. The first is the default kind (`DEFAULT`).
 DECLARED = (
@@ -78,9 +79,13 @@ def __getattr__(attribute):
     if attribute not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {attribute!r}")
     if attribute == "FinetuneConfig":
+        from electra_tf.finetuning import config as finetuning_config
+
         configs = [_settings_of(folder, "Config") for folder in _folders()]
         value = finetuning_config.FinetuneConfig.with_fields_of(*(c for c in configs if c is not None))
     elif attribute == "ReadOptions":
+        from electra_tf.finetuning import examples
+
         options = [_settings_of(folder, "PredictOptions") for folder in _folders()]
         value = examples.ReadOptions.with_fields_of(*(o for o in options if o is not None))
     elif attribute == "KINDS":
@@ -101,6 +106,8 @@ def __getattr__(attribute):
 
 def read_finetune_config(folder):
     """`finetuning.config.read_finetune_config` of `folder`, every kind's fields checked."""
+    from electra_tf.finetuning import config as finetuning_config
+
     return finetuning_config.read_finetune_config(folder, __getattr__('FinetuneConfig'))
 
 

@@ -1,7 +1,7 @@
 """ElectraEmbedder: an ELECTRA (or BERT) encoder that maps a text to one unit vector, for semantic search."""
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from electra_tf.models.encoder import ElectraEncoder  # noqa: F401  (registered for `from_config`)
 from electra_tf.tasks.embedding.config import POOLINGS
@@ -63,26 +63,26 @@ class ElectraEmbedder(keras.Model):
     def encoder_inputs(self, inputs):
         """What `call` feeds the encoder: `inputs`, or with several texts per row, one row per text."""
         if len(inputs["token_ids"].shape) == 3:
-            length = tf.shape(inputs["token_ids"])[2]
-            return {k: tf.reshape(v, [-1, length]) for k, v in inputs.items()}
+            length = ops.shape(inputs["token_ids"])[2]
+            return {k: ops.reshape(v, (-1, length)) for k, v in inputs.items()}
         return inputs
 
     def head_outputs(self, sequence, inputs, training=None):
         """The pooled (and normalised) vectors from `sequence`, the encoder's output on `encoder_inputs(inputs)`."""
         rank = len(inputs["token_ids"].shape)
         if rank == 3:  # several texts per row
-            shape = tf.shape(inputs["token_ids"])
+            shape = ops.shape(inputs["token_ids"])
             inputs = self.encoder_inputs(inputs)
-        sequence = tf.cast(sequence, tf.float32)
+        sequence = ops.cast(sequence, "float32")
         if self.pooling == "cls":
             vectors = sequence[:, 0, :]
         else:
-            mask = tf.expand_dims(tf.cast(inputs["padding_mask"], tf.float32), -1)  # no new-axis slice: LiteRT has none
-            vectors = tf.reduce_sum(sequence * mask, axis=1) / tf.maximum(tf.reduce_sum(mask, axis=1), 1e-9)
+            mask = ops.expand_dims(ops.cast(inputs["padding_mask"], "float32"), -1)  # no new-axis slice: LiteRT has none
+            vectors = ops.sum(sequence * mask, axis=1) / ops.maximum(ops.sum(mask, axis=1), 1e-9)
         if self.normalize:
-            vectors = tf.math.l2_normalize(vectors, axis=-1, epsilon=1e-24)  # x / max(|x|, 1e-12), as torch's
+            vectors = l2_normalize(vectors)
         if rank == 3:
-            vectors = tf.reshape(vectors, [shape[0], shape[1], -1])
+            vectors = ops.reshape(vectors, (shape[0], shape[1], -1))
         return vectors
 
     def get_config(self):
@@ -99,3 +99,10 @@ class ElectraEmbedder(keras.Model):
         config = dict(config)
         config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
         return cls(**config)
+
+
+def l2_normalize(vectors):
+    """`x / max(|x|, 1e-12)` over the last axis, as torch's `normalize` (TensorFlow's `l2_normalize`'s ops with
+    epsilon 1e-24: `x * rsqrt(max(sum(x^2), 1e-24))`)."""
+    squares = ops.sum(ops.square(vectors), axis=-1, keepdims=True)
+    return vectors * ops.rsqrt(ops.maximum(squares, 1e-24))

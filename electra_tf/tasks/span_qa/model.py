@@ -1,8 +1,8 @@
 """ElectraQuestionAnswerer: an ELECTRA encoder with the official span-QA head (SQuAD 1.1 / 2.0)."""
 
 import keras
-import tensorflow as tf
 
+from electra_tf.layers.replicas import all_reduce_sum
 from electra_tf.models.encoder import ElectraEncoder  # noqa: F401  (registered for `from_config`)
 
 HEADS = ("official", "simple")
@@ -175,16 +175,17 @@ class ElectraQuestionAnswerer(keras.Model):
             outputs.update(start_logits=start_logits, end_logits=end_logits)
             return outputs
         start_log_probs = _pad_beam(keras.ops.log_softmax(start_logits, axis=-1), self.start_n_top)
-        start_top_log_probs, start_top_index = tf.math.top_k(start_log_probs, self.start_n_top)
+        start_top_log_probs, start_top_index = keras.ops.top_k(start_log_probs, self.start_n_top)
         if self.head == "official":
             length = keras.ops.shape(hidden)[1]
             gather = keras.ops.minimum(start_top_index, length - 1)  # padded beam entries: any real vector
             start_vectors = keras.ops.take_along_axis(hidden, gather[:, :, None], axis=1)
             end_log_probs = keras.ops.log_softmax(self._end_logits(hidden, start_vectors) + penalty[:, None], axis=-1)
-            end_top_log_probs, end_top_index = tf.math.top_k(_pad_beam(end_log_probs, self.end_n_top), self.end_n_top)
+            end_top_log_probs, end_top_index = keras.ops.top_k(_pad_beam(end_log_probs, self.end_n_top),
+                                                               self.end_n_top)
         else:
             end_log_probs = _pad_beam(keras.ops.log_softmax(end_logits, axis=-1), self.end_n_top)
-            top_log_probs, top_index = tf.math.top_k(end_log_probs, self.end_n_top)
+            top_log_probs, top_index = keras.ops.top_k(end_log_probs, self.end_n_top)
             end_top_log_probs = keras.ops.repeat(top_log_probs[:, None], self.start_n_top, axis=1)
             end_top_index = keras.ops.repeat(top_index[:, None], self.start_n_top, axis=1)
         outputs.update(start_top_log_probs=start_top_log_probs, start_top_index=start_top_index,
@@ -248,10 +249,7 @@ class GlobalMeanLoss(keras.losses.Loss):
             labels = keras.ops.cast(y_true, "float32")
             per_example = keras.ops.maximum(y_pred, 0.0) - y_pred * labels + keras.ops.log1p(
                 keras.ops.exp(-keras.ops.abs(y_pred)))
-        count = keras.ops.cast(keras.ops.shape(per_example)[0], "float32")
-        context = tf.distribute.get_replica_context()
-        if context is not None and context.num_replicas_in_sync > 1:
-            count = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
+        count = all_reduce_sum(keras.ops.cast(keras.ops.shape(per_example)[0], "float32"))
         return keras.ops.sum(per_example) / keras.ops.maximum(count, 1.0)
 
     def get_config(self):
@@ -268,4 +266,4 @@ class GlobalMeanLoss(keras.losses.Loss):
 def _pad_beam(log_probs, k):
     """Appends `k` columns of -1e4 on the last axis, so a top-k of width `k` exists at any length."""
     rank = len(log_probs.shape)
-    return tf.pad(log_probs, [[0, 0]] * (rank - 1) + [[0, k]], constant_values=-1e4)
+    return keras.ops.pad(log_probs, [[0, 0]] * (rank - 1) + [[0, k]], constant_values=-1e4)

@@ -1,8 +1,8 @@
 """ElectraTokenClassifier: an ELECTRA encoder with a per-token tagging head (NER, chunking, POS)."""
 
 import keras
-import tensorflow as tf
 
+from electra_tf.layers.replicas import all_reduce_sum
 from electra_tf.models.task_model import EncoderWithHead
 from electra_tf.tasks.tagging.features import IGNORE_INDEX
 
@@ -82,8 +82,5 @@ class MaskedSparseCrossEntropy(keras.losses.Loss):
         per_token = keras.losses.sparse_categorical_crossentropy(
             keras.ops.where(mask, labels, 0), keras.ops.cast(y_pred, "float32"), from_logits=True)
         mask = keras.ops.cast(mask, "float32")
-        total, count = keras.ops.sum(per_token * mask), keras.ops.sum(mask)
-        context = tf.distribute.get_replica_context()
-        if context is not None and context.num_replicas_in_sync > 1:
-            count = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
+        total, count = keras.ops.sum(per_token * mask), all_reduce_sum(keras.ops.sum(mask))
         return total / keras.ops.maximum(count, 1.0)
