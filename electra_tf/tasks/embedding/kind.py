@@ -223,7 +223,7 @@ class EmbeddingKind(TaskKind):
             return served.settings
         from electra_tf.tasks.embedding.search import passage_settings
 
-        return passage_settings(served, options)
+        return passage_settings(served, options, cls)
 
     @classmethod
     def format_prediction(cls, row, example, settings):

@@ -22,16 +22,15 @@ from electra_tf.tasks.embedding.metrics import rank
 DEFAULT_TOP_K = 10
 
 
-def read_passages(path):
-    """The passages of `path`: text lines, or JSON Lines with "text", told as `--input`'s are (`inputs.detect`: by
-    extension, else by content; a text line that starts with `{` is text); errors name `--passages`, the file and
-    the line."""
+def read_passages(path, kind):
+    """The passages of `path`: text lines, or JSON Lines with "text", told as `--input`'s are for the embedding
+    `kind` (`inputs.detect`: by extension, else by content; a text line that starts with `{` is text); errors name
+    `--passages`, the file and the line."""
     from electra_tf import tasks
-    from electra_tf.tasks.embedding.kind import EmbeddingKind
 
     text = read_text(path, flag="passages", what="the passages to rank")
     name = STDIN if path == "-" else path
-    found = detect(path, text, EmbeddingKind, tasks.format_extensions())
+    found = detect(path, text, kind, tasks.format_extensions())
     if found not in ("jsonl", "text"):
         raise ValueError(f"`--passages={path}` reads as {found}: passages are text lines or JSON Lines with \"text\" "
                          "(a .txt or .jsonl file).")
@@ -41,9 +40,10 @@ def read_passages(path):
     return [raw for _, raw in lines]
 
 
-def passage_settings(served, options, batch_size=32):
-    """`served.settings` with the passages of `options.passages`, their vectors and `top_k` added."""
-    passages = read_passages(options.passages)
+def passage_settings(served, options, kind, batch_size=32):
+    """`served.settings` with the passages of `options.passages` (read as the embedding `kind` reads its input),
+    their vectors and `top_k` added."""
+    passages = read_passages(options.passages, kind)
     signature = served.signatures["serving_default"]
     vectors = np.concatenate([signature(text=tf.constant(passages[i:i + batch_size]))["embedding"].numpy()
                               for i in range(0, len(passages), batch_size)])
