@@ -115,7 +115,7 @@ class HuggingFace(ConvertTarget):
         from electra_tf.data.tokenizer import (DEFAULT_SETTINGS, read_settings, warn_unless_bert,
                                                write_hugging_face_settings)
 
-        tokenizer_settings = read_settings(vocab) or DEFAULT_SETTINGS
+        tokenizer_settings = (read_settings(vocab) or DEFAULT_SETTINGS) if vocab_files else None
         if vocab_files:
             warn_unless_bert(tokenizer_settings, vocab)  # transformers normalises text the BERT way only
         with _staged_folder(path) as stage:
