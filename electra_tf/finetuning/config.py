@@ -11,7 +11,8 @@ import dataclasses
 import typing
 
 from electra_tf.config import PRECISIONS
-from electra_tf.config_fields import Config, field, fields, renamed
+from electra_tf import config_fields
+from electra_tf.config_fields import Config, field, renamed
 from electra_tf.training.distribute import STRATEGIES
 
 
@@ -99,7 +100,7 @@ def set_fields(config):
     >>> sorted(set_fields(FinetuneConfig(task="faq", epochs=3, batch_size=8)))
     ['batch_size', 'task']
     """
-    return {name for name, spec in fields(config).items() if getattr(config, name) != spec.default}
+    return {name for name, spec in config_fields.fields(config).items() if getattr(config, name) != spec.default}
 
 
 # Keys that files of earlier versions spell otherwise (finetune_config.json, results.json, settings.json): old -> new.
@@ -147,7 +148,7 @@ def read_finetune_config(folder, config_class=FinetuneConfig):
         return None
     values = run_files.read_json_object(path)
     values = with_current_keys(values)  # an earlier version wrote max_seq_length
-    declared = fields(config_class)
+    declared = config_fields.fields(config_class)
     try:
         config_class(**{name: value for name, value in values.items() if name in declared})
     except ValueError as e:

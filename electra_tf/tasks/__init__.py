@@ -25,14 +25,14 @@ import importlib.util
 # imported where they are used: a kind's Keras model (`electra_tf.tasks.<kind>.model`) imports with Keras alone,
 # on any backend, TensorFlow absent.
 
-# One line per kind: its `TaskKind` class, `module:Class`. The first is the default kind (`DEFAULT`).
+# One line per kind: its `TaskKind` class (module, class name). The first is the default kind (`DEFAULT`).
 DECLARED = (
-    "electra_tf.tasks.classification.kind:ClassificationKind",
-    "electra_tf.tasks.tagging.kind:TaggingKind",
-    "electra_tf.tasks.span_qa.kind:SpanQAKind",
-    "electra_tf.tasks.multiple_choice.kind:MultipleChoiceKind",
-    "electra_tf.tasks.embedding.kind:EmbeddingKind",
-    "electra_tf.tasks.replaced_tokens.kind:ReplacedTokenKind",  # served only: a pre-trained model's scores
+    ("electra_tf.tasks.classification.kind", "ClassificationKind"),
+    ("electra_tf.tasks.tagging.kind", "TaggingKind"),
+    ("electra_tf.tasks.span_qa.kind", "SpanQAKind"),
+    ("electra_tf.tasks.multiple_choice.kind", "MultipleChoiceKind"),
+    ("electra_tf.tasks.embedding.kind", "EmbeddingKind"),
+    ("electra_tf.tasks.replaced_tokens.kind", "ReplacedTokenKind"),  # served only: a pre-trained model's scores
 )
 
 # Read on first use (`__getattr__`), so that what needs only the settings (`finetune --help`) imports no kind:
@@ -51,7 +51,7 @@ _LAZY = ("KINDS", "DEFAULT", "FINETUNED", "PRETRAINED", "OUTPUTS", "FinetuneConf
 
 def _folders():
     """The folder of each declared kind under `electra_tf/tasks/`, in `DECLARED` order."""
-    return [declared.partition(":")[0].split(".")[2] for declared in DECLARED]
+    return [module.split(".")[2] for module, _ in DECLARED]
 
 
 def _settings_of(folder, name):
@@ -63,7 +63,7 @@ def _settings_of(folder, name):
 
 
 def _kind_class(declared):
-    module, _, name = declared.partition(":")
+    module, name = declared
     return getattr(importlib.import_module(module), name)
 
 
