@@ -13,7 +13,7 @@ def test_every_format_is_a_registry_line_or_a_served_only_task_kind():
 
 
 @pytest.mark.parametrize("name, artefact, claimed", [
-    ("encoder", run_files.SAVED_MODEL, False), ("preset", run_files.KERAS_HUB_PRESET, False),
+    ("encoder", run_files.SAVED_MODEL, True), ("preset", run_files.KERAS_HUB_PRESET, False),
     ("serving", run_files.SAVED_MODEL, True), ("tflite", run_files.TFLITE_MODEL, True)])
 def test_each_format_names_what_it_writes_and_where(name, artefact, claimed):
     class Options:

@@ -311,7 +311,7 @@ def test_litert_counts_the_word_limit_in_characters_as_bert(tmp_path):
     transformers' tokenizer; one of 102 characters is one [UNK] (the limit's ops are LiteRT builtins)."""
     from electra_tf.exporting.tflite import TFLiteModule, convert
     from electra_tf.exporting.tflite_runtime import load_interpreter
-    from electra_tf.tasks import serving_module
+    from electra_tf.export_formats import serving_module
     from helpers import python_bert_tokenizer
 
     model, vocab = _tiny_model_dir(tmp_path, {"lower_case": True, "strip_accents": True},
