@@ -15,6 +15,8 @@ import pytest
 
 from helpers import checksums, make_run_dir, run_python, write_records, write_vocab
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 
 def error_lines(result):
     return [line for line in result.stderr.splitlines() if line.startswith("error: ")]

@@ -17,6 +17,8 @@ import pytest
 
 from helpers import make_run_dir, run_python, write_vocab
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 
 def tree(folder):
     """Every path under `folder` (folders too) with the sha256 of each file: what a refused command leaves alone."""

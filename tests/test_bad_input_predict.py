@@ -21,6 +21,8 @@ from electra_tf.tasks.classification.kind import ClassificationKind
 from electra_tf.tasks.embedding.kind import EmbeddingKind
 from electra_tf.tasks.tagging.kind import TaggingKind
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 LABELS = ["negative", "positive"]
 TAGS = ["O", "B-LOC", "B-PER", "I-LOC", "I-PER"]  # no MISC, no ORG
 # CoNLL-2003 as released: IOB1 (I- everywhere, B- only between two spans of one type).

@@ -15,6 +15,8 @@ from electra_tf import cli
 from electra_tf.cli import quiet, tensorflow_start
 from helpers import REPO, run_python
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 CLIS = ["electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export", "electra_tf.convert",
         "electra_tf.predict", "electra_tf.pipelines.build_pretraining_data", "electra_tf.pipelines.build_vocab",
         "electra_tf.pipelines.inspect_records"]

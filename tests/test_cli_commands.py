@@ -7,6 +7,8 @@ import pytest
 
 from helpers import digests, error_line, make_run_dir, run_python, write_vocab
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):

@@ -13,7 +13,7 @@ import pytest
 import doc_examples
 
 # What a user copies runs without a warning to learn to ignore (Keras warned on the README's `fit`).
-pytestmark = pytest.mark.filterwarnings("error::UserWarning")
+pytestmark = [pytest.mark.filterwarnings("error::UserWarning"), pytest.mark.large]  # slow tier: minutes together
 
 EXAMPLES = doc_examples.package_examples()
 

@@ -12,6 +12,8 @@ import os
 
 import pytest
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FOLDERS = {"electra_tf": "electra_tf", "configs": "electra_tf.configs", "pipelines": "electra_tf.pipelines"}
 

@@ -21,6 +21,8 @@ from test_journeys import write_toy_choices  # noqa: E402
 from test_squad import write_toy_squad  # noqa: E402
 from test_tagging import write_conll  # noqa: E402
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 # A user's script: nothing of electra_tf named but the one documented import.
 LOAD = """
 import json, sys

@@ -17,6 +17,8 @@ import pytest
 
 from helpers import command_cases, digests, refusal, write_vocab
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):

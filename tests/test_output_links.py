@@ -25,6 +25,8 @@ import pytest
 
 from helpers import REPO, command_cases, error_line, refusal, run_python, write_vocab
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 DEVICE = os.makedev(1, 7)  # a replica of the system's full device: every write fails with ENOSPC
 
 

@@ -17,6 +17,8 @@ from electra_tf.tasks.classification.kind import ClassificationKind
 from electra_tf.tasks.span_qa.kind import SpanQAKind
 from electra_tf.tasks.tagging.kind import TaggingKind
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 LABELS = ["negative", "positive"]
 TAGS = ["O", "B-LOC", "B-PER", "I-LOC", "I-PER"]
 TSV = ("sentence\tlabel\n"

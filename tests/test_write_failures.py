@@ -15,6 +15,8 @@ import pytest
 
 from helpers import REPO, checksums, error_line, make_run_dir, run_python, write_vocab
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 
 @pytest.fixture(scope="module")
 def finetuned(tmp_path_factory):

@@ -64,6 +64,9 @@ def select_backend(argv):
     choices = ", ".join(backends.BACKENDS)
     if name not in backends.BACKENDS:
         fail(f"{source} is not a backend electra_tf runs on: choose --backend {choices}.")
+    os.environ["KERAS_BACKEND"] = name
+    if name == backends.DEFAULT:  # imported next, quietly and after its settings (`prepare_tensorflow`)
+        return
     module, package = backends.PACKAGES[name]
     try:
         with collector.importing():
@@ -71,7 +74,6 @@ def select_backend(argv):
     except ImportError as e:
         fail(f"{source} needs the {package} package, which does not import here ({str(e).splitlines()[0]}): "
              f"install it with `pip install {package}`, or choose another --backend ({choices}).")
-    os.environ["KERAS_BACKEND"] = name
 
 
 def define_backend(flag_values=None):

@@ -74,6 +74,8 @@ import sys  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from helpers import digests, run_python, write_vocab  # noqa: E402
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 
 def convert_command(*args, check=True):
     return run_python(["-m", "electra_tf.convert", *args], check=check)

@@ -14,6 +14,8 @@ from helpers import python_bert_tokenizer, run_python, shared_data
 from electra_tf.data.tokenizer import (BERT, LEGACY, MAX_CHARS_PER_WORD, SETTINGS_FILE, WordPieceTokenizer,
                                        copy_vocab, new_settings, read_settings, write_settings)
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 ISSUE_TEXTS = ["ﬁne ǅ İstanbul ß Straße", "é́́ ﬁne Straße was built in 1901."]
 MORE_TEXTS = ["Fußach ÉCOLE ½ Ａｂｃ ﬂow x² naïve café", "ΣΟΦΙΑ Ångström ǈubljana"]
 

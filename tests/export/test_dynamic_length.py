@@ -15,6 +15,8 @@ import tensorflow as tf
 from electra_tf.data.tokenizer import SERVING_PAD_MULTIPLE, WordPieceTokenizer, padded_length
 from electra_tf.models.encoder import ElectraEncoder
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 SEQ_LENGTH = 64
 SHORT = ["a good film", "", "the plot was boring , the actors were not", "hello world !"]
 LONG = ["the film was very good " * 20]  # past seq_length: truncated (or windowed)

@@ -9,6 +9,8 @@ import pytest
 
 from helpers import run_python
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 
 def test_export_serving_reads_the_max_seq_length_of_an_earlier_finetune_config(artifacts, tmp_path):
     run = shutil.copytree(artifacts.finetuned, tmp_path / "finetuned")

@@ -14,6 +14,8 @@ import pytest
 
 from helpers import checksums, error_line, make_run_dir, run_python, write_vocab
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 TABLE_ROWS, BIG = 400, 500
 
 

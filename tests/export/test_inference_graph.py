@@ -7,6 +7,8 @@ import tensorflow as tf
 from electra_tf.exporting import inference_graph
 from electra_tf.models.encoder import ElectraEncoder
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 
 def inputs(lengths, width):
     rng = np.random.default_rng(0)

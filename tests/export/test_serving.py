@@ -14,6 +14,8 @@ from electra_tf.export_formats import export_serving
 from electra_tf.tasks import OUTPUTS
 from helpers import request_feeds, warmup_requests
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 BIN = os.path.dirname(sys.executable)
 
 # Runs in a fresh interpreter that imports only tensorflow and tensorflow_text.

@@ -6,6 +6,8 @@ import pytest
 
 from electra_tf.exporting.serving_ops import MODEL_SERVER_OPS, TEXT_OPS_LIB_TARGETS, saved_model_ops, unsupported_ops
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 
 @pytest.fixture(scope="module")
 def exports(artifacts, tmp_path_factory):

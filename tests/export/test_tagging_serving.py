@@ -21,6 +21,8 @@ from electra_tf.tasks.tagging.features import build_features, plan_windows, toke
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.tasks.tagging.model import ElectraTokenClassifier
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 VOCAB = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "vocab",
                                      "bert_uncased_vocab.txt"))
 LABELS = ["O", "B-LOC", "B-PER", "I-LOC", "I-PER"]

@@ -17,6 +17,8 @@ import pytest
 from helpers import make_run_dir, run_python, write_vocab
 from electra_tf.data.utf8 import decode_utf8
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 CONLL = "-DOCSTART- -X- O\n\nJohn NNP B-PER\nlives VBZ O\nin IN O\nParis NNP B-LOC\n\n" \
         "Mary NNP B-PER\nsaw VBD O\nLondon NNP B-LOC\n"
 

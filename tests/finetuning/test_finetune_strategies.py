@@ -15,6 +15,8 @@ import pytest
 
 from helpers import REPO, assert_trained_alike, make_run_dir, train_on_one_and_two_cpus
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 VOCAB = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "vocab",
                                      "bert_uncased_vocab.txt"))
 WORDS = ["the", "film", "was", "good", "bad", "john", "went", "to", "paris", "and", "saw", "mary"]

@@ -11,6 +11,8 @@ from electra_tf.finetuning.batching import epoch_order
 from electra_tf.tasks.classification.kind import make_dataset
 from electra_tf.tasks.classification.data import Example
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 
 def reference_batches(examples, tokenizer, seq_length, batch_size, shuffle_seed, epoch, skip=0):
     """The per-batch pipeline: the epoch's order, texts batched, each batch packed on its own."""

@@ -23,6 +23,8 @@ import tensorflow as tf
 
 from helpers import checksums, error_line, make_run_dir, request_feeds, run_python, warmup_requests
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 CONTEXT, QUESTION = "Pick the one that is alive.", "Which is an animal?"
 ANIMALS = ["cat", "dog", "horse", "cow"]
 THINGS = ["car", "table", "lamp", "door", "cup", "chair"]

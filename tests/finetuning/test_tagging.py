@@ -17,7 +17,8 @@ from electra_tf.tasks.tagging.features import IGNORE_INDEX
 from electra_tf.tasks import finetune as run_trials
 from helpers import run_python
 
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # seqeval's zero-division warnings
+# seqeval's zero-division warnings; the slow tier: together these tests take minutes
+pytestmark = [pytest.mark.filterwarnings("ignore::UserWarning"), pytest.mark.large]
 NAMES = {"john": "PER", "mary": "PER", "paris": "LOC", "london": "LOC", "google": "ORG"}
 FILLER = ["the", "went", "to", "saw", "a", "big", "city", "and", "in", "with"]
 

@@ -20,6 +20,8 @@ from test_finetune_strategies import write_toy_tasks
 from test_squad import write_toy_squad
 from test_tagging import independent_dev_tags, write_conll
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 KINDS = ("classification", "tagging", "span_qa")
 
 

@@ -8,6 +8,8 @@ import tensorflow as tf
 from electra_tf.config import get_config
 from electra_tf.models.pretrainer import ElectraPretrainer, build_pretrainer
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 CLS, SEP, MASK = 101, 102, 103
 
 

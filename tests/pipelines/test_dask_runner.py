@@ -25,6 +25,8 @@ from electra_tf.pipelines import build_pretraining_data as build_lib
 from helpers import REPO, error_line, run_python
 from pipeline_testdata import IN_MEMORY, SAMPLE_TEXT
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 SEQ_LENGTH = 64
 NUM_SHARDS = 4
 LINES_PER_FILE = 1500  # of each shared corpus file: about 0.8 MB of text, a few seconds to build

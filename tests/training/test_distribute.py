@@ -11,6 +11,8 @@ import pytest
 
 from helpers import REPO, run_python
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 MIRRORED_SCRIPT = textwrap.dedent(
     """
     import json, sys
