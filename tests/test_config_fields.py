@@ -19,6 +19,8 @@ from electra_tf.finetuning import config as finetune_config_lib
 from electra_tf.tasks import FinetuneConfig
 from helpers import run_python, write_records
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 CONFIGS = [ElectraConfig, FinetuneConfig]
 
 

@@ -13,6 +13,8 @@ import pytest
 
 from helpers import digests, error_line, make_run_dir, run_python
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 LABELS = ["negative", "positive"]
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "first", "page", "and", "a", "vertical", "tab", "second",
          "line", "paragraph", "next", "third", "file", "group", "record", "word", "small", "good", "bad", "."]

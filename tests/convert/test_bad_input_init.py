@@ -17,6 +17,8 @@ from convert_helpers import SIZE_FLAGS, inputs, save_pretrained, tiny_config, to
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from helpers import digests, error_line, run_python, write_records, write_vocab  # noqa: E402
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 
 def with_vocab(folder):
     write_vocab(os.path.join(folder, "vocab.txt"), vocab_size=tiny_config().vocab_size)

@@ -17,6 +17,8 @@ from electra_tf.training import flops
 from experiments.efficiency import guard, merge, probes
 from experiments.efficiency import report as reporting
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 TASK = REPO.parent / "shared" / "data" / "tasks" / "trec6"
 

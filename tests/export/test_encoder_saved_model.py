@@ -11,6 +11,8 @@ import tensorflow as tf
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.exporting.encoder_saved_model import export_encoder, load_encoder
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 TF_ONLY = r"""
 import json, sys
 import numpy as np

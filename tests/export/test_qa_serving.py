@@ -15,6 +15,8 @@ import tensorflow as tf
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 VOCAB = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "vocab",
                                      "bert_uncased_vocab.txt"))
 RUN = {}

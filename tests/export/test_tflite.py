@@ -18,6 +18,8 @@ from electra_tf.data.tokenizer import new_settings
 from electra_tf.tasks.classification.kind import ClassificationKind
 from electra_tf.tasks.tagging.kind import TaggingKind
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 TASKS = ("movie_polarity", "trec6", "sms_spam")
 TEXT_OPS = ["FastBertNormalize", "FastWordpieceTokenizeWithOffsets"]
 EDGE_TEXTS = ["A very good film!", "", "boring " * 200, "Café déjà vu, naïve résumé", 'He said "not bad" \t twice',

@@ -16,6 +16,8 @@ from electra_tf.data.tokenizer import SERVING_PAD_MULTIPLE
 from helpers import run_python
 from test_dynamic_length import write_vocab
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 SEQ_LENGTH = 64
 SHORT = ["a good film"]
 LONG = ["the film was very good " * 20, "", "the plot was boring , the actors were not"]

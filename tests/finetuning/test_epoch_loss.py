@@ -25,6 +25,8 @@ from helpers import REPO, make_run_dir
 from test_finetune_strategies import write_toy_tasks
 from test_journeys import write_toy_choices
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 # Records (step, batch of this `fit`, Keras' running loss) after each training batch's callbacks; sends
 # itself SIGKILL after the callbacks of step KILL_AT (0: never).
 RECORDING_HOOK = textwrap.dedent("""

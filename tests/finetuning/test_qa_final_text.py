@@ -13,6 +13,8 @@ import tensorflow as tf
 
 from helpers import shared_data
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "sky", "is", "ye", "##ll", "##ow", ".", "what",
           "colour", "?", "and", "grass", "green", "##ish", "today"]
 CONTEXT = "The sky is yellow. And the grass is greenish today."

@@ -12,6 +12,8 @@ from electra_tf.tasks import FinetuneConfig
 from electra_tf.tasks import finetune as run_trials, for_config
 from helpers import assert_trained_alike, run_python, train_on_one_and_two_cpus
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 VOCAB = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "vocab", "bert_uncased_vocab.txt")
 CITIES = ["paris", "london", "berlin", "rome", "madrid", "vienna"]
 PEOPLE = ["john", "mary", "peter", "anna", "paul", "lisa"]

@@ -14,6 +14,8 @@ import pytest
 
 from helpers import run_python
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 SCRIPT = "tests/models/backend_outputs.py"
 MODELS = ("encoder", "discriminator", "pretrainer", "generator")
 TASK_HEADS = ("classifier", "tagger", "tagger_loss", "multiple_choice", "qa_official/", "qa_simple/", "embedder_")

@@ -15,6 +15,8 @@ from electra_tf.sources.named_checkpoint import CheckpointMismatchError, NamedCh
 from electra_tf.training.optimization import create_optimizer
 from electra_tf.training.pretraining import train
 
+pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+
 TINY = dict(vocab_size=400, embedding_dim=16, hidden_dim=32, num_layers=2, num_heads=2,
             intermediate_dim=64, seq_length=32, max_sequence_length=32, batch_size=8,
             warmup_steps=2, log_steps=5)
