@@ -17,7 +17,7 @@ def test_a_reexport_reproduces_the_earlier_export_within_the_stated_bounds(tmp_p
 
     from electra_tf.exporting.tflite_runtime import load_interpreter
     from electra_tf.sources import load_discriminator
-    from electra_tf.tasks import export_tflite
+    from electra_tf.export_formats import export_tflite
     from electra_tf.tasks.classification.model import ElectraClassifier
 
     vocab = write_vocab(tmp_path / "vocab.txt", 400)
