@@ -18,8 +18,7 @@ from helpers import make_run_dir, run_python, shared_data
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "finetuning"))
 from test_finetune_strategies import write_toy_tasks  # noqa: E402
 from test_journeys import write_toy_choices  # noqa: E402
-from test_squad import write_toy_squad  # noqa: E402
-from test_tagging import write_conll  # noqa: E402
+from toy_tasks import write_conll, write_toy_squad  # noqa: E402
 
 pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 

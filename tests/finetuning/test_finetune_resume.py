@@ -20,7 +20,7 @@ import tensorflow as tf
 from electra_tf import run_files
 from helpers import REPO, make_run_dir, run_python
 from test_finetune_strategies import write_toy_tasks
-from test_squad import write_toy_squad
+from toy_tasks import write_toy_squad
 
 # Runs the CLI and sends itself SIGKILL (or SIGTERM) once the optimizer has taken `AT_STEP` steps,
 # after that step's callbacks: wherever it falls between checkpoints and epoch ends.

@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 
 from test_finetune_strategies import write_toy_tasks
-from test_squad import write_toy_squad
-from test_tagging import write_conll
+from toy_tasks import write_conll, write_toy_squad
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from helpers import make_run_dir, official_f1, run_python, shared_data  # noqa: E402

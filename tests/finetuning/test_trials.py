@@ -17,8 +17,7 @@ from electra_tf.tasks import finetune as run_trials
 from helpers import make_run_dir, run_python, write_vocab
 from test_bad_input_finetune import checksums
 from test_finetune_strategies import write_toy_tasks
-from test_squad import write_toy_squad
-from test_tagging import independent_dev_tags, write_conll
+from toy_tasks import independent_dev_tags, write_conll, write_toy_squad
 
 pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "convert"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "converting"))
 from convert_helpers import minilm_dir  # noqa: E402
 
 from electra_tf import sources  # noqa: E402

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "convert"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "converting"))
 from helpers import run_python  # noqa: E402
 from convert_helpers import minilm_dir  # noqa: E402
 from embedding_toy import ST_ENCODE, tiny_sentence_transformer, write_modules, write_task  # noqa: E402

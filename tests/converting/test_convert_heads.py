@@ -5,38 +5,21 @@ import json
 import os
 import sys
 
-import keras
 import numpy as np
 import pytest
 
-from convert_helpers import inputs, tiny_config
+from convert_helpers import inputs, perturb_head, perturbed_encoder, tiny_config, to_hf
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from helpers import run_python, write_vocab  # noqa: E402
 
-from electra_tf.tasks.classification.model import ElectraClassifier  # noqa: E402
-from electra_tf.models.pretrainer import build_pretrainer  # noqa: E402
-from electra_tf.tasks.span_qa.model import NEG, ElectraQuestionAnswerer  # noqa: E402
-from electra_tf.tasks.tagging.model import ElectraTokenClassifier  # noqa: E402
+from electra_tf import tasks  # noqa: E402
 
+ElectraClassifier = tasks.get("classification").model_class
+ElectraTokenClassifier = tasks.get("tagging").model_class
+ElectraQuestionAnswerer = tasks.get("span_qa").model_class
+NEG = 1000.0  # the reference's QA mask: logits outside the context (and [CLS]) get -1000
 TOLERANCE = 1e-4
-
-
-def perturbed_encoder(seed):
-    keras.utils.set_random_seed(seed)
-    encoder = build_pretrainer(tiny_config()).discriminator
-    encoder.build()
-    rng = np.random.default_rng(seed)
-    for weight in encoder.weights:  # LayerNorm and biases off their 1 / 0 starts
-        weight.assign(weight + rng.normal(0, 0.05, weight.shape).astype("float32"))
-    return encoder
-
-
-def perturb_head(model, seed):
-    rng = np.random.default_rng(seed)
-    for weight in model.weights:
-        if not weight.path.startswith(model.encoder.name):
-            weight.assign(weight + rng.normal(0, 0.2, weight.shape).astype("float32"))
 
 
 def save_run(model, folder, file_name, label_names, kind):
@@ -46,13 +29,6 @@ def save_run(model, folder, file_name, label_names, kind):
     with open(os.path.join(folder, "finetune_config.json"), "w") as f:
         json.dump({"kind": kind, "label_names": label_names}, f)
     return os.path.join(folder, file_name)
-
-
-def to_hf(path, output_dir):
-    result = run_python(["-m", "electra_tf.convert", "--from", "keras", "--input", path, "--to", "hf",
-                         "--output_dir", str(output_dir)])
-    assert result.returncode == 0
-    return str(output_dir)
 
 
 def torch_logits(model, batch):

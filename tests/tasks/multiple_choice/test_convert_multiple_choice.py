@@ -8,10 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-from convert_helpers import inputs, tiny_config
-from test_convert_heads import perturb_head, perturbed_encoder, to_hf
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "converting"))
+from convert_helpers import inputs, perturb_head, perturbed_encoder, tiny_config, to_hf  # noqa: E402
 from helpers import write_vocab  # noqa: E402
 
 from electra_tf.tasks.multiple_choice.kind import MultipleChoiceKind  # noqa: E402

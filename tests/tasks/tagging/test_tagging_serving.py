@@ -23,7 +23,7 @@ from electra_tf.tasks.tagging.model import ElectraTokenClassifier
 
 pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 
-VOCAB = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "vocab",
+VOCAB = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data", "vocab",
                                      "bert_uncased_vocab.txt"))
 LABELS = ["O", "B-LOC", "B-PER", "I-LOC", "I-PER"]
 SEQ_LENGTH = 16

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-SHARED_TASK = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data",
+SHARED_TASK = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data",
                                            "tasks", "movie_polarity"))
 
 

@@ -17,7 +17,7 @@ from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer
 
 pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 
-VOCAB = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "vocab",
+VOCAB = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data", "vocab",
                                      "bert_uncased_vocab.txt"))
 RUN = {}
 DEV = os.path.join(os.path.expanduser("~"), ".cache", "electra_tf", "benchmarks", "squad_v1.1", "dev.json")

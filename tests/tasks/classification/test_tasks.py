@@ -6,7 +6,7 @@ import pytest
 
 from electra_tf.tasks.classification import data as tasks
 
-SHARED_TASKS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "tasks"))
+SHARED_TASKS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data", "tasks"))
 
 
 def write(folder, name, lines):

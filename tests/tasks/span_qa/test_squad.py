@@ -11,42 +11,12 @@ import pytest
 from electra_tf.tasks import FinetuneConfig
 from electra_tf.tasks import finetune as run_trials, for_config
 from helpers import assert_trained_alike, run_python, train_on_one_and_two_cpus
+from toy_tasks import write_toy_squad
 
 pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 
-VOCAB = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "vocab", "bert_uncased_vocab.txt")
-CITIES = ["paris", "london", "berlin", "rome", "madrid", "vienna"]
-PEOPLE = ["john", "mary", "peter", "anna", "paul", "lisa"]
-FILLER = ["the", "weather", "was", "good", "and", "then", "we", "saw", "a", "big", "house"]
-
-
-def write_toy_squad(directory, articles=(("train", 6), ("dev", 2)), questions=4, seed=0):
-    """Toy SQuAD 1.1: "<person> lives in <city>." sentences among filler; "Where does <person> live?"."""
-    rng = np.random.RandomState(seed)
-    os.makedirs(directory, exist_ok=True)
-    for split, count in articles:
-        data = []
-        for a in range(count):
-            people = rng.permutation(PEOPLE)[:questions]
-            parts, qas = [], []
-            for i, person in enumerate(people):
-                parts.append(" ".join(FILLER[j] for j in rng.randint(0, len(FILLER), rng.randint(2, 6))) + ".")
-                city = CITIES[rng.randint(len(CITIES))]
-                sentence = f"{person.capitalize()} lives in {city.capitalize()}."
-                start = len(" ".join(parts)) + 1 + sentence.index(city.capitalize())
-                parts.append(sentence)
-                qas.append({"id": f"{split}{a}_{i}", "question": f"Where does {person.capitalize()} live?",
-                            "answers": [{"text": city.capitalize(), "answer_start": start}]})
-            context = " ".join(parts)
-            for qa in qas:
-                text, start = qa["answers"][0]["text"], qa["answers"][0]["answer_start"]
-                assert context[start:start + len(text)] == text
-            data.append({"title": f"{split}{a}", "paragraphs": [{"context": context, "qas": qas}]})
-        with open(os.path.join(directory, f"{split}.json"), "w") as f:
-            json.dump({"version": "1.1", "data": data}, f)
-    return str(directory)
-
-
+VOCAB = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data", "vocab",
+                     "bert_uncased_vocab.txt")
 SETTINGS = dict(epochs=2, batch_size=8, learning_rate=2e-3, seq_length=48, doc_stride=16, max_query_length=12,
                 verbose=0, start_n_top=4, end_n_top=4)
 
@@ -129,7 +99,9 @@ def test_mixed_bfloat16_and_xla(run_dir, tmp_path, float32_after):
 
 MIRRORED_BODY = """
 import os
+import sys
 import keras
+sys.path.insert(0, "tests/tasks/span_qa")
 from helpers import make_run_dir
 from test_squad import SETTINGS, write_toy_squad
 from electra_tf.tasks import FinetuneConfig

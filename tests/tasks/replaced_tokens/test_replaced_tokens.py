@@ -38,7 +38,7 @@ STRESS = [
     "One overlong word: " + ".".join(["ab"] * 90) + " ends it.",  # 179 pieces in one word: its tail unscored
 ]
 # Prose written for the check (no 6-word run of it is in the demo corpus the run trains on), one text a line.
-HELD_OUT = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "held_out_prose.txt"
+HELD_OUT = pathlib.Path(__file__).resolve().parents[3] / "benchmarks" / "held_out_prose.txt"
 
 # Runs in a fresh interpreter: the served SavedModel's outputs, from TensorFlow and tensorflow-text alone.
 SERVED = r"""

@@ -16,36 +16,10 @@ from electra_tf.tasks.tagging.model import MaskedSparseCrossEntropy
 from electra_tf.tasks.tagging.features import IGNORE_INDEX
 from electra_tf.tasks import finetune as run_trials
 from helpers import run_python
+from toy_tasks import independent_dev_tags, write_conll
 
 # seqeval's zero-division warnings; the slow tier: together these tests take minutes
 pytestmark = [pytest.mark.filterwarnings("ignore::UserWarning"), pytest.mark.large]
-NAMES = {"john": "PER", "mary": "PER", "paris": "LOC", "london": "LOC", "google": "ORG"}
-FILLER = ["the", "went", "to", "saw", "a", "big", "city", "and", "in", "with"]
-
-
-def write_conll(directory, splits=(("train", 160), ("dev", 40)), seed=0, columns="{w} NN {t}"):
-    """Toy NER: capitalised names are entities (two-word ones for 'new york'), the rest O."""
-    rng = np.random.RandomState(seed)
-    os.makedirs(directory, exist_ok=True)
-    for split, count in splits:
-        blocks = []
-        for _ in range(count):
-            rows = []
-            for _ in range(rng.randint(3, 10)):
-                r = rng.rand()
-                if r < 0.25:
-                    name = list(NAMES)[rng.randint(len(NAMES))]
-                    rows.append(columns.format(w=name.capitalize(), t="B-" + NAMES[name]))
-                elif r < 0.32:
-                    rows += [columns.format(w="New", t="B-LOC"), columns.format(w="York", t="I-LOC")]
-                else:
-                    rows.append(columns.format(w=FILLER[rng.randint(len(FILLER))], t="O"))
-            blocks.append("\n".join(rows))
-        with open(os.path.join(directory, f"{split}.txt"), "w") as f:
-            f.write("-DOCSTART- -X- O\n\n" + "\n\n".join(blocks) + "\n")
-    return str(directory)
-
-
 def test_masked_loss_equals_pytorch_cross_entropy_with_ignore_index():
     torch = pytest.importorskip("torch")
     rng = np.random.RandomState(0)
@@ -86,24 +60,6 @@ def test_batches_are_cut_to_the_longest_row_without_changing_labelled_logits():
     np.testing.assert_allclose(cut[labelled], full[:, :32][labelled], atol=1e-5)
     np.testing.assert_array_equal(tagging.predict_piece_labels(tagger, features)[:, :32][labelled],
                                   full.argmax(-1)[:, :32][labelled])
-
-
-def independent_dev_tags(model, vocab_file, sentences, labels):
-    """Dev tags without the package's windows or word_predictions: one row per sentence,
-    [CLS] + each word's pieces + [SEP], the tag read at each word's first piece."""
-    from electra_tf.data.tokenizer import WordPieceTokenizer
-
-    tokenizer = WordPieceTokenizer(vocab_file)
-    tags = []
-    for sentence in sentences:
-        pieces = [tokenizer.tokenize([w]).flat_values.numpy().tolist() or [tokenizer.unk_id]
-                  for w in sentence.words]
-        ids = [tokenizer.cls_id] + [p for word in pieces for p in word] + [tokenizer.sep_id]
-        firsts = np.cumsum([0] + [len(word) for word in pieces[:-1]]) + 1
-        x = np.array([ids], np.int32)
-        logits = model({"token_ids": x, "segment_ids": 0 * x, "padding_mask": 1 + 0 * x}, training=False)
-        tags.append([labels[i] for i in logits.numpy()[0, firsts].argmax(-1)])
-    return tags
 
 
 @pytest.mark.parametrize("jit_compile, length", [(False, 19), (True, 32)])

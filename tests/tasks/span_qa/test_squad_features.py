@@ -135,7 +135,7 @@ def real_files():
 def test_every_real_answer_maps_to_pieces_and_back():
     """All answers of the fetched SQuAD v1.1 and SQuAD-Shifts new_wiki: mapped to pieces, and the text of
     those pieces normalises to the answer's, except those counted with a reason (a boundary inside a piece)."""
-    vocab = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "vocab",
+    vocab = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data", "vocab",
                          "bert_uncased_vocab.txt")
     if not os.path.exists(vocab):
         pytest.skip("shared vocabulary missing")

@@ -127,7 +127,7 @@ def test_features_equal_the_reference_on_squad(monkeypatch):
     root = pathlib.Path(os.environ.get("ELECTRA_TF_BENCHMARKS",
                                        pathlib.Path.home() / ".cache" / "electra_tf" / "benchmarks"))
     path = root / "squad_v1.1" / "dev.json"
-    vocab = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data" / "vocab" / "bert_uncased_vocab.txt"
+    vocab = pathlib.Path(__file__).resolve().parents[4] / "shared" / "data" / "vocab" / "bert_uncased_vocab.txt"
     if not path.exists() or not vocab.exists():
         pytest.skip("SQuAD or the shared vocabulary not available")
     tokenizer = WordPieceTokenizer(str(vocab))
