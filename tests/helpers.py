@@ -335,3 +335,15 @@ def tensorboard_values(logdir, tag):
 
     events = EventAccumulator(str(logdir), size_guidance={"tensors": 0}).Reload()
     return {event.step: float(tf.make_ndarray(event.tensor_proto)) for event in events.Tensors(tag)}
+
+
+LINE_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines breaks at, besides \n and \r
+# Three texts, each holding some of them: one line each (a reader must give one record per text).
+LINE_TEXTS = ["first\x0cpage and a\x0bvertical tab", "second\u2028line\u2029paragraph\x85next",
+              "third\x1cfile\x1dgroup\x1erecord"]
+
+
+def write_lines(path, lines, end="\n"):
+    """Writes `lines`, each ended by `end`, as UTF-8; returns the path as a str."""
+    path.write_bytes("".join(line + end for line in lines).encode("utf-8"))
+    return str(path)

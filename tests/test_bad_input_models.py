@@ -16,6 +16,7 @@ import shutil
 import pytest
 
 from helpers import make_run_dir, run_python, write_vocab
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 
 pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 
@@ -46,7 +47,7 @@ def models(tmp_path_factory):
     import keras
 
     from electra_tf.exporting.encoder_saved_model import export_encoder
-    from electra_tf.tasks.classification.model import ElectraClassifier
+    ElectraClassifier = task_kind("classification").model_class
 
     root = tmp_path_factory.mktemp("models")
     vocab = write_vocab(root / "vocab.txt", 400)

@@ -16,20 +16,17 @@ import keras
 import pytest
 
 from helpers import REPO, LineReader, digests, exit_status, run_python, shared_data
+from toy_tasks import CONLL_IOB1 as IOB1
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 
-from electra_tf.tasks.classification.kind import ClassificationKind
-from electra_tf.tasks.embedding.kind import EmbeddingKind
-from electra_tf.tasks.tagging.kind import TaggingKind
+ClassificationKind = task_kind("classification")
+EmbeddingKind = task_kind("embedding")
+TaggingKind = task_kind("tagging")
 
 pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 
 LABELS = ["negative", "positive"]
 TAGS = ["O", "B-LOC", "B-PER", "I-LOC", "I-PER"]  # no MISC, no ORG
-# CoNLL-2003 as released: IOB1 (I- everywhere, B- only between two spans of one type).
-IOB1 = ("-DOCSTART- -X- O O\n\n"
-        "Peter NNP I-NP I-PER\nBlackburn NNP I-NP I-PER\nlives VBZ I-VP O\nin IN I-PP O\nZurich NNP I-NP I-LOC\n\n"
-        "Paris NNP I-NP I-LOC\nBerlin NNP I-NP B-LOC\nand CC O O\nAnna NNP I-NP I-PER\nmet VBD I-VP O\n"
-        "Bob NNP I-NP I-PER\nSmith NNP I-NP I-PER\n")
 
 
 def errors(result):
@@ -44,10 +41,10 @@ def predict(*args, check=False, **kwargs):
 def runs(tmp_path_factory):
     """A tiny classifier, a tiny tagger and a tiny embedder, as `finetune` leaves them (untrained), and inputs."""
     from electra_tf import run_files
-    from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.models.encoder import ElectraEncoder
-    from electra_tf.tasks.embedding.model import ElectraEmbedder
-    from electra_tf.tasks.tagging.model import ElectraTokenClassifier
+    ElectraClassifier = task_kind("classification").model_class
+    ElectraEmbedder = task_kind("embedding").model_class
+    ElectraTokenClassifier = task_kind("tagging").model_class
 
     vocab = shared_data("vocab", "bert_uncased_vocab.txt").read_text()
     root = tmp_path_factory.mktemp("predict_bad")
@@ -238,21 +235,6 @@ def test_an_iob1_file_is_read_as_iob1_and_scored_as_seqeval_scores_it(runs, tmp_
     assert json.loads((tmp_path / "iob2.json").read_text()) == scores  # IOB1 and IOB2 read the spans alike
 
 
-def test_the_scheme_is_detected_from_the_file(tmp_path):
-    from electra_tf.tasks.tagging import conll
-
-    for i, (text, scheme) in enumerate(((IOB1, "IOB1"), ("a B-PER\nb I-PER\nc O\n", "IOB2"),
-                                        ("a S-PER\nb O\n", "BIOES"), ("a B-PER\nb I-LOC\n", "IOB1"),
-                                        ("a B-PER\n\nb I-PER\n", "IOB1"))):  # the last: I- opens a sentence
-        path = tmp_path / f"{i}.txt"
-        path.write_text(text)
-        written = conll.read_conll(str(path), scheme=None)  # the tags as written
-        found = conll.detect_scheme([pair for s in written for pair in [(None, "O"), *zip(s.lines, s.tags)]])
-        assert found[0] == scheme, (text, found)
-    assert [s.tags for s in conll.read_conll(str(tmp_path / "0.txt"), scheme="auto")][1] == (
-        "B-LOC", "B-LOC", "O", "B-PER", "O", "B-PER", "I-PER")
-
-
 @pytest.mark.large
 def test_sigterm_stops_prediction_at_once_with_143_and_no_partial_file(runs, tmp_path):
     """A long input: SIGTERM once the progress line shows prediction started; stopped inside the pass (the
@@ -406,28 +388,6 @@ def test_passages_and_the_input_both_from_stdin_are_refused(runs):
     assert (result.returncode, result.stdout) == (1, ""), result.stderr[-2000:]
     assert errors(result) == ["error: `--passages=-` and the input both read stdin, which is read once: give --input "
                               "or --passages a file."]
-
-
-def test_passages_are_told_text_or_json_lines_as_the_input_is(tmp_path):
-    """`read_passages` (what `predict --passages` reads, after the model loads): by extension, else by content."""
-    from electra_tf.tasks.embedding.kind import EmbeddingKind
-    from electra_tf.tasks.embedding.search import read_passages
-
-    cases = {"a.txt": ("{braces} in C\nplain\n", ["{braces} in C", "plain"]),
-             "b.jsonl": ('{"text": "one"}\n\n{"text": "two"}\n', ["one", "two"]),
-             "c.txt": ('{"text": "one"}\n{"text": "two"}\n', ["one", "two"])}  # JSON Lines by content
-    for name, (text, expected) in cases.items():
-        (tmp_path / name).write_text(text)
-        assert read_passages(str(tmp_path / name), EmbeddingKind) == expected, name
-    (tmp_path / "d.txt").write_text('{"text": "one"\n{"text": "two"}\n')  # JSON Lines with a damaged first line
-    with pytest.raises(ValueError, match=re.escape(f"{tmp_path / 'd.txt'}:1: not valid JSON")):
-        read_passages(str(tmp_path / "d.txt"), EmbeddingKind)
-    (tmp_path / "e.tsv").write_text("one\ttwo\n")
-    with pytest.raises(ValueError, match=re.escape(f"`--passages={tmp_path / 'e.tsv'}` reads as tsv: passages are "
-                                                   "text lines or JSON Lines")):
-        read_passages(str(tmp_path / "e.tsv"), EmbeddingKind)
-    with pytest.raises(FileNotFoundError, match=re.escape(f"`--passages={tmp_path / 'f.txt'}`: file not found.")):
-        read_passages(str(tmp_path / "f.txt"), EmbeddingKind)
 
 
 def test_an_input_whose_first_line_starts_with_a_brace_is_text_unless_it_is_json(tmp_path):

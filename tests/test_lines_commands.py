@@ -12,6 +12,7 @@ import keras
 import pytest
 
 from helpers import digests, error_line, make_run_dir, run_python
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 
 pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 
@@ -35,9 +36,9 @@ def records(path):
 def runs(tmp_path_factory):
     """A tiny classifier and a tiny multiple-choice model as `finetune` leaves them (untrained)."""
     from electra_tf import run_files
-    from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.models.encoder import ElectraEncoder
-    from electra_tf.tasks.multiple_choice.model import ElectraMultipleChoice
+    ElectraClassifier = task_kind("classification").model_class
+    ElectraMultipleChoice = task_kind("multiple_choice").model_class
 
     root = tmp_path_factory.mktemp("lines")
     for i, (name, build, file_name, config) in enumerate((

@@ -54,8 +54,8 @@ def world(tmp_path_factory):
     """A tiny fine-tuned classifier, a pre-training run, a task, a corpus, records, and links and devices to them."""
     import keras
 
-    from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.models.encoder import ElectraEncoder
+    ElectraClassifier = task_kind("classification").model_class
 
     root = tmp_path_factory.mktemp("links")
     files = {
@@ -317,6 +317,7 @@ def test_the_writer_check_finds_each_kind_of_stray_write():
     source = '''"""Example: tempfile.mkdtemp(), json.dump(v, f), os.replace(a, b), ".x.partial"."""
 import json, os, tempfile
 from tempfile import mkdtemp
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 
 def write(value, path):
     folder = tempfile.mkdtemp(prefix="x")

@@ -13,9 +13,10 @@ import pytest
 from helpers import finetuned_runs, official_exact, official_f1, run_python, shared_data
 
 from electra_tf import tasks as kinds
-from electra_tf.tasks.classification.kind import ClassificationKind
-from electra_tf.tasks.span_qa.kind import SpanQAKind
-from electra_tf.tasks.tagging.kind import TaggingKind
+
+ClassificationKind = task_kind("classification")
+SpanQAKind = task_kind("span_qa")
+TaggingKind = task_kind("tagging")
 
 pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 
@@ -51,6 +52,7 @@ import json, sys
 import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 requests = json.load(open(sys.argv[1]))
 out = {}
 for name, (path, signature, inputs) in requests.items():
@@ -86,9 +88,9 @@ def squad_questions():
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     """Three tiny fine-tuning output dirs (as `finetune` leaves them), their exports, the input files."""
-    from electra_tf.tasks.classification.model import ElectraClassifier
-    from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer
-    from electra_tf.tasks.tagging.model import ElectraTokenClassifier
+    ElectraClassifier = task_kind("classification").model_class
+    ElectraQuestionAnswerer = task_kind("span_qa").model_class
+    ElectraTokenClassifier = task_kind("tagging").model_class
 
     vocab = str(shared_data("vocab", "bert_uncased_vocab.txt"))
     root = tmp_path_factory.mktemp("predict")

@@ -14,6 +14,7 @@ import textwrap
 import pytest
 
 from helpers import REPO, checksums, error_line, make_run_dir, run_python, write_vocab
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 
 pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 def finetuned(tmp_path_factory):
     """A pre-training run and a classifier fine-tuned from it, as `finetune` leaves its folder."""
     from electra_tf.sources import load_discriminator
-    from electra_tf.tasks.classification.model import ElectraClassifier
+    ElectraClassifier = task_kind("classification").model_class
 
     root = tmp_path_factory.mktemp("write_failures")
     vocab = write_vocab(root / "vocab.txt", 400)

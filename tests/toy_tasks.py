@@ -1,5 +1,5 @@
 """Toy task folders that tests of several folders train on: SQuAD 1.1 (`write_toy_squad`), CoNLL-2003
-(`write_conll`), and tags read without the package's windows (`independent_dev_tags`). Import as
+(`write_conll`, and `CONLL_IOB1` as CoNLL-2003 is released), and tags read without the package's windows (`independent_dev_tags`). Import as
 `from toy_tasks import ...` (tests/ is on the path)."""
 
 import json
@@ -86,3 +86,11 @@ def independent_dev_tags(model, vocab_file, sentences, labels):
         logits = model({"token_ids": x, "segment_ids": 0 * x, "padding_mask": 1 + 0 * x}, training=False)
         tags.append([labels[i] for i in logits.numpy()[0, firsts].argmax(-1)])
     return tags
+
+
+# CoNLL-2003 as released: IOB1 (I- everywhere, B- only between two spans of one type).
+CONLL_IOB1 = ("-DOCSTART- -X- O O\n\n"
+              "Peter NNP I-NP I-PER\nBlackburn NNP I-NP I-PER\nlives VBZ I-VP O\nin IN I-PP O\n"
+              "Zurich NNP I-NP I-LOC\n\n"
+              "Paris NNP I-NP I-LOC\nBerlin NNP I-NP B-LOC\nand CC O O\nAnna NNP I-NP I-PER\nmet VBD I-VP O\n"
+              "Bob NNP I-NP I-PER\nSmith NNP I-NP I-PER\n")

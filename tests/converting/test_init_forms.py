@@ -16,7 +16,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from helpers import run_python, write_records, write_vocab  # noqa: E402
 
 from electra_tf import run_files, sources  # noqa: E402  (registers the model classes for load_model)
-from electra_tf.tasks.classification.kind import ClassificationKind  # noqa: E402
+from electra_tf.tasks import get as task_kind  # noqa: E402  (the registry: a kind by name)
+
+ClassificationKind = task_kind("classification")
 
 TOLERANCE = 1e-4
 

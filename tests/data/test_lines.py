@@ -3,8 +3,9 @@
 Each input is built from a list of lines that hold the characters `str.splitlines` also breaks at (`\\v`,
 `\\f`, `\\x1c`-`\\x1e`, U+0085, U+2028, U+2029) and is joined with `\\n`: the list is the reference. Every
 reader must give one record per listed line, numbered by its place in the list, with its text unchanged.
-Readers: `predict`'s (every task kind and format), fine-tuning's (task TSV/CSV, CoNLL, multiple-choice CSV and
-JSON Lines, SQuAD), the corpus readers (text, books, Wikipedia) and the vocabulary builder's input.
+Readers: `predict`'s (every task kind and format), the corpus readers (text, books, Wikipedia) and the vocabulary
+builder's input; fine-tuning's (task TSV/CSV, CoNLL, multiple-choice CSV and JSON Lines, SQuAD) in their kinds'
+folders (tests/tasks/<kind>/test_*_lines.py).
 """
 
 import bz2
@@ -13,25 +14,15 @@ import json
 import pytest
 
 from electra_tf.data.lines import split_lines, table_rows
-from electra_tf.tasks.tagging import conll
-from electra_tf.tasks.span_qa import squad
-from electra_tf.tasks.classification import data as tasks_lib
-from electra_tf.tasks.classification.kind import ClassificationKind
-from electra_tf.tasks.multiple_choice.kind import MultipleChoiceKind
-from electra_tf.tasks.multiple_choice.data import read_questions
-from electra_tf.tasks.span_qa.kind import SpanQAKind
-from electra_tf.tasks.tagging.kind import TaggingKind
 from electra_tf.predicting.inputs import read_examples
-from electra_tf.tasks.replaced_tokens.kind import ReplacedTokenKind
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
+from helpers import LINE_BREAKS as BREAKS, LINE_TEXTS as TEXTS, write_lines as write
 
-BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines breaks at, besides \n and \r
-# Three texts, each holding some of them: one line each.
-TEXTS = ["first\x0cpage and a\x0bvertical tab", "second\u2028line\u2029paragraph\x85next", "third\x1cfile\x1dgroup\x1erecord"]
-
-
-def write(path, lines, end="\n"):
-    path.write_bytes("".join(line + end for line in lines).encode("utf-8"))
-    return str(path)
+ClassificationKind = task_kind("classification")
+MultipleChoiceKind = task_kind("multiple_choice")
+SpanQAKind = task_kind("span_qa")
+TaggingKind = task_kind("tagging")
+ReplacedTokenKind = task_kind("rtd")
 
 
 def test_split_lines_ends_lines_at_newline_only():
@@ -83,91 +74,10 @@ def test_predict_tables_give_a_record_per_line_and_a_quoted_record_its_first_lin
     assert [(e.line, e.inputs["context"], e.gold) for e in examples] == [(i, t, 1) for i, t in enumerate(TEXTS, 2)]
 
 
-def conll_lines():
-    """CoNLL lines whose words hold the breaking characters, the (line, word, tag) of each word, the line of
-    each sentence's first word."""
-    lines = ["-DOCSTART- -X- O", ""]
-    words, starts = [], []
-    for i, text in enumerate(TEXTS):
-        starts.append(len(lines) + 1)
-        for word in text.split(" "):
-            lines.append(f"{word} NN {'B-PER' if i else 'O'}")
-            words.append((len(lines), word, "B-PER" if i else "O"))
-        lines.append("")
-    return lines, words, starts
-
-
-@pytest.mark.parametrize("end", ["\n", "\r\n"])
-def test_conll_words_keep_the_characters_and_their_lines_in_predict_and_fine_tuning(tmp_path, end):
-    lines, words, starts = conll_lines()
-    path = write(tmp_path / "dev.txt", lines, end)  # told by content, as CoNLL-2003's own .txt files
-    sentences = conll.read_conll(path, scheme="IOB2")
-    assert [(line, word, tag) for s in sentences for line, word, tag in zip(s.lines, s.words, s.tags)] == words
-    settings = {"label_names": ["O", "B-PER", "I-PER"], "spans": True}
-    examples = read_examples(path, "auto", TaggingKind, settings)
-    assert [e.words for e in examples] == [t.split(" ") for t in TEXTS]
-    assert [e.line for e in examples] == starts == [3, 8, 10]
-
-
-@pytest.mark.parametrize("end", ["\n", "\r\n"])
-def test_fine_tuning_task_files_give_a_record_per_line(tmp_path, end):
-    tsv_dir, csv_dir = tmp_path / "tsv", tmp_path / "csv"
-    tsv_dir.mkdir(), csv_dir.mkdir()
-    write(tsv_dir / "train.tsv", ["sentence\tlabel"] + [f"{t}\t{i % 2}" for i, t in enumerate(TEXTS)], end)
-    spec = tasks_lib.load_task("toy", str(tsv_dir))
-    assert [(e.text_a, e.label) for e in tasks_lib.read_examples(spec, str(tsv_dir))] == [
-        (t, i % 2) for i, t in enumerate(TEXTS)]
-
-    write(csv_dir / "train.csv", ["sentence,label", f'"{TEXTS[0]}{end}{TEXTS[1]}",a', f"{TEXTS[2]},b",
-                                  f'"lone\rreturn",a'], end)
-    spec = tasks_lib.load_task("toy", str(csv_dir), file_format="csv")
-    assert [(e.text_a, e.label) for e in tasks_lib.read_examples(spec, str(csv_dir))] == [
-        (TEXTS[0] + end + TEXTS[1], 0), (TEXTS[2], 1), ("lone\rreturn", 0)]
-    (csv_dir / "train.csv").write_text("sentence,label\nfine,a\nwrong,c\n")
-    with pytest.raises(ValueError, match=r"train.csv:3: unknown label 'c'"):
-        tasks_lib.read_examples(tasks_lib.load_task("toy", str(csv_dir), file_format="csv", labels=["a", "b"]),
-                                str(csv_dir))
-
-
-@pytest.mark.parametrize("end", ["\n", "\r\n"])
-def test_multiple_choice_files_give_a_question_per_line(tmp_path, end):
-    jsonl = write(tmp_path / "dev.jsonl", [json.dumps({"question": t, "choices": [t, "no"], "answer": 1},
-                                                      ensure_ascii=False) for t in TEXTS], end)
-    assert [(q.line, q.context, q.choices) for q in read_questions(jsonl)] == [
-        (i, t, (t, "no")) for i, t in enumerate(TEXTS, 1)]
-    swag = write(tmp_path / "val.csv", ["sent1,sent2,ending0,ending1,label", f'"{TEXTS[0]}{end}{TEXTS[1]}",s,a,b,0',
-                                        f"{TEXTS[2]},s,a,b,1"], end)
-    assert [(q.line, q.context, q.label) for q in read_questions(swag)] == [
-        (2, TEXTS[0] + end + TEXTS[1], 0), (4, TEXTS[2], 1)]
-
-
-def test_squad_json_holding_the_characters_keeps_its_answers(tmp_path):
-    context = " ".join(TEXTS)
-    start = context.index("third")
-    path = tmp_path / "dev.json"
-    path.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": context, "qas": [
-        {"id": "q", "question": "Which?", "answers": [{"text": "third", "answer_start": start}]}]}]}]},
-        ensure_ascii=False), encoding="utf-8")
-    [example] = squad.read_squad(str(path))
-    assert (example.context, example.answers) == (context, (("third", start),))
-
-
 def test_a_csv_field_of_a_million_characters_is_read(tmp_path):
     big = "word " * 200_000
     assert list(table_rows("big.csv", f'text,label\n"{big}",1\nsmall,0\n', ",")) == [
         (1, ["text", "label"]), (2, [big, "1"]), (3, ["small", "0"])]
-
-
-@pytest.mark.parametrize("text,line", [
-    ('sent1,sent2,ending0,ending1\na,b,c,d\n"open,b,c,d\ne,f,g,h\ni,j,k,l\n', 3),
-    ('sent1,sent2,ending0,ending1\na,b,c,"open\ne,f,g,h\n', 2),
-])
-def test_a_quote_never_closed_is_named_by_the_line_it_opens_on(tmp_path, text, line):
-    path = tmp_path / "val.csv"
-    path.write_text(text)
-    with pytest.raises(ValueError, match=rf"^{path}:{line}: a quote opened in the record that starts on this line is "
-                                         r"never closed \(the file ends inside the quoted field\)\.$"):
-        read_questions(str(path))
 
 
 def test_a_lone_carriage_return_in_an_unquoted_csv_field_names_the_line(tmp_path):

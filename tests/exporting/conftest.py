@@ -12,6 +12,7 @@ import types
 import pytest
 
 from helpers import make_run_dir
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 
 SHARED = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data"))
 SHARED_VOCAB = os.path.join(SHARED, "vocab", "bert_uncased_vocab.txt")
@@ -37,8 +38,8 @@ def artifacts(tmp_path_factory):
     from electra_tf.exporting.encoder_saved_model import export_encoder
     from electra_tf.exporting.keras_hub_preset import export_preset
     from electra_tf.export_formats import export_serving
-    from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.sources import load_discriminator
+    ElectraClassifier = task_kind("classification").model_class
 
     root = tmp_path_factory.mktemp("export")
     vocab = SHARED_VOCAB if os.path.exists(SHARED_VOCAB) else write_tiny_vocab(root / "vocab.txt")

@@ -8,12 +8,15 @@ Each test also checks that the short requests really ran shorter than `seq_lengt
 length from the bounded set `padded_length` allows.
 """
 
+import types
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from electra_tf.data.tokenizer import SERVING_PAD_MULTIPLE, WordPieceTokenizer, padded_length
 from electra_tf.models.encoder import ElectraEncoder
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 
 pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 
@@ -61,12 +64,11 @@ def test_padded_length_is_a_bounded_set_of_shapes_never_past_seq_length():
 
 @pytest.mark.parametrize("pair", [False, True])
 def test_classification_equals_the_model_on_full_length_inputs(vocab, pair):
-    from electra_tf.tasks.classification.serving import classification_serving_module
-    from electra_tf.tasks.classification.model import ElectraClassifier
+    kind = task_kind("classification")
 
-    classifier = ElectraClassifier(encoder(vocab), num_labels=3)
+    classifier = kind.model_class(encoder(vocab), num_labels=3)
     classifier.build()
-    module = classification_serving_module(classifier, vocab, ["a", "b", "c"], seq_length=SEQ_LENGTH, pair=pair)
+    module = kind.serving_module(classifier, vocab, {"label_names": ["a", "b", "c"], "pair": pair}, SEQ_LENGTH)
     serve, preprocess = module.signatures()["serving_default"], module.signatures()["preprocess"]
     tokenizer = WordPieceTokenizer(vocab)
     widths = set()
@@ -94,21 +96,22 @@ def test_classification_equals_the_model_on_full_length_inputs(vocab, pair):
 
 
 def test_multiple_choice_equals_the_model_on_full_length_inputs(vocab):
-    from electra_tf.tasks.multiple_choice.serving import MultipleChoiceServingModule, pack_choices
-    from electra_tf.tasks.multiple_choice.model import ElectraMultipleChoice
+    kind = task_kind("multiple_choice")
 
-    model = ElectraMultipleChoice(encoder(vocab))
+    model = kind.model_class(encoder(vocab))
     model.build()
-    module = MultipleChoiceServingModule(model, vocab, seq_length=SEQ_LENGTH)
+    module, full_length = kind.serving_module(model, vocab, {}, SEQ_LENGTH), kind.serving_module(model, vocab, {},
+                                                                                                   SEQ_LENGTH)
+    full_length.pad_multiple = None  # the tokenizer's full-length packing
     serve, preprocess = module.signatures()["serving_default"], module.signatures()["preprocess"]
-    tokenizer = WordPieceTokenizer(vocab)
     widths = set()
     for context, question, choices in (
             (["the film"], [""], [["was good", "was bad", ""]]),
             (["the plot", "a movie"], ["is", "was"], [["boring", "great"], ["fine", "not good"]]),
             (LONG, ["was"], [["good", LONG[0]]])):
         args = {"context": tf.constant(context), "question": tf.constant(question), "choices": tf.constant(choices)}
-        full = pack_choices(tokenizer, *args.values(), SEQ_LENGTH, pad_multiple=None)
+        full = full_length.signatures()["preprocess"](**args)
+        assert full["token_ids"].shape[2] == SEQ_LENGTH
         logits = model(full, training=False).numpy()
         missing = np.array([[c == "" for c in row] for row in choices])
         logits = np.where(missing, -1e9, logits)
@@ -146,12 +149,11 @@ def _window_widths(module, texts):
 
 
 def test_tagging_equals_full_length_windows(vocab):
-    from electra_tf.tasks.tagging.serving import TaggingServingModule
-    from electra_tf.tasks.tagging.model import ElectraTokenClassifier
+    kind = task_kind("tagging")
 
-    tagger = ElectraTokenClassifier(encoder(vocab), num_labels=len(TAGS))
+    tagger = kind.model_class(encoder(vocab), num_labels=len(TAGS))
     tagger.build()
-    dynamic, full = _full_length_twin(lambda: TaggingServingModule(tagger, vocab, TAGS, seq_length=SEQ_LENGTH))
+    dynamic, full = _full_length_twin(lambda: kind.serving_module(tagger, vocab, {"label_names": TAGS}, SEQ_LENGTH))
     for texts in (SHORT, SHORT + LONG):
         for name in ("serving_default", "serve_words"):
             _assert_same_outputs(dynamic.signatures()[name](text=tf.constant(texts)),
@@ -167,12 +169,12 @@ def test_tagging_equals_full_length_windows(vocab):
 
 
 def test_replaced_tokens_equal_full_length_windows(vocab):
-    from electra_tf.tasks.replaced_tokens.serving import rtd_serving_module
     from electra_tf.models.discriminator import ElectraDiscriminator
 
     detector = ElectraDiscriminator(encoder(vocab))
     detector.build()
-    dynamic, full = _full_length_twin(lambda: rtd_serving_module(detector, vocab, seq_length=SEQ_LENGTH))
+    served = types.SimpleNamespace(discriminator=detector, pretrainer=None)  # a discriminator alone, no generator
+    dynamic, full = _full_length_twin(lambda: task_kind("rtd").serving_module(served, vocab, {}, SEQ_LENGTH))
     for texts in (SHORT, SHORT + LONG):
         _assert_same_outputs(dynamic.signatures()["serving_default"](text=tf.constant(texts)),
                              full.signatures()["serving_default"](text=tf.constant(texts)))
@@ -180,13 +182,12 @@ def test_replaced_tokens_equal_full_length_windows(vocab):
 
 
 def test_question_answering_equals_full_length_windows(vocab):
-    from electra_tf.tasks.span_qa.serving import qa_serving_module
-    from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer
+    kind = task_kind("span_qa")
 
-    model = ElectraQuestionAnswerer(encoder(vocab), start_n_top=3, end_n_top=3)
+    model = kind.model_class(encoder(vocab), start_n_top=3, end_n_top=3)
     model.build()
-    dynamic, full = _full_length_twin(lambda: qa_serving_module(model, vocab, seq_length=SEQ_LENGTH, doc_stride=16,
-                                                                max_query_length=8))
+    settings = {"doc_stride": 16, "max_query_length": 8}
+    dynamic, full = _full_length_twin(lambda: kind.serving_module(model, vocab, settings, SEQ_LENGTH))
     questions = ["what was the film", "who", "is the plot good", "was it boring"]
     contexts = ["the film was very good", "the actors were fine", LONG[0], "a boring movie , not good"]
     for n in (1, 4):

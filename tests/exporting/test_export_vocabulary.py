@@ -13,6 +13,7 @@ import shutil
 import pytest
 
 from helpers import checksums, error_line, make_run_dir, run_python, write_vocab
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 
 pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 
@@ -25,8 +26,8 @@ def runs(tmp_path_factory):
     a 500-entry vocabulary."""
     import keras
 
-    from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.sources import load_discriminator
+    ElectraClassifier = task_kind("classification").model_class
 
     from electra_tf import run_files
     from electra_tf.models.pretrainer import build_pretrainer

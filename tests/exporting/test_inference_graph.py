@@ -1,11 +1,15 @@
 """The served graph's encoder (`inference_graph.encoder_forward`) against the Keras encoder it stands for."""
 
+import types
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from electra_tf import tasks
 from electra_tf.exporting import inference_graph
 from electra_tf.models.encoder import ElectraEncoder
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 
 pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 
@@ -50,17 +54,6 @@ def _ops(concrete):
 def test_every_kinds_served_graph_and_litert_function_hold_the_fused_encoder(tmp_path):
     from electra_tf.exporting.tflite import TFLiteModule
     from electra_tf.models.discriminator import ElectraDiscriminator
-    from electra_tf.tasks.classification.model import ElectraClassifier
-    from electra_tf.tasks.classification.serving import classification_serving_module
-    from electra_tf.tasks.embedding.model import ElectraEmbedder
-    from electra_tf.tasks.embedding.serving import EmbeddingServingModule
-    from electra_tf.tasks.multiple_choice.model import ElectraMultipleChoice
-    from electra_tf.tasks.multiple_choice.serving import MultipleChoiceServingModule
-    from electra_tf.tasks.replaced_tokens.serving import rtd_serving_module
-    from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer
-    from electra_tf.tasks.span_qa.serving import qa_serving_module
-    from electra_tf.tasks.tagging.model import ElectraTokenClassifier
-    from electra_tf.tasks.tagging.serving import tagging_serving_module
 
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]) + "\n")
@@ -71,17 +64,20 @@ def test_every_kinds_served_graph_and_litert_function_hold_the_fused_encoder(tmp
         model.build()
         return model
 
-    modules = {
-        "classification": classification_serving_module(built(ElectraClassifier(encoder, num_labels=2)), str(vocab),
-                                                        seq_length=16),
-        "tagging": tagging_serving_module(built(ElectraTokenClassifier(encoder, num_labels=3)), str(vocab),
-                                          ["O", "B-X", "I-X"], seq_length=16),
-        "span_qa": qa_serving_module(built(ElectraQuestionAnswerer(encoder)), str(vocab), seq_length=16,
-                                     doc_stride=4, max_query_length=4),
-        "multiple_choice": MultipleChoiceServingModule(built(ElectraMultipleChoice(encoder)), str(vocab), 16),
-        "replaced_tokens": rtd_serving_module(built(ElectraDiscriminator(encoder)), str(vocab), 16),
-        "embedding": EmbeddingServingModule(built(ElectraEmbedder(encoder)), str(vocab), 16),
+    def model(kind, **kwargs):
+        return built(task_kind(kind).model_class(encoder, **kwargs))
+
+    served = {  # kind -> (the model it serves, its settings)
+        "classification": (model("classification", num_labels=2), {}),
+        "tagging": (model("tagging", num_labels=3), {"label_names": ["O", "B-X", "I-X"]}),
+        "span_qa": (model("span_qa"), {"doc_stride": 4, "max_query_length": 4}),
+        "multiple_choice": (model("multiple_choice"), {}),
+        "rtd": (types.SimpleNamespace(discriminator=built(ElectraDiscriminator(encoder)), pretrainer=None), {}),
+        "embedding": (model("embedding"), {}),
     }
+    assert sorted(served) == sorted(tasks.KINDS)  # every kind the registry declares
+    modules = {kind: task_kind(kind).serving_module(served_model, str(vocab), settings, 16)
+               for kind, (served_model, settings) in served.items()}
     for kind, module in modules.items():
         ops = _ops(module.signatures()["serving_default"].get_concrete_function())  # raw text: the whole path
         # Keras' exact GELU is `tf.nn.gelu`'s `Erfc` (a head's GELU keeps it); the fused encoder writes it with
@@ -103,8 +99,7 @@ def test_litert_model_of_the_fused_encoder_equals_the_keras_model(tmp_path):
     from ai_edge_litert.interpreter import Interpreter
 
     from electra_tf.exporting.tflite import TFLiteModule, convert
-    from electra_tf.tasks.classification.model import ElectraClassifier
-    from electra_tf.tasks.classification.serving import classification_serving_module
+    ElectraClassifier = task_kind("classification").model_class
 
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(95)]) + "\n")
@@ -113,7 +108,7 @@ def test_litert_model_of_the_fused_encoder_equals_the_keras_model(tmp_path):
                                                   embedding_dim=16, intermediate_dim=64), num_labels=3)
     batch = inputs([9, 3, 1], 12)
     expected = tf.nn.softmax(classifier(batch, training=False), axis=-1).numpy()  # the Keras layers
-    module = TFLiteModule(classification_serving_module(classifier, str(vocab), seq_length=16))
+    module = TFLiteModule(task_kind("classification").serving_module(classifier, str(vocab), {}, 16))
     for quantize, atol in (("none", 1e-5), ("dynamic_int8", 0.02)):
         interpreter = Interpreter(model_content=convert(module.serve_ids, module, quantize))
         got = interpreter.get_signature_runner()(**batch)["probabilities"]
@@ -129,8 +124,7 @@ def test_a_module_traced_on_the_keras_layers_saves_and_serves_what_the_fused_one
     # The fused export holds the query, key and value kernels only concatenated; a function traced inside
     # `keras_layers()` reads the separate ones, so from then on the module must hold those too.
     from electra_tf.models.encoder import ElectraEncoder
-    from electra_tf.tasks.classification.model import ElectraClassifier
-    from electra_tf.tasks.classification.serving import classification_serving_module
+    ElectraClassifier = task_kind("classification").model_class
 
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]) + "\n")
@@ -140,7 +134,7 @@ def test_a_module_traced_on_the_keras_layers_saves_and_serves_what_the_fused_one
     text = tf.constant(["a b a", "b"])
     served = {}
     for path in ("fused", "keras"):
-        module = classification_serving_module(classifier, str(vocab), seq_length=16)
+        module = task_kind("classification").serving_module(classifier, str(vocab), {}, 16)
         function = module.signatures()["serving_default"]
         if path == "keras":
             with module.keras_layers():

@@ -15,6 +15,7 @@ SCRIPT = r"""
 import json, sys
 import tensorflow as tf
 import tensorflow_text  # noqa: F401
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 requests = json.loads(sys.argv[1])
 out = {}
 for name, (path, signature) in requests.items():
@@ -39,10 +40,9 @@ print(json.dumps(out))
 @pytest.fixture(scope="module")
 def exports(artifacts, tmp_path_factory):
     """The classifier's and the encoder's exports (session fixtures), and a tagger's and a QA model's."""
-    from electra_tf.tasks.span_qa.serving import export_qa_serving
-    from electra_tf.tasks.tagging.serving import export_tagging_serving
-    from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer
-    from electra_tf.tasks.tagging.model import ElectraTokenClassifier
+    from electra_tf.export_formats import export_serving
+    ElectraQuestionAnswerer = task_kind("span_qa").model_class
+    ElectraTokenClassifier = task_kind("tagging").model_class
 
     base = tmp_path_factory.mktemp("ids_checks")
     keras.utils.set_random_seed(7)
@@ -53,10 +53,10 @@ def exports(artifacts, tmp_path_factory):
     return {
         "classifier": (artifacts.serving_path, "predict_ids"),
         "encoder": (artifacts.encoder_path, "serving_default"),
-        "tagger": (export_tagging_serving(tagger, artifacts.vocab, str(base), "tagger", 1, ["O", "B-X", "I-X"],
-                                          seq_length=32), "predict_ids"),
-        "qa": (export_qa_serving(qa, artifacts.vocab, str(base), "qa", 1, seq_length=32, doc_stride=8,
-                                 max_query_length=8), "predict_ids"),
+        "tagger": (export_serving(tagger, artifacts.vocab, str(base), "tagger", 1, {"label_names": ["O", "B-X", "I-X"]},
+                                  seq_length=32), "predict_ids"),
+        "qa": (export_serving(qa, artifacts.vocab, str(base), "qa", 1, {"doc_stride": 8, "max_query_length": 8},
+                              seq_length=32), "predict_ids"),
     }
 
 

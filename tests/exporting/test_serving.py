@@ -24,6 +24,7 @@ import json, sys
 import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 path, texts_file, out_file = sys.argv[1:]
 texts = json.load(open(texts_file))
 loaded = tf.saved_model.load(path)
@@ -171,7 +172,7 @@ def test_cli_exports_finetuned_dir(artifacts, tmp_path):
 
 
 def test_regression_model_serves_a_score(artifacts, tmp_path):
-    from electra_tf.tasks.classification.model import ElectraClassifier
+    ElectraClassifier = task_kind("classification").model_class
 
     regressor = ElectraClassifier(artifacts.encoder, num_labels=1)
     regressor.build()

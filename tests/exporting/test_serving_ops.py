@@ -2,9 +2,12 @@
 its whole function library) is a TensorFlow op or one the server links in (`serving_ops.MODEL_SERVER_OPS`,
 read from the tensorflow/serving and tensorflow/text build files)."""
 
+import types
+
 import pytest
 
 from electra_tf.exporting.serving_ops import MODEL_SERVER_OPS, TEXT_OPS_LIB_TARGETS, saved_model_ops, unsupported_ops
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 
 pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 
@@ -13,22 +16,25 @@ pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 def exports(artifacts, tmp_path_factory):
     """One export of each kind: classification and encoder (conftest), regression, tagging, QA, replaced tokens
     (with the generator's corruption)."""
-    from electra_tf.tasks.replaced_tokens.serving import export_rtd_serving
     from electra_tf.export_formats import export_serving
+    from electra_tf.exporting.assets import save_version, version_dir
     from electra_tf.models.discriminator import ElectraDiscriminator
     from electra_tf.models.pretrainer import build_pretrainer
     from electra_tf.run_files import read_config
-    from electra_tf.tasks.classification.model import ElectraClassifier
-    from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer
-    from electra_tf.tasks.tagging.model import ElectraTokenClassifier
+    ElectraClassifier = task_kind("classification").model_class
+    ElectraQuestionAnswerer = task_kind("span_qa").model_class
+    ElectraTokenClassifier = task_kind("tagging").model_class
 
     base = str(tmp_path_factory.mktemp("ops"))
+    pretrainer = build_pretrainer(read_config(artifacts.run_dir))
+    detector = types.SimpleNamespace(discriminator=ElectraDiscriminator.from_pretrainer(pretrainer),
+                                     pretrainer=pretrainer)  # with the generator's corruption
+    rtd = task_kind("rtd").serving_module(detector, artifacts.vocab, {}, seq_length=32)
     regressor = ElectraClassifier(artifacts.encoder, num_labels=1)
     tagger = ElectraTokenClassifier(artifacts.encoder, num_labels=3)
     answerer = ElectraQuestionAnswerer(artifacts.encoder, answerable=True)
     for model in (regressor, tagger, answerer):
         model.build()
-    pretrainer = build_pretrainer(read_config(artifacts.run_dir))
     return {
         "classification": artifacts.serving_path,
         "encoder": artifacts.encoder_path,
@@ -37,8 +43,7 @@ def exports(artifacts, tmp_path_factory):
                                   seq_length=32),
         "qa": export_serving(answerer, artifacts.vocab, base, "qa", 1, {"max_query_length": 16, "doc_stride": 16},
                              seq_length=48),
-        "rtd": export_rtd_serving(ElectraDiscriminator.from_pretrainer(pretrainer), artifacts.vocab, base, "rtd", 1,
-                                  seq_length=32, pretrainer=pretrainer),
+        "rtd": save_version(rtd, version_dir(base, "rtd", 1)),
     }
 
 

@@ -15,8 +15,9 @@ import tensorflow as tf
 
 from helpers import error_line, finetuned_runs, run_python, shared_data
 from electra_tf.data.tokenizer import new_settings
-from electra_tf.tasks.classification.kind import ClassificationKind
-from electra_tf.tasks.tagging.kind import TaggingKind
+
+ClassificationKind = task_kind("classification")
+TaggingKind = task_kind("tagging")
 
 pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 
@@ -31,6 +32,7 @@ LITERT_ONLY = r"""
 import json, sys
 import numpy as np
 from electra_tf.exporting.tflite_runtime import load_interpreter
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 requests, out_file = json.load(open(sys.argv[1])), sys.argv[2]
 results = {}
 for name, (model, inputs_file) in requests.items():
@@ -89,8 +91,8 @@ def test_pack_ids_equals_the_served_packing_on_every_task_dev_set():
 @pytest.fixture(scope="module")
 def finetuned(tmp_path_factory):
     """Tiny fine-tuning output dirs (as `finetune` leaves them) and their TF Serving exports."""
-    from electra_tf.tasks.classification.model import ElectraClassifier
-    from electra_tf.tasks.tagging.model import ElectraTokenClassifier
+    ElectraClassifier = task_kind("classification").model_class
+    ElectraTokenClassifier = task_kind("tagging").model_class
 
     root = tmp_path_factory.mktemp("tflite")
     kinds = {
@@ -266,9 +268,9 @@ def test_a_failed_write_leaves_no_output_and_no_partial_folder(tmp_path):
 
 def _tiny_model_dir(tmp_path, settings, pieces=()):
     from electra_tf.data.tokenizer import write_settings
-    from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.models.encoder import ElectraEncoder
     from helpers import write_vocab
+    ElectraClassifier = task_kind("classification").model_class
 
     vocab = write_vocab(tmp_path / "vocab.txt", 120 - len(pieces))
     with open(vocab, "a", encoding="utf-8") as f:
@@ -331,8 +333,8 @@ def test_litert_counts_the_word_limit_in_characters_as_bert(tmp_path):
 def test_a_question_answering_model_is_refused_naming_the_serving_export(tmp_path):
     from electra_tf.export_formats import export_tflite
     from electra_tf.models.encoder import ElectraEncoder
-    from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer
     from helpers import write_vocab
+    ElectraQuestionAnswerer = task_kind("span_qa").model_class
 
     encoder = ElectraEncoder(vocab_size=120, num_layers=1, num_heads=1, hidden_dim=8, embedding_dim=8,
                              intermediate_dim=8, max_sequence_length=16)

@@ -27,6 +27,7 @@ LITERT_CLIENT = r"""
 import json, sys
 import numpy as np
 from electra_tf.exporting.tflite_runtime import load_interpreter
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 requests, out_file = json.load(open(sys.argv[1])), sys.argv[2]
 results, errors = {}, {}
 for name, (model, inputs_file) in requests.items():
@@ -49,10 +50,9 @@ def exported(tmp_path_factory):
     import keras
 
     from electra_tf.data.tokenizer import WordPieceTokenizer
-    from electra_tf.tasks.classification.serving import classification_serving_module
     from electra_tf.export_formats import export_tflite
-    from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.models.encoder import ElectraEncoder
+    ElectraClassifier = task_kind("classification").model_class
 
     root = tmp_path_factory.mktemp("tflite_dynamic")
     vocab = write_vocab(root / "vocab.txt")
@@ -64,7 +64,7 @@ def exported(tmp_path_factory):
     settings = {"label_names": ["negative", "positive"], "seq_length": SEQ_LENGTH}
     text_model = export_tflite(classifier, vocab, str(root / "text"), settings)
     ids_model = export_tflite(classifier, vocab, str(root / "ids"), settings, ids_only=True)
-    module = classification_serving_module(classifier, vocab, settings["label_names"], seq_length=SEQ_LENGTH)
+    module = task_kind("classification").serving_module(classifier, vocab, settings)
     return root, text_model, ids_model, module, encoder.vocab_size
 
 

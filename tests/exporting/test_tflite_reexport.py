@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from helpers import make_run_dir, write_vocab
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 
 INT8_BOUND = 1e-4  # docs/serving.md: an int8 re-export's probabilities
 FLOAT_BOUND = 1e-5  # and a float one's
@@ -18,7 +19,7 @@ def test_a_reexport_reproduces_the_earlier_export_within_the_stated_bounds(tmp_p
     from electra_tf.exporting.tflite_runtime import load_interpreter
     from electra_tf.sources import load_discriminator
     from electra_tf.export_formats import export_tflite
-    from electra_tf.tasks.classification.model import ElectraClassifier
+    ElectraClassifier = task_kind("classification").model_class
 
     vocab = write_vocab(tmp_path / "vocab.txt", 400)
     run = make_run_dir(tmp_path / "run", vocab, embedding_dim=32, hidden_dim=64, num_layers=2, intermediate_dim=128)

@@ -8,8 +8,8 @@ import pathlib
 import pytest
 
 from helpers import make_run_dir, write_vocab
-from electra_tf.tasks.classification import data as tasks_lib
-from electra_tf.tasks.classification.kind import run_finetuning
+from electra_tf import tasks
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 
 
 def checksums(folder):
@@ -33,9 +33,11 @@ def tiny_run(tmp_path_factory):
 
 
 def finetune(tiny_run, output_dir, **kwargs):
-    spec = tasks_lib.load_task("toy", tiny_run["task"])
-    return run_finetuning(spec, tiny_run["task"], kwargs.pop("init", tiny_run["run"]), str(output_dir),
-                          epochs=kwargs.pop("epochs", 1), batch_size=kwargs.pop("batch_size", 8), verbose=0, **kwargs)
+    """`python -m electra_tf.finetune` of the toy classification task (`tasks.finetune`)."""
+    config = tasks.FinetuneConfig(task="toy", task_kind="classification", data_dir=tiny_run["task"],
+                                  init=kwargs.pop("init", tiny_run["run"]), output_dir=str(output_dir))
+    return tasks.finetune(config.replace(epochs=kwargs.pop("epochs", 1), batch_size=kwargs.pop("batch_size", 8),
+                                         verbose=0, **kwargs))
 
 
 # --- Task files ----------------------------------------------------------------------------------
@@ -53,9 +55,9 @@ def write_task(tmp_path, train):
 ])
 def test_bad_task_files_name_the_file(tmp_path, train, message):
     data_dir = write_task(tmp_path, train)
+    config = tasks.FinetuneConfig(task="toy", data_dir=data_dir, text_a_column="sentence", label_column="label")
     with pytest.raises(ValueError, match=message):
-        spec = tasks_lib.load_task("toy", data_dir, text_a_column="sentence", label_column="label")
-        tasks_lib.read_examples(spec, data_dir, "train")
+        task_kind("classification")(config)  # the kind reads its training files
 
 
 # --- Fine-tuning flags and folders: refused before training --------------------------------------
@@ -109,7 +111,7 @@ def test_serving_export_without_finetune_config_warns_what_it_assumes(tiny_run, 
     import keras
 
     from electra_tf.tasks import OUTPUTS
-    from electra_tf.tasks.classification.model import ElectraClassifier
+    ElectraClassifier = task_kind("classification").model_class
 
     encoder = keras.saving.load_model(os.path.join(tiny_run["run"], "discriminator.keras"))
     classifier = ElectraClassifier(encoder, num_labels=3)

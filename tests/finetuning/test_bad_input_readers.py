@@ -147,17 +147,6 @@ def test_squad11_question_without_answers_is_refused(run_dir, tmp_path, output_d
         in line
 
 
-def test_squad2_questions_without_answers_are_read(tmp_path):
-    """Declared 2.0 (the version field, or an `is_impossible` field): unanswerable questions are read."""
-    from electra_tf.tasks.span_qa.squad import read_squad
-
-    for name, content in (("v2.json", squad([question("a"), question("b", answer=None)], version="v2.0")),
-                          ("field.json", squad([question("a"), question("b", answer=None, is_impossible=True)]))):
-        (tmp_path / name).write_text(json.dumps(content))
-        examples = read_squad(str(tmp_path / name))
-        assert [e.is_impossible for e in examples] == [False, True]
-
-
 def test_squad_file_not_utf8_names_file_and_line(run_dir, tmp_path, output_dir):
     data = squad_dir(tmp_path, squad([question("a")]))
     train = data / "train.json"

@@ -46,21 +46,3 @@ def test_choices_and_ranges_are_checked():
         FinetuneConfig().replace(learning_rat=1e-3)
     assert FinetuneConfig().replace(epochs=5).epochs == 5
     assert dataclasses.asdict(FinetuneConfig())["strategy"] == "auto"  # the device default of every command
-
-
-def test_task_kind_and_generic_tagging_columns():
-    from electra_tf.tasks.tagging.kind import tagging_task
-    from electra_tf.tasks import for_config
-
-    def is_tagging(config):
-        return for_config(config).name == "tagging"
-
-    assert is_tagging(FinetuneConfig(task="conll2003")) and is_tagging(FinetuneConfig(task="CoNLL2003_pos"))
-    assert not is_tagging(FinetuneConfig(task="sst-2"))
-    assert is_tagging(FinetuneConfig(task="my_ner", task_kind="tagging"))
-    assert tagging_task(FinetuneConfig(task="conll2003_chunk")).label_column == 2
-    task = tagging_task(FinetuneConfig(task="x", task_kind="tagging", token_column=1, label_column="-2",
-                                       tag_scheme="BIOES"))
-    assert (task.token_column, task.label_column, task.scheme) == (1, -2, "BIOES")
-    with pytest.raises(ValueError, match="column index"):
-        tagging_task(FinetuneConfig(task="x", task_kind="tagging", label_column="ner"))

@@ -45,9 +45,7 @@ import os
 import keras
 from helpers import make_run_dir
 from test_finetune_strategies import write_toy_tasks
-from electra_tf.tasks.classification import data as tasks
 from electra_tf.tasks import FinetuneConfig
-from electra_tf.tasks.classification.kind import run_finetuning
 from electra_tf.tasks import finetune as run_trials
 
 tmp, vocab = sys.argv[1:]
@@ -58,8 +56,9 @@ settings = dict(epochs=2, batch_size=8, learning_rate=2e-3, dropout=0.0, seq_len
                 clip_norm=0.05)  # a clip that binds: it must see the global gradient
 
 def train(name, strategy):
-    spec = tasks.load_task("toy", data, text_a_column="sentence", label_column="label")
-    result = run_finetuning(spec, data, run_dir, os.path.join(tmp, name, "cls"), strategy=strategy, **settings)
+    result = run_trials(FinetuneConfig(task="toy", task_kind="classification", data_dir=data, init=run_dir,
+                                       output_dir=os.path.join(tmp, name, "cls"), text_a_column="sentence",
+                                       label_column="label", **settings), strategy)
     config = FinetuneConfig(task="toy", task_kind="tagging", data_dir=data, init=run_dir,
                             output_dir=os.path.join(tmp, name, "tag"), **settings)
     tagged = run_trials(config, strategy)
@@ -86,18 +85,17 @@ def float32_after():
 @pytest.mark.skipif(not os.path.exists(VOCAB), reason="shared vocabulary missing")
 @pytest.mark.parametrize("kind", ["classification", "regression", "tagging"])
 def test_mixed_bfloat16_and_xla_fine_tune_on_cpu(kind, run_dir, tmp_path, float32_after):
-    from electra_tf.tasks.classification import data as tasks
     from electra_tf.tasks import FinetuneConfig
-    from electra_tf.tasks.classification.kind import run_finetuning
     from electra_tf.tasks import finetune as run_trials
 
     data = write_toy_tasks(tmp_path / "data", num_sentences=32)
     settings = dict(epochs=2, batch_size=8, learning_rate=2e-3, seq_length=16, verbose=0,
                     precision="mixed_bfloat16", jit_compile=True)
     if kind in ("classification", "regression"):
-        spec = tasks.load_task("toy", data, text_a_column="sentence", label_column="label",
-                               regression=kind == "regression")
-        results = run_finetuning(spec, data, run_dir, str(tmp_path / "out"), **settings)
+        config = FinetuneConfig(task="toy", task_kind="classification", data_dir=data, init=run_dir,
+                                output_dir=str(tmp_path / "out"), text_a_column="sentence", label_column="label",
+                                regression=kind == "regression", **settings)
+        results = run_trials(config)
         model = keras.saving.load_model(tmp_path / "out" / "classifier.keras")
     else:
         config = FinetuneConfig(task="toy", task_kind="tagging", data_dir=data, init=run_dir,
@@ -116,10 +114,8 @@ WORKER_SCRIPT = textwrap.dedent(
     """
     import json, os, sys
     import keras
-    from electra_tf.tasks.classification import data as tasks
     from electra_tf.tasks import FinetuneConfig
     from electra_tf.finetuning.recipe import create_strategy
-    from electra_tf.tasks.classification.kind import run_finetuning
     from electra_tf.tasks import finetune as run_trials
 
     run_dir, data, out, strategy_name = sys.argv[1:]
@@ -129,8 +125,9 @@ WORKER_SCRIPT = textwrap.dedent(
                             output_dir=os.path.join(out, "tag"), strategy=strategy_name, **settings)
     strategy = create_strategy(config)
     tagged = run_trials(config, strategy)
-    spec = tasks.load_task("toy", data, text_a_column="sentence", label_column="label")
-    result = run_finetuning(spec, data, run_dir, os.path.join(out, "cls"), strategy=strategy, **settings)
+    result = run_trials(FinetuneConfig(task="toy", task_kind="classification", data_dir=data, init=run_dir,
+                                       output_dir=os.path.join(out, "cls"), text_a_column="sentence",
+                                       label_column="label", **settings), strategy)
     print(json.dumps({"tag_loss": tagged["trials"][0]["train_loss"], "cls_loss": result["trials"][0]["train_loss"],
                       "replicas": strategy.num_replicas_in_sync}))
     """
@@ -153,8 +150,7 @@ def test_multi_worker_two_processes_fine_tune_like_one_device(tmp_path):
     """Two local workers (TF_CONFIG) fine-tune classification and tagging on the same global batches as
     one device: equal losses on both workers and the one-device run, the chief's saved weights equal the
     one-device run's, and the non-chief's scratch folders are gone."""
-    import electra_tf.tasks.classification.model  # noqa: F401  (registers the saved classes)
-    import electra_tf.tasks.tagging.model  # noqa: F401
+    import electra_tf.saved_classes  # noqa: F401  (registers every kind's saved classes)
     run_dir = make_run_dir(tmp_path / "run", VOCAB, dropout=0.0, num_layers=2, hidden_dim=32, embedding_dim=16,
                            intermediate_dim=64, max_sequence_length=32, seq_length=16)
     data = write_toy_tasks(tmp_path / "data")

@@ -5,9 +5,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.tasks.classification.model import ElectraClassifier
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.finetuning.layerwise_lr import LayerwiseAdamW, layer_depth
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
+
+ElectraClassifier = task_kind("classification").model_class
 
 NUM_LAYERS, DECAY, LR = 3, 0.8, 1e-3
 

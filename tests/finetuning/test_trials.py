@@ -5,35 +5,53 @@ non-finite-loss stop, strict JSON, and a finished run re-run."""
 import glob
 import json
 import os
+import types
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf import run_files
+from electra_tf import run_files, tasks
 from electra_tf.tasks import FinetuneConfig
 from electra_tf.tasks import finetune as run_trials
 from helpers import make_run_dir, run_python, write_vocab
 from test_bad_input_finetune import checksums
 from test_finetune_strategies import write_toy_tasks
+from test_journeys import conll_sentences, write_toy_choices
 from toy_tasks import independent_dev_tags, write_conll, write_toy_squad
 
 pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 
-KINDS = ("classification", "tagging", "span_qa")
+KINDS = tuple(tasks.FINETUNED)  # every kind that fine-tunes (the registry)
+# Each kind's toy task folder (a key of `data`): a kind the registry adds needs its own here.
+TOY = {"classification": "text", "tagging": "text", "span_qa": "squad", "multiple_choice": "choices",
+       "embedding": "pairs"}
+
+
+def write_toy_pairs(directory, count=16):
+    """Toy embedding pairs (JSON Lines): a question about a word, the sentence that answers it."""
+    os.makedirs(directory, exist_ok=True)
+    for split in ("train", "dev"):
+        with open(os.path.join(directory, f"{split}.jsonl"), "w") as f:
+            for i in range(count):
+                f.write(json.dumps({"query": f"where is item {i}", "positive": f"item {i} is in box {i % 5}"}) + "\n")
+    return str(directory)
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     root = tmp_path_factory.mktemp("data")
     return {"text": write_toy_tasks(root / "text", num_sentences=24),
-            "squad": write_toy_squad(root / "squad", articles=(("train", 2), ("dev", 1)))}
+            "squad": write_toy_squad(root / "squad", articles=(("train", 2), ("dev", 1))),
+            "choices": write_toy_choices(root / "choices", splits=(("train", 16), ("dev", 8))),
+            "pairs": write_toy_pairs(root / "pairs")}
 
 
 def config_for(kind, data, init, output_dir, **overrides):
     """A tiny run of `kind` on the toy data."""
-    values = dict(task="toy", task_kind=kind, data_dir=data["text"], init=str(init), output_dir=str(output_dir),
+    assert kind in TOY, f"no toy task for the {kind} kind: add one to TOY"
+    values = dict(task="toy", task_kind=kind, data_dir=data[TOY[kind]], init=str(init), output_dir=str(output_dir),
                   epochs=2, batch_size=8, learning_rate=2e-3, seq_length=32, verbose=0)
     if kind == "span_qa":
         values.update(data_dir=data["squad"], seq_length=48, doc_stride=16, max_query_length=12,
@@ -66,7 +84,7 @@ def test_output_dir_holding_another_artefact_is_refused(kind, data, run_dir, ber
     # A fine-tuning output of other settings (another kind here): refused, not overwritten.
     finished = tmp_path / "finished"
     finished.mkdir()
-    other_kind = KINDS[(KINDS.index(kind) + 1) % 3]
+    other_kind = KINDS[(KINDS.index(kind) + 1) % len(KINDS)]
     (finished / "results.json").write_text(json.dumps({"settings": {"task_kind": other_kind}}))
     (finished / "finetune_config.json").write_text("{}")
     before = checksums(finished)
@@ -232,8 +250,6 @@ def test_early_stopping_after_patience_epochs_without_a_better_score(data, run_d
 def test_conll_style_run_prints_dev_f1_per_epoch_keeps_the_best_and_scores_test(run_dir, tmp_path):
     from seqeval.metrics import f1_score
 
-    from electra_tf.tasks.tagging import conll
-
     data = write_conll(tmp_path / "conll", splits=(("train", 48), ("dev", 16), ("test", 16)))
     out = tmp_path / "out"
     config = FinetuneConfig(task="toy_ner", task_kind="tagging", data_dir=data, init=run_dir, output_dir=str(out),
@@ -247,7 +263,8 @@ def test_conll_style_run_prints_dev_f1_per_epoch_keeps_the_best_and_scores_test(
     assert trial["kept_epoch"] == int(np.argmax(f1s)) + 1
     assert "test entity_f1" in result.stdout or "test_entity_f1" in results["summary"]
     model = keras.saving.load_model(out / "token_classifier.keras")
-    test = conll.read_conll(os.path.join(data, "test.txt"))
+    test = [types.SimpleNamespace(words=words, tags=tags)  # read without the package's CoNLL reader
+            for words, tags in conll_sentences(os.path.join(data, "test.txt"))]
     predicted = independent_dev_tags(model, str(out / "vocab.txt"), test, results["labels"])
     assert trial["test"]["entity_f1"] == pytest.approx(f1_score([list(s.tags) for s in test], predicted), abs=1e-9)
 

@@ -7,6 +7,7 @@ from electra_tf.config import get_config
 from electra_tf.layers.discriminator_head import DiscriminatorHead
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.pretrainer import build_pretrainer
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 
 TRUNCATED_STD = 0.02 * 0.87962566  # std of N(0, 0.02) truncated at 2 std
 
@@ -102,7 +103,7 @@ def test_rebuild_encoder_copies_every_weight_and_the_new_head_draws_what_it_drew
     import keras
 
     from electra_tf.finetuning.recipe import rebuild_encoder
-    from electra_tf.tasks.classification.model import ElectraClassifier
+    ElectraClassifier = task_kind("classification").model_class
 
     encoder = small_encoder(dropout=0.0)
     encoder.build()

@@ -46,6 +46,7 @@ import json, sys
 import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 path, texts, out = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3]
 signatures = tf.saved_model.load(path).signatures
 decode = np.vectorize(bytes.decode, otypes=[str])
@@ -232,9 +233,9 @@ def test_the_export_serves_what_predict_gives_from_the_run(models, tmp_path):
 @pytest.mark.large
 def test_bad_input_is_refused_in_one_line_and_nothing_is_written(models, tmp_path):
     from electra_tf import run_files
-    from electra_tf.tasks.classification.kind import ClassificationKind
-    from electra_tf.tasks.classification.model import ElectraClassifier
     from electra_tf.sources import load_discriminator
+    ClassificationKind = task_kind("classification")
+    ElectraClassifier = task_kind("classification").model_class
 
     finetuned = tmp_path / "finetuned"
     finetuned.mkdir()
