@@ -8,7 +8,7 @@ until it holds the wanted number of WordPiece pieces (20k to 1.5M), and one
 context of 5 MB of those paragraphs: `build_qa_features` (tokenization,
 offsets, windows at seq_length 384 / doc_stride 128, max-context flags) is
 timed with `--repeats` calls each (median). A flat microseconds per piece
-column is what linear means (`tests/finetuning/test_qa_features_linear.py`
+column is what linear means (`tests/tasks/span_qa/test_qa_features_linear.py`
 checks the features against the quadratic loop they replaced).
 """
 

@@ -81,7 +81,7 @@ class ServedModel(tf.Module):
     @contextlib.contextmanager
     def keras_layers(self):
         """Functions traced inside compute the encoder by its Keras layers (the form the fused one is compared
-        with: `tests/export/test_inference_graph.py`). From then on the module tracks every
+        with: `tests/exporting/test_inference_graph.py`). From then on the module tracks every
         variable of the Keras model, the query, key and value kernels those layers read included."""
         if not hasattr(self, "keras_variables"):
             self.keras_variables = [w.value for w in self._model.obj.weights]

@@ -83,7 +83,7 @@ def test_first_adam_step_moves_each_variable_by_its_scaled_rate():
 
 
 def test_config_round_trip():
-    # (`compile` + `fit` with this optimizer runs in tests/export/test_docs_script.py.)
+    # (`compile` + `fit` with this optimizer runs in tests/exporting/test_docs_script.py.)
     optimizer = LayerwiseAdamW(LR, num_layers=NUM_LAYERS, layerwise_decay=DECAY, epsilon=1e-6)
     config = optimizer.get_config()
     assert config["num_layers"] == NUM_LAYERS and config["layerwise_decay"] == DECAY and config["weight_decay"] == 0.0
