@@ -89,7 +89,7 @@ def electra_tf_side(task, data, total_steps):
     import keras
 
     from electra_tf.data.tokenizer import WordPieceTokenizer
-    from electra_tf.tasks.classification.kind import make_dataset
+    from electra_tf.tasks.classification.features import make_dataset
     from electra_tf.finetuning.recipe import create_optimizer
     from electra_tf.tasks.tagging.kind import tagging_dataset
     from electra_tf.tasks.tagging.model import MaskedSparseCrossEntropy

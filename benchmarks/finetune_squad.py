@@ -219,7 +219,7 @@ def main(argv):
         check_runs_dir(runs_dir, config)  # another recipe's folder ends the run before any work
         shifts = read_shifts()
         results = runs(plan, config, runs_dir, shifts)
-    from electra_tf.tasks.span_qa.kind import read_split
+    from electra_tf.tasks.span_qa.data import read_split
 
     sizes = dict(train=len(read_split(config, "train", config.train_limit)),
                  dev=len(read_split(config, "dev", config.dev_limit)), shifts=len(shifts))

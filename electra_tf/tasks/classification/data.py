@@ -15,6 +15,7 @@ The project's own tasks (`../shared/data/tasks/<name>/`) have the header
 
 import dataclasses
 import os
+import re
 import typing
 
 import tensorflow as tf
@@ -22,6 +23,7 @@ from absl import logging
 
 from electra_tf.data.lines import table_rows
 from electra_tf.data.utf8 import decode_utf8
+from electra_tf.finetuning.examples import BLANK, Example as InputExample, column_index, each_line, field, json_object
 
 Column = typing.Union[int, str]  # an index, or a header name
 
@@ -349,3 +351,125 @@ def read_index(spec, data_dir, split="test"):
         column = header.index("index")
         return [r[column] for r in rows]
     return [str(i) for i in range(len(rows))]
+
+
+# --- The task of a fine-tuning config ---------------------------------------------------------------
+
+
+def _column(value):
+    return int(value) if isinstance(value, str) and value.lstrip("-").isdigit() else value
+
+
+def task_spec(config):
+    """The `TaskSpec` of `config`: a GLUE task by name, else a generic TSV/CSV from the column flags."""
+    if is_glue_task(config.task):
+        return load_task(config.task, config.data_dir)
+    return load_task(
+        config.task, config.data_dir, text_a_column=_column(config.text_a_column),
+        text_b_column=_column(config.text_b_column), label_column=_column(config.label_column or "label"),
+        regression=config.regression, file_format=config.file_format,
+    )
+
+
+# --- predict's input files ------------------------------------------------------------------------
+
+# Header names of the first text, the second text and the label (GLUE's and the project's layouts), for predict.
+TEXT_A_NAMES = ("text_a", "text", "sentence", "sentence1", "question", "question1", "#1 String")
+TEXT_B_NAMES = ("text_b", "sentence2", "question2", "#2 String", "sentence")
+LABEL_NAMES = ("label", "gold_label", "score", "Quality", "is_duplicate")
+
+
+def read_inputs(name, text, input_format, settings, options):
+    """`predict`'s examples of an input file (`ClassificationKind.read_examples`): TSV/CSV rows (text columns by
+    header name or `--text_a_column`...), JSON Lines or text lines."""
+    if input_format in ("tsv", "csv"):
+        return _read_table(name, text, settings, options, input_format)
+    if input_format == "jsonl":
+        return each_line(name, text, lambda line, raw: _json_example(json_object(name, line, raw), settings, name,
+                                                                    line))
+    return each_line(name, text, lambda line, raw: _text_example(raw, settings, name, line))
+
+
+def _read_table(name, text, settings, options, input_format):
+    """The examples of a TSV (no quoting) or CSV file: one per row, a skipped one per blank line."""
+    rows = table_rows(name, text, "\t" if input_format == "tsv" else ",")
+    pair = settings.get("pair", False)
+    header = None
+    if options.header:
+        first = next(((line, row) for line, row in rows if row), None)  # blank lines before the header: none
+        if first is None:
+            return []
+        header = first[1]
+    width = len(header) if header else None
+
+    def column(flag, value, names, role, required):
+        if value is not None:
+            return column_index(name, header, value, flag)
+        found = [header.index(n) for n in names if header and n in header]
+        if found or not required:
+            return found[0] if found else None
+        seen = f"the header has {header}" if header else "no header (--noheader)"
+        raise ValueError(f"{name}:1: no {role} column: {seen}; expected one of {list(names)}, or name it with "
+                         f"--{flag}.")
+
+    text_a = column("text_a_column", options.text_a_column, TEXT_A_NAMES, "text", True)
+    text_b = None
+    if pair:
+        names = tuple(n for n in TEXT_B_NAMES if header and n in header and header.index(n) != text_a)
+        text_b = column("text_b_column", options.text_b_column, names or TEXT_B_NAMES, "second text", True)
+    label = column("label_column", options.label_column, LABEL_NAMES, "label", False)
+    examples = []
+    for line, row in rows:
+        if not row:
+            examples.append(InputExample(None, line=line, skipped=BLANK))
+            continue
+        if width is None:
+            width = len(row)
+        if len(row) != width:
+            raise ValueError(f"{name}:{line}: {len(row)} fields, but {'the header' if header else 'line 1'} has "
+                             f"{width}. Received: {row!r:.200}")
+        for index, flag in ((text_a, "text_a_column"), (text_b, "text_b_column"), (label, "label_column")):
+            if index is not None and not -width <= index < width:
+                raise ValueError(f"{name}:{line}: --{flag}={index} but the line has {width} fields.")
+        inputs = {"text": row[text_a]}
+        if pair:
+            inputs["text_b"] = row[text_b]
+        gold = None if label is None else _gold_label(row[label], settings, name, line)
+        examples.append(InputExample(inputs, gold, line))
+    return examples
+
+
+def _gold_label(value, settings, name, line):
+    """A gold label: a label name or index (classification), or a float (regression)."""
+    if settings.get("regression"):
+        try:
+            return float(value)
+        except ValueError:
+            raise ValueError(f"{name}:{line}: label {value!r} is not a number (a regression model).") from None
+    names = list(settings.get("label_names") or [])
+    if value in names:
+        return names.index(value)
+    if re.fullmatch(r"\d+", value.strip()) and int(value) < len(names):
+        return int(value)
+    raise ValueError(f"{name}:{line}: label {value!r} is none of the model's labels {names} (nor their index).")
+
+
+def _json_example(record, settings, name, line):
+    inputs = {"text": field(record, ("text", "text_a", "sentence"), name, line)}
+    if settings.get("pair"):
+        inputs["text_b"] = field(record, ("text_b",), name, line)
+    gold = record.get("label")
+    if gold is not None:
+        gold = _gold_label(str(gold), settings, name, line)
+    return InputExample(inputs, gold, line)
+
+
+def _text_example(raw, settings, name, line):
+    """One text line: the text, or `text_a<TAB>text_b` for a sentence-pair model."""
+    if not settings.get("pair"):
+        return InputExample({"text": raw}, None, line)
+    if "\t" not in raw:
+        raise ValueError(f"{name}:{line}: a sentence-pair model reads `text_a<TAB>text_b` lines; this line has no tab.")
+    text_a, text_b = raw.split("\t", 1)
+    return InputExample({"text": text_a, "text_b": text_b}, None, line)
+

@@ -10,7 +10,6 @@ gets its predictions in the official submission layout (`<TASK>.tsv`,
 """
 
 import os
-import re
 
 import keras
 import numpy as np
@@ -18,84 +17,17 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf import atomic, run_files
-from electra_tf.data.lines import table_rows
 from electra_tf.tasks.classification import data as tasks_lib
 from electra_tf.finetuning import trials
-from electra_tf.finetuning.batching import LENGTH_MULTIPLE, epoch_batches, predict_in_batches
+from electra_tf.finetuning.batching import predict_in_batches
 from electra_tf.finetuning.config import FinetuneConfig
-from electra_tf.finetuning.examples import BLANK, Example, Prediction, column_index, each_line, field, json_object
+from electra_tf.finetuning.examples import Prediction
 from electra_tf.tasks.base import TaskKind
 from electra_tf.tasks.classification.config import Config
+from electra_tf.tasks.classification.data import task_spec
+from electra_tf.tasks.classification.features import make_dataset, pack_examples
 from electra_tf.finetuning.task_metrics import task_metrics
 from electra_tf.tasks.classification.model import ElectraClassifier
-
-
-# Header names of the first text, the second text and the label (GLUE's and the project's layouts), for predict.
-TEXT_A_NAMES = ("text_a", "text", "sentence", "sentence1", "question", "question1", "#1 String")
-TEXT_B_NAMES = ("text_b", "sentence2", "question2", "#2 String", "sentence")
-LABEL_NAMES = ("label", "gold_label", "score", "Quality", "is_duplicate")
-
-
-def _column(value):
-    return int(value) if isinstance(value, str) and value.lstrip("-").isdigit() else value
-
-
-def task_spec(config):
-    """The `TaskSpec` of `config`: a GLUE task by name, else a generic TSV/CSV from the column flags."""
-    if tasks_lib.is_glue_task(config.task):
-        return tasks_lib.load_task(config.task, config.data_dir)
-    return tasks_lib.load_task(
-        config.task, config.data_dir, text_a_column=_column(config.text_a_column),
-        text_b_column=_column(config.text_b_column), label_column=_column(config.label_column or "label"),
-        regression=config.regression, file_format=config.file_format,
-    )
-
-
-def _labels(examples, regression):
-    return np.array([0 if e.label is None else e.label for e in examples], "float32" if regression else "int32")
-
-
-def pack_examples(examples, tokenizer, seq_length, chunk=4096):
-    """`tokenizer.pack` of every example, `chunk` at a time: dict of int32 arrays `(len(examples), seq_length)`.
-
-    Packing a row does not depend on its batch, so packing once before the
-    first epoch gives the batches a per-batch `map` would, for one pass over
-    the texts instead of one per epoch and no tokenizer graph competing with
-    the train step for the cores.
-    """
-    pair = examples[0].text_b is not None
-    parts = []
-    for start in range(0, len(examples), chunk):
-        rows = examples[start:start + chunk]
-        texts_b = tf.constant([e.text_b for e in rows]) if pair else None
-        packed = tokenizer.pack(tf.constant([e.text_a for e in rows]), texts_b, seq_length=seq_length)
-        parts.append({name: value.numpy() for name, value in packed.items()})
-    return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
-
-
-def make_dataset(examples, tokenizer, seq_length, batch_size, regression=False, shuffle_seed=None, epoch=0, skip=0,
-                 packed=None, multiple=LENGTH_MULTIPLE):
-    """`tf.data` of `(inputs dict, label)` training batches, tokenised once (`pack_examples`) before the first batch.
-
-    Each batch is cut to its longest row (rounded up to `multiple`, `batching.length_multiple`):
-    padding is masked, so this changes no output and saves the compute of padding on short
-    sentences (dropout draws its masks for the cut batch).
-
-    Args:
-        examples: list of `data.Example` (the labelled rows of `tasks.classification.data`).
-        tokenizer: `WordPieceTokenizer`.
-        seq_length: int.
-        batch_size: int.
-        regression: bool. Float labels instead of int ids.
-        shuffle_seed: int or None. The order of epoch `epoch` for this seed
-            (`batching.epoch_order`); None keeps the file order.
-        epoch, skip: int. The epoch, and its batches left out (a resumed run).
-        packed: optional `pack_examples(examples, tokenizer, seq_length)`, computed once by the caller.
-        multiple: int. What the cut is rounded up to.
-    """
-    if packed is None:
-        packed = pack_examples(examples, tokenizer, seq_length)
-    return epoch_batches((packed, _labels(examples, regression)), batch_size, shuffle_seed, epoch, skip, multiple)
 
 
 class ClassificationKind(TaskKind):
@@ -250,12 +182,7 @@ class ClassificationKind(TaskKind):
     @classmethod
     def read_examples(cls, name, text, input_format, settings, options):
         """TSV/CSV rows (text columns by header name or `--text_a_column`...), JSON Lines or text lines."""
-        if input_format in ("tsv", "csv"):
-            return _read_table(name, text, settings, options, input_format)
-        if input_format == "jsonl":
-            return each_line(name, text, lambda line, raw: _json_example(json_object(name, line, raw), settings, name,
-                                                                        line))
-        return each_line(name, text, lambda line, raw: _text_example(raw, settings, name, line))
+        return tasks_lib.read_inputs(name, text, input_format, settings, options)
 
     @classmethod
     def format_prediction(cls, row, example, settings):
@@ -279,90 +206,6 @@ class ClassificationKind(TaskKind):
             scores = task_metrics(gold, predicted, num_labels=len(names))
             metric = settings.get("metric") or "accuracy"
         return {"metric": metric, **scores, "examples": len(examples)}
-
-
-def _read_table(name, text, settings, options, input_format):
-    """The examples of a TSV (no quoting) or CSV file: one per row, a skipped one per blank line."""
-    rows = table_rows(name, text, "\t" if input_format == "tsv" else ",")
-    pair = settings.get("pair", False)
-    header = None
-    if options.header:
-        first = next(((line, row) for line, row in rows if row), None)  # blank lines before the header: none
-        if first is None:
-            return []
-        header = first[1]
-    width = len(header) if header else None
-
-    def column(flag, value, names, role, required):
-        if value is not None:
-            return column_index(name, header, value, flag)
-        found = [header.index(n) for n in names if header and n in header]
-        if found or not required:
-            return found[0] if found else None
-        seen = f"the header has {header}" if header else "no header (--noheader)"
-        raise ValueError(f"{name}:1: no {role} column: {seen}; expected one of {list(names)}, or name it with "
-                         f"--{flag}.")
-
-    text_a = column("text_a_column", options.text_a_column, TEXT_A_NAMES, "text", True)
-    text_b = None
-    if pair:
-        names = tuple(n for n in TEXT_B_NAMES if header and n in header and header.index(n) != text_a)
-        text_b = column("text_b_column", options.text_b_column, names or TEXT_B_NAMES, "second text", True)
-    label = column("label_column", options.label_column, LABEL_NAMES, "label", False)
-    examples = []
-    for line, row in rows:
-        if not row:
-            examples.append(Example(None, line=line, skipped=BLANK))
-            continue
-        if width is None:
-            width = len(row)
-        if len(row) != width:
-            raise ValueError(f"{name}:{line}: {len(row)} fields, but {'the header' if header else 'line 1'} has "
-                             f"{width}. Received: {row!r:.200}")
-        for index, flag in ((text_a, "text_a_column"), (text_b, "text_b_column"), (label, "label_column")):
-            if index is not None and not -width <= index < width:
-                raise ValueError(f"{name}:{line}: --{flag}={index} but the line has {width} fields.")
-        inputs = {"text": row[text_a]}
-        if pair:
-            inputs["text_b"] = row[text_b]
-        gold = None if label is None else _gold_label(row[label], settings, name, line)
-        examples.append(Example(inputs, gold, line))
-    return examples
-
-
-def _gold_label(value, settings, name, line):
-    """A gold label: a label name or index (classification), or a float (regression)."""
-    if settings.get("regression"):
-        try:
-            return float(value)
-        except ValueError:
-            raise ValueError(f"{name}:{line}: label {value!r} is not a number (a regression model).") from None
-    names = list(settings.get("label_names") or [])
-    if value in names:
-        return names.index(value)
-    if re.fullmatch(r"\d+", value.strip()) and int(value) < len(names):
-        return int(value)
-    raise ValueError(f"{name}:{line}: label {value!r} is none of the model's labels {names} (nor their index).")
-
-
-def _json_example(record, settings, name, line):
-    inputs = {"text": field(record, ("text", "text_a", "sentence"), name, line)}
-    if settings.get("pair"):
-        inputs["text_b"] = field(record, ("text_b",), name, line)
-    gold = record.get("label")
-    if gold is not None:
-        gold = _gold_label(str(gold), settings, name, line)
-    return Example(inputs, gold, line)
-
-
-def _text_example(raw, settings, name, line):
-    """One text line: the text, or `text_a<TAB>text_b` for a sentence-pair model."""
-    if not settings.get("pair"):
-        return Example({"text": raw}, None, line)
-    if "\t" not in raw:
-        raise ValueError(f"{name}:{line}: a sentence-pair model reads `text_a<TAB>text_b` lines; this line has no tab.")
-    text_a, text_b = raw.split("\t", 1)
-    return Example({"text": text_a, "text_b": text_b}, None, line)
 
 
 def run_finetuning(spec, data_dir, init, output_dir, vocab_file=None, strategy=None, **settings):

@@ -18,7 +18,6 @@ After training: `export --format serving` and `--format tflite` serve `text -> e
 import collections
 
 import numpy as np
-import tensorflow as tf
 from absl import logging
 
 from electra_tf.finetuning.batching import epoch_batches, predict_in_batches
@@ -27,18 +26,10 @@ from electra_tf.finetuning.examples import (Example, Prediction, each_line, fiel
 from electra_tf.tasks.base import TaskKind
 from electra_tf.tasks.embedding.config import Config, PredictOptions
 from electra_tf.tasks.embedding.data import SPLIT_FILES, read_pairs
+from electra_tf.tasks.embedding.features import pack_texts
 from electra_tf.tasks.embedding.loss import MultipleNegativesRankingLoss
 from electra_tf.tasks.embedding.metrics import METRIC, corpus_of, retrieval_metrics
 from electra_tf.tasks.embedding.model import ElectraEmbedder
-
-
-def pack_texts(texts, tokenizer, seq_length, chunk=4096):
-    """`[CLS] text [SEP]` of each text: dict of int32 arrays `(len(texts), seq_length)`."""
-    parts = []
-    for start in range(0, len(texts), chunk):
-        packed = tokenizer.pack(tf.constant(texts[start:start + chunk]), seq_length=seq_length)
-        parts.append({name: value.numpy() for name, value in packed.items()})
-    return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
 
 
 class EmbeddingKind(TaskKind):

@@ -37,7 +37,7 @@ import tensorflow as tf
 
 from electra_tf.data.lines import split_lines, table_rows
 from electra_tf.data.utf8 import decode_utf8
-from electra_tf.finetuning.examples import json_object
+from electra_tf.finetuning.examples import Example, each_line, json_object
 
 ENDING = re.compile(r"ending(\d+)$")
 # Choices a question may have: every choice is one sequence through the encoder, and a batch holds
@@ -159,3 +159,21 @@ def _label(value, num_choices, name, line):
         raise ValueError(f"{name}:{line}: answer {value!r} is not the index of one of its {num_choices} choices "
                          f"(0 to {num_choices - 1}).")
     return value
+
+
+# --- predict's input files ------------------------------------------------------------------------
+
+
+def read_inputs(name, text, input_format):
+    """`predict`'s examples of an input file (`MultipleChoiceKind.read_examples`): a SWAG CSV or JSON Lines
+    (`{"context"/"question", "choices", "answer"}`); answers are scored."""
+    if input_format == "csv":
+        return [_example(q) for q in read_questions(name, text=text, file_format="csv")]
+    return each_line(name, text, lambda line, raw: _example(question_of_record(json_object(name, line, raw),
+                                                                               name, line)))
+
+
+def _example(question):
+    """The `Example` of a `Question`: what the served `serving_default` takes, its gold index."""
+    return Example({"context": question.context, "question": question.question, "choices": list(question.choices)},
+                   question.label, question.line)

@@ -21,76 +21,12 @@ from absl import logging
 
 from electra_tf.tasks.multiple_choice.serving import MultipleChoiceServingModule
 from electra_tf.finetuning.batching import compiled_predictor, epoch_batches, predict_in_batches
-from electra_tf.finetuning.examples import (Example, Prediction, each_line, json_object, required_split_file,
-                                            split_file)
+from electra_tf.finetuning.examples import Prediction, required_split_file, split_file
 from electra_tf.tasks.base import TaskKind
-from electra_tf.tasks.multiple_choice.data import SPLIT_FILES, question_of_record, read_questions
+from electra_tf.tasks.multiple_choice.data import SPLIT_FILES, read_inputs, read_questions
+from electra_tf.tasks.multiple_choice.features import HEAVY_CUT, cut_report, pack_questions
 from electra_tf.finetuning.task_metrics import accuracy
 from electra_tf.tasks.multiple_choice.model import ABSENT, ElectraMultipleChoice
-
-HEAVY_CUT = 0.1  # a split of which this share of (context, choice) pairs or more is cut gets a warning
-
-
-def pack_questions(questions, tokenizer, seq_length, chunk=4096):
-    """Model inputs of `questions`: dict of int32 `tf.RaggedTensor`s `(len(questions), None, seq_length)`.
-
-    Each (context, choice) pair is packed by `tokenizer.pack` as training and
-    serving pack it; row `i` holds question `i`'s choices, no padding slot: a
-    batch is padded to its own widest question (`batching.dense_rows`).
-
-    Args:
-        questions: list of `multiple_choice_data.Question`.
-        tokenizer: `WordPieceTokenizer`.
-        seq_length: int.
-        chunk: int. Pairs packed per call.
-    """
-    firsts, seconds = _pairs(questions)
-    flat = {name: np.zeros((len(firsts), seq_length), np.int32)
-            for name in ("token_ids", "segment_ids", "padding_mask")}
-    for start in range(0, len(firsts), chunk):
-        packed = tokenizer.pack(tf.constant(firsts[start:start + chunk]), tf.constant(seconds[start:start + chunk]),
-                                seq_length=seq_length)
-        for name, value in packed.items():
-            flat[name][start:start + chunk] = value.numpy()
-    row_lengths = np.array([len(q.choices) for q in questions], np.int64)
-    return {name: tf.RaggedTensor.from_row_lengths(value, row_lengths) for name, value in flat.items()}
-
-
-def _pairs(questions):
-    """The first and second segments of every (context, choice) pair, question by question."""
-    firsts = [question.context for question in questions for _ in question.choices]
-    seconds = [second for question in questions for second in question.second_segments()]
-    return firsts, seconds
-
-
-def cut_report(questions, tokenizer, packed, seq_length, chunk=4096):
-    """What packing to `seq_length` cut from `questions` (packed by `pack_questions`).
-
-    Returns:
-        dict: `pairs` (all), `cut_pairs` (pairs that lost pieces), `cut_pieces` (pieces lost),
-        `blind` (questions whose choices all packed to the same tokens: nothing tells them apart)
-        and `needed` (the shortest `seq_length` that keeps a piece of every choice of every question).
-    """
-    firsts, seconds = _pairs(questions)
-    prompts = [question.question for question in questions for _ in question.choices]
-    lengths = []
-    for texts in (firsts, seconds, prompts):
-        lengths.append(np.concatenate([tokenizer.tokenize(tf.constant(texts[i:i + chunk])).row_lengths().numpy()
-                                       for i in range(0, len(texts), chunk)]))
-    first, second, prompt = lengths
-    full = 3 + first + second  # [CLS] first [SEP] second [SEP]
-    # Longest-first truncation (`tokenizer.pair_lengths`) keeps `b` pieces of the second segment once the
-    # budget is b + min(first, b): a choice shows its first piece from b = prompt + 1.
-    shown = np.minimum(second, prompt + 1)
-    needed = 3 + shown + np.minimum(first, shown)
-    tokens = packed["token_ids"]
-    starts = tokens.row_starts().numpy()
-    flat = tokens.flat_values.numpy()
-    same = (flat == np.repeat(flat[starts], tokens.row_lengths().numpy(), axis=0)).all(-1)
-    return {"pairs": len(full), "cut_pairs": int((full > seq_length).sum()), "pieces": int((full - 3).sum()),
-            "cut_pieces": int(np.maximum(full - seq_length, 0).sum()),
-            "blind": int(np.logical_and.reduceat(same, starts).sum()), "needed": int(needed.max())}
-
 
 def choice_predictor(model):
     """`model`'s logits, compiled once for `(batch, choices, seq)` batches of any size."""
@@ -219,10 +155,7 @@ class MultipleChoiceKind(TaskKind):
     @classmethod
     def read_examples(cls, name, text, input_format, settings, options):
         """JSON Lines (`{"context"/"question", "choices", "answer"}`) or a SWAG CSV; answers are scored."""
-        if input_format == "csv":
-            return [_example(q) for q in read_questions(name, text=text, file_format="csv")]
-        return each_line(name, text, lambda line, raw: _example(question_of_record(json_object(name, line, raw),
-                                                                                   name, line)))
+        return read_inputs(name, text, input_format)
 
     @classmethod
     def format_prediction(cls, row, example, settings):
@@ -238,7 +171,3 @@ class MultipleChoiceKind(TaskKind):
                 "examples": len(examples)}
 
 
-def _example(question):
-    """The `Example` of a `Question`: what the served `serving_default` takes, its gold index."""
-    return Example({"context": question.context, "question": question.question, "choices": list(question.choices)},
-                   question.label, question.line)

@@ -60,6 +60,8 @@ import time
 import numpy as np
 from absl import logging
 
+from electra_tf.finetuning.batching import INPUTS, LENGTH_MULTIPLE, epoch_batches
+
 ARRAYS = ("token_ids", "segment_ids", "padding_mask")
 NEAR = 32  # characters around `answer_start` searched when re-anchoring an answer
 LONG_CONTEXT = 100_000  # pieces: a context this long is logged with its window count
@@ -334,3 +336,19 @@ def build_qa_features(tokenizer, examples, seq_length=384, doc_stride=128, max_q
         stats.setdefault(name, 0)
     stats["unmappable_reasons"] = dict(reasons)
     return QAFeatures(arrays, stats, kept)
+
+
+def qa_dataset(features, batch_size, answerable, shuffle_seed=None, epoch=0, skip=0, multiple=LENGTH_MULTIPLE):
+    """`tf.data` of `(inputs + start_positions, labels)` batches for `ElectraQuestionAnswerer.fit`.
+
+    Batches are cut to their longest row rounded up to `multiple` (padding is masked: no output
+    changes). `shuffle_seed`, `epoch`, `skip`, `multiple`: as `batching.epoch_batches`.
+    """
+    a = features.arrays
+    inputs = {name: a[name] for name in INPUTS}
+    inputs["start_positions"] = a["start_positions"]
+    labels = {"start_logits": a["start_positions"], "end_logits": a["end_positions"]}
+    if answerable:
+        labels["answerable_logit"] = a["is_impossible"].astype(np.float32)
+    return epoch_batches((inputs, labels), batch_size, shuffle_seed, epoch, skip, multiple)
+

@@ -27,32 +27,17 @@ from absl import logging
 from electra_tf import atomic, run_files
 from electra_tf.tasks.span_qa import metrics as qa_metrics
 from electra_tf.tasks.span_qa import squad
-from electra_tf.finetuning.batching import (INPUTS, LENGTH_MULTIPLE, compiled_predictor, epoch_batches,
-                                            predict_in_batches)
-from electra_tf.finetuning.examples import Example, Prediction, each_line, field, json_object, spooled
+from electra_tf.finetuning.batching import compiled_predictor, predict_in_batches
+from electra_tf.finetuning.examples import Prediction
 from electra_tf.tasks.base import TaskKind
+from electra_tf.tasks.span_qa import data
 from electra_tf.tasks.span_qa.config import Config
-from electra_tf.tasks.span_qa.features import build_qa_features
+from electra_tf.tasks.span_qa.data import SPLIT_FILES, read_split
+from electra_tf.tasks.span_qa.features import build_qa_features, qa_dataset
 from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer, GlobalMeanLoss
 
-SPLIT_FILES = {"train": "train.json", "dev": "dev.json", "test": "test.json"}
 QA_SETTINGS = ("doc_stride", "max_query_length", "max_answer_length", "n_best_size", "start_n_top", "end_n_top",
                "qa_head", "null_threshold", "swap_contexts")
-
-
-def qa_dataset(features, batch_size, answerable, shuffle_seed=None, epoch=0, skip=0, multiple=LENGTH_MULTIPLE):
-    """`tf.data` of `(inputs + start_positions, labels)` batches for `ElectraQuestionAnswerer.fit`.
-
-    Batches are cut to their longest row rounded up to `multiple` (padding is masked: no output
-    changes). `shuffle_seed`, `epoch`, `skip`, `multiple`: as `batching.epoch_batches`.
-    """
-    a = features.arrays
-    inputs = {name: a[name] for name in INPUTS}
-    inputs["start_positions"] = a["start_positions"]
-    labels = {"start_logits": a["start_positions"], "end_logits": a["end_positions"]}
-    if answerable:
-        labels["answerable_logit"] = a["is_impossible"].astype(np.float32)
-    return epoch_batches((inputs, labels), batch_size, shuffle_seed, epoch, skip, multiple)
 
 
 def predict_windows(model, features, batch_size=32, predict=None):
@@ -93,16 +78,6 @@ def evaluate(model, features, config, null_threshold=None, predict=None):
     metrics.update(qa_metrics.squad_scores(golds, predictions))
     metrics["predict_examples_per_second"] = len(features.examples) / max(seconds, 1e-9)
     return metrics, predictions, null_odds
-
-
-def read_split(config, split, limit):
-    """The questions of `split` (`SPLIT_FILES`), with their swapped-context copies under `--swap_contexts`."""
-    path = os.path.join(config.data_dir, SPLIT_FILES[split])
-    examples = squad.read_squad(path)
-    if config.swap_contexts:
-        examples = examples + squad.swap_contexts(examples, seed=config.seed)
-        examples.sort(key=lambda e: e.qid.replace("_swapped", "~"))  # each question next to its swapped copy
-    return examples[:limit * (2 if config.swap_contexts else 1)] if limit else examples
 
 
 class SpanQAKind(TaskKind):
@@ -219,10 +194,7 @@ class SpanQAKind(TaskKind):
     @classmethod
     def read_examples(cls, name, text, input_format, settings, options):
         """SQuAD 1.1 / 2.0 JSON (answers scored), or JSON Lines `{"id", "question", "context", "answers"}`."""
-        if input_format == "squad":
-            return [_qa_example(e.question, e.context, [a for a, _ in e.answers], None, e.qid,
-                                f"{name}, question id {e.qid!r}") for e in spooled(name, text, squad.read_squad)]
-        return each_line(name, text, lambda line, raw: _json_example(json_object(name, line, raw), name, line))
+        return data.read_inputs(name, text, input_format)
 
     @classmethod
     def format_prediction(cls, row, example, settings):
@@ -241,30 +213,3 @@ class SpanQAKind(TaskKind):
         return {"metric": "f1", **qa_metrics.squad_scores(golds, answers)}
 
 
-def _json_example(record, name, line):
-    question = field(record, ("question",), name, line)
-    context = field(record, ("context",), name, line)
-    qid = record.get("id")
-    answers = record.get("answers")
-    if answers is not None:
-        answers = _answer_texts(answers, name, line)
-    return _qa_example(question, context, answers, line, None if qid is None else str(qid), f"{name}:{line}")
-
-
-def _answer_texts(answers, name, line):
-    """Gold answer texts: a list of strings or of {"text": ...}, or {"text": [...]} (Hugging Face datasets)."""
-    if isinstance(answers, dict):
-        answers = answers.get("text", [])
-    if not isinstance(answers, list):
-        raise ValueError(f"{name}:{line}: \"answers\" must be a list of texts.")
-    texts = [a.get("text") if isinstance(a, dict) else a for a in answers]
-    if not all(isinstance(t, str) for t in texts):
-        raise ValueError(f"{name}:{line}: \"answers\" must be texts (or objects with a \"text\").")
-    return texts
-
-
-def _qa_example(question, context, answers, line, qid, where):
-    for name, value in (("question", question), ("context", context)):
-        if not value.strip():
-            raise ValueError(f"{where}: empty {name}" + (f" (question id {qid!r})." if qid else "."))
-    return Example({"question": question, "context": context}, answers, line, id=qid)

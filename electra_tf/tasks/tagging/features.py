@@ -271,3 +271,27 @@ def word_predictions(piece_values, features, num_words):
     values = np.empty((offsets[-1],) + piece_values.shape[2:], piece_values.dtype)
     values[flat] = piece_values[rows, columns]
     return np.split(values, offsets[1:-1])
+
+
+def long_sentences(sentences, word_pieces, seq_length):
+    """What happens to sentences longer than a window, naming the first one's file and line; None if none is.
+
+    Such sentences are not an error: they are split into overlapping windows
+    (`tagging_features.plan_windows`), every word trained on and predicted once.
+
+    Example:
+    >>> import numpy as np
+    >>> from electra_tf.tasks.tagging import conll
+    >>> pieces = WordPieces(np.arange(9, dtype=np.int32), np.array([0, 3, 6, 9]), np.array([], np.int64))
+    >>> long_sentences([conll.Sentence(("a", "b", "c"), ("O",) * 3, "train.txt", (4, 5, 6))], [pieces], 8)
+    '1 sentence(s) longer than seq_length - 2 = 6 pieces are split into overlapping windows (no word is dropped); the first at train.txt:4 (9 pieces).'
+    """
+    limit = seq_length - 2
+    long = [(s, p) for s, p in zip(sentences, word_pieces) if len(p.ids) > limit]
+    if not long:
+        return None
+    sentence, pieces = long[0]
+    where = f"{sentence.path}:{sentence.lines[0]}" if sentence.lines else sentence.path or "?"
+    return (f"{len(long)} sentence(s) longer than seq_length - 2 = {limit} pieces are split into overlapping "
+            f"windows (no word is dropped); the first at {where} ({len(pieces.ids)} pieces).")
+

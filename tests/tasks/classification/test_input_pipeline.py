@@ -8,7 +8,7 @@ import tensorflow as tf
 from helpers import write_vocab
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.finetuning.batching import epoch_order
-from electra_tf.tasks.classification.kind import make_dataset
+from electra_tf.tasks.classification.features import make_dataset
 from electra_tf.tasks.classification.data import Example
 
 pytestmark = pytest.mark.large  # slow tier: together these tests take minutes

@@ -15,7 +15,7 @@ from convert_helpers import minilm_dir  # noqa: E402
 from electra_tf import sources  # noqa: E402
 from electra_tf.data.tokenizer import WordPieceTokenizer  # noqa: E402
 from electra_tf.models.encoder import ElectraEncoder  # noqa: E402
-from electra_tf.tasks.embedding.kind import pack_texts  # noqa: E402
+from electra_tf.tasks.embedding.features import pack_texts  # noqa: E402
 from electra_tf.tasks.embedding.loss import MultipleNegativesRankingLoss  # noqa: E402
 from electra_tf.tasks.embedding.metrics import corpus_of, retrieval_metrics  # noqa: E402
 from electra_tf.tasks.embedding.data import Pair  # noqa: E402

@@ -10,7 +10,7 @@ from electra_tf import export_formats
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.exporting.tflite_runtime import load_interpreter
 from electra_tf.models.encoder import ElectraEncoder
-from electra_tf.tasks.embedding.kind import pack_texts
+from electra_tf.tasks.embedding.features import pack_texts
 from electra_tf.tasks.embedding.model import ElectraEmbedder
 from helpers import request_feeds, warmup_requests
 

@@ -319,7 +319,7 @@ def test_a_trained_discriminator_spots_its_generators_replacements_on_held_out_t
 
 
 def test_auc_equals_its_definition_with_ties():
-    from electra_tf.tasks.replaced_tokens.kind import auc
+    from electra_tf.tasks.replaced_tokens.metrics import auc
 
     rng = np.random.default_rng(0)
     labels = rng.random(500) < 0.2

@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import pytest
 
-from electra_tf.tasks.tagging import kind as tagging
+from electra_tf.tasks.tagging import data as tagging_data, kind as tagging
 from electra_tf.tasks import FinetuneConfig
 from electra_tf.tasks.tagging.kind import tagging_dataset
 from electra_tf.tasks.tagging.model import MaskedSparseCrossEntropy
@@ -154,7 +154,7 @@ def test_cli_conll2003(run_dir, conll2003_dir, tmp_path):
 
 
 def test_docstring_examples():
-    result = doctest.testmod(tagging, optionflags=doctest.NORMALIZE_WHITESPACE)
+    result = doctest.testmod(tagging_data, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
 
 

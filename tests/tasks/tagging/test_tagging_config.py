@@ -3,7 +3,7 @@
 import pytest
 
 from electra_tf.tasks import FinetuneConfig, for_config
-from electra_tf.tasks.tagging.kind import tagging_task
+from electra_tf.tasks.tagging.data import tagging_task
 
 
 def test_task_kind_and_generic_tagging_columns():

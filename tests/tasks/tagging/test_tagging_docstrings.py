@@ -1,4 +1,4 @@
-"""Every docstring example of `electra_tf.finetuning` runs and prints what it shows."""
+"""Every docstring example of the tagging kind's CoNLL reader, features and metrics runs and prints what it shows."""
 
 import doctest
 
