@@ -227,8 +227,8 @@ def export_tflite(served, vocab_file, output_dir, task="", kind=None, ids_only=F
     task kind gives for LiteRT (`TaskKind.tflite_module`: a classifier's, a tagger's for `--ids`).
 
     Args:
-        served: the serving module (`serving.ServingModule`, `tagging_serving.TaggingServingModule`):
-            its variables, tokenizer, `seq_length`, `_outputs`.
+        served: the serving module (a kind's `ServedModel`: `tasks.classification.serving.ServingModule`,
+            `tasks.tagging.serving.TaggingServingModule`): its variables, tokenizer, `seq_length`, `_outputs`.
         vocab_file: str. Its vocabulary.
         output_dir: str. A new or empty local folder; written as a whole (a hidden
             `.partial-<token>-<name>` folder beside it, renamed when complete: `atomic.staged_folder`).

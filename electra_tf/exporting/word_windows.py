@@ -68,8 +68,8 @@ def word_windows(tokenizer, words, seq_length, stride, pad_multiple=SERVING_PAD_
     """The words of a batch of texts, as WordPieces, cut into windows of at most `seq_length` tokens.
 
     Every word gets its pieces (a word with none, e.g. only control characters, one `[UNK]`, as
-    `tagging_features.tokenize_words`); a text that fits `seq_length - 2` pieces is one window,
-    a longer one the overlapping windows of `tagging_features.plan_windows` (word boundaries,
+    `tasks.tagging.features.tokenize_words`); a text that fits `seq_length - 2` pieces is one window,
+    a longer one the overlapping windows of `tasks.tagging.features.plan_windows` (word boundaries,
     `stride` pieces apart), and each word is read from the window where its first piece has the
     most context. The windows of the whole batch are one batch of model inputs.
 
@@ -118,7 +118,7 @@ def word_windows(tokenizer, words, seq_length, stride, pad_multiple=SERVING_PAD_
 
 
 def _plan_windows(first, totals, max_pieces, stride):
-    """`tagging_features.plan_windows` in the graph, for a batch of sentences.
+    """`tasks.tagging.features.plan_windows` in the graph, for a batch of sentences.
 
     Args:
         first: int64 ragged `(batch, words)`. First piece of each word in its sentence.

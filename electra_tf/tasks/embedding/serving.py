@@ -1,8 +1,8 @@
 """A fine-tuned embedding model as a TensorFlow Serving model: raw text in, one unit vector per text out.
 
-Layout as `electra_tf.exporting.serving` (`<base_dir>/<model_name>/<version>/`, assets `vocab.txt`,
-`electra_tokenizer.json`, `serving_config.json` with kind, task, seq_length, pooling, normalize,
-the vector's dimension and the headline metric).
+Layout as every serving export (`export_formats.export_serving`: `<base_dir>/<model_name>/<version>/`,
+assets `vocab.txt`, `electra_tokenizer.json`, `serving_config.json` with kind, task, seq_length, pooling,
+normalize, the vector's dimension and the headline metric).
 
 Signatures (batch dimension dynamic):
 

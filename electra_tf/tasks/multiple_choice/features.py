@@ -16,7 +16,7 @@ def pack_questions(questions, tokenizer, seq_length, chunk=4096):
     batch is padded to its own widest question (`batching.dense_rows`).
 
     Args:
-        questions: list of `multiple_choice_data.Question`.
+        questions: list of `data.Question`.
         tokenizer: `WordPieceTokenizer`.
         seq_length: int.
         chunk: int. Pairs packed per call.

@@ -3,7 +3,7 @@
 `MultipleChoiceKind(config)` reads `--task swag` (the released SWAG CSVs:
 `train.csv`, `val.csv` as dev, a labelled `test.csv` scored once at the end) or
 any task name with `--task_kind multiple_choice` (SWAG CSVs or the JSON Lines
-layout of `multiple_choice_data`: `train.jsonl`, `dev.jsonl`, `test.jsonl`).
+layout of `data`: `train.jsonl`, `dev.jsonl`, `test.jsonl`).
 It trains `ElectraMultipleChoice`: each choice is packed with its context
 (`[CLS] context [SEP] question choice [SEP]`, truncated longest-first), the
 encoder's [CLS] vector of each pair gets one score, and cross-entropy over a

@@ -4,9 +4,9 @@
 present, scored once at the end) in `--data_dir`, any SQuAD-format files
 (`squad.read_squad`); `--task_kind auto` picks it for task names starting
 with "squad". Each trial trains `ElectraQuestionAnswerer` (`--qa_head
-official|simple`) on the windows of `qa_features` with the reference loss,
+official|simple`) on the windows of `features` with the reference loss,
 predicts the dev windows (the beam), gathers answers across windows
-(`qa_metrics.postprocess`) and scores them with the official SQuAD EM / F1.
+(`metrics.postprocess`) and scores them with the official SQuAD EM / F1.
 SQuAD 2.0 (any unanswerable training question, or `--swap_contexts`) adds
 the answerability classifier; the null threshold is `--null_threshold` or,
 by default, tuned on dev for the best F1 (reported).

@@ -8,7 +8,7 @@ at most `max_answer_length` pieces. The spans of all the question's windows are
 ranked together (ties broken by position in the context, so the result does not
 depend on window order); the answer is the best one's text, cut from the
 context as whole words: from the start of its first piece's word to the end of
-its last piece's word (`qa_features.word_offsets`; a span starting at `##ow`
+its last piece's word (`features.word_offsets`; a span starting at `##ow`
 of "yellow." answers "yellow.", not "ow."). For SQuAD 2.0 the null score is the
 answerability logit (the lowest over the windows), and a question is answered
 "" when `null score - best span score > threshold`; `best_threshold` tunes the
@@ -134,7 +134,7 @@ def postprocess(features, outputs, examples, n_best_size=20, max_answer_length=3
     """Every example's best answer from the beam outputs of its windows.
 
     Args:
-        features: `qa_features.QAFeatures` (`token_start`, `word_start`, `word_end`,
+        features: `features.QAFeatures` (`token_start`, `word_start`, `word_end`,
             `max_context`, `example_index` are read).
         outputs: dict of arrays, one row per window: `start_top_log_probs`
             `(n, k)`, `start_top_index` `(n, k)`, `end_top_log_probs` `(n, k, k2)`,

@@ -18,14 +18,14 @@ Signature `predict_ids`: `token_ids`, `segment_ids`, `padding_mask` int32 `(wind
 `start_top_index` `(windows, start_n_top)`, `end_top_log_probs`, `end_top_index`
 `(windows, start_n_top, end_n_top)` (+ `answerable_logit` `(windows,)`).
 
-The same steps as training and `qa_metrics.postprocess`: the question keeps its
+The same steps as training and `metrics.postprocess`: the question keeps its
 first `max_query_length` pieces; the context is cut into windows of
 `seq_length - len(question) - 3` pieces, `doc_stride` apart; each window's beam
 proposes spans, kept when both ends are context pieces, the start is
 predicted from this window (most context), `end >= start` and at most
 `max_answer_length` pieces; the best span over all windows is the answer, as
 whole words (from its first piece's word start to its last piece's word end,
-as `qa_features.word_offsets`). An
+as `features.word_offsets`). An
 empty (or all-whitespace) question or context, or a context with no word
 piece, is an `InvalidArgumentError` naming the input; an empty batch gives
 empty outputs. The export refuses `max_query_length + 3 >= seq_length` (no room
@@ -48,7 +48,7 @@ class QAServingModule(ServedModel):
     Args:
         model: `ElectraQuestionAnswerer`.
         vocab_file: str.
-        seq_length, doc_stride, max_query_length, max_answer_length: ints (see `qa_features`).
+        seq_length, doc_stride, max_query_length, max_answer_length: ints (see `features`).
         null_threshold: float or None. SQuAD 2.0 models: the tuned threshold (None: 0).
         task: str. Recorded in `serving_config.json`.
     """

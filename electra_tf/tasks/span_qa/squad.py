@@ -15,7 +15,7 @@ predictions and the score). An `answer_start` outside its context, or an answer
 that runs past the context's end, is an error naming the file and question id
 (the data is wrong, not just the tokenizer). An answer whose text is not at its
 offset but is found close by (whitespace shifts) is re-anchored later, in
-`qa_features.locate_answer`.
+`features.locate_answer`.
 
 Example:
 >>> import json, os, tempfile

@@ -277,7 +277,7 @@ def long_sentences(sentences, word_pieces, seq_length):
     """What happens to sentences longer than a window, naming the first one's file and line; None if none is.
 
     Such sentences are not an error: they are split into overlapping windows
-    (`tagging_features.plan_windows`), every word trained on and predicted once.
+    (`plan_windows`), every word trained on and predicted once.
 
     Example:
     >>> import numpy as np

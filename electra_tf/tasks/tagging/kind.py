@@ -3,10 +3,10 @@
 `TaggingKind(config)` reads a named CoNLL-2003 task (`--task conll2003`) or
 any CoNLL-column files (`--task_kind tagging`), trains the official tagging
 head, `ElectraTokenClassifier`: a word's label on its first WordPiece
-(`tagging_features`), cross-entropy averaged over those pieces only
+(`features`), cross-entropy averaged over those pieces only
 (`MaskedSparseCrossEntropy`), and reads predictions back at the same pieces
 (`word_predictions`), scored per word: entity precision / recall / F1 (CoNLL
-semantics, `tagging_metrics.entity_scores`) for span tags, token accuracy
+semantics, `metrics.entity_scores`) for span tags, token accuracy
 for all (the headline of POS). A test split (`eng.testb`, `test.txt`) is
 scored once at the end.
 """

@@ -36,13 +36,13 @@ currencies `C$ US$`, dashes `--` and ellipses `...` are one word; the clitics `'
 `Germany 's`) are one word; any other punctuation or symbol character is a word
 of its own (`Friday,` -> `Friday` `,`; `(ÉCOLE)` -> `(` `ÉCOLE` `)`), and so is
 each CJK ideograph. A whitespace token is never joined to the next. Character offsets count Unicode code points, as Python's `str` indexing. Each
-word is tagged at its first WordPiece, as in training (`tagging_features`). A
+word is tagged at its first WordPiece, as in training (`features`). A
 text longer than `seq_length - 2` pieces is split in the graph into the same
 overlapping windows as at training and prediction time
-(`tagging_features.plan_windows`, the fine-tuning `stride`), and each word is
+(`features.plan_windows`, the fine-tuning `stride`), and each word is
 tagged from the window where it has the most context, so no word is dropped.
 Entities are read from the IOB2 tags as conlleval reads them
-(`tagging_metrics.get_entities`).
+(`metrics.get_entities`).
 """
 
 import tensorflow as tf
@@ -65,7 +65,7 @@ class TaggingServingModule(ServedModel):
         spans: bool. Whether the tags are IOB2 spans (entities are output).
         task: str. Recorded in `serving_config.json`.
         stride: int or None. Pieces between window starts (default half a
-            window, as `tagging_features.build_features`).
+            window, as `features.build_features`).
     """
 
     def __init__(self, tagger, vocab_file, label_names, seq_length=128, spans=True, task="", stride=None,
