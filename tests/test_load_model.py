@@ -18,7 +18,9 @@ from helpers import make_run_dir, run_python, shared_data
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "finetuning"))
 from test_finetune_strategies import write_toy_tasks  # noqa: E402
 from test_journeys import write_toy_choices  # noqa: E402
-from toy_tasks import write_conll, write_toy_squad  # noqa: E402
+from toy_tasks import write_conll, write_toy_pairs, write_toy_squad  # noqa: E402
+
+from electra_tf import tasks  # noqa: E402
 
 pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 
@@ -35,17 +37,16 @@ print(json.dumps({"model": type(model).__name__,
                   "weights": [float(abs(w).sum()) for w in model.get_weights()]}))
 """
 
-# kind -> (data writer, extra finetune flags, model file, model class)
-KINDS = {
-    "classification": (write_toy_tasks, [], "classifier.keras", "ElectraClassifier"),
-    "tagging": (lambda d: write_conll(d, (("train", 16), ("dev", 8))), ["--task_kind=tagging"],
-                "token_classifier.keras", "ElectraTokenClassifier"),
-    "span_qa": (lambda d: write_toy_squad(d, (("train", 2), ("dev", 1))),
-                ["--task_kind=span_qa", "--doc_stride=16", "--max_query_length=12"], "question_answerer.keras",
-                "ElectraQuestionAnswerer"),
-    "multiple_choice": (lambda d: write_toy_choices(d, (("train", 16), ("dev", 8))), ["--task_kind=multiple_choice"],
-                        "multiple_choice.keras", "ElectraMultipleChoice"),
+# kind -> (toy data writer, its own finetune flags): every kind that fine-tunes (the registry); a kind it adds
+# needs its toy task here.
+TOY = {
+    "classification": (write_toy_tasks, []),
+    "tagging": (lambda d: write_conll(d, (("train", 16), ("dev", 8))), []),
+    "span_qa": (lambda d: write_toy_squad(d, (("train", 2), ("dev", 1))), ["--doc_stride=16", "--max_query_length=12"]),
+    "multiple_choice": (lambda d: write_toy_choices(d, (("train", 16), ("dev", 8))), []),
+    "embedding": (write_toy_pairs, []),
 }
+KINDS = sorted(tasks.FINETUNED)
 
 
 @pytest.fixture(scope="module")
@@ -70,13 +71,15 @@ def reference_weights(path):
 
 
 def finetuned(kind, pretrained, tmp_path):
-    write, flags, file_name, _ = KINDS[kind]
+    assert kind in TOY, f"no toy task for the {kind} kind: add one to TOY"
+    write, flags = TOY[kind]
     run = tmp_path / "run"
-    result = run_python(["-m", "electra_tf.finetune", "--task=toy", *flags, f"--data_dir={write(str(tmp_path / 'data'))}",
+    result = run_python(["-m", "electra_tf.finetune", "--task=toy", f"--task_kind={kind}", *flags,
+                         f"--data_dir={write(str(tmp_path / 'data'))}",
                          f"--init={pretrained}", f"--output_dir={run}", "--epochs=1", "--batch_size=8",
                          "--seq_length=32", "--verbose=0"], check=False)
     assert result.returncode == 0, result.stderr[-3000:]
-    return run / file_name
+    return run / tasks.get(kind).model_file
 
 
 def test_the_pretraining_discriminator_loads_after_the_one_import(pretrained):
@@ -86,15 +89,10 @@ def test_the_pretraining_discriminator_loads_after_the_one_import(pretrained):
     np.testing.assert_allclose(loaded["weights"], reference_weights(path), rtol=1e-6)
 
 
-@pytest.mark.parametrize("kind", [
-    "classification",
-    pytest.param("tagging", marks=pytest.mark.large),
-    pytest.param("span_qa", marks=pytest.mark.large),
-    pytest.param("multiple_choice", marks=pytest.mark.large),
-])
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_finetuned_model_loads_with_its_optimizer_after_the_one_import(kind, pretrained, tmp_path):
     path = finetuned(kind, pretrained, tmp_path)
     loaded = load_in_a_fresh_process(path)
-    assert loaded["model"] == KINDS[kind][3]
+    assert loaded["model"] == tasks.get(kind).model_class.__name__
     assert (loaded["optimizer"], loaded["schedule"], loaded["built"]) == ("LayerwiseAdamW", "WarmupLinearDecay", True)
     np.testing.assert_allclose(loaded["weights"], reference_weights(path), rtol=1e-6)

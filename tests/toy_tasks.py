@@ -1,6 +1,7 @@
 """Toy task folders that tests of several folders train on: SQuAD 1.1 (`write_toy_squad`), CoNLL-2003
-(`write_conll`, and `CONLL_IOB1` as CoNLL-2003 is released), and tags read without the package's windows (`independent_dev_tags`). Import as
-`from toy_tasks import ...` (tests/ is on the path)."""
+(`write_conll`; `CONLL_IOB1` as CoNLL-2003 is released), embedding pairs (`write_toy_pairs`), and tags read
+without the package's windows (`independent_dev_tags`). Import as `from toy_tasks import ...` (tests/ is on
+the path)."""
 
 import json
 import os
@@ -94,3 +95,13 @@ CONLL_IOB1 = ("-DOCSTART- -X- O O\n\n"
               "Zurich NNP I-NP I-LOC\n\n"
               "Paris NNP I-NP I-LOC\nBerlin NNP I-NP B-LOC\nand CC O O\nAnna NNP I-NP I-PER\nmet VBD I-VP O\n"
               "Bob NNP I-NP I-PER\nSmith NNP I-NP I-PER\n")
+
+
+def write_toy_pairs(directory, count=16):
+    """Toy embedding pairs (JSON Lines): a question about a word, the sentence that answers it."""
+    os.makedirs(directory, exist_ok=True)
+    for split in ("train", "dev"):
+        with open(os.path.join(directory, f"{split}.jsonl"), "w") as f:
+            for i in range(count):
+                f.write(json.dumps({"query": f"where is item {i}", "positive": f"item {i} is in box {i % 5}"}) + "\n")
+    return str(directory)

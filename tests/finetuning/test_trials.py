@@ -19,7 +19,7 @@ from helpers import make_run_dir, run_python, write_vocab
 from test_bad_input_finetune import checksums
 from test_finetune_strategies import write_toy_tasks
 from test_journeys import conll_sentences, write_toy_choices
-from toy_tasks import independent_dev_tags, write_conll, write_toy_squad
+from toy_tasks import independent_dev_tags, write_conll, write_toy_pairs, write_toy_squad
 
 pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 
@@ -27,16 +27,6 @@ KINDS = tuple(tasks.FINETUNED)  # every kind that fine-tunes (the registry)
 # Each kind's toy task folder (a key of `data`): a kind the registry adds needs its own here.
 TOY = {"classification": "text", "tagging": "text", "span_qa": "squad", "multiple_choice": "choices",
        "embedding": "pairs"}
-
-
-def write_toy_pairs(directory, count=16):
-    """Toy embedding pairs (JSON Lines): a question about a word, the sentence that answers it."""
-    os.makedirs(directory, exist_ok=True)
-    for split in ("train", "dev"):
-        with open(os.path.join(directory, f"{split}.jsonl"), "w") as f:
-            for i in range(count):
-                f.write(json.dumps({"query": f"where is item {i}", "positive": f"item {i} is in box {i % 5}"}) + "\n")
-    return str(directory)
 
 
 @pytest.fixture(scope="module")
