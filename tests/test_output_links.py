@@ -24,6 +24,7 @@ import time
 import pytest
 
 from helpers import REPO, command_cases, error_line, refusal, run_python, write_vocab
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 
 pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 
@@ -317,7 +318,6 @@ def test_the_writer_check_finds_each_kind_of_stray_write():
     source = '''"""Example: tempfile.mkdtemp(), json.dump(v, f), os.replace(a, b), ".x.partial"."""
 import json, os, tempfile
 from tempfile import mkdtemp
-from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 
 def write(value, path):
     folder = tempfile.mkdtemp(prefix="x")

@@ -13,6 +13,7 @@ import pytest
 from helpers import finetuned_runs, official_exact, official_f1, run_python, shared_data
 
 from electra_tf import tasks as kinds
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 
 ClassificationKind = task_kind("classification")
 SpanQAKind = task_kind("span_qa")
@@ -52,7 +53,6 @@ import json, sys
 import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401
-from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 requests = json.load(open(sys.argv[1]))
 out = {}
 for name, (path, signature, inputs) in requests.items():

@@ -10,12 +10,12 @@ import keras
 import pytest
 
 from helpers import run_python
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 
 SCRIPT = r"""
 import json, sys
 import tensorflow as tf
 import tensorflow_text  # noqa: F401
-from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 requests = json.loads(sys.argv[1])
 out = {}
 for name, (path, signature) in requests.items():
@@ -53,8 +53,8 @@ def exports(artifacts, tmp_path_factory):
     return {
         "classifier": (artifacts.serving_path, "predict_ids"),
         "encoder": (artifacts.encoder_path, "serving_default"),
-        "tagger": (export_serving(tagger, artifacts.vocab, str(base), "tagger", 1, {"label_names": ["O", "B-X", "I-X"]},
-                                  seq_length=32), "predict_ids"),
+        "tagger": (export_serving(tagger, artifacts.vocab, str(base), "tagger", 1,
+                                  {"label_names": ["O", "B-X", "I-X"]}, seq_length=32), "predict_ids"),
         "qa": (export_serving(qa, artifacts.vocab, str(base), "qa", 1, {"doc_stride": 8, "max_query_length": 8},
                               seq_length=32), "predict_ids"),
     }

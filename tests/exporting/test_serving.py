@@ -13,6 +13,7 @@ from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.export_formats import export_serving
 from electra_tf.tasks import OUTPUTS
 from helpers import request_feeds, warmup_requests
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 
 pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 
@@ -24,7 +25,6 @@ import json, sys
 import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
-from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 path, texts_file, out_file = sys.argv[1:]
 texts = json.load(open(texts_file))
 loaded = tf.saved_model.load(path)

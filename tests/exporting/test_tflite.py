@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from helpers import error_line, finetuned_runs, run_python, shared_data
 from electra_tf.data.tokenizer import new_settings
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 
 ClassificationKind = task_kind("classification")
 TaggingKind = task_kind("tagging")
@@ -32,7 +33,6 @@ LITERT_ONLY = r"""
 import json, sys
 import numpy as np
 from electra_tf.exporting.tflite_runtime import load_interpreter
-from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 requests, out_file = json.load(open(sys.argv[1])), sys.argv[2]
 results = {}
 for name, (model, inputs_file) in requests.items():

@@ -15,6 +15,7 @@ import tensorflow as tf
 from electra_tf.data.tokenizer import SERVING_PAD_MULTIPLE
 from helpers import run_python
 from test_dynamic_length import write_vocab
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 
 pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 
@@ -27,7 +28,6 @@ LITERT_CLIENT = r"""
 import json, sys
 import numpy as np
 from electra_tf.exporting.tflite_runtime import load_interpreter
-from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 requests, out_file = json.load(open(sys.argv[1])), sys.argv[2]
 results, errors = {}, {}
 for name, (model, inputs_file) in requests.items():

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from helpers import checksums, error_line, run_python, shared_data, tensorboard_values
+from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 
 TOLERANCE = 1e-4
 STEPS = 100  # of the tiny preset on the demo corpus, for the held-out AUC (measured: 0.70, words 0.77)
@@ -46,7 +47,6 @@ import json, sys
 import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401
-from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 path, texts, out = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3]
 signatures = tf.saved_model.load(path).signatures
 decode = np.vectorize(bytes.decode, otypes=[str])
