@@ -282,6 +282,7 @@ def long_sentences(sentences, word_pieces, seq_length):
     Example:
     >>> import numpy as np
     >>> from electra_tf.tasks.tagging import conll
+    >>> from electra_tf.tasks.tagging.features import WordPieces, long_sentences
     >>> pieces = WordPieces(np.arange(9, dtype=np.int32), np.array([0, 3, 6, 9]), np.array([], np.int64))
     >>> long_sentences([conll.Sentence(("a", "b", "c"), ("O",) * 3, "train.txt", (4, 5, 6))], [pieces], 8)
     '1 sentence(s) longer than seq_length - 2 = 6 pieces are split into overlapping windows (no word is dropped); the first at train.txt:4 (9 pieces).'
