@@ -25,6 +25,7 @@ from electra_tf.finetuning.batching import LENGTH_MULTIPLE, epoch_batches, predi
 from electra_tf.finetuning.config import FinetuneConfig
 from electra_tf.finetuning.examples import BLANK, Example, Prediction, column_index, each_line, field, json_object
 from electra_tf.tasks.base import TaskKind
+from electra_tf.tasks.classification.description import DESCRIPTION
 from electra_tf.tasks.classification.config import Config
 from electra_tf.finetuning.task_metrics import task_metrics
 from electra_tf.tasks.classification.model import ElectraClassifier
@@ -118,6 +119,7 @@ class ClassificationKind(TaskKind):
     """
 
     name = "classification"
+    description = DESCRIPTION  # what it is, for its users: `--help` and the guides list it
     Config = Config  # its settings: flags of `python -m electra_tf.finetune`
     shared_flags = ("label_column",)  # a `finetune` flag of the generic files, besides its `Config`'s
     model_file = "classifier.keras"

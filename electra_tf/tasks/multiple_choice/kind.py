@@ -24,6 +24,7 @@ from electra_tf.finetuning.batching import compiled_predictor, epoch_batches, pr
 from electra_tf.finetuning.examples import (Example, Prediction, each_line, json_object, required_split_file,
                                             split_file)
 from electra_tf.tasks.base import TaskKind
+from electra_tf.tasks.multiple_choice.description import DESCRIPTION
 from electra_tf.tasks.multiple_choice.data import SPLIT_FILES, question_of_record, read_questions
 from electra_tf.finetuning.task_metrics import accuracy
 from electra_tf.tasks.multiple_choice.model import ABSENT, ElectraMultipleChoice
@@ -117,6 +118,7 @@ class MultipleChoiceKind(TaskKind):
     """
 
     name = "multiple_choice"
+    description = DESCRIPTION  # what it is, for its users: `--help` and the guides list it
     model_file = "multiple_choice.keras"
     model_class = ElectraMultipleChoice
     predict_formats = ("jsonl", "csv")

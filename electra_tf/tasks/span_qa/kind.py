@@ -31,6 +31,7 @@ from electra_tf.finetuning.batching import (INPUTS, LENGTH_MULTIPLE, compiled_pr
                                             predict_in_batches)
 from electra_tf.finetuning.examples import Example, Prediction, each_line, field, json_object, spooled
 from electra_tf.tasks.base import TaskKind
+from electra_tf.tasks.span_qa.description import DESCRIPTION
 from electra_tf.tasks.span_qa.config import Config
 from electra_tf.tasks.span_qa.features import build_qa_features
 from electra_tf.tasks.span_qa.model import ElectraQuestionAnswerer, GlobalMeanLoss
@@ -109,6 +110,7 @@ class SpanQAKind(TaskKind):
     """Extractive QA over SQuAD-format files (see the module docstring)."""
 
     name = "span_qa"
+    description = DESCRIPTION  # what it is, for its users: `--help` and the guides list it
     Config = Config  # its settings: flags of `python -m electra_tf.finetune`
     model_file = "question_answerer.keras"
     model_class = ElectraQuestionAnswerer

@@ -24,6 +24,7 @@ from electra_tf.finetuning.batching import (INPUTS, LENGTH_MULTIPLE, compiled_pr
                                             predict_in_batches)
 from electra_tf.finetuning.examples import Example, Prediction, each_line, field, json_object, split_file, spooled
 from electra_tf.tasks.base import TaskKind
+from electra_tf.tasks.tagging.description import DESCRIPTION
 from electra_tf.tasks.tagging.config import Config, PredictOptions
 from electra_tf.tasks.tagging.features import (
     build_features,
@@ -167,6 +168,7 @@ class TaggingKind(TaskKind):
     """Token classification over CoNLL-column files (see the module docstring)."""
 
     name = "tagging"
+    description = DESCRIPTION  # what it is, for its users: `--help` and the guides list it
     Config = Config  # its settings: flags of `python -m electra_tf.finetune`
     PredictOptions = PredictOptions  # its `predict` flags
     shared_flags = ("label_column",)  # a `finetune` flag of the generic files, besides its `Config`'s
