@@ -32,8 +32,9 @@ input, formats each prediction and scores them.
 
 Input (`--input`, `-` or none with piped stdin for stdin; `--input_format`
 auto picks by extension, else by content): each kind reads some of the formats. Output
-(`--output_file` or stdout): JSON Lines, one object per example, in input order. What each kind reads and one of its records are listed under "Task kinds" below, from
-the kind's description (`electra_tf.tasks.descriptions`); a blank line gives
+(`--output_file` or stdout): JSON Lines, one object per example, in input order. What each
+kind reads and one of its records are listed under "Task kinds" below, from the kind's
+description (`electra_tf.tasks.descriptions`); a blank line gives
 `{"line": 4, "skipped": "blank line"}`.
 
 Every record names its input: `line`, the 1-based line the example starts on
