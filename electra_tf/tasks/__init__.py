@@ -138,6 +138,7 @@ def kinds_usage(finetuned_only=False):
         parts = ({"--data_dir": d.data, "--output_dir": ", ".join(d.files)} if finetuned_only
                  else {"input": f"{d.predict_input} (--input_format {', '.join(_kinds()[d.name].predict_formats)})",
                        "record": d.record})
+        parts["guide"] = d.guide if finetuned_only else f"{d.guide}; served: {d.serving_guide}"
         lines.append(f"    {d.name}: {d.summary}")
         lines += [textwrap.fill(text, 108, initial_indent=f"        {name}: ", subsequent_indent=" " * 12,
                                 break_on_hyphens=False, break_long_words=False) for name, text in parts.items()]

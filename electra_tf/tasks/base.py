@@ -79,7 +79,8 @@ class Signature:
         inputs: tuple of str. Its inputs' names, in order.
         outputs: tuple of str. Its outputs' names.
         optional: tuple of str. Inputs or outputs only some models have (`when` says which).
-        when: str. Which models have `optional` (or this signature at all); "" when every one.
+        when: str. Which models have `optional`, or (`always` False) this signature; "" when every one.
+        always: bool. Every model of the kind has this signature.
     """
 
     name: str
@@ -87,6 +88,7 @@ class Signature:
     outputs: tuple
     optional: tuple = ()
     when: str = ""
+    always: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +103,8 @@ class KindDescription:
         name: str. The registry name (`TaskKind.name`: the `--task_kind`, the exports' "kind").
         summary: str. One line: what the kind does, over which files.
         finetunes: bool. `TaskKind.finetunes` (False: served only, from a pre-trained model).
-        auto_tasks: tuple of str. `--task` names that `--task_kind auto` gives this kind.
+        auto_tasks: tuple of str. `--task` names that `--task_kind auto` gives this kind (`squad*`: any
+            name starting with squad).
         data: str. The `--data_dir` files fine-tuning reads ("" for a served-only kind).
         predict_input: str. What `predict --input` reads for a model of this kind.
         record: str. One `predict` output record (a JSON Lines line; "..." where values go on).
@@ -110,7 +113,8 @@ class KindDescription:
             finetune_config.json and logs/.
         export: str. The `export` command that serves it (`--format serving`, or `rtd`).
         signatures: tuple of `Signature`. The served SavedModel's signatures.
-        guide: str. Its guide's section (a docs/ page and anchor).
+        guide: str. Its guide's section (a docs/ page and anchor): how to fine-tune (or use) it.
+        serving_guide: str. The section of docs/serving.md on its served model.
     """
 
     name: str
@@ -124,6 +128,7 @@ class KindDescription:
     export: str = "export --format serving"
     signatures: tuple = ()
     guide: str = ""
+    serving_guide: str = ""
 
     def signature(self, name):
         """The `Signature` named `name`."""

@@ -24,4 +24,5 @@ DESCRIPTION = KindDescription(
         Signature("preprocess", ("text",), IDS, optional=("text_b",), when="pair tasks also take `text_b`"),
     ),
     guide="docs/finetuning.md#sentence-classification",
+    serving_guide="docs/serving.md#a-classifier",
 )

@@ -20,4 +20,5 @@ DESCRIPTION = KindDescription(
         Signature("preprocess", ("text",), IDS),
     ),
     guide="docs/finetuning.md#embeddings-semantic-search",
+    serving_guide="docs/serving.md#an-embedding-model",
 )

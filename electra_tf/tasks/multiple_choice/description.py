@@ -18,8 +18,9 @@ DESCRIPTION = KindDescription(
     files=("multiple_choice.keras",),
     signatures=(
         Signature("serving_default", TEXTS, OUTPUTS),
-        Signature("predict_ids", IDS, OUTPUTS, when="ids of shape (batch, num_choices, seq_len)"),
+        Signature("predict_ids", IDS, OUTPUTS),
         Signature("preprocess", TEXTS, IDS),
     ),
     guide="docs/finetuning.md#multiple-choice-swag-arc--or-race-style-sets",
+    serving_guide="docs/serving.md#a-multiple-choice-model",
 )

@@ -19,8 +19,9 @@ DESCRIPTION = KindDescription(
     signatures=(
         Signature("serving_default", ("text",), WORDS),
         Signature("serve_corrupted", ("text", "seed"), WORDS + CORRUPTED,
-                  when="a model exported with its generator"),
+                  when="a model exported with its generator", always=False),
         Signature("predict_ids", ("token_ids", "segment_ids", "padding_mask"), ("logits", "probabilities")),
     ),
     guide="docs/pretraining.md#using-the-discriminator-replaced-token-scores",
+    serving_guide="docs/serving.md#a-replaced-token-detector---format-rtd",
 )

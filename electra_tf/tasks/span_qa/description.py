@@ -5,7 +5,7 @@ from electra_tf.tasks.base import KindDescription, Signature
 DESCRIPTION = KindDescription(
     name="span_qa",
     summary="extractive question answering over SQuAD 1.1 / 2.0 files",
-    auto_tasks=("squad", "squad_v1.1", "squad_v2", "any name starting with squad"),
+    auto_tasks=("squad*",),  # any name starting with squad
     data="SQuAD-format train.json / dev.json (/ test.json)",
     predict_input='SQuAD JSON (scored: EM / F1), or JSON Lines {"id": ..., "question": ..., "context": ..., '
                   '"answers": [...]}',
@@ -19,4 +19,5 @@ DESCRIPTION = KindDescription(
                   optional=("answerable_logit",), when="SQuAD 2.0 models also return `answerable_logit`"),
     ),
     guide="docs/finetuning.md#extractive-question-answering-squad-11--20",
+    serving_guide="docs/serving.md#a-question-answering-model",
 )

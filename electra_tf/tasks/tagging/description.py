@@ -5,7 +5,7 @@ from electra_tf.tasks.base import KindDescription, Signature
 IDS = ("token_ids", "segment_ids", "padding_mask")
 WORDS = ("words", "tags", "word_start", "word_end", "num_words")
 ENTITIES = ("entity_type", "entity_text", "entity_start", "entity_end", "num_entities")
-SPANS = "span tag sets (IOB2: NER, chunking) also return the entities"
+SPANS = "a span tag set, as NER's or chunking's, also returns the entities"
 
 DESCRIPTION = KindDescription(
     name="tagging",
@@ -25,4 +25,5 @@ DESCRIPTION = KindDescription(
         Signature("predict_ids", IDS, ("probabilities", "label_id", "label")),
     ),
     guide="docs/finetuning.md#token-classification-ner-chunking-pos",
+    serving_guide="docs/serving.md#a-tagger-ner-chunking-pos",
 )
