@@ -43,7 +43,8 @@ def render(page):
                  "|---|---|---|---|---|"]
         for d in tasks.descriptions().values():
             files = _code(f.split(" ")[0] for f in d.files) or "-"
-            rows.append(f"| `{d.name}` | {d.summary} | {_code(d.auto_tasks) or '-'} | {files} | {_section(d.guide, page)} |")
+            auto = _code(d.auto_tasks) or "-"
+            rows.append(f"| `{d.name}` | {d.summary} | {auto} | {files} | {_section(d.guide, page)} |")
     else:
         rows += ["| kind | export | `serving_default` | section |", "|---|---|---|---|"]
         for d in tasks.descriptions().values():
@@ -159,7 +160,8 @@ def test_readme_names_every_kind_and_its_task_kind_row_lists_the_fine_tuning_kin
 
 def test_the_guides_hold_a_section_per_kind():
     for name, d in tasks.descriptions().items():
-        missing = [guide for guide in (d.guide, d.serving_guide) if guide.split("#")[1] not in sections(guide.split("#")[0])]
+        missing = [guide for guide in (d.guide, d.serving_guide)
+                   if guide.split("#")[1] not in sections(guide.split("#")[0])]
         assert not missing, f"{name}: no section {missing}"
         if d.finetunes:
             assert d.guide.startswith("docs/finetuning.md#"), name
