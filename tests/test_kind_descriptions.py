@@ -17,7 +17,8 @@ import subprocess
 import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # run as a script (`python tests/test_kind_descriptions.py`): this checkout's sources
+if __name__ == "__main__":  # run as a script (`python tests/test_kind_descriptions.py`): this checkout's sources
+    sys.path.insert(0, str(REPO))
 
 from electra_tf import tasks  # noqa: E402
 
