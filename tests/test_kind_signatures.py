@@ -1,16 +1,25 @@
 """Each task kind's described serving signatures (`KindDescription.signatures`) are the ones its serving
-module exports: for a tiny model of every kind, the signatures' names, their inputs (`input_signature`)
-and their outputs (the traced function's) against the description. The kinds come from the registry.
+module exports, and its described `predict` record is the one `predict` writes: for a tiny model of every
+kind, the signatures' names, their inputs (`input_signature`) and their outputs (the traced function's),
+and the keys of a record `predict`'s predictor formats (`ServedPredictor`, as `predict --init` runs it),
+against the description. The kinds come from the registry.
 """
+
+import json
 
 import pytest
 
 from electra_tf import tasks
 
-pytestmark = pytest.mark.large  # slow tier: traces every signature of every kind (about a minute)
+pytestmark = pytest.mark.large  # slow tier: traces every signature of every kind (a minute or two on 2 cores)
 
 SEQ_LENGTH = 32
 LABELS = ["O", "B-PER", "I-PER"]
+# One `predict` input of each kind: (input format, text).
+INPUTS = {
+    "span_qa": ("jsonl", json.dumps({"id": "q1", "question": "who is it", "context": "it is a cat ."})),
+    "multiple_choice": ("jsonl", json.dumps({"question": "which one", "choices": ["a cat", "a dog"], "answer": 0})),
+}
 
 
 def _vocab(path):
@@ -49,11 +58,22 @@ def _model_and_settings(name, vocab):
     return model, settings
 
 
+def _record_keys(record):
+    """The keys of the first JSON object of a described record (`...` standing for values left out)."""
+    value, _ = json.JSONDecoder().raw_decode(record.replace("...", "null"))
+    return set(value)
+
+
+
 @pytest.mark.parametrize("name", list(tasks.descriptions()))
-def test_the_served_signatures_are_the_described_ones(name, tmp_path):
-    description = tasks.descriptions()[name]
-    model, settings = _model_and_settings(name, _vocab(tmp_path / "vocab.txt"))
-    signatures = tasks.KINDS[name].serving_module(model, str(tmp_path / "vocab.txt"), settings).signatures()
+def test_the_served_signatures_and_the_predict_record_are_the_described_ones(name, tmp_path):
+    from electra_tf.predicting.predictor import ServedPredictor
+
+    description, kind = tasks.descriptions()[name], tasks.KINDS[name]
+    vocab = _vocab(tmp_path / "vocab.txt")
+    model, settings = _model_and_settings(name, vocab)
+    module = kind.serving_module(model, vocab, settings)
+    signatures = module.signatures()
     described = {s.name: s for s in description.signatures}
     always = {n for n, s in described.items() if s.always}
     assert always <= set(signatures) <= set(described), (name, sorted(signatures))
@@ -65,3 +85,12 @@ def test_the_served_signatures_are_the_described_ones(name, tmp_path):
             (name, signature_name, inputs)
         assert outputs <= set(expected.outputs) | set(expected.optional), (name, signature_name, sorted(outputs))
         assert set(expected.outputs) <= outputs, (name, signature_name, sorted(outputs))  # not a regression model
+    # `predict`'s record: the served signature's outputs as the kind formats them (`predict --init` runs this)
+    with open(module.config_asset.asset_path.numpy().decode()) as f:
+        served = ServedPredictor(signatures, json.load(f), "toy", kind, keep=module)
+    options = tasks.ReadOptions()
+    served.settings = kind.predict_settings(served, options)
+    input_format, text = INPUTS.get(name, ("text", "a cat sat on it ."))
+    examples = kind.read_examples("input", text + "\n", input_format, served.settings, options)
+    [record] = [p.output for p in served.predict(examples)]
+    assert set(record) - {"line"} == _record_keys(description.record) - {"line"}, (name, record)
