@@ -55,6 +55,7 @@ def define_flags(flag_values=flags.FLAGS):
 
     define_field_flags(FinetuneConfig, flag_values)
     cli.define_backend(flag_values)
+    # (the files every kind writes are spelled out: `run_files` imports the tokenizer, which --help does not need)
     cli.add_usage(sys.modules[__name__], "Task kinds (`--task_kind`): what each reads from --data_dir and writes "
                   "to --output_dir\n(besides results.json, vocab.txt, finetune_config.json, logs/):\n\n"
                   + tasks.kinds_usage(finetuned_only=True))
