@@ -29,7 +29,7 @@ class FinetuneConfig(Config):
         "auto", "The task's kind: auto (the kind that claims the task's name) or a kind of electra_tf.tasks.KINDS "
         "that fine-tunes (`electra_tf.tasks.FinetuneConfig` lists them here, from their descriptions).")
     data_dir: typing.Optional[str] = field(
-        None, "Folder with train/dev(/test).tsv (+ labels.txt); tagging: train.txt/dev.txt or eng.train/eng.testa.")
+        None, "Folder with the task's train / dev (/ test) files, in its kind's layout (--help lists each kind's).")
     init: typing.Optional[str] = field(
         None, "The model to start from: a run dir, a .keras file, an exported encoder, hf:DIR, official:DIR, "
         "bert:DIR or keras_hub:DIR (the discriminator of a pair is taken).")
