@@ -282,6 +282,29 @@ class Config:
             namespace["HPARAMS"] = tuple(hparams)
         return dataclasses.make_dataclass(cls.__name__, added, bases=(cls,), namespace=namespace)
 
+    @classmethod
+    def with_help(cls, **helps):
+        """This config class with the help of the fields named in `helps` (name -> text) replaced: a help
+        written where the text it lists is known (`electra_tf.tasks` lists the task kinds in `--task_kind`'s).
+
+        Example:
+        >>> from electra_tf.config_fields import fields
+        >>> from electra_tf.finetuning.config import FinetuneConfig
+        >>> fields(FinetuneConfig.with_help(seed="The first trial's seed."))["seed"].help
+        "The first trial's seed."
+        """
+        unknown = sorted(set(helps) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise TypeError(f"{cls.__name__} has no fields {unknown}.")
+        hints = typing.get_type_hints(cls)
+        changed = [(f.name, hints[f.name], dataclasses.field(default=f.default, metadata={**f.metadata,
+                                                                                          "help": helps[f.name]}))
+                   for f in dataclasses.fields(cls) if f.name in helps]
+        namespace = {"__module__": cls.__module__, "__doc__": cls.__doc__, "__qualname__": cls.__qualname__}
+        if hasattr(cls, "HPARAMS"):
+            namespace["HPARAMS"] = cls.HPARAMS
+        return dataclasses.make_dataclass(cls.__name__, changed, bases=(cls,), namespace=namespace)
+
     def to_dict(self):
         return dataclasses.asdict(self)
 

@@ -1,4 +1,4 @@
-r"""Fine-tunes a pre-trained ELECTRA discriminator: classification, tagging, extractive QA, multiple choice, embeddings.
+r"""Fine-tunes a pre-trained ELECTRA discriminator on a task of any kind that fine-tunes (the kinds: below).
 
     python -m electra_tf.finetune --task movie_polarity \
         --data_dir ../shared/data/tasks/movie_polarity --init runs/demo \
@@ -14,16 +14,9 @@ r"""Fine-tunes a pre-trained ELECTRA discriminator: classification, tagging, ext
 
 `--init` is any form `electra_tf.sources` lists (a pre-training `model_dir`,
 a `.keras` file, `hf:DIR`, `bert:DIR`, ...; the discriminator of a pair is taken). `--task` is a
-GLUE name (cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli), a CoNLL-2003
-name (conll2003 = NER, conll2003_chunk, conll2003_pos), or any name for a
-TSV/CSV read with `--text_a_column/--text_b_column/--label_column`, or (with
-`--task_kind tagging`) for CoNLL-column files (train.txt, dev.txt) read with
-`--token_column/--label_column/--tag_scheme`, or (with `--task_kind span_qa`,
-the default for names starting with "squad") for SQuAD-format train.json /
-dev.json, extractive QA (`electra_tf.tasks.span_qa.kind`: predictions.json and
-official EM/F1 in the output_dir), or (with `--task_kind multiple_choice`, the default
-for swag) for SWAG CSVs or JSON Lines of choices, or (with `--task_kind embedding`)
-for (query, positive[, negative]) rows in JSON Lines or TSV.
+name a task kind claims (a GLUE name, a CoNLL-2003 name, squad, swag), or any name with
+`--task_kind` for files of that kind's layout in `--data_dir`: each kind's files and what it writes are
+listed under "Task kinds" below, from its description (`electra_tf.tasks.descriptions`).
 
 Every flag is a field of `electra_tf.tasks.FinetuneConfig` (the recipe's fields,
 `electra_tf.finetuning.config`, and each task kind's own, `electra_tf/tasks/<kind>/config.py`), which
@@ -34,11 +27,9 @@ checkpoint every `--save_checkpoints_steps` (re-run the same command after a
 kill to resume; SIGTERM saves and exits 0). `--batch_size` is the global batch
 under any `--strategy`. Each trial restarts from `--init` with seed `seed + trial`;
 the dev (and labelled test) metrics of every trial and their mean / median /
-std / min / max go to `output_dir/results.json`. The best trial's model is saved as
-`output_dir/classifier.keras` (tagging: `token_classifier.keras`, QA:
-`question_answerer.keras`, multiple choice: `multiple_choice.keras`, embeddings:
-`embedder.keras`) with `vocab.txt` and `finetune_config.json`, which
-`python -m electra_tf.export --format serving` reads. Installed as `electra-finetune`.
+std / min / max go to `output_dir/results.json`. The best trial's model is saved in
+`output_dir` (the kind's model file: `classifier.keras`, ...) with `vocab.txt` and `finetune_config.json`,
+which `python -m electra_tf.export --format serving` reads. Installed as `electra-finetune`.
 """
 
 import os
@@ -58,11 +49,16 @@ def define_flags(flag_values=flags.FLAGS):
     Called when the module runs as a program, so importing it next to
     another CLI (`electra_tf.pretrain` defines `--seed` too) is harmless.
     """
+    from electra_tf import tasks
     from electra_tf.config_fields import define_flags as define_field_flags
     from electra_tf.tasks import FinetuneConfig
 
     define_field_flags(FinetuneConfig, flag_values)
     cli.define_backend(flag_values)
+    # (the files every kind writes are spelled out: `run_files` imports the tokenizer, which --help does not need)
+    cli.add_usage(sys.modules[__name__], "Task kinds (`--task_kind`): what each reads from --data_dir and writes "
+                  "to --output_dir\n(besides results.json, vocab.txt, finetune_config.json, logs/):\n\n"
+                  + tasks.kinds_usage(finetuned_only=True))
 
 
 FLAGS = flags.FLAGS

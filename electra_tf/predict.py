@@ -10,6 +10,8 @@ r"""Predicts with a fine-tuned model: `python -m electra_tf.predict --init MODEL
     python -m electra_tf.predict --init /tmp/serving/squad --input squad/dev.json
     # multiple choice: JSON Lines {"question": ..., "choices": [...], "answer": 0} or a SWAG CSV (scored)
     python -m electra_tf.predict --init runs/wikihow --input wikihow/dev.jsonl
+    # embeddings: one vector per text line, or each query's best passages
+    python -m electra_tf.predict --init runs/faq --input queries.txt --passages passages.txt --top_k 2
     # replaced-token scores of a pre-trained discriminator: each word's probability of being replaced
     python -m electra_tf.predict --init runs/demo --input texts.txt
     python -m electra_tf.predict --init runs/demo --input texts.txt --corrupt --seed 1  # scored on the
@@ -29,37 +31,11 @@ served kind (`electra_tf.tasks.KINDS`: a task kind, or replaced-token scores) re
 input, formats each prediction and scores them.
 
 Input (`--input`, `-` or none with piped stdin for stdin; `--input_format`
-auto picks by extension, else by content):
-
-    tsv / csv   classification: the text column(s) and an optional label column, by
-                header name (sentence, text, text_a, sentence1, question, ...;
-                `--text_a_column` / `--text_b_column` / `--label_column` choose)
-    conll       tagging: one word per line, whitespace-separated columns, a blank
-                line between sentences; tags in `--label_column` (-1) are scored
-    squad       question answering: SQuAD 1.1 / 2.0 JSON, answers scored
-    jsonl       {"text": ..., "text_b": ..., "label": ...} | {"words": [...], "tags": [...]}
-                | {"text": ...} (tagging) | {"id": ..., "question": ..., "context": ...,
-                "answers": [...]} (QA) | {"context": ..., "question": ..., "choices": [...],
-                "answer": 0} (multiple choice)
-    text        one example per line (pairs: text_a TAB text_b; tagging: raw text)
-
-(multiple choice also reads SWAG's CSV: sent1, sent2, ending0..ending3, label.)
-
-Output (`--output_file` or stdout): JSON Lines, one object per example, in input order:
-
-    classification  {"line": 2, "label": "positive", "probabilities": {"negative": 0.1, "positive": 0.9}}
-                    (regression: {"line": 2, "score": 3.2})
-    tagging         {"line": 3, "text": ..., "words": [...], "tags": [...], "entities":
-                     [{"text": "Peter Blackburn", "type": "PER", "start": 0, "end": 15}]}
-    QA              {"id": ..., "answer": ..., "start": 12, "end": 18, "score": -0.7,
-                     "no_answer": false}
-    multiple choice {"line": 1, "choice": 2, "answer": "the chosen text", "probabilities": [0.1, 0.2, 0.7]}
-    replaced tokens {"line": 1, "text": ..., "words": [{"text": "sat", "start": 8, "end": 11,
-                     "p_replaced": 0.91, "pieces": ["sat"], "piece_p_replaced": [0.91]}, ...],
-                     "max_p_replaced": 0.91, "mean_p_replaced": 0.2, "num_flagged": 1}
-                    (--corrupt: each word's `corrupted`, `replaced`, `corrupted_pieces`, the
-                     record's `corrupted_text`, `num_replaced`; scored: `disc_auc`)
-    a blank line    {"line": 4, "skipped": "blank line"}
+auto picks by extension, else by content): each kind reads some of the formats. Output
+(`--output_file` or stdout): JSON Lines, one object per example, in input order. What each
+kind reads and one of its records are listed under "Task kinds" below, from the kind's
+description (`electra_tf.tasks.descriptions`); a blank line gives
+`{"line": 4, "skipped": "blank line"}`.
 
 Every record names its input: `line`, the 1-based line the example starts on
 (TSV/CSV, CoNLL: its first word, JSON Lines, text), or for SQuAD JSON, which has
@@ -118,6 +94,8 @@ def define_flags(flag_values=None):
     cli.define("integer", "batch_size", 32, "Examples per call of the serving signature.", fv)
     cli.define("bool", "progress", False, "Progress on stderr even when it is not a terminal.", fv)
     define_field_flags(tasks.ReadOptions, fv)  # the column flags and each task kind's own (`--corrupt`, ...)
+    cli.add_usage(sys.modules[__name__], "Task kinds (the kind of the --init model): what each reads from --input "
+                  "and one record it writes:\n\n" + tasks.kinds_usage())
 
 
 def main(argv):

@@ -30,7 +30,7 @@ from electra_tf.cli.quiet import quiet_beam_workers
 from electra_tf.cli.standard_streams import require_stdout
 from electra_tf.cli.tensorflow_start import cpu_kernels, gpu_device_present, prepare_tensorflow
 
-__all__ = ["DEPRECATED_FLAGS", "ERROR_EXIT", "PREEMPTED_EXIT", "USAGE_EXIT", "aliases", "check_backend",
+__all__ = ["DEPRECATED_FLAGS", "ERROR_EXIT", "PREEMPTED_EXIT", "USAGE_EXIT", "add_usage", "aliases", "check_backend",
            "console_script", "cpu_kernels", "define", "define_backend", "define_init", "define_model_dir",
            "define_output_dir", "define_seq_length", "define_vocab_file", "fail", "gpu_device_present", "invoke", "missing_module", "prepare_tensorflow",
            "quiet_beam_workers", "require_stdout", "rewrite_deprecated", "run", "run_script", "select_backend"]
@@ -66,6 +66,9 @@ def console_script(program):
             select_backend(sys.argv[1:])  # before anything imports Keras, which fixes its backend then
         prepare_tensorflow()  # before `define_flags`, which may import TensorFlow
         program.define_flags()
+        shown = sys.modules.get("__main__")
+        if shown is not None and shown is not program and not shown.__doc__:
+            shown.__doc__ = program.__doc__  # the console script's `--help` prints the command's usage too
         try:
             run(program.main, aliases=getattr(program, "ALIASES", None))
         except SystemExit as stop:
@@ -74,6 +77,15 @@ def console_script(program):
 
     script.__doc__ = f"The `{program.__name__}` command."
     return script
+
+
+def add_usage(program, text):
+    """Appends `text` to the usage `--help` prints (absl prints `__main__`'s docstring before the flags):
+    a part written where it is known when the command starts (`finetune`: the task kinds, from their
+    descriptions). Called from `define_flags`; a second call adds nothing."""
+    doc = program.__doc__ or ""
+    if text not in doc:
+        program.__doc__ = doc.rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n"
 
 
 def run_script(main):

@@ -26,11 +26,10 @@ class FinetuneConfig(Config):
         None, "GLUE name, CoNLL name (conll2003, conll2003_chunk, conll2003_pos), squad, or a name another "
         "task kind claims, or any name with --task_kind for files of that kind's layout.")
     task_kind: str = field(
-        "auto", "A task kind of electra_tf.tasks.KINDS (classification, tagging, span_qa, ...); auto: "
-        "the kind that claims the task's name (tagging for the CoNLL names, span_qa for names starting with "
-        "squad, ...), else classification.")
+        "auto", "The task's kind: auto (the kind that claims the task's name) or a kind of electra_tf.tasks.KINDS "
+        "that fine-tunes (`electra_tf.tasks.FinetuneConfig` lists them here, from their descriptions).")
     data_dir: typing.Optional[str] = field(
-        None, "Folder with train/dev(/test).tsv (+ labels.txt); tagging: train.txt/dev.txt or eng.train/eng.testa.")
+        None, "Folder with the task's train / dev (/ test) files, in its kind's layout (--help lists each kind's).")
     init: typing.Optional[str] = field(
         None, "The model to start from: a run dir, a .keras file, an exported encoder, hf:DIR, official:DIR, "
         "bert:DIR or keras_hub:DIR (the discriminator of a pair is taken).")

@@ -7,7 +7,8 @@ head), and one line of `DECLARED` below, which names its class; its registry nam
 Everything else finds it here: `get` (a kind by name), `for_config` (which kind a fine-tuning run
 is), `finetune` (a fine-tuning run of that kind), `FinetuneConfig` (the recipe's fields and every
 kind's own), `OUTPUTS` (which kind a fine-tuning output holds, and its model: a `sources` form),
-`served.open_model` (what `predict` serves).
+`served.open_model` (what `predict` serves), `descriptions` (what each kind is, for its users: the per-kind
+lists of `finetune --help`, `predict --help` and the guides).
 
 Example:
 >>> from electra_tf import tasks
@@ -83,6 +84,7 @@ def __getattr__(attribute):
 
         configs = [_settings_of(folder, "Config") for folder in _folders()]
         value = finetuning_config.FinetuneConfig.with_fields_of(*(c for c in configs if c is not None))
+        value = value.with_help(task_kind=task_kind_help())  # the kinds, from their descriptions
     elif attribute == "ReadOptions":
         from electra_tf.finetuning import examples
 
@@ -102,6 +104,45 @@ def __getattr__(attribute):
         value = next(name for name, kind in _kinds().items() if not kind.finetunes)
     globals()[attribute] = value
     return value
+
+
+def descriptions():
+    """name -> `base.KindDescription` of every declared kind, in `DECLARED` order: each kind folder's
+    `description.py`, read without importing the kind (`finetune --help` imports none)."""
+    found = (importlib.import_module(module.rsplit(".", 1)[0] + ".description").DESCRIPTION for module, _ in DECLARED)
+    return {description.name: description for description in found}
+
+
+def task_kind_help():
+    """`finetune --task_kind`'s help: auto, then each kind that fine-tunes with its summary (`descriptions`)."""
+    described = descriptions()
+    kinds = "; ".join(f"{d.name}: {d.summary}" + (f" (auto for {', '.join(d.auto_tasks)})" if d.auto_tasks else "")
+                      for d in described.values() if d.finetunes)
+    default = next(iter(described))
+    return f"The task's kind. auto: the kind that claims the task's name, else {default}. The kinds: {kinds}."
+
+
+def kinds_usage(finetuned_only=False):
+    """The per-kind text of a command's usage (`--help`), from the descriptions: what each kind reads and writes.
+
+    For `finetune` (`finetuned_only`): each fine-tuning kind's files (`--data_dir`) and what its
+    `--output_dir` holds (no kind imported); for `predict`: each kind's input (`--input`, its
+    `TaskKind.predict_formats`) and one output record.
+    """
+    import textwrap
+
+    lines = []
+    for d in descriptions().values():
+        if finetuned_only and not d.finetunes:
+            continue
+        parts = ({"--data_dir": d.data, "--output_dir": ", ".join(d.files)} if finetuned_only
+                 else {"input": f"{d.predict_input} (--input_format {', '.join(_kinds()[d.name].predict_formats)})",
+                       "record": d.record})
+        parts["guide"] = d.guide if finetuned_only else f"{d.guide}; served: {d.serving_guide}"
+        lines.append(f"    {d.name}: {d.summary}")
+        lines += [textwrap.fill(text, 108, initial_indent=f"        {name}: ", subsequent_indent=" " * 12,
+                                break_on_hyphens=False, break_long_words=False) for name, text in parts.items()]
+    return "\n".join(lines)
 
 
 def read_finetune_config(folder):

@@ -23,6 +23,9 @@ Class attributes (known without a run):
                       `flags()`, its `Config`'s fields and these, are the flags that are its own
     scores_predictions whether `predict` can score its inputs against gold labels (`--metrics_file`)
     predict_input_files the `predict_options` naming a file `predict` reads (`passages`): never an output
+    description       what the kind is, for its users (`KindDescription`, in the kind folder's
+                      `description.py`, read without importing the kind): `finetune --help`,
+                      `predict --help` and the guides render or check their per-kind lists from it
 
 Training (`Kind(config)` reads the splits; errors name file and line):
 
@@ -67,6 +70,71 @@ from electra_tf.config_fields import Config, fields
 from electra_tf.finetuning.batching import compiled_predictor, length_multiple
 
 
+@dataclasses.dataclass(frozen=True)
+class Signature:
+    """One signature of a kind's serving SavedModel (`export --format serving`, or `rtd`).
+
+    Args:
+        name: str. The signature's key (`serving_default`, `predict_ids`, ...).
+        inputs: tuple of str. Its inputs' names, in order.
+        outputs: tuple of str. Its outputs' names.
+        optional: tuple of str. Inputs or outputs only some models have (`when` says which).
+        when: str. Which models have `optional`, or (`always` False) this signature; "" when every one.
+        always: bool. Every model of the kind has this signature.
+    """
+
+    name: str
+    inputs: tuple
+    outputs: tuple
+    optional: tuple = ()
+    when: str = ""
+    always: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class KindDescription:
+    """What a task kind is, for its users: the one source of the per-kind lists of `--help` and the guides.
+
+    Each kind folder's `description.py` holds its `DESCRIPTION` (read by `electra_tf.tasks.descriptions`
+    without importing the kind, so `finetune --help` stays light), which its `TaskKind` carries as
+    `description`. `tests/test_kind_descriptions.py` checks the facts against the kind's code.
+
+    Args:
+        name: str. The registry name (`TaskKind.name`: the `--task_kind`, the exports' "kind").
+        summary: str. One line: what the kind does, over which files.
+        finetunes: bool. `TaskKind.finetunes` (False: served only, from a pre-trained model).
+        auto_tasks: tuple of str. `--task` names that `--task_kind auto` gives this kind (`squad*`: any
+            name starting with squad).
+        data: str. The `--data_dir` files fine-tuning reads ("" for a served-only kind).
+        predict_input: str. What `predict --input` reads for a model of this kind.
+        record: str. One `predict` output record (a JSON Lines line; "..." where values go on).
+        files: tuple of str. The files of `finetune --output_dir` only this kind writes, its model
+            file (`TaskKind.model_file`) first; every kind also writes results.json, vocab.txt,
+            finetune_config.json and logs/.
+        export: str. The `export` command that serves it (`--format serving`, or `rtd`).
+        signatures: tuple of `Signature`. The served SavedModel's signatures.
+        guide: str. Its guide's section (a docs/ page and anchor): how to fine-tune (or use) it.
+        serving_guide: str. The section of docs/serving.md on its served model.
+    """
+
+    name: str
+    summary: str
+    finetunes: bool = True
+    auto_tasks: tuple = ()
+    data: str = ""
+    predict_input: str = ""
+    record: str = ""
+    files: tuple = ()
+    export: str = "export --format serving"
+    signatures: tuple = ()
+    guide: str = ""
+    serving_guide: str = ""
+
+    def signature(self, name):
+        """The `Signature` named `name`."""
+        return next(s for s in self.signatures if s.name == name)
+
+
 @dataclasses.dataclass
 class NoSettings(Config):
     """The settings of a kind that has none of its own (no flag added)."""
@@ -83,6 +151,7 @@ class TaskKind:
     """
 
     name = None
+    description = None  # its `KindDescription` (the kind folder's `description.py`)
     Config = NoSettings
     PredictOptions = NoSettings
     model_file = None

@@ -2,4 +2,5 @@
 
 `kind` (`ClassificationKind`), `config` (its flags), `data` (the task files), `model` (`ElectraClassifier`),
 `serving` (TF Serving, raw text in), `hf_head` (`convert --to hf`).
+`description`: what the kind is, for its users (`finetune --help`, `predict --help`, the guides).
 """

@@ -23,6 +23,7 @@ from electra_tf.finetuning.batching import predict_in_batches
 from electra_tf.finetuning.config import FinetuneConfig
 from electra_tf.finetuning.examples import Prediction
 from electra_tf.tasks.base import TaskKind
+from electra_tf.tasks.classification.description import DESCRIPTION
 from electra_tf.tasks.classification.config import Config
 from electra_tf.tasks.classification.data import task_spec
 from electra_tf.tasks.classification.features import make_dataset, pack_examples
@@ -50,6 +51,7 @@ class ClassificationKind(TaskKind):
     """
 
     name = "classification"
+    description = DESCRIPTION  # what it is, for its users: `--help` and the guides list it
     Config = Config  # its settings: flags of `python -m electra_tf.finetune`
     shared_flags = ("label_column",)  # a `finetune` flag of the generic files, besides its `Config`'s
     model_file = "classifier.keras"

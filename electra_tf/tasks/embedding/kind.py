@@ -24,6 +24,7 @@ from electra_tf.finetuning.batching import epoch_batches, predict_in_batches
 from electra_tf.finetuning.examples import (Example, Prediction, each_line, field, json_object, required_split_file,
                                             split_file)
 from electra_tf.tasks.base import TaskKind
+from electra_tf.tasks.embedding.description import DESCRIPTION
 from electra_tf.tasks.embedding.config import Config, PredictOptions
 from electra_tf.tasks.embedding.data import SPLIT_FILES, read_pairs
 from electra_tf.tasks.embedding.features import pack_texts
@@ -52,6 +53,7 @@ class EmbeddingKind(TaskKind):
     """
 
     name = "embedding"
+    description = DESCRIPTION  # what it is, for its users: `--help` and the guides list it
     Config = Config  # its settings: flags of `python -m electra_tf.finetune`
     PredictOptions = PredictOptions  # its `predict` flags
     model_file = "embedder.keras"

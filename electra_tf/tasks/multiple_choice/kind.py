@@ -25,6 +25,7 @@ from electra_tf.finetuning.examples import Prediction, required_split_file, spli
 from electra_tf.tasks.base import TaskKind
 from electra_tf.tasks.multiple_choice.data import SPLIT_FILES, read_inputs, read_questions
 from electra_tf.tasks.multiple_choice.features import HEAVY_CUT, cut_report, pack_questions
+from electra_tf.tasks.multiple_choice.description import DESCRIPTION
 from electra_tf.finetuning.task_metrics import accuracy
 from electra_tf.tasks.multiple_choice.model import ABSENT, ElectraMultipleChoice
 
@@ -53,6 +54,7 @@ class MultipleChoiceKind(TaskKind):
     """
 
     name = "multiple_choice"
+    description = DESCRIPTION  # what it is, for its users: `--help` and the guides list it
     model_file = "multiple_choice.keras"
     model_class = ElectraMultipleChoice
     predict_formats = ("jsonl", "csv")

@@ -33,6 +33,7 @@ precision and recall at 0.5, and the words' AUC.
 import numpy as np
 
 from electra_tf.tasks.base import TaskKind
+from electra_tf.tasks.replaced_tokens.description import DESCRIPTION
 from electra_tf.tasks.replaced_tokens.config import PredictOptions
 from electra_tf.tasks.replaced_tokens.metrics import auc
 from electra_tf.tasks.replaced_tokens.serving import CORRUPT_SIGNATURE, KIND, rtd_serving_module
@@ -46,6 +47,7 @@ class ReplacedTokenKind(TaskKind):
     """The served kind "rtd": replaced-token scores of a pre-trained discriminator (see the module docstring)."""
 
     name = KIND
+    description = DESCRIPTION  # what it is, for its users: `--help` and the guides list it
     finetunes = False
     predict_formats = ("jsonl", "text")
     predict_options = ("corrupt",)  # the `predict` flags only this kind reads

@@ -2,4 +2,5 @@
 
 `kind` (`SpanQAKind`), `config` (its flags), `squad` (the files), `features` (windows), `metrics` (EM / F1),
 `model` (`ElectraQuestionAnswerer`), `serving`, `hf_head`.
+`description`: what the kind is, for its users (`finetune --help`, `predict --help`, the guides).
 """

@@ -31,6 +31,7 @@ from electra_tf.finetuning.batching import compiled_predictor, predict_in_batche
 from electra_tf.finetuning.examples import Prediction
 from electra_tf.tasks.base import TaskKind
 from electra_tf.tasks.span_qa import data
+from electra_tf.tasks.span_qa.description import DESCRIPTION
 from electra_tf.tasks.span_qa.config import Config
 from electra_tf.tasks.span_qa.data import SPLIT_FILES, read_split
 from electra_tf.tasks.span_qa.features import build_qa_features, qa_dataset
@@ -84,6 +85,7 @@ class SpanQAKind(TaskKind):
     """Extractive QA over SQuAD-format files (see the module docstring)."""
 
     name = "span_qa"
+    description = DESCRIPTION  # what it is, for its users: `--help` and the guides list it
     Config = Config  # its settings: flags of `python -m electra_tf.finetune`
     model_file = "question_answerer.keras"
     model_class = ElectraQuestionAnswerer

@@ -25,6 +25,7 @@ from electra_tf.finetuning.batching import (INPUTS, LENGTH_MULTIPLE, compiled_pr
 from electra_tf.finetuning.examples import Prediction, split_file
 from electra_tf.tasks.base import TaskKind
 from electra_tf.tasks.tagging import data
+from electra_tf.tasks.tagging.description import DESCRIPTION
 from electra_tf.tasks.tagging.config import Config, PredictOptions
 from electra_tf.tasks.tagging.data import tagging_task
 from electra_tf.tasks.tagging.features import build_features, long_sentences, tokenize_words, word_predictions
@@ -98,6 +99,7 @@ class TaggingKind(TaskKind):
     """Token classification over CoNLL-column files (see the module docstring)."""
 
     name = "tagging"
+    description = DESCRIPTION  # what it is, for its users: `--help` and the guides list it
     Config = Config  # its settings: flags of `python -m electra_tf.finetune`
     PredictOptions = PredictOptions  # its `predict` flags
     shared_flags = ("label_column",)  # a `finetune` flag of the generic files, besides its `Config`'s
