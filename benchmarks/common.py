@@ -77,9 +77,12 @@ def versions(*extra):
 
     import keras
     import numpy as np
-    import tensorflow as tf
 
-    out = dict(python=platform.python_version(), tensorflow=tf.__version__, keras=keras.__version__,
+    try:
+        from tensorflow import __version__ as tensorflow
+    except ImportError:  # a process run without TensorFlow
+        tensorflow = None
+    out = dict(python=platform.python_version(), tensorflow=tensorflow, keras=keras.__version__,
                numpy=np.__version__, platform=platform.platform(), cpus=os.cpu_count(), electra_tf=commit())
     for name in extra:
         out[name] = importlib.import_module(name).__version__
@@ -168,6 +171,34 @@ def vector_instructions(cpuinfo="/proc/cpuinfo"):
     if "asimd" in flags:
         return "NEON" + (" with SVE" if "sve" in flags else "")
     return "vector instructions unknown" if not flags else "no AVX2"
+
+
+def synthetic_batches(batch_size, seq_length, vocab_size, cls_id, sep_id, num=4, seed=1):
+    """`num` batches of random ids in [999, vocab) (or [5, vocab) for tiny vocabularies), [CLS] ... [SEP]."""
+    import numpy as np
+
+    rng = np.random.RandomState(seed)
+    low = 999 if vocab_size > 2000 else 5
+    ids = rng.randint(low, vocab_size, size=(num, batch_size, seq_length)).astype("int32")
+    ids[:, :, 0] = cls_id
+    ids[:, :, -1] = sep_id
+    return {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": np.ones_like(ids)}
+
+
+NO_DECAY = ("bias", "gamma", "beta")  # `electra_tf.training.optimization.NO_DECAY` (a module that imports TensorFlow)
+
+
+def keras_adamw(config):
+    """The reference's AdamW settings in Keras' own optimizer, which runs on every backend (the package's
+    `create_optimizer` is TensorFlow's): decay 0.01 but not on LayerNorm and biases, global norm clipping,
+    epsilon 1e-6, at a constant `learning_rate` and with Adam's bias correction; per step the same work."""
+    import keras
+
+    optimizer = keras.optimizers.AdamW(learning_rate=config.learning_rate, weight_decay=config.weight_decay,
+                                       beta_1=config.adam_beta1, beta_2=config.adam_beta2,
+                                       epsilon=config.adam_epsilon, global_clipnorm=config.clip_norm or None)
+    optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY))
+    return optimizer
 
 
 # --- The package: weights, flags and recipe (the one place that knows their names) ---

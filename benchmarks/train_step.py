@@ -28,15 +28,25 @@ only, 3 x forward). Results go to stdout as Markdown; `--json FILE` appends one 
 line per run, and `--summarize FILE --output MD` turns those lines into the
 report table; `--side_by_side FILE` summarises `benchmarks/side_by_side.sh`'s runs of
 electra_tf and the peers, alternated in one run.
+
+`--backend jax` trains the same model under Keras' JAX backend (set before Keras is imported): the
+stateless step compiled by XLA (`--jit_compile` 1 unless given), fed from NumPy batches, with Keras'
+AdamW at the reference's settings (`common.keras_adamw`; `create_optimizer`'s is TensorFlow's), on
+XLA's own CPU threads; TensorFlow not importable (as on a host without it); the peak matmul rate is TensorFlow's, so JAX runs
+leave it to the TensorFlow runs of the same summary:
+
+    python -m benchmarks.train_step --config small --backend jax --peak 0
 """
 
 import argparse
 import collections
+import itertools
 import json
 import os
 import platform
 import resource
 import statistics
+import sys
 import time
 
 
@@ -44,12 +54,13 @@ import time
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--config", default="small", help="Preset name.")
+    p.add_argument("--backend", default="tensorflow", choices=["tensorflow", "jax"], help="Keras' backend.")
     p.add_argument("--batch_size", type=int, default=32)
     p.add_argument("--seq_length", type=int, default=128)
     p.add_argument("--objective", default=None, help="Override the preset's objective.")
     p.add_argument("--sampler", default="gumbel", help="Generator sampler (`sampling.SAMPLERS`).")
     p.add_argument("--precision", default="float32", choices=["float32", "mixed_bfloat16", "mixed_float16"])
-    p.add_argument("--jit_compile", type=int, default=0)
+    p.add_argument("--jit_compile", type=int, default=None, help="XLA (default: 0 on TensorFlow, 1 on JAX).")
     p.add_argument("--fused_elementwise", type=int, default=1, help="The config field of that name (0: Keras' "
                    "element-wise ops one by one).")
     p.add_argument("--steps_per_execution", type=int, default=1)
@@ -76,10 +87,16 @@ ARGS = parse_args() if __name__ == "__main__" else None
 if ARGS is not None and ARGS.onednn is not None:
     os.environ["TF_ENABLE_ONEDNN_OPTS"] = str(ARGS.onednn)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+if ARGS is not None:
+    os.environ["KERAS_BACKEND"] = ARGS.backend
+    if ARGS.backend == "jax":  # as on a host without TensorFlow (keras-hub imports it where it can)
+        sys.modules["tensorflow"] = None
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+
+if keras.backend.backend() == "tensorflow":
+    import tensorflow as tf
 
 from benchmarks import common  # noqa: E402
 
@@ -88,16 +105,6 @@ from benchmarks import common  # noqa: E402
 def set_threads(intra, inter):
     tf.config.threading.set_intra_op_parallelism_threads(intra)
     tf.config.threading.set_inter_op_parallelism_threads(inter)
-
-
-def synthetic_batches(batch_size, seq_length, vocab_size, cls_id, sep_id, num=4, seed=1):
-    """`num` batches of random ids in [999, vocab) (or [5, vocab) for tiny vocabularies), [CLS] ... [SEP]."""
-    rng = np.random.RandomState(seed)
-    low = 999 if vocab_size > 2000 else 5
-    ids = rng.randint(low, vocab_size, size=(num, batch_size, seq_length)).astype("int32")
-    ids[:, :, 0] = cls_id
-    ids[:, :, -1] = sep_id
-    return {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": np.ones_like(ids)}
 
 
 def measure_peak(dtype, m=2048, k=2048, n=2048, seconds=2.0, windows=5):
@@ -156,11 +163,13 @@ def run(args):
     from electra_tf.config import get_config
     from electra_tf.models.pretrainer import build_pretrainer
     from electra_tf.training import flops
-    from electra_tf.training.optimization import create_optimizer
 
-    set_threads(args.intra, args.inter)
+    jax = args.backend == "jax"
+    if not jax:
+        set_threads(args.intra, args.inter)
+    xla = args.jit_compile if args.jit_compile is not None else int(jax)
     overrides = dict(batch_size=args.batch_size, seq_length=args.seq_length, precision=args.precision,
-                     jit_compile=bool(args.jit_compile), steps_per_execution=args.steps_per_execution)
+                     jit_compile=bool(xla), steps_per_execution=args.steps_per_execution)
     if args.objective:
         overrides["objective"] = args.objective
     overrides["sampler"] = args.sampler
@@ -174,13 +183,23 @@ def run(args):
     if config.precision != "float32":
         keras.mixed_precision.set_global_policy(config.precision)
     pretrainer = build_pretrainer(config)
-    optimizer = create_optimizer(config)
+    if jax:
+        optimizer = common.keras_adamw(config)
+    else:
+        from electra_tf.training.optimization import create_optimizer
+
+        optimizer = create_optimizer(config)
     pretrainer.compile(optimizer=optimizer, jit_compile=config.jit_compile, steps_per_execution=spe)
     optimizer.build(pretrainer.trainable_variables)
     num_params = sum(int(np.prod(v.shape)) for v in pretrainer.trainable_variables)
 
-    data = synthetic_batches(config.batch_size, config.seq_length, config.vocab_size, config.cls_id, config.sep_id)
-    dataset = tf.data.Dataset.from_tensor_slices(data).repeat().prefetch(2)
+    data = common.synthetic_batches(config.batch_size, config.seq_length, config.vocab_size, config.cls_id,
+                                    config.sep_id)
+    if jax:
+        batches = [{k: v[i] for k, v in data.items()} for i in range(len(data["token_ids"]))]
+        dataset = ((batches[i % len(batches)],) for i in itertools.count())
+    else:
+        dataset = tf.data.Dataset.from_tensor_slices(data).repeat().prefetch(2)
     total = warmup + args.repeats * steps
     clock = _StepClock()
     t_start = time.perf_counter()
@@ -197,12 +216,12 @@ def run(args):
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     peaks = {}
-    if args.peak:
+    if args.peak and not jax:
         peaks = {"float32": measure_peak(tf.float32, seconds=args.peak_seconds),
                  "bfloat16": measure_peak(tf.bfloat16, seconds=args.peak_seconds)}
 
     return dict(
-        config=args.config, objective=config.objective, batch=config.batch_size, seq=config.seq_length,
+        config=args.config, backend=args.backend, objective=config.objective, batch=config.batch_size, seq=config.seq_length,
         precision=config.precision, xla=int(config.jit_compile), spe=spe, intra=args.intra, inter=args.inter,
         onednn=os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default"), tag=args.tag, sampler=args.sampler,
         fused_elementwise=int(config.fused_elementwise),
@@ -212,12 +231,14 @@ def run(args):
         peak_gflops=peaks, peak_rss_mb=round(rss_mb, 1),
         load_avg=os.getloadavg()[0], date=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         command=common.command_line("benchmarks.train_step"),
-        versions=common.versions("keras_hub"),
+        versions=common.versions("keras_hub", *(["jax", "jaxlib"] if jax else [])),
     )
 
 
 def _setting(r):
     s = f"{r['config']} {r['precision']} xla={r['xla']} spe={r['spe']}"
+    if r.get("backend", "tensorflow") != "tensorflow":
+        s += f" backend={r['backend']}"
     if r.get("objective", "electra") != "electra":
         s += f" {r['objective']}"
     if r.get("sampler", "gumbel") != "gumbel":

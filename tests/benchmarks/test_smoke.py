@@ -94,15 +94,18 @@ def test_the_side_by_side_report_regenerates_from_its_committed_runs(tmp_path):
 @pytest.mark.large
 def test_train_step_times_the_step_and_summarises_its_runs(tmp_path):
     runs = tmp_path / "runs.jsonl"
-    for precision in ("float32", "mixed_bfloat16"):
+    for precision, backend in (("float32", "tensorflow"), ("mixed_bfloat16", "tensorflow"), ("float32", "jax")):
         run_python(["-m", "benchmarks.train_step", "--config", "tiny", "--batch_size", "4", "--seq_length", "32",
-                    "--precision", precision, "--warmup", "1", "--repeats", "2", "--steps", "2", "--peak", "0",
-                    "--json", str(runs)], timeout=600)
+                    "--precision", precision, "--backend", backend, "--warmup", "1", "--repeats", "2", "--steps", "2",
+                    "--peak", "0", "--json", str(runs)], timeout=600)
     records = [json.loads(line) for line in runs.read_text().splitlines()]
-    assert [len(r["steps_per_s"]) for r in records] == [2, 2] and all(x > 0 for r in records for x in r["steps_per_s"])
+    assert [len(r["steps_per_s"]) for r in records] == [2, 2, 2]
+    assert all(x > 0 for r in records for x in r["steps_per_s"])
+    assert records[2]["versions"]["tensorflow"] is None and records[2]["versions"]["jax"]  # run without TensorFlow
     run_python(["-m", "benchmarks.train_step", "--summarize", str(runs), "--output", str(tmp_path / "r.md")])
     settings = [r.split(" | ")[0][2:] for r in table_rows((tmp_path / "r.md").read_text()) if " | 4 x 32 | " in r]
-    assert [s.split(" onednn=")[0] for s in settings] == ["tiny float32 xla=0 spe=1", "tiny mixed_bfloat16 xla=0 spe=1"]
+    assert [s.split(" onednn=")[0] for s in settings] == ["tiny float32 xla=0 spe=1", "tiny float32 xla=1 spe=1 "
+                                                          "backend=jax", "tiny mixed_bfloat16 xla=0 spe=1"]
 
 
 @pytest.mark.large
