@@ -472,15 +472,15 @@ def _array_batches(config, folder, training, skip_batches):
     flag = "data" if training else "eval_data"
     reader = arrays.ArrayBatches(folder, config.batch_size, config.seq_length, config.vocab_size, seed=config.seed,
                                  shuffle=training, skip_batches=skip_batches, flag=flag)
-    if training:
-        return iter(reader)
+    if training:  # Keras takes a generator's items as (inputs,) tuples
+        return ((batch,) for batch in reader)
 
     class Evaluation(keras.utils.PyDataset):
         def __len__(self):
             return config.eval_steps
 
         def __getitem__(self, i):
-            return reader.batch(i)
+            return (reader.batch(i),)
 
     return Evaluation()
 
