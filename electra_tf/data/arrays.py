@@ -23,12 +23,11 @@ Example:
 >>> from electra_tf.data import arrays
 >>> folder = tempfile.mkdtemp()
 >>> rows = np.zeros((5, 3, 4), "int32"); rows[:, 0] = np.arange(5)[:, None] + 100; rows[:, 1] = 1
->>> arrays.write_folder(folder, [rows], seq_length=4, sources=["records-0"])
+>>> arrays.write_folder(folder, [rows], seq_length=4, sources=["records-0"])["examples"]
+5
 >>> batches = arrays.ArrayBatches(folder, batch_size=2, seq_length=4, vocab_size=200, seed=0)
->>> [sorted(batches.batch(i)) for i in range(1)]
-[['padding_mask', 'segment_ids', 'token_ids']]
->>> int(batches.num_examples), batches.batch(0)["token_ids"].shape
-(5, (2, 4))
+>>> sorted(batches.batch(0)), batches.batch(0)["token_ids"].shape
+(['padding_mask', 'segment_ids', 'token_ids'], (2, 4))
 """
 
 import json

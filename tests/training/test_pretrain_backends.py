@@ -104,7 +104,7 @@ def test_a_jax_run_writes_the_files_of_a_run_with_keras_checkpoints(jax_run):
 def test_sigkill_then_the_same_command_gives_the_uninterrupted_model(jax_run, data, tmp_path):
     killed = tmp_path / "killed"
     args = command(data["arrays"], killed, "jax")
-    result = run_python(["-c", KILL_AT_STEP, *args[2:]], env=env(KILL_AT_STEP="13"), check=False)
+    result = run_python(["-c", KILL_AT_STEP, *args[2:]], env=env(KILL_AT_STEP="13", KERAS_BACKEND="jax"), check=False)
     assert result.returncode == -9
     assert json.loads((killed / "checkpoints" / "checkpoints.json").read_text())["kept"][0] == "ckpt-10.npz"
     run_python(args, env=env())
@@ -181,7 +181,7 @@ TERM_AT_STEP = KILL_AT_STEP.replace("KILL_AT_STEP", "TERM_AT_STEP").replace(
 def test_sigterm_saves_the_step_exits_0_and_the_rerun_ends_as_the_uninterrupted_run(jax_run, data, tmp_path):
     model_dir = tmp_path / "preempted"
     args = command(data["arrays"], model_dir, "jax")
-    result = run_python(["-c", TERM_AT_STEP, *args[2:]], env=env(TERM_AT_STEP="7"), check=False)
+    result = run_python(["-c", TERM_AT_STEP, *args[2:]], env=env(TERM_AT_STEP="7", KERAS_BACKEND="jax"), check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "saved the checkpoint of step 8" in result.stderr
     assert json.loads((model_dir / "checkpoints" / "checkpoints.json").read_text())["kept"][0] == "ckpt-8.npz"
