@@ -87,9 +87,11 @@ def _check_model_dir(model_dir, init, data):
 
     run_files.refuse_foreign_output(model_dir, "model_dir", run_files.PRETRAINING_RUN,
                                     inputs=sources.init_inputs(init))
+    from electra_tf.data.arrays import is_array_folder
+
     for pattern in (data or "").split(","):
-        if pattern not in ("", "demo") and "://" not in pattern and atomic.same_file(
-                os.path.dirname(os.path.abspath(pattern)), model_dir):
+        folder = pattern if is_array_folder(pattern) else os.path.dirname(os.path.abspath(pattern))
+        if pattern not in ("", "demo") and "://" not in pattern and atomic.same_file(folder, model_dir):
             raise ValueError(f"`--model_dir={model_dir}` is the folder of the `--data` records ({pattern}): the run's "
                              "files would mix with them. Choose another --model_dir.")
 
