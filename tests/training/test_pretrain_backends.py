@@ -161,9 +161,12 @@ def test_the_loss_of_20_steps_falls_under_jax_as_under_tensorflow(jax_run, tenso
 
 
 def test_the_records_train_under_jax_and_torch(data, tmp_path):
-    """TFRecords read through tf.data under JAX; PyTorch trains from the arrays, with its own checkpoints."""
-    run_python(command(data["records"], tmp_path / "jax", "jax", train_steps=5), env=env())
+    """TFRecords read through tf.data under JAX (in mixed_bfloat16); PyTorch trains from the arrays, with its own
+    checkpoints, and resumes."""
+    run_python(command(data["records"], tmp_path / "jax", "jax", train_steps=5, precision="mixed_bfloat16"),
+               env=env())
     assert sorted(os.listdir(tmp_path / "jax" / "checkpoints")) == ["checkpoints.json", "ckpt-5.npz"]
+    assert checkpoint(tmp_path / "jax", 5)["model/discriminator/embeddings/token_embedding/embeddings"].dtype == "float32"
     args = command(data["arrays"], tmp_path / "torch", "torch", train_steps=6)
     run_python(args, env=env())
     index = json.loads((tmp_path / "torch" / "checkpoints" / "checkpoints.json").read_text())
@@ -174,8 +177,21 @@ def test_the_records_train_under_jax_and_torch(data, tmp_path):
 
 # Runs the CLI and sends itself SIGTERM once the optimizer has taken `TERM_AT_STEP` steps: a preemption at a
 # known step (the run saves at the next step boundary).
-TERM_AT_STEP = KILL_AT_STEP.replace("KILL_AT_STEP", "TERM_AT_STEP").replace(
-    "os.kill(os.getpid(), signal.SIGKILL)", "os.kill(os.getpid(), signal.SIGTERM); target = 10**9")
+TERM_AT_STEP = textwrap.dedent("""
+    import os, signal, sys
+    import keras
+    target, sent = int(os.environ["TERM_AT_STEP"]), []
+    original = keras.callbacks.CallbackList.on_train_batch_end
+    def on_train_batch_end(self, batch, logs=None):
+        original(self, batch, logs)
+        if int(self.model.optimizer.iterations.numpy()) >= target and not sent:
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGTERM)
+    keras.callbacks.CallbackList.on_train_batch_end = on_train_batch_end
+    from electra_tf.pretrain import run
+    sys.argv = ["electra-pretrain", *sys.argv[1:]]
+    run()
+""")
 
 
 def test_sigterm_saves_the_step_exits_0_and_the_rerun_ends_as_the_uninterrupted_run(jax_run, data, tmp_path):
