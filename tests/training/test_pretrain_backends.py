@@ -217,3 +217,26 @@ def test_two_devices_train_as_one(jax_run, data, tmp_path):
     worst = max(float(np.abs(want[n].astype(np.float64) - got[n]).max()) for n in want
                 if n.startswith("model/") and "seed_generator" not in n)
     assert worst <= 1e-4, worst
+
+
+def test_the_arrays_hold_the_records_and_a_non_empty_output_dir_is_refused(data, tmp_path):
+    import glob
+
+    import tensorflow as tf
+
+    manifest = json.loads((data["root"] / "arrays" / "arrays.json").read_text())
+    assert [s["source"] for s in manifest["shards"]] == ["records-0.tfrecord", "records-1.tfrecord"]
+    assert sorted(os.listdir(data["root"] / "arrays")) == ["arrays.json", "shard-00000.npy", "shard-00001.npy",
+                                                           "vocab.txt"]
+    for path, shard in zip(sorted(glob.glob(data["records"])), manifest["shards"]):
+        rows = np.load(data["root"] / "arrays" / shard["file"])
+        for i, record in enumerate(tf.data.TFRecordDataset(path)):
+            feature = tf.train.Example.FromString(record.numpy()).features.feature
+            for j, name in enumerate(("input_ids", "input_mask", "segment_ids")):
+                assert list(rows[i, j]) == list(feature[name].int64_list.value)
+        assert i + 1 == len(rows) == shard["examples"]
+    (tmp_path / "notes.txt").write_text("kept\n")
+    before = checksums(tmp_path)
+    line = error_line(run_python(["-m", "electra_tf.pipelines.records_to_arrays", "--data", data["records"],
+                                  "--output_dir", str(tmp_path)], env=env(), check=False))
+    assert "`--output_dir=" in line and "is not empty (notes.txt)" in line and checksums(tmp_path) == before
