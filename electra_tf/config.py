@@ -75,13 +75,13 @@ class ElectraConfig(Config):
     mask_id: int = field(103, "Id of [MASK].", range="[0, inf)")
     # --- Data ---
     data: str = field(
-        "", "TFRecord glob(s), comma-separated; demo: the embedded demo corpus (built on first use), the tiny "
-        "preset's default.")
+        "", "TFRecord glob(s), comma-separated; a folder of their arrays (records_to_arrays); demo: the embedded demo "
+        "corpus (built on first use), the tiny preset's default.")
     vocab_file: str = field("", "WordPiece vocab.txt of the records; default: the one beside them.")
     seq_length: int = field(128, "Tokens per record, [CLS]/[SEP] included.", range="[2, inf)")
     batch_size: int = field(128, "Global batch size, summed over replicas.", range="[1, inf)")
     shuffle_buffer: int = field(1000, "Examples in the shuffle buffer.", range="[1, inf)")
-    eval_data: str = field("", "Held-out TFRecord glob(s), evaluated at every checkpoint.")
+    eval_data: str = field("", "Held-out TFRecord glob(s) or folder of arrays, evaluated at every checkpoint.")
     eval_steps: int = field(100, "Batches per evaluation (the same batches each time).", range="[1, inf)")
     # --- Optimisation ---
     optimizer: str = field("adamw", "Update rule.", choices=OPTIMIZERS)
@@ -98,7 +98,7 @@ class ElectraConfig(Config):
     gradient_accumulation_steps: int = field(1, "Batches whose gradients are summed per update.", range="[1, inf)")
     # --- Performance ---
     precision: str = field("float32", "Keras dtype policy.", choices=PRECISIONS)
-    jit_compile: bool = field(False, "XLA-compile the whole train step.")
+    jit_compile: bool = field(False, "XLA-compile the whole train step (TensorFlow; JAX always compiles it).")
     fused_elementwise: bool = field(
         True, "float32 training: the encoders' GELU, LayerNorm, masked softmax and dropout masks as XLA-fused "
         "kernels between oneDNN's matmuls (the same math); false: Keras' ops one by one.")

@@ -8,8 +8,8 @@ Re-running the same command resumes from the latest checkpoint in
 on first use), the default of `--config tiny` only. `--init` starts a new run
 from other weights: any `--init` form (`electra_tf.sources` lists them: another
 run, `hf:DIR`, `bert:DIR`, a `.keras` file, ...); `--init_from` is its deprecated spelling. Installed as `electra-pretrain`.
-`--backend` is the Keras backend, set before Keras is imported (`electra_tf.cli.backend_start`); this
-version pre-trains on TensorFlow, and refuses another backend with one line before anything is written.
+`--backend` is the Keras backend, set before Keras is imported (`electra_tf.cli.backend_start`): tensorflow
+(the default), jax or torch, from the same flags and data; a run resumes under the backend that trained it.
 """
 
 import contextlib
@@ -52,6 +52,7 @@ def define_flags(flag_values=None):
 
 
 def main(argv):
+    from electra_tf import backends
     from electra_tf import config as config_lib
     from electra_tf.config_fields import fields
     from electra_tf.training import distribute, run_lock
@@ -61,7 +62,7 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     if not FLAGS.model_dir:
         raise app.UsageError("--model_dir is required.")
-    cli.check_backend(FLAGS, "Pre-training")
+    cli.check_backend(FLAGS, "Pre-training", available=backends.BACKENDS)
     _check_model_dir(FLAGS.model_dir, FLAGS.init, FLAGS["data"].value if "data" in FLAGS else None)
     overrides = {name: FLAGS[name].value for name in fields(config_lib.ElectraConfig) if FLAGS[name].value is not None}
     config = config_lib.get_config(FLAGS.config, **overrides)
@@ -70,8 +71,10 @@ def main(argv):
 
         check_demo_settings(config)
     check_prediction_slots(config)
-    strategy = distribute.create_strategy(FLAGS.strategy, FLAGS.tpu, FLAGS.num_cpu_devices,
-                                          FLAGS.worker_startup_timeout)
+    strategy = None  # JAX, PyTorch: Keras' own devices (`pretraining.KerasDevices`)
+    if FLAGS.backend == backends.DEFAULT:
+        strategy = distribute.create_strategy(FLAGS.strategy, FLAGS.tpu, FLAGS.num_cpu_devices,
+                                              FLAGS.worker_startup_timeout)
     # One writer per run: a second process on --model_dir is refused naming the holder (the chief holds it).
     with (run_lock.hold(FLAGS.model_dir, "model_dir") if distribute.is_chief(strategy) else contextlib.nullcontext()):
         _train(config, strategy, overrides)
@@ -84,9 +87,11 @@ def _check_model_dir(model_dir, init, data):
 
     run_files.refuse_foreign_output(model_dir, "model_dir", run_files.PRETRAINING_RUN,
                                     inputs=sources.init_inputs(init))
+    from electra_tf.data.arrays import is_array_folder
+
     for pattern in (data or "").split(","):
-        if pattern not in ("", "demo") and "://" not in pattern and atomic.same_file(
-                os.path.dirname(os.path.abspath(pattern)), model_dir):
+        folder = pattern if is_array_folder(pattern) else os.path.dirname(os.path.abspath(pattern))
+        if pattern not in ("", "demo") and "://" not in pattern and atomic.same_file(folder, model_dir):
             raise ValueError(f"`--model_dir={model_dir}` is the folder of the `--data` records ({pattern}): the run's "
                              "files would mix with them. Choose another --model_dir.")
 

@@ -8,7 +8,9 @@ A pre-training run (`electra_tf.pretrain --model_dir`):
     model_dir/config.json          the resolved `ElectraConfig`
     model_dir/vocab.txt            the vocabulary the records were built with (+ electra_tokenizer.json)
     model_dir/checkpoints/ckpt-N   model, optimizer and input position by name
-                                   (`named_checkpoint`), every `save_checkpoints_steps`
+                                   (`named_checkpoint`), every `save_checkpoints_steps`; under
+                                   `--backend jax|torch` Keras' own: `ckpt-N.npz` + `checkpoints.json`
+                                   (`training/keras_checkpoints.py`)
     model_dir/logs/                TensorBoard
     model_dir/discriminator.keras  the trained discriminator (`ElectraEncoder`)
     model_dir/run.lock             while a process trains: its host and pid (`training/run_lock.py`)
@@ -60,6 +62,9 @@ CONFIG_FILE = "config.json"
 CHECKPOINT_DIR = "checkpoints"
 LOG_DIR = "logs"
 DISCRIMINATOR_FILE = "discriminator.keras"
+KERAS_CHECKPOINT_INDEX = "checkpoints.json"  # in CHECKPOINT_DIR, under JAX / PyTorch: backend, kept checkpoints
+KERAS_CHECKPOINT_FILE = "ckpt-{step}.npz"  # one Keras checkpoint: every variable by name (numpy arrays)
+BACKEND_KEY = "backend"  # in config.json: the Keras backend that trained the run
 LOCK_FILE = "run.lock"  # while a process trains into the folder: its host and pid (training/run_lock.py)
 # --- A fine-tuning run ---
 FINETUNE_CONFIG_FILE = "finetune_config.json"
@@ -141,17 +146,51 @@ def check_resumable(config, model_dir):
         )
 
 
-def write_config(config, model_dir):
+def write_config(config, model_dir, backend=None):
+    """Writes `config.json`; `backend` (the Keras backend training the run) is recorded beside the fields."""
     tf.io.gfile.makedirs(model_dir)
-    atomic.write_text(os.path.join(model_dir, CONFIG_FILE), config.to_json())
+    text = config.to_json()
+    if backend is not None:
+        text = json.dumps({**json.loads(text), BACKEND_KEY: backend}, indent=2)
+    atomic.write_text(os.path.join(model_dir, CONFIG_FILE), text)
 
 
 def latest_checkpoint(model_dir):
+    if keras_checkpoint_index(model_dir) is not None:
+        kept = kept_checkpoints(model_dir)
+        return kept[0] if kept else None
     return tf.train.latest_checkpoint(os.path.join(model_dir, CHECKPOINT_DIR))
 
 
+def keras_checkpoint_index(model_dir):
+    """The index of a run's Keras checkpoints (JAX / PyTorch), or None when it has none."""
+    return read_json(os.path.join(model_dir, CHECKPOINT_DIR, KERAS_CHECKPOINT_INDEX))
+
+
+def run_backend(model_dir):
+    """The Keras backend that trained the run in `model_dir` (None: no run there yet).
+
+    Its checkpoints say (Keras' index names its backend; TensorFlow's are TensorFlow's), else `config.json`'s
+    `backend` (a run of an earlier version, without one: TensorFlow).
+    """
+    index = keras_checkpoint_index(model_dir)
+    if index is not None:
+        return str(index.get(BACKEND_KEY))
+    if tf.train.get_checkpoint_state(os.path.join(model_dir, CHECKPOINT_DIR)) is not None:
+        return "tensorflow"
+    if not is_run(model_dir):
+        return None
+    settings = read_json(os.path.join(model_dir, CONFIG_FILE)) or {}
+    return str(settings.get(BACKEND_KEY, "tensorflow"))
+
+
 def kept_checkpoints(model_dir):
-    """The checkpoints the `checkpoint` state file lists, newest first (the latest at the head)."""
+    """The checkpoints the `checkpoint` state file (or Keras' `checkpoints.json`) lists, newest first (the latest
+    at the head)."""
+    index = keras_checkpoint_index(model_dir)
+    if index is not None:
+        kept = index.get("kept") if isinstance(index.get("kept"), list) else []
+        return [os.path.join(model_dir, CHECKPOINT_DIR, str(name)) for name in kept]
     state = tf.train.get_checkpoint_state(os.path.join(model_dir, CHECKPOINT_DIR))
     if state is None:
         return []

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
 
 CLIS = ["electra_tf.pretrain", "electra_tf.finetune", "electra_tf.export", "electra_tf.convert",
         "electra_tf.predict", "electra_tf.pipelines.build_pretraining_data", "electra_tf.pipelines.build_vocab",
-        "electra_tf.pipelines.inspect_records"]
+        "electra_tf.pipelines.inspect_records", "electra_tf.pipelines.records_to_arrays"]
 CONSOLE_SCRIPTS = {"electra-pretrain", "electra-finetune", "electra-export", "electra-convert", "electra-predict",
                    "electra-build-data", "electra-build-vocab"}
 

@@ -75,7 +75,9 @@ def quiet_console():
             _DropMessages(tuple(text for owner, text in _LOG_NOISE if owner == name)))
     if "tensorflow" not in sys.modules and importlib.util.find_spec("tensorflow") is not None:
         # (A JAX or PyTorch host may have no TensorFlow; where it is installed, it is imported here, quietly.)
-        with _hidden(KERAS_EXTRAS):
+        # Under JAX, Keras' backend imports SciPy through JAX: nothing is hidden from it.
+        tensorflow_backend = os.environ.get("KERAS_BACKEND", "tensorflow") == "tensorflow"
+        with _hidden(KERAS_EXTRAS if tensorflow_backend else ()):
             _import_quietly("tensorflow")
 
 

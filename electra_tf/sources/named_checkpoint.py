@@ -159,6 +159,19 @@ def optimizer_variables(optimizer, model_names):
     return names
 
 
+def checkpoint_names(model, optimizer=None, metrics=(), loss_scale=None):
+    """section -> {name: variable} of what a checkpoint of a run holds (see `NamedCheckpoint`): the one naming
+    of TensorFlow's checkpoints and of the Keras checkpoints of the other backends (`training.keras_checkpoints`)."""
+    names = {MODEL: model_variables(model)}
+    if optimizer is not None:
+        names[OPTIMIZER] = optimizer_variables(optimizer, names[MODEL])
+    if metrics:
+        names[METRICS] = {f"{m.name}/{v.name}": v for m in metrics for v in m.variables}
+    if loss_scale:
+        names[LOSS_SCALE] = dict(loss_scale)
+    return names
+
+
 class NamedCheckpoint:
     """A `tf.train.Checkpoint` of a model (and optionally its optimizer) by name.
 
@@ -192,13 +205,7 @@ class NamedCheckpoint:
 
     def __init__(self, model, optimizer=None, metrics=(), loss_scale=None):
         self.model, self.optimizer = model, optimizer
-        self.names = {MODEL: model_variables(model)}
-        if optimizer is not None:
-            self.names[OPTIMIZER] = optimizer_variables(optimizer, self.names[MODEL])
-        if metrics:
-            self.names[METRICS] = {f"{m.name}/{v.name}": v for m in metrics for v in m.variables}
-        if loss_scale:
-            self.names[LOSS_SCALE] = dict(loss_scale)
+        self.names = checkpoint_names(model, optimizer, metrics, loss_scale)
         self.checkpoint = tf.train.Checkpoint(**{s: _nest(v) for s, v in self.names.items()})
 
     def restore(self, path):

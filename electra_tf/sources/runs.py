@@ -50,9 +50,15 @@ def restore_pretrainer(model_dir, checkpoint=None):
     """
     config = run_files.read_config(model_dir)
     pretrainer = build_pretrainer(config)
+    if run_files.keras_checkpoint_index(model_dir) is not None:  # trained under JAX / PyTorch: Keras checkpoints
+        from electra_tf.sources import keras_checkpoint
+
+        restore, latest_good = keras_checkpoint.KerasCheckpoint(pretrainer).restore, keras_checkpoint.restore_latest_good
+    else:
+        restore, latest_good = NamedCheckpoint(pretrainer).restore, named_checkpoint.restore_latest_good
     if checkpoint:
-        NamedCheckpoint(pretrainer).restore(checkpoint)
-    elif named_checkpoint.restore_latest_good(NamedCheckpoint(pretrainer).restore, model_dir) is None:
+        restore(checkpoint)
+    elif latest_good(restore, model_dir) is None:
         raise FileNotFoundError(f"No checkpoint in {os.path.join(model_dir, run_files.CHECKPOINT_DIR)}.")
     return pretrainer, config
 

@@ -1,6 +1,7 @@
 """Keras callbacks of the pre-training loop: checkpoints, preemption, non-finite loss, throughput, stopping."""
 
 import math
+import os
 import shutil
 import signal
 import threading
@@ -79,6 +80,55 @@ class CheckpointEvery(keras.callbacks.Callback):
         # multiple of `every` updates unless a loss scaler skipped some, and the loop trains on then.
         if self.model.stop_training or self.step() % self.every == 0:
             self.save()
+
+
+class KerasCheckpointEvery(CheckpointEvery):
+    """`CheckpointEvery` under JAX / PyTorch: Keras checkpoints (`sources.keras_checkpoint`), not TensorFlow's.
+
+    `ckpt-N.npz` is written whole, then `checkpoints.json` naming it first; the checkpoints past the newest
+    `max_to_keep` are deleted after that. A temporary file a killed save left is removed when training starts.
+
+    Args:
+        checkpoint: `KerasCheckpoint` of the model, optimizer and metrics.
+        model_dir: str. The run's folder.
+        every, max_to_keep, before_save: as `CheckpointEvery`'s.
+        backend: str. The Keras backend, recorded in `checkpoints.json`.
+        position: callable returning the input position (batches read), saved with the step.
+    """
+
+    def __init__(self, checkpoint, model_dir, every, max_to_keep, backend, position, before_save=()):
+        keras.callbacks.Callback.__init__(self)
+        from electra_tf import atomic, run_files
+
+        self.checkpoint, self.model_dir, self.backend, self.position = checkpoint, model_dir, backend, position
+        self.every, self.max_to_keep, self.before_save = every, max_to_keep, list(before_save)
+        self.strategy = None
+        self.directory = os.path.join(model_dir, run_files.CHECKPOINT_DIR)
+        for name in (os.listdir(self.directory) if os.path.isdir(self.directory) else ()):
+            if name.startswith(atomic.PARTIAL_PREFIX):  # a save killed half-way (the run lock is ours)
+                os.remove(os.path.join(self.directory, name))
+        self.last_saved = self.step()
+
+    def save(self, force=False):
+        from electra_tf import run_files
+        from electra_tf.sources import keras_checkpoint
+
+        step = self.step()
+        if step == self.last_saved and not force:
+            return
+        if not keras_checkpoint.all_finite(self.model.variables):
+            raise FloatingPointError(f"The model holds NaN or Inf at step {step}; no checkpoint written.")
+        for hook in self.before_save:
+            hook()
+        path = os.path.join(self.directory, run_files.KERAS_CHECKPOINT_FILE.format(step=step))
+        self.checkpoint.write(path, position=self.position())
+        kept = [path] + [p for p in run_files.kept_checkpoints(self.model_dir) if p != path]
+        keras_checkpoint.write_index(self.model_dir, kept[:self.max_to_keep], self.backend)
+        for old in kept[self.max_to_keep:]:
+            if os.path.exists(old):
+                os.remove(old)
+        self.last_saved = step
+        logging.info("Saved checkpoint %s", path)
 
 
 class ResumeEpochMetrics(keras.callbacks.Callback):

@@ -63,6 +63,8 @@ class _SumThenClip:
     """
 
     def _backend_apply_gradients(self, grads, trainable_variables):
+        if keras.backend.backend() != "tensorflow":  # JAX's DataParallel: the gradients are the global batch's
+            return super()._backend_apply_gradients(grads, trainable_variables)
         context = tf.distribute.get_replica_context()
         if context is not None and context.num_replicas_in_sync > 1:
             present = [i for i, g in enumerate(grads) if g is not None]
@@ -105,8 +107,10 @@ class OptionalBiasCorrection:
         self.bias_correction = bias_correction
 
     def update_step(self, gradient, variable, learning_rate):
-        if self.amsgrad:
+        if self.amsgrad or (self.bias_correction and keras.backend.backend() != "tensorflow"):
             return super().update_step(gradient, variable, learning_rate)
+        if keras.backend.backend() != "tensorflow":
+            return self._official_update(gradient, variable, learning_rate)
         dtype = variable.dtype
         index = self._get_variable_index(variable)
         beta_1_power, beta_2_power, beta_1, beta_2, epsilon = self._adam_scalars(dtype)
@@ -114,6 +118,18 @@ class OptionalBiasCorrection:
             var=_handle(variable), m=_handle(self._momentums[index]), v=_handle(self._velocities[index]),
             beta1_power=beta_1_power, beta2_power=beta_2_power, lr=tf.cast(learning_rate, dtype),
             beta1=beta_1, beta2=beta_2, epsilon=epsilon, grad=tf.cast(tf.convert_to_tensor(gradient), dtype))
+
+    def _official_update(self, gradient, variable, learning_rate):
+        """The official step in `keras.ops` (JAX, PyTorch): `ResourceApplyAdam`'s expressions, beta powers 0."""
+        ops = keras.ops
+        dtype = variable.dtype
+        index = self._get_variable_index(variable)
+        m, v = self._momentums[index], self._velocities[index]
+        gradient = ops.cast(gradient, dtype)
+        self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1 - self.beta_1))
+        self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), 1 - self.beta_2))
+        step = ops.divide(ops.multiply(m, ops.cast(learning_rate, dtype)), ops.add(ops.sqrt(v), self.epsilon))
+        self.assign_sub(variable, step)
 
     def _adam_scalars(self, dtype):
         """This step's beta powers, betas and epsilon as `dtype` tensors: made once per traced graph, not per variable."""

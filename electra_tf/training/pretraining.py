@@ -11,15 +11,18 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from electra_tf.data import arrays
 from electra_tf.data.pretraining_dataset import (check_record_format, check_segment_ids, list_files,
                                                 pretraining_dataset)
 from electra_tf.data import records
 from electra_tf.data import tokenizer as tokenizer_lib
 from electra_tf.models.pretrainer import build_pretrainer
 from electra_tf.objectives import OBJECTIVES
-from electra_tf import atomic, run_files, sources
+from electra_tf import atomic, backends, run_files, sources
 from electra_tf.training import callbacks, distribute
 from electra_tf.sources import named_checkpoint
+from electra_tf.sources import keras_checkpoint
+from electra_tf.sources.keras_checkpoint import KerasCheckpoint
 from electra_tf.sources.named_checkpoint import NamedCheckpoint
 from electra_tf.training.optimization import create_optimizer, loss_scaled, skipped_batches
 
@@ -63,7 +66,7 @@ def resolve_data(config, demo_dir, model_dir=None, build_demo_data=None):
 
 def find_vocabulary(patterns, model_dir=None):
     """The `vocab.txt` beside the records of `patterns`, else in `model_dir`; an error when there is none."""
-    folders = sorted({os.path.dirname(path) for path in list_files(patterns)})
+    folders = _data_folders(patterns)
     candidates = [os.path.join(folder, run_files.VOCAB_FILE) for folder in folders]
     if model_dir:
         candidates.append(os.path.join(model_dir, run_files.VOCAB_FILE))
@@ -79,6 +82,13 @@ def find_vocabulary(patterns, model_dir=None):
 
 
 TENSOR_LIMIT = 2**31 - 1  # elements of one TensorFlow tensor (int32 shapes and offsets)
+
+
+def _data_folders(patterns, flag="data"):
+    """The folders holding `--data`'s records: the folder itself for arrays (`electra_tf.data.arrays`)."""
+    if arrays.is_array_folder(patterns):
+        return [patterns]
+    return sorted({os.path.dirname(path) for path in list_files(patterns, flag=flag)})
 
 
 def check_batch_size(config, num_replicas=1):
@@ -132,6 +142,9 @@ def check_inputs(config):
     """Every record file of `--data` (and `--eval_data`) exists, starts with well-formed records whose
     segment ids fit `--num_segments`, and its build's `stats.json` does not say otherwise."""
     for flag, patterns in (("data", config.data), ("eval_data", config.eval_data)):
+        if patterns and arrays.is_array_folder(patterns):
+            check_array_folder(patterns, config, flag)
+            continue
         if flag == "data" or patterns:
             for path in list_files(patterns, flag=flag):
                 check_record_format(path, config.seq_length)
@@ -139,11 +152,24 @@ def check_inputs(config):
             check_segments_of_builds(patterns, config.num_segments, flag)
 
 
+def check_array_folder(folder, config, flag="data"):
+    """A folder of arrays opens, fits `--seq_length` and `--batch_size`, and its first batch's segment ids fit
+    `--num_segments`."""
+    batch = arrays.ArrayBatches(folder, config.batch_size, config.seq_length, config.vocab_size, seed=config.seed,
+                                shuffle=False, flag=flag).batch(0)
+    largest = int(batch["segment_ids"].max())
+    if largest >= config.num_segments:
+        raise ValueError(
+            f"`--num_segments={config.num_segments}` does not fit the arrays of `--{flag}={folder}`: they hold "
+            f"segment id {largest} (the segment table has rows 0..{config.num_segments - 1}). Use --num_segments "
+            f"{largest + 1}.")
+
+
 def check_segments_of_builds(patterns, num_segments, flag="data"):
     """Refuses `--num_segments=1` for records whose build's `stats.json` counts examples with a second segment."""
     if num_segments >= 2:
         return
-    for directory in sorted({os.path.dirname(path) for path in list_files(patterns, flag=flag)}):
+    for directory in _data_folders(patterns, flag):
         stats = records.read_stats(directory)
         if stats and isinstance(stats.get("examples"), int) and isinstance(stats.get("single_segment"), int):
             two = stats["examples"] - stats["single_segment"]
@@ -161,7 +187,7 @@ def check_data_vocabulary(patterns, vocab_file, settings):
     shards; records without one (other tools, older builds) are not checked. A `tokenizer`
     without the normalisation record is the previous release's (`tokenizer.recorded_settings`).
     """
-    for directory in sorted({os.path.dirname(path) for path in list_files(patterns)}):
+    for directory in _data_folders(patterns):
         stats = records.check_vocabulary(directory, vocab_file)
         if stats is None or stats.get("tokenizer") is None:
             continue
@@ -190,10 +216,16 @@ def train(config, model_dir, strategy=None, init=None, verbose=1, extra_callback
 
     Returns:
         The trained `ElectraPretrainer`.
+
+    Under JAX or PyTorch (`KERAS_BACKEND`) `strategy` is not used: Keras' `DataParallel` spreads the batch
+    over the devices when JAX sees several, the checkpoints are Keras' (`sources.keras_checkpoint`) and
+    the train step is compiled under JAX (always) and eager under PyTorch.
     """
-    strategy = strategy or tf.distribute.get_strategy()
+    backend = backends.name()
+    native = backend != backends.DEFAULT
+    strategy = KerasDevices(config) if native else (strategy or tf.distribute.get_strategy())
     accumulation = config.gradient_accumulation_steps
-    jit_compile = config.jit_compile
+    jit_compile = config.jit_compile if not native else backend == "jax"
     if distribute.uses_logical_cpus(strategy):
         if accumulation > 1:
             raise ValueError(
@@ -205,14 +237,21 @@ def train(config, model_dir, strategy=None, init=None, verbose=1, extra_callback
             logging.warning("XLA is unavailable for MirroredStrategy over logical CPUs; training without it.")
             jit_compile = False
     keras.mixed_precision.set_global_policy(config.precision)  # also resets an earlier run's policy
-    if config.deterministic:
+    if config.deterministic and not native:
         tf.config.experimental.enable_op_determinism()
     # Nothing is written before the batch, the data, the vocabulary and any existing run are found compatible.
     check_prediction_slots(config)
     check_batch_size(config, strategy.num_replicas_in_sync)
     check_inputs(config)
     run_files.check_resumable(config, model_dir)
+    check_run_backend(model_dir, backend)
     _check_run_vocabulary(config, model_dir)
+    if arrays.is_array_folder(config.data) and isinstance(
+            strategy, (tf.distribute.MultiWorkerMirroredStrategy, tf.distribute.TPUStrategy)):
+        raise ValueError(f"`--data={config.data}` is a folder of arrays, read on one host: it does not feed "
+                         "--strategy multi_worker or tpu. Give those the TFRecords (a glob).")
+    if native:
+        strategy.distribute()
 
     chief = distribute.is_chief(strategy)
     keras.utils.set_random_seed(config.seed)  # initialisation and dropout streams follow --seed
@@ -224,20 +263,28 @@ def train(config, model_dir, strategy=None, init=None, verbose=1, extra_callback
             optimizer=scaled, jit_compile=jit_compile, steps_per_execution=config.steps_per_execution
         )
         scaled.build(pretrainer.trainable_variables)
-        state = NamedCheckpoint(pretrainer, optimizer, pretrainer.metrics,  # metrics: mid-epoch resume
-                                loss_scale=scaled.state() if scaled is not optimizer else None)
+        loss_scale = scaled.state() if scaled is not optimizer else None
         board = callbacks.tensorboard(
             os.path.join(model_dir, run_files.LOG_DIR), config.log_steps, strategy, accumulation
         )
-        save = callbacks.CheckpointEvery(
-            state.checkpoint,
-            os.path.join(model_dir, run_files.CHECKPOINT_DIR),
-            every=config.save_checkpoints_steps,
-            max_to_keep=config.keep_checkpoint_max,
-            strategy=strategy,
-            before_save=[board.flush],
-        )
-        latest = named_checkpoint.restore_latest_good(state.restore, model_dir)
+        if native:
+            state = KerasCheckpoint(pretrainer, optimizer, pretrainer.metrics, loss_scale=loss_scale)
+            save = callbacks.KerasCheckpointEvery(
+                state, model_dir, every=config.save_checkpoints_steps, max_to_keep=config.keep_checkpoint_max,
+                backend=backend, position=lambda: batches_read(), before_save=[board.flush])
+            latest = keras_checkpoint.restore_latest_good(state.restore, model_dir)
+        else:
+            state = NamedCheckpoint(pretrainer, optimizer, pretrainer.metrics,  # metrics: mid-epoch resume
+                                    loss_scale=loss_scale)
+            save = callbacks.CheckpointEvery(
+                state.checkpoint,
+                os.path.join(model_dir, run_files.CHECKPOINT_DIR),
+                every=config.save_checkpoints_steps,
+                max_to_keep=config.keep_checkpoint_max,
+                strategy=strategy,
+                before_save=[board.flush],
+            )
+            latest = named_checkpoint.restore_latest_good(state.restore, model_dir)
         if latest:
             logging.info("Resumed from %s", latest)
         elif init:
@@ -245,7 +292,7 @@ def train(config, model_dir, strategy=None, init=None, verbose=1, extra_callback
             logging.info("Initialised from %s", init)
 
     if chief:
-        run_files.write_config(config, model_dir)
+        run_files.write_config(config, model_dir, backend=backend)
         target = os.path.join(model_dir, run_files.VOCAB_FILE)
         if config.vocab_file and os.path.abspath(config.vocab_file) != os.path.abspath(target):
             tokenizer_lib.copy_vocab(config.vocab_file, target)
@@ -332,6 +379,48 @@ def train(config, model_dir, strategy=None, init=None, verbose=1, extra_callback
     return pretrainer
 
 
+class KerasDevices:
+    """In place of a `tf.distribute` strategy under JAX / PyTorch: the devices Keras trains on.
+
+    Under JAX with more than one device (GPUs, or CPUs split by
+    `XLA_FLAGS=--xla_force_host_platform_device_count=N`), `distribute` sets Keras' `DataParallel`
+    over them: each device computes the gradients of its share of the global batch, which
+    must divide among them. Elsewhere one device trains.
+    """
+
+    def __init__(self, config):
+        self.config = config
+        self.devices = keras.distribution.list_devices() if backends.name() == "jax" else []
+        self.num_replicas_in_sync = max(1, len(self.devices))
+
+    def distribute(self):
+        if self.num_replicas_in_sync < 2:
+            return
+        if self.config.batch_size % self.num_replicas_in_sync:
+            raise ValueError(f"`--batch_size={self.config.batch_size}` does not divide among the "
+                             f"{self.num_replicas_in_sync} devices JAX sees ({', '.join(self.devices)}): use a "
+                             f"multiple of {self.num_replicas_in_sync}.")
+        keras.distribution.set_distribution(keras.distribution.DataParallel(devices=self.devices))
+        logging.info("Data parallel over %d devices: %s", self.num_replicas_in_sync, ", ".join(self.devices))
+
+    def scope(self):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+
+def check_run_backend(model_dir, backend):
+    """Refuses to resume a run under another Keras backend than the one that trained it (its checkpoints are
+    that backend's), naming both, before anything is written."""
+    trained = run_files.run_backend(model_dir)
+    if trained is not None and trained != backend:
+        raise ValueError(
+            f"`--model_dir={model_dir}` holds a run trained under --backend {trained}; resuming it under "
+            f"`--backend={backend}` would not continue it exactly (its checkpoints and random streams are "
+            f"{trained}'s). Re-run with --backend {trained}, or start a new --model_dir (`--init {model_dir}` "
+            "starts one from its weights).")
+
+
 def _check_run_vocabulary(config, model_dir):
     """A run resumes with the vocabulary it was trained with (its `vocab.txt`)."""
     saved = os.path.join(model_dir, run_files.VOCAB_FILE)
@@ -354,6 +443,8 @@ def _dataset(config, strategy, patterns, training=True, skip_batches=0):
     Evaluation data is read in file order, unshuffled and repeated, so every
     evaluation sees the same `eval_steps` batches.
     """
+    if arrays.is_array_folder(patterns):
+        return _array_batches(config, patterns, training, skip_batches)
     kwargs = dict(
         patterns=patterns,
         seq_length=config.seq_length,
@@ -373,6 +464,25 @@ def _dataset(config, strategy, patterns, training=True, skip_batches=0):
     if isinstance(strategy, (tf.distribute.MultiWorkerMirroredStrategy, tf.distribute.TPUStrategy)):
         return strategy.distribute_datasets_from_function(lambda context: read(config.batch_size, context))
     return read(config.batch_size)
+
+
+def _array_batches(config, folder, training, skip_batches):
+    """Batches of a folder of arrays: a generator while training (the stream goes on across `fit`'s epochs), a
+    `PyDataset` of `eval_steps` batches for evaluation (the same batches, from the first, every time)."""
+    flag = "data" if training else "eval_data"
+    reader = arrays.ArrayBatches(folder, config.batch_size, config.seq_length, config.vocab_size, seed=config.seed,
+                                 shuffle=training, skip_batches=skip_batches, flag=flag)
+    if training:  # Keras takes a generator's items as (inputs,) tuples
+        return ((batch,) for batch in reader)
+
+    class Evaluation(keras.utils.PyDataset):
+        def __len__(self):
+            return config.eval_steps
+
+        def __getitem__(self, i):
+            return (reader.batch(i),)
+
+    return Evaluation()
 
 
 def _find_corrupt_file(patterns):

@@ -188,3 +188,23 @@ def test_fused_adam_in_a_traced_step_equals_keras_adamw_with_a_sparse_gradient(w
         assert np.abs(reference - initial).max() > 1e-2  # it trained
         # Rounding only: the kernel's fused multiply-adds round m and v once where Keras' ops round twice.
         np.testing.assert_allclose(fused, reference, rtol=1e-5, atol=2e-6)
+
+
+@pytest.mark.large
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_the_official_update_rule_holds_under_jax_and_torch(backend):
+    """The same update-rule tests with Keras on JAX / PyTorch, where the step is `keras.ops`, not TensorFlow's kernel."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers import REPO
+
+    code = ("import sys; sys.path[:0] = ['tests', 'tests/training']\n"
+            "import keras, test_optimization as t\n"
+            "assert keras.backend.backend() == sys.argv[1]\n"
+            "t.test_adamw_matches_the_official_update_rule(False); t.test_adamw_matches_the_official_update_rule(True)\n"
+            "t.test_layerwise_adamw_without_bias_correction_scales_the_official_update()\n")
+    result = subprocess.run([sys.executable, "-c", code, backend], cwd=REPO, capture_output=True, text=True,
+                            timeout=600, env=dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=str(REPO)))
+    assert result.returncode == 0, result.stderr[-3000:]
