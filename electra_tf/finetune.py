@@ -46,7 +46,7 @@ import sys
 
 from absl import app, flags
 
-from electra_tf import cli
+from electra_tf import backends, cli
 
 ALIASES = cli.aliases("max_seq_length")
 BACKEND_FLAG = True  # `--backend`, read before Keras is imported
@@ -77,7 +77,7 @@ def main(argv):
 
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    cli.check_backend(FLAGS, "Fine-tuning")
+    cli.check_backend(FLAGS, "Fine-tuning", available=backends.BACKENDS)
     config = FinetuneConfig(**{name: FLAGS[name].value for name in fields(FinetuneConfig)})
     for name in ("task", "data_dir", "init", "output_dir"):
         if not getattr(config, name):

@@ -75,7 +75,7 @@ def quiet_console():
             _DropMessages(tuple(text for owner, text in _LOG_NOISE if owner == name)))
     if "tensorflow" not in sys.modules and importlib.util.find_spec("tensorflow") is not None:
         # (A JAX or PyTorch host may have no TensorFlow; where it is installed, it is imported here, quietly.)
-        with _hidden(KERAS_EXTRAS):
+        with _hidden(keras_extras(os.environ.get("KERAS_BACKEND"))):
             _import_quietly("tensorflow")
 
 
@@ -85,6 +85,17 @@ def quiet_console():
 # they stay out of that import; a later `import sklearn` or `import matplotlib` (by a user's script)
 # works as ever.
 KERAS_EXTRAS = ("sklearn", "matplotlib", "scipy")
+
+
+def keras_extras(backend):
+    """`KERAS_EXTRAS` less what Keras' `backend` itself imports (JAX's and PyTorch's Keras backends use SciPy).
+
+    Example:
+    >>> from electra_tf.cli.quiet import keras_extras
+    >>> keras_extras("tensorflow"), keras_extras("jax")
+    (('sklearn', 'matplotlib', 'scipy'), ('sklearn', 'matplotlib'))
+    """
+    return KERAS_EXTRAS if backend in (None, "", "tensorflow") else tuple(p for p in KERAS_EXTRAS if p != "scipy")
 
 
 @contextlib.contextmanager

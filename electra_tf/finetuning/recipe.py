@@ -96,7 +96,16 @@ def cpu_graph_options():
 
 
 def jit_compile(config, strategy):
-    """`config.jit_compile`, except where XLA cannot run (mirrored over logical CPUs)."""
+    """`config.jit_compile`, except where XLA cannot run (mirrored over logical CPUs).
+
+    On JAX the train step is always XLA-compiled (Keras' default there: JAX runs op by op
+    otherwise); on PyTorch never (`torch.compile` is not what the recipe was measured with).
+    """
+    backend = keras.backend.backend()
+    if backend != "tensorflow":
+        if config.jit_compile and backend == "torch":
+            logging.warning("--jit_compile is TensorFlow's and JAX's XLA; PyTorch trains without it.")
+        return backend == "jax"
     if config.jit_compile and distribute.uses_logical_cpus(strategy):
         logging.warning("XLA is unavailable for MirroredStrategy over logical CPUs; training without it.")
         return False

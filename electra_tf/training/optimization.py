@@ -89,13 +89,14 @@ class OptionalBiasCorrection:
     Mixed into an Adam subclass; a subclass that scales `learning_rate` in its
     own `update_step` (layer-wise decay) composes with it.
 
-    Both run as TensorFlow's fused `ResourceApplyAdam` kernel, which computes
+    On TensorFlow both run as its fused `ResourceApplyAdam` kernel, which computes
     Keras' expressions (`m += (g - m) * (1 - beta_1)`, ...; beta powers 0 give
     the official step): one pass over each variable and its slots instead of
     Keras' ten element-wise ops, with the step's scalars made once per traced
     graph, so the train step's graph is smaller and traces faster
     (`benchmarks/results/finetune_end_to_end.md`). `amsgrad` keeps Keras' own
-    update. A weight decay of 0 (the fine-tuning default) adds no ops.
+    update. A weight decay of 0 (the fine-tuning default) adds no ops. On JAX and PyTorch the update
+    is Keras' own in `keras.ops` (`alpha = lr` for the official one).
     """
 
     def __init__(self, *args, bias_correction=True, **kwargs):
@@ -105,8 +106,10 @@ class OptionalBiasCorrection:
         self.bias_correction = bias_correction
 
     def update_step(self, gradient, variable, learning_rate):
-        if self.amsgrad:
+        if self.amsgrad or (self.bias_correction and keras.backend.backend() != "tensorflow"):
             return super().update_step(gradient, variable, learning_rate)
+        if keras.backend.backend() != "tensorflow":
+            return self._official_update(gradient, variable, learning_rate)
         dtype = variable.dtype
         index = self._get_variable_index(variable)
         beta_1_power, beta_2_power, beta_1, beta_2, epsilon = self._adam_scalars(dtype)
@@ -114,6 +117,15 @@ class OptionalBiasCorrection:
             var=_handle(variable), m=_handle(self._momentums[index]), v=_handle(self._velocities[index]),
             beta1_power=beta_1_power, beta2_power=beta_2_power, lr=tf.cast(learning_rate, dtype),
             beta1=beta_1, beta2=beta_2, epsilon=epsilon, grad=tf.cast(tf.convert_to_tensor(gradient), dtype))
+
+    def _official_update(self, gradient, variable, learning_rate):
+        """The official step in `keras.ops` (JAX, PyTorch): Keras' Adam expressions with `alpha = lr`."""
+        ops, index = keras.ops, self._get_variable_index(variable)
+        lr, gradient = ops.cast(learning_rate, variable.dtype), ops.cast(gradient, variable.dtype)
+        m, v = self._momentums[index], self._velocities[index]
+        self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1 - self.beta_1))
+        self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), 1 - self.beta_2))
+        self.assign_sub(variable, ops.divide(ops.multiply(m, lr), ops.add(ops.sqrt(v), self.epsilon)))
 
     def _adam_scalars(self, dtype):
         """This step's beta powers, betas and epsilon as `dtype` tensors: made once per traced graph, not per variable."""
