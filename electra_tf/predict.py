@@ -95,10 +95,11 @@ import sys
 
 from absl import app, flags
 
-from electra_tf import atomic, cli
+from electra_tf import atomic, backends, cli
 
 FLAGS = flags.FLAGS
 ALIASES = {}
+BACKEND_FLAG = True  # `--backend`, read before Keras is imported
 
 
 def define_flags(flag_values=None):
@@ -118,6 +119,7 @@ def define_flags(flag_values=None):
     cli.define("integer", "batch_size", 32, "Examples per call of the serving signature.", fv)
     cli.define("bool", "progress", False, "Progress on stderr even when it is not a terminal.", fv)
     define_field_flags(tasks.ReadOptions, fv)  # the column flags and each task kind's own (`--corrupt`, ...)
+    cli.define_backend(fv)
 
 
 def main(argv):
@@ -130,6 +132,7 @@ def main(argv):
 
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    cli.check_backend(FLAGS, "Predicting", available=backends.BACKENDS)
     if not FLAGS.init:
         raise app.UsageError("--init is required.")
     if FLAGS.batch_size < 1:
