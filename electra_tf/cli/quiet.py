@@ -88,14 +88,15 @@ KERAS_EXTRAS = ("sklearn", "matplotlib", "scipy")
 
 
 def keras_extras(backend):
-    """`KERAS_EXTRAS` less what Keras' `backend` itself imports (JAX's and PyTorch's Keras backends use SciPy).
+    """`KERAS_EXTRAS` on the TensorFlow backend; none on another (JAX's Keras backend imports SciPy, PyTorch's
+    start looks for scikit-learn: hidden, Keras' import would fail half-way).
 
     Example:
     >>> from electra_tf.cli.quiet import keras_extras
     >>> keras_extras("tensorflow"), keras_extras("jax")
-    (('sklearn', 'matplotlib', 'scipy'), ('sklearn', 'matplotlib'))
+    (('sklearn', 'matplotlib', 'scipy'), ())
     """
-    return KERAS_EXTRAS if backend in (None, "", "tensorflow") else tuple(p for p in KERAS_EXTRAS if p != "scipy")
+    return KERAS_EXTRAS if backend in (None, "", "tensorflow") else ()
 
 
 @contextlib.contextmanager
