@@ -59,12 +59,19 @@ def check_model(encoder, vocab_file, seq_length):
 
 
 def create_strategy(config):
-    """The config's dtype policy set globally, and its `tf.distribute` strategy.
+    """The config's dtype policy set globally, and its `tf.distribute` strategy (on JAX or PyTorch: the default
+    one, TensorFlow kept off the GPUs; `--strategy auto|cpu|gpu` are then the backend's own placement).
 
     A second run in one process may ask for the logical CPUs the first one
     made (they cannot be made twice): those are reused.
     """
     keras.mixed_precision.set_global_policy(config.precision)  # also resets an earlier run's policy
+    if keras.backend.backend() != "tensorflow":  # the backend places the model; TensorFlow only feeds the batches
+        try:
+            tf.config.set_visible_devices([], "GPU")  # and leaves the GPUs' memory to the backend
+        except RuntimeError:  # TensorFlow's devices are set up already (a second run in the process)
+            pass
+        return tf.distribute.get_strategy()
     if config.strategy is None:
         return tf.distribute.get_strategy()
     try:
