@@ -38,7 +38,10 @@ std / min / max go to `output_dir/results.json`. The best trial's model is saved
 `output_dir/classifier.keras` (tagging: `token_classifier.keras`, QA:
 `question_answerer.keras`, multiple choice: `multiple_choice.keras`, embeddings:
 `embedder.keras`) with `vocab.txt` and `finetune_config.json`, which
-`python -m electra_tf.export --format serving` reads. Installed as `electra-finetune`.
+`python -m electra_tf.export --format serving` reads. `--backend jax|torch` (or `KERAS_BACKEND`)
+fine-tunes with Keras' JAX or PyTorch trainer, the same files written, the backend recorded in the
+settings; a run resumes on its own backend only (docs/finetuning.md, "On JAX or PyTorch").
+Installed as `electra-finetune`.
 """
 
 import os

@@ -87,7 +87,9 @@ they are written whole under a temporary name and renamed. SIGTERM stops the
 command at once, exit 143, the files being written removed. With stdout closed
 (`>&-`) the records need `--output_file` (else one error line, exit 1); with
 stderr closed the command runs as ever, its messages unseen
-(`cli.standard_streams`). Installed as `electra-predict`.
+(`cli.standard_streams`). `--backend jax|torch` runs a fine-tuned model on that Keras backend
+between the serving module's TensorFlow tokenisation and formatting (the same records, within
+1e-5); an export is TensorFlow's whatever the backend. Installed as `electra-predict`.
 """
 
 import os
