@@ -29,7 +29,10 @@ under any `--strategy`. Each trial restarts from `--init` with seed `seed + tria
 the dev (and labelled test) metrics of every trial and their mean / median /
 std / min / max go to `output_dir/results.json`. The best trial's model is saved in
 `output_dir` (the kind's model file: `classifier.keras`, ...) with `vocab.txt` and `finetune_config.json`,
-which `python -m electra_tf.export --format serving` reads. Installed as `electra-finetune`.
+which `python -m electra_tf.export --format serving` reads. `--backend jax|torch` (or `KERAS_BACKEND`)
+fine-tunes with Keras' JAX or PyTorch trainer, the same files written, the backend recorded in the
+settings; a run resumes on its own backend only (docs/finetuning.md, "On JAX or PyTorch").
+Installed as `electra-finetune`.
 """
 
 import os
@@ -37,7 +40,7 @@ import sys
 
 from absl import app, flags
 
-from electra_tf import cli
+from electra_tf import backends, cli
 
 ALIASES = cli.aliases("max_seq_length")
 BACKEND_FLAG = True  # `--backend`, read before Keras is imported
@@ -73,7 +76,7 @@ def main(argv):
 
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    cli.check_backend(FLAGS, "Fine-tuning")
+    cli.check_backend(FLAGS, "Fine-tuning", available=backends.BACKENDS)
     config = FinetuneConfig(**{name: FLAGS[name].value for name in fields(FinetuneConfig)})
     for name in ("task", "data_dir", "init", "output_dir"):
         if not getattr(config, name):

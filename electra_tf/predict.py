@@ -63,7 +63,9 @@ they are written whole under a temporary name and renamed. SIGTERM stops the
 command at once, exit 143, the files being written removed. With stdout closed
 (`>&-`) the records need `--output_file` (else one error line, exit 1); with
 stderr closed the command runs as ever, its messages unseen
-(`cli.standard_streams`). Installed as `electra-predict`.
+(`cli.standard_streams`). `--backend jax|torch` runs a fine-tuned model on that Keras backend
+between the serving module's TensorFlow tokenisation and formatting (the same records, within
+1e-5); an export is TensorFlow's whatever the backend. Installed as `electra-predict`.
 """
 
 import os
@@ -71,10 +73,11 @@ import sys
 
 from absl import app, flags
 
-from electra_tf import atomic, cli
+from electra_tf import atomic, backends, cli
 
 FLAGS = flags.FLAGS
 ALIASES = {}
+BACKEND_FLAG = True  # `--backend`, read before Keras is imported
 
 
 def define_flags(flag_values=None):
@@ -94,6 +97,7 @@ def define_flags(flag_values=None):
     cli.define("integer", "batch_size", 32, "Examples per call of the serving signature.", fv)
     cli.define("bool", "progress", False, "Progress on stderr even when it is not a terminal.", fv)
     define_field_flags(tasks.ReadOptions, fv)  # the column flags and each task kind's own (`--corrupt`, ...)
+    cli.define_backend(fv)
     cli.add_usage(sys.modules[__name__], "Task kinds (the kind of the --init model): what each reads from --input "
                   "and one record it writes:\n\n" + tasks.kinds_usage())
 
@@ -108,6 +112,7 @@ def main(argv):
 
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    cli.check_backend(FLAGS, "Predicting", available=backends.BACKENDS)
     if not FLAGS.init:
         raise app.UsageError("--init is required.")
     if FLAGS.batch_size < 1:

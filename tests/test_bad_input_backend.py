@@ -1,5 +1,5 @@
-"""`--backend`: an unknown one, one not installed, a TensorFlow-only flag beside JAX or PyTorch, and a command not
-available on that backend yet (fine-tuning): one `error:` line each, through the command, nothing written.
+"""`--backend`: an unknown one, one not installed, and a TensorFlow-only flag beside JAX or PyTorch (pre-training's and
+fine-tuning's): one `error:` line each, through the command, nothing written.
 
 Each case runs `python -m electra_tf.pretrain` (or `finetune`) in a folder that already holds a file, its
 `--model_dir` inside it: the folder keeps its checksums and gains nothing.
@@ -60,7 +60,9 @@ def test_keras_backend_in_the_environment_chooses_the_backend_when_the_flag_is_a
 
 
 @pytest.mark.large
-def test_finetuning_under_torch_is_refused_until_it_is_available(folder):
+@pytest.mark.parametrize("backend,flags,named", [("jax", ["--strategy", "mirrored"], "`--strategy=mirrored`"),
+                                                 ("torch", ["--strategy=multi_worker"], "`--strategy=multi_worker`")])
+def test_finetuning_with_a_tensorflow_only_strategy_under_another_backend_names_both(folder, backend, flags, named):
     line = refused(["-m", "electra_tf.finetune", "--task", "sst-2", "--data_dir", str(folder), "--init",
-                    str(folder), "--output_dir", str(folder / "run"), "--backend", "torch"], folder)
-    assert line.startswith("error: Fine-tuning under `--backend=torch` is not available yet")
+                    str(folder), "--output_dir", str(folder / "run"), "--backend", backend, *flags], folder)
+    assert named in line and f"`--backend={backend}`" in line and "TensorFlow backend only" in line

@@ -75,9 +75,7 @@ def quiet_console():
             _DropMessages(tuple(text for owner, text in _LOG_NOISE if owner == name)))
     if "tensorflow" not in sys.modules and importlib.util.find_spec("tensorflow") is not None:
         # (A JAX or PyTorch host may have no TensorFlow; where it is installed, it is imported here, quietly.)
-        # Under JAX, Keras' backend imports SciPy through JAX: nothing is hidden from it.
-        tensorflow_backend = os.environ.get("KERAS_BACKEND", "tensorflow") == "tensorflow"
-        with _hidden(KERAS_EXTRAS if tensorflow_backend else ()):
+        with _hidden(keras_extras(os.environ.get("KERAS_BACKEND"))):
             _import_quietly("tensorflow")
 
 
@@ -87,6 +85,18 @@ def quiet_console():
 # they stay out of that import; a later `import sklearn` or `import matplotlib` (by a user's script)
 # works as ever.
 KERAS_EXTRAS = ("sklearn", "matplotlib", "scipy")
+
+
+def keras_extras(backend):
+    """`KERAS_EXTRAS` on the TensorFlow backend; none on another (JAX's Keras backend imports SciPy, PyTorch's
+    start looks for scikit-learn: hidden, Keras' import would fail half-way).
+
+    Example:
+    >>> from electra_tf.cli.quiet import keras_extras
+    >>> keras_extras("tensorflow"), keras_extras("jax")
+    (('sklearn', 'matplotlib', 'scipy'), ())
+    """
+    return KERAS_EXTRAS if backend in (None, "", "tensorflow") else ()
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ names are `electra_tf.run_files`'):
 import contextlib
 import os
 
+import keras
 import tensorflow as tf
 
 from electra_tf import atomic
@@ -42,6 +43,13 @@ class ServedModel(tf.Module):
     def __init__(self, model, vocab_file, seq_length, name=None):
         super().__init__(name=name)
         self._model = Untracked(model)
+        self._backend = keras.backend.backend()
+        if self._backend != "tensorflow":  # `predict` under JAX / PyTorch: the model runs outside the graph
+            self.model_variables, self.attention_projections, self._fused = [], None, False
+            self.tokenizer = WordPieceTokenizer(vocab_file)
+            self.seq_length = seq_length
+            self.pad_multiple = SERVING_PAD_MULTIPLE
+            return
         self.model_variables = [w.value for w in model.weights]
         self.tokenizer = WordPieceTokenizer(vocab_file)
         self.seq_length = seq_length
@@ -74,6 +82,8 @@ class ServedModel(tf.Module):
         """The Keras model's outputs on `inputs` in a served graph: its head (`head_outputs`) on `encode`'s
         encoder output; a model without `head_outputs` is called whole."""
         model = self._model.obj
+        if self._backend != "tensorflow":
+            return backend_outputs(model, inputs, self._backend)
         if not hasattr(model, "head_outputs"):
             return model(inputs, training=False)
         return model.head_outputs(self.encode(model.encoder_inputs(inputs)), inputs, training=False)
@@ -95,6 +105,40 @@ class ServedModel(tf.Module):
         """The `predict_ids` inputs, checked (`check_ids`) against the served model's tables."""
         return check_ids({"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
                          self._model.obj.encoder)
+
+
+def backend_outputs(model, inputs, backend):
+    """`model(inputs, training=False)` of a JAX or PyTorch Keras model inside a TensorFlow function: run eagerly
+    on the inputs' values (`tf.py_function`, no gradient kept), its outputs back as tensors of the same nest.
+
+    What lets `predict` serve a model under `--backend jax|torch` through the kind's serving module: the
+    tokenisation and the post-processing stay its TensorFlow ops, the model is the backend's. A module
+    made so serves in this process only; `export` (TensorFlow) saves the graph.
+    """
+    import numpy as np
+
+    no_grad = contextlib.nullcontext
+    if backend == "torch":
+        import torch
+
+        no_grad = torch.no_grad
+    names = sorted(inputs)
+
+    def call(*values):
+        with no_grad():
+            out = model({n: np.asarray(v) for n, v in zip(names, values)}, training=False)
+            return [keras.ops.convert_to_numpy(t) for t in keras.tree.flatten(out)]
+
+    probe = {n: np.full([1] * (len(inputs[n].shape) - 1) + [8], int(n == "padding_mask"), np.int32)
+             for n in names}  # one row of 8 pieces: the outputs' nest, dtypes and ranks
+    with no_grad():
+        spec = model(probe, training=False)
+    flat = keras.tree.flatten(spec)
+    outputs = tf.py_function(call, [inputs[n] for n in names], [tf.as_dtype(keras.backend.standardize_dtype(t.dtype))
+                                                                for t in flat])
+    for tensor, example in zip(outputs, flat):
+        tensor.set_shape([None] * len(example.shape))
+    return keras.tree.pack_sequence_as(spec, outputs)
 
 
 def add_assets(module, what, vocab_file, config_name, config, label_names=None):

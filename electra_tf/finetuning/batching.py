@@ -130,9 +130,35 @@ def compiled_predictor(function, rank=2):
     """`function` (of an `INPUTS` dict) compiled once for int32 batches of any size and length (no retrace).
 
     `rank`: 2 for `(batch, seq)` inputs, 3 for `(batch, n, seq)` (several sequences per example).
+    On JAX and PyTorch `function` runs eagerly on numpy inputs (no gradient kept), its outputs as
+    TensorFlow tensors, so the callers (`predict_in_batches`, a kind's own padding) read them alike.
     """
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        return _eager_predictor(function, keras.backend.backend())
     return tf.function(function, input_signature=[{name: tf.TensorSpec([None] * rank, tf.int32, name=name)
                                                    for name in INPUTS}])
+
+
+def _eager_predictor(function, backend):
+    import contextlib
+
+    import keras
+
+    no_grad = contextlib.nullcontext
+    if backend == "torch":
+        import torch
+
+        no_grad = torch.no_grad
+
+    def predict(inputs):
+        with no_grad():
+            out = function({k: np.asarray(v, np.int32) for k, v in inputs.items()})
+            return tf.nest.map_structure(
+                lambda t: t if tf.is_tensor(t) else tf.convert_to_tensor(keras.ops.convert_to_numpy(t)), out)
+
+    return predict
 
 
 def predict_in_batches(predict, arrays, batch_size):

@@ -59,12 +59,19 @@ def check_model(encoder, vocab_file, seq_length):
 
 
 def create_strategy(config):
-    """The config's dtype policy set globally, and its `tf.distribute` strategy.
+    """The config's dtype policy set globally, and its `tf.distribute` strategy (on JAX or PyTorch: the default
+    one, TensorFlow kept off the GPUs; `--strategy auto|cpu|gpu` are then the backend's own placement).
 
     A second run in one process may ask for the logical CPUs the first one
     made (they cannot be made twice): those are reused.
     """
     keras.mixed_precision.set_global_policy(config.precision)  # also resets an earlier run's policy
+    if keras.backend.backend() != "tensorflow":  # the backend places the model; TensorFlow only feeds the batches
+        try:
+            tf.config.set_visible_devices([], "GPU")  # and leaves the GPUs' memory to the backend
+        except RuntimeError:  # TensorFlow's devices are set up already (a second run in the process)
+            pass
+        return tf.distribute.get_strategy()
     if config.strategy is None:
         return tf.distribute.get_strategy()
     try:
@@ -96,7 +103,16 @@ def cpu_graph_options():
 
 
 def jit_compile(config, strategy):
-    """`config.jit_compile`, except where XLA cannot run (mirrored over logical CPUs)."""
+    """`config.jit_compile`, except where XLA cannot run (mirrored over logical CPUs).
+
+    On JAX the train step is always XLA-compiled (Keras' default there: JAX runs op by op
+    otherwise); on PyTorch never (`torch.compile` is not what the recipe was measured with).
+    """
+    backend = keras.backend.backend()
+    if backend != "tensorflow":
+        if config.jit_compile and backend == "torch":
+            logging.warning("--jit_compile is TensorFlow's and JAX's XLA; PyTorch trains without it.")
+        return backend == "jax"
     if config.jit_compile and distribute.uses_logical_cpus(strategy):
         logging.warning("XLA is unavailable for MirroredStrategy over logical CPUs; training without it.")
         return False

@@ -54,8 +54,13 @@ MAX_CHECKPOINTS = 2
 
 
 def settings(config):
-    """What a run computes from: every setting but those of `NOT_SETTINGS`."""
-    return {k: v for k, v in dataclasses.asdict(config).items() if k not in NOT_SETTINGS}
+    """What a run computes from: every setting but those of `NOT_SETTINGS`, and the Keras backend it runs on.
+
+    A run resumes on the backend that wrote it: its checkpoint holds that backend's optimizer and
+    dropout RNG state (a run written before the backend was recorded ran on TensorFlow).
+    """
+    values = {k: v for k, v in dataclasses.asdict(config).items() if k not in NOT_SETTINGS}
+    return dict(values, backend=keras.backend.backend())
 
 
 def run_trials(config, kind, strategy=None, given=None):
@@ -159,6 +164,7 @@ def _check_unfinished(config):
 
 def _refuse_other_settings(saved, config, what):
     given, saved = settings(config), with_current_keys(saved)  # a run of an earlier version says max_seq_length
+    saved.setdefault("backend", "tensorflow")  # written before runs recorded their backend
     differ = [f"--{name}={given.get(name)!r} vs {saved.get(name)!r}" for name in sorted(set(given) | set(saved))
               if given.get(name) != saved.get(name)]
     if differ:

@@ -20,7 +20,8 @@ query_dense/kernel`), as Keras' own `.weights.h5` saving walks a model. A
 layer reached twice (the shared embeddings) is named where it is first
 reached, in attribute order. So names do not depend on build or creation
 order, and Keras' per-process numbering (`dropout_5`) never enters them.
-`tf.train.list_variables` shows them all.
+`tf.train.list_variables` shows them all. Under JAX and PyTorch each Keras variable enters the
+checkpoint through `_BackendVariable`, under the same key: the files are laid out as on TensorFlow.
 
 Restoring checks the file before reading it: every variable the model has
 must be there with its shape, and nothing of the model's part may be left
@@ -36,6 +37,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 from tensorflow.core.protobuf import trackable_object_graph_pb2
+from tensorflow.python.trackable import base as trackable_base
 
 from electra_tf import run_files
 
@@ -289,10 +291,33 @@ def _add(names, name, variable):
     names[name] = variable
 
 
+class _BackendVariable(trackable_base.Trackable):
+    """A Keras variable of the JAX or PyTorch backend in a `tf.train.Checkpoint`, under the key a TensorFlow
+    variable has (`<name>/.ATTRIBUTES/VARIABLE_VALUE`): the same files whatever the backend."""
+
+    def __init__(self, variable):
+        self.variable = variable
+
+    def _serialize_to_tensors(self):
+        return {trackable_base.VARIABLE_VALUE_KEY: tf.convert_to_tensor(keras.ops.convert_to_numpy(self.variable.value))}
+
+    def _restore_from_tensors(self, restored_tensors):
+        value = restored_tensors[trackable_base.VARIABLE_VALUE_KEY]
+        self.variable.assign(np.asarray(value.numpy(), dtype=keras.backend.standardize_dtype(self.variable.dtype)))
+
+
+def _trackable(variable):
+    """`variable` as a checkpoint holds it: itself on TensorFlow (and a `tf.Variable`), else `_BackendVariable`."""
+    if isinstance(variable, keras.Variable) and keras.backend.backend() != "tensorflow":
+        return _BackendVariable(variable)
+    return variable
+
+
 def _nest(flat):
     """{"a/b/c": v} -> {"a": {"b": {"c": v}}} (tracked as nested dicts: readable checkpoint keys)."""
     tree = {}
     for name, variable in flat.items():
+        variable = _trackable(variable)
         *parents, leaf = name.split("/")
         node = tree
         for part in parents:

@@ -222,7 +222,7 @@ class TaskKind:
     @property
     def length_multiple(self):
         """What the training batches' cut is rounded up to (`batching.length_multiple`: 16 under XLA, else 1)."""
-        return length_multiple(self.config.jit_compile)
+        return length_multiple(self.config.jit_compile or _backend() == "jax")  # JAX: XLA always
 
     def prepare(self, tokenizer):
         """Builds the features of every split (once, before the first trial)."""
@@ -274,6 +274,12 @@ class TaskKind:
     def tflite_module(cls, model, vocab_file, settings, seq_length=None, ids_only=False):
         """The serving module whose model `export --format tflite` converts; raises where the kind has none."""
         raise ValueError(f"A {cls.name} model has no LiteRT export: serve it with `--format serving`.")
+
+
+def _backend():
+    import keras
+
+    return keras.backend.backend()
 
 
 def _owners():

@@ -91,13 +91,14 @@ class OptionalBiasCorrection:
     Mixed into an Adam subclass; a subclass that scales `learning_rate` in its
     own `update_step` (layer-wise decay) composes with it.
 
-    Both run as TensorFlow's fused `ResourceApplyAdam` kernel, which computes
+    On TensorFlow both run as its fused `ResourceApplyAdam` kernel, which computes
     Keras' expressions (`m += (g - m) * (1 - beta_1)`, ...; beta powers 0 give
     the official step): one pass over each variable and its slots instead of
     Keras' ten element-wise ops, with the step's scalars made once per traced
     graph, so the train step's graph is smaller and traces faster
     (`benchmarks/results/finetune_end_to_end.md`). `amsgrad` keeps Keras' own
-    update. A weight decay of 0 (the fine-tuning default) adds no ops.
+    update. A weight decay of 0 (the fine-tuning default) adds no ops. On JAX and PyTorch the update
+    is Keras' own in `keras.ops` (`alpha = lr` for the official one).
     """
 
     def __init__(self, *args, bias_correction=True, **kwargs):

@@ -37,12 +37,25 @@ class MultipleNegativesRankingLoss(keras.losses.Loss):
         self.scale = float(scale)
 
     def call(self, y_true, y_pred):
+        if keras.backend.backend() != "tensorflow":
+            return self._keras_ops_call(y_pred)
         vectors = tf.math.l2_normalize(tf.cast(y_pred, tf.float32), axis=-1, epsilon=1e-24)
         queries = vectors[:, 0, :]
         passages = tf.reshape(tf.transpose(vectors[:, 1:, :], [1, 0, 2]), [-1, tf.shape(vectors)[-1]])
         scores = self.scale * tf.matmul(queries, passages, transpose_b=True)  # (batch, batch * (n - 1))
         labels = tf.range(tf.shape(queries)[0])
         return tf.nn.sparse_softmax_cross_entropy_with_logits(labels, scores)
+
+    def _keras_ops_call(self, y_pred):
+        """The same loss in `keras.ops` (JAX, PyTorch)."""
+        ops = keras.ops
+        vectors = ops.cast(y_pred, "float32")
+        vectors = vectors / ops.sqrt(ops.maximum(ops.sum(ops.square(vectors), axis=-1, keepdims=True), 1e-24))
+        queries = vectors[:, 0, :]
+        passages = ops.reshape(ops.transpose(vectors[:, 1:, :], [1, 0, 2]), [-1, ops.shape(vectors)[-1]])
+        scores = self.scale * ops.matmul(queries, ops.transpose(passages))
+        labels = ops.arange(ops.shape(queries)[0])
+        return ops.sparse_categorical_crossentropy(labels, scores, from_logits=True)
 
     def get_config(self):
         return {**super().get_config(), "scale": self.scale}
