@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from test_finetune_strategies import write_toy_tasks
-from test_tagging import write_conll
+from toy_tasks import write_conll
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from helpers import checksums, error_line, make_run_dir, run_python, shared_data  # noqa: E402
