@@ -2,10 +2,13 @@
 
 The previous release (commit `PREVIOUS_RELEASE`) is unpacked from the repository's history and
 run as it was (its own package on `PYTHONPATH`, this environment): a tiny fine-tuning run, its TF
-Serving and LiteRT exports, its predictions and its tokenizer's ids. This code then predicts with
-the old run, re-exports it, fine-tunes it further and loads the old exports: the same ids, and
-probabilities within `TOLERANCE`. The release normalised text with ICU's NFKC case folding, which
-this code's own normalisation (BERT's) tokenizes differently for these texts.
+Serving and LiteRT exports, its predictions and its tokenizer's ids; a tiny pre-training run (its
+checkpoints and `discriminator.keras`); a tagger, a SQuAD QA model and a multiple-choice model as
+its fine-tuning leaves them, with its `predict`'s outputs. This code then predicts with the old
+runs, re-exports the classifier, fine-tunes it further, loads the old exports and the old
+`.keras` discriminator, and resumes the old pre-training run: the same ids, and outputs within
+`TOLERANCE`. The release normalised text with ICU's NFKC case folding, which this code's own
+normalisation (BERT's) tokenizes differently for these texts.
 """
 
 import io
@@ -21,19 +24,47 @@ from concurrent import futures
 import numpy as np
 import pytest
 
-from helpers import REPO, run_python, shared_data
+from helpers import REPO, run_python, shared_data, write_records
 
 PREVIOUS_RELEASE = "7caea23"
 TEXTS = ["ﬁne ǅ İstanbul ß Straße", "é́́ ﬁne Straße was built in 1901."]
 TOLERANCE = 1e-5
 SEQ_LENGTH = 32
 
-# Run by the previous release's code: its test helper's tiny pre-training run, then its tokenizer's ids.
-MAKE_RUN = """
-import sys
+# Run by the previous release's code: its test helper's tiny pre-training run, a tiny tagger, SQuAD QA and
+# multiple-choice run folder as its fine-tuning leaves them (model file, vocabulary, `finetune_config.json`).
+MAKE_RUNS = """
+import json, pathlib, shutil, sys
 sys.path.insert(0, "tests")
+import keras
 from helpers import make_run_dir
-make_run_dir(sys.argv[1], sys.argv[2])
+from electra_tf.finetuning import kinds
+from electra_tf.models.encoder import ElectraEncoder
+from electra_tf.models.multiple_choice import ElectraMultipleChoice
+from electra_tf.models.question_answerer import ElectraQuestionAnswerer
+from electra_tf.models.token_classifier import ElectraTokenClassifier
+root, vocab = pathlib.Path(sys.argv[1]), sys.argv[2]
+make_run_dir(str(root / "pretrained"), vocab)
+runs = {
+    "tagging": (lambda e: ElectraTokenClassifier(e, num_labels=5),
+                {"task": "ner", "kind": "tagging", "label_names": ["O", "B-LOC", "B-PER", "I-LOC", "I-PER"],
+                 "scheme": "IOB2", "seq_length": 8, "stride": 3}),
+    "span_qa": (lambda e: ElectraQuestionAnswerer(e, start_n_top=3, end_n_top=3, joint_hidden_dim=16),
+                {"task": "squad", "kind": "span_qa", "seq_length": 32, "doc_stride": 8, "max_query_length": 8,
+                 "max_answer_length": 10, "answerable": False, "null_threshold": None}),
+    "multiple_choice": (lambda e: ElectraMultipleChoice(e),
+                        {"task": "swag", "kind": "multiple_choice", "seq_length": 24}),
+}
+for i, (name, (build, config)) in enumerate(runs.items()):
+    keras.utils.set_random_seed(10 + i)
+    model = build(ElectraEncoder(vocab_size=30522, max_sequence_length=64, num_layers=1, num_heads=2,
+                                 hidden_dim=16, embedding_dim=16, intermediate_dim=32))
+    model.build()
+    run = root / name
+    run.mkdir()
+    model.save(str(run / kinds.get(name).model_file))
+    shutil.copyfile(vocab, run / "vocab.txt")
+    (run / "finetune_config.json").write_text(json.dumps(config))
 """
 OLD_IDS = """
 import json, sys
@@ -41,7 +72,45 @@ from electra_tf.data.tokenizer import WordPieceTokenizer
 tokenizer = WordPieceTokenizer(sys.argv[1])
 print(json.dumps(tokenizer.tokenize(json.loads(sys.argv[2])).to_list()))
 """
-
+# In one process, by the code on the path (the previous release's or this one): `predict`'s own `main` once
+# for each command line of argv[1] (a JSON list), then the outputs for the ids argv[3] of the model in the
+# `.keras` file argv[2] (a pre-training run's `discriminator.keras`: its encoder), printed.
+PREDICT_EACH = """
+import json, sys
+import keras
+import numpy as np
+from absl import flags
+from electra_tf import cli, predict
+cli.prepare_tensorflow()
+predict.define_flags()
+for argv in json.loads(sys.argv[1]):
+    flags.FLAGS.unparse_flags()
+    flags.FLAGS(["predict", *argv])
+    predict.main(["predict"])
+import electra_tf.models.discriminator  # noqa: F401  (registers the serialized classes)
+model = keras.saving.load_model(sys.argv[2], compile=False)
+ids = np.array(json.loads(sys.argv[3]), dtype="int32")
+inputs = {"token_ids": ids, "padding_mask": (ids != 0).astype("int32"), "segment_ids": np.zeros_like(ids)}
+print(json.dumps(np.asarray(model(inputs)).tolist()))
+"""
+# The tiny pre-training run (4 steps, a checkpoint every 2) on random records of a 400-piece vocabulary.
+PRETRAIN = dict(config="tiny", vocab_size=400, embedding_dim=16, hidden_dim=32, num_layers=2, num_heads=2,
+                intermediate_dim=64, seq_length=32, max_sequence_length=32, batch_size=8, warmup_steps=2,
+                train_steps=4, save_checkpoints_steps=2, keep_checkpoint_max=5, log_steps=2, shuffle_buffer=50,
+                deterministic="true", verbose=0)
+PIECE_TEXTS = ["piece150 piece151 piece377 piece200", "piece399 piece160 piece150"]
+IDS = [[101, 255, 256, 397, 102, 0], [101, 399, 300, 250, 102, 102]]  # below the 400 pieces
+TAGGING = [{"text": "Peter Blackburn lives in Zürich ."}, {"words": ["The", "U.S.", "and", "New", "York", "met"]}]
+SQUAD = {"version": "1.1", "data": [{"title": "t", "paragraphs": [
+    {"context": "Paris is the capital of France. It lies on the Seine, a river of 777 km.",
+     "qas": [{"id": "q1", "question": "What is the capital of France?",
+              "answers": [{"text": "Paris", "answer_start": 0}]},
+             {"id": "q2", "question": "Which river?", "answers": [{"text": "the Seine", "answer_start": 44}]}]}]}]}
+CHOICES = [{"context": "A cat.", "question": "The cat sat", "choices": ["on the mat.", "in the sky.", "under ﬁne Straße."], "answer": 0},
+           {"context": "İstanbul", "question": "It is a", "choices": ["city", "river"], "answer": 1}]
+KIND_INPUTS = {"tagging": ("tagging.jsonl", "".join(json.dumps(x) + "\n" for x in TAGGING)), "span_qa": ("squad.json", json.dumps(SQUAD)),
+               "multiple_choice": ("choices.jsonl", "".join(json.dumps(q) + "\n" for q in CHOICES)),
+               "pretraining": ("pieces.txt", "".join(t + "\n" for t in PIECE_TEXTS))}
 
 def previous_release_source(folder):
     """The previous release's files unpacked into `folder`, or a skip where its commit is not in the history."""
@@ -80,6 +149,35 @@ def predictions(path):
                      for row in map(json.loads, pathlib.Path(path).read_text().splitlines())])
 
 
+def kind_predictions(root, out):
+    """`predict`'s command lines for the tagger, QA and multiple-choice runs and the pre-training run under `root`
+    (the replaced-token scores of its latest checkpoint), their output files in `out`."""
+    out.mkdir()
+    return [["--init", str(root / name), "--input", str(root / file_name), "--output_file", str(out / f"{name}.jsonl")]
+            for name, (file_name, _) in KIND_INPUTS.items()]
+
+
+def records(path):
+    return [json.loads(line) for line in pathlib.Path(path).read_text().splitlines()]
+
+
+def assert_same_records(new, old):
+    """The same records, numbers within `TOLERANCE`."""
+    assert type(new) is type(old), (new, old)
+    if isinstance(old, dict):
+        assert new.keys() == old.keys(), (new, old)
+        for key in old:
+            assert_same_records(new[key], old[key])
+    elif isinstance(old, list):
+        assert len(new) == len(old), (new, old)
+        for a, b in zip(new, old):
+            assert_same_records(a, b)
+    elif isinstance(old, float):
+        assert abs(new - old) <= TOLERANCE, (new, old)
+    else:
+        assert new == old
+
+
 @pytest.fixture(scope="module")
 def old(tmp_path_factory):
     """The previous release's run folder, exports, predictions and ids, all written by its own code."""
@@ -92,12 +190,25 @@ def old(tmp_path_factory):
     for split in ("train", "dev"):
         (task / f"{split}.tsv").write_text(rows)
     (root / "texts.txt").write_text("".join(t + "\n" for t in TEXTS))
-    run_previous(source, ["-c", MAKE_RUN, str(root / "pretrained"), str(vocab)])
-    run_previous(source, ["-m", "electra_tf.finetune", "--task", "pieces", "--data_dir", str(task), "--init",
-                          str(root / "pretrained"), "--output_dir", str(root / "run"), "--epochs", "1",
-                          "--batch_size", "8", "--seq_length", str(SEQ_LENGTH), "--learning_rate", "1e-3",
-                          "--verbose", "0"])
+    data = write_records(root / "records", num_files=1, num_examples=48)
+    pretraining = root / "pretraining"
+    in_parallel(
+        (run_previous, source, ["-c", MAKE_RUNS, str(root), str(vocab)]),
+        (run_previous, source, ["-m", "electra_tf.pretrain", "--model_dir", str(pretraining), "--data", data,
+                                *[f"--{k}={v}" for k, v in PRETRAIN.items()]]),
+    )
+    for name, (file_name, text) in KIND_INPUTS.items():
+        (root / file_name).write_text(text)
+    jobs = kind_predictions(root, root / "old")
     run = root / "run"
+    outputs = in_parallel(
+        (run_previous, source, ["-m", "electra_tf.finetune", "--task", "pieces", "--data_dir", str(task), "--init",
+                                str(root / "pretrained"), "--output_dir", str(run), "--epochs", "1",
+                                "--batch_size", "8", "--seq_length", str(SEQ_LENGTH), "--learning_rate", "1e-3",
+                                "--verbose", "0"]),
+        (run_previous, source, ["-c", PREDICT_EACH, json.dumps(jobs), str(pretraining / "discriminator.keras"),
+                                json.dumps(IDS)]),
+    )[-1]
     ids = in_parallel(
         (run_previous, source, ["-m", "electra_tf.export", "--kind", "serving", "--init", str(run), "--output_dir",
                                 str(root / "serving"), "--model_name", "old"]),
@@ -109,7 +220,8 @@ def old(tmp_path_factory):
     )[-1]
     return types.SimpleNamespace(root=root, run=run, task=task, serving=root / "serving" / "old" / "1",
                                  litert=root / "litert" / "model.tflite", ids=json.loads(ids.stdout),
-                                 predictions=predictions(root / "predictions.jsonl"))
+                                 predictions=predictions(root / "predictions.jsonl"), pretraining=pretraining,
+                                 data=data, outputs=np.array(json.loads(outputs.stdout.splitlines()[-1])))
 
 
 @pytest.mark.large
@@ -169,3 +281,51 @@ def test_the_previous_releases_runs_and_exports_give_their_ids_and_outputs(old, 
     # fine-tuned further (its classifier's encoder and vocabulary): the run keeps (and now records) the old normalisation
     assert json.loads((tmp_path / "further" / SETTINGS_FILE).read_text()) == legacy
     assert WordPieceTokenizer(str(tmp_path / "further" / "vocab.txt")).tokenize(TEXTS).to_list() == old.ids
+
+
+@pytest.mark.large
+def test_the_previous_releases_pretraining_tagging_qa_and_multiple_choice_runs_give_their_outputs(old, tmp_path):
+    import shutil
+
+    import tensorflow as tf
+
+    from electra_tf import run_files
+
+    # The old pre-training run as it stood at step 2 (its ckpt-4 left out): this code resumes it.
+    resumed = tmp_path / "resumed"
+    shutil.copytree(old.pretraining, resumed)
+    checkpoints = resumed / run_files.CHECKPOINT_DIR
+    for path in checkpoints.glob("ckpt-4.*"):
+        path.unlink()
+    (checkpoints / "checkpoint").write_text('model_checkpoint_path: "ckpt-2"\nall_model_checkpoint_paths: "ckpt-2"\n')
+    (resumed / run_files.DISCRIMINATOR_FILE).unlink()
+    jobs = kind_predictions(old.root, tmp_path / "new")
+    _, predicted = in_parallel(
+        (run_python, ["-m", "electra_tf.pretrain", "--model_dir", str(resumed), "--data", old.data,
+                      *[f"--{k}={v}" for k, v in PRETRAIN.items()]]),
+        (run_python, ["-c", PREDICT_EACH, json.dumps(jobs), str(old.pretraining / "discriminator.keras"),
+                      json.dumps(IDS)]),
+    )
+    # the old run folders by this code's predict: the old predict's records (tags, entities, answers, choices,
+    # replaced-token scores of the old checkpoint), numbers within the tolerance
+    for name in KIND_INPUTS:
+        new, previous = records(tmp_path / "new" / f"{name}.jsonl"), records(old.root / "old" / f"{name}.jsonl")
+        assert len(previous) >= 2
+        assert_same_records(new, previous)
+    # the old run's `discriminator.keras` (its encoder) loaded by this code: the old outputs
+    outputs = np.array(json.loads(predicted.stdout.splitlines()[-1]))
+    assert outputs.shape == (*np.array(IDS).shape, PRETRAIN["hidden_dim"])
+    np.testing.assert_allclose(outputs, old.outputs, atol=TOLERANCE, rtol=0)
+
+    # resumed from the old ckpt-2 to step 4: the weights the old code's own ckpt-4 holds
+    def weights(model_dir):
+        path = run_files.latest_checkpoint(str(model_dir))
+        reader = tf.train.load_checkpoint(path)
+        return path, {n: reader.get_tensor(n) for n, _ in tf.train.list_variables(path)
+                      if n.startswith("model/") and "seed_generator" not in n}
+
+    (path, new), (old_path, previous) = weights(resumed), weights(old.pretraining)
+    assert os.path.basename(path) == os.path.basename(old_path) == "ckpt-4"
+    assert new.keys() == previous.keys() and len(new) > 50
+    assert max(float(np.abs(new[n] - previous[n]).max()) for n in new) <= TOLERANCE
+    assert (resumed / run_files.DISCRIMINATOR_FILE).exists()
