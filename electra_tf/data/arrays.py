@@ -35,6 +35,8 @@ import os
 
 import numpy as np
 
+from electra_tf import atomic
+
 MANIFEST_FILE = "arrays.json"
 FORMAT = "electra_tf pre-training arrays"
 VERSION = 1
@@ -63,8 +65,7 @@ def write_folder(folder, shards, seq_length, sources, write=None):
         entries.append({"file": name, "examples": int(rows.shape[0]), "source": os.path.basename(source)})
     manifest = {"format": FORMAT, "version": VERSION, "seq_length": int(seq_length), "features": list(FEATURES),
                 "dtype": "int32", "examples": sum(e["examples"] for e in entries), "shards": entries}
-    with open(os.path.join(folder, MANIFEST_FILE), "w", encoding="utf-8") as f:
-        json.dump(manifest, f, indent=2)
+    atomic.write_json(os.path.join(folder, MANIFEST_FILE), manifest)
     return manifest
 
 
