@@ -54,6 +54,7 @@ def define_flags(flag_values=flags.FLAGS):
     """
     from electra_tf import tasks
     from electra_tf.config_fields import define_flags as define_field_flags
+    from electra_tf.tasks import usage
     from electra_tf.tasks import FinetuneConfig
 
     define_field_flags(FinetuneConfig, flag_values)
@@ -61,7 +62,7 @@ def define_flags(flag_values=flags.FLAGS):
     # (the files every kind writes are spelled out: `run_files` imports the tokenizer, which --help does not need)
     cli.add_usage(sys.modules[__name__], "Task kinds (`--task_kind`): what each reads from --data_dir and writes "
                   "to --output_dir\n(besides results.json, vocab.txt, finetune_config.json, logs/):\n\n"
-                  + tasks.kinds_usage(finetuned_only=True))
+                  + usage.kinds_usage(tasks.descriptions()))
 
 
 FLAGS = flags.FLAGS

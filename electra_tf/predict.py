@@ -84,6 +84,7 @@ def define_flags(flag_values=None):
     """The flags (only when run as a program)."""
     from electra_tf import tasks
     from electra_tf.config_fields import define_flags as define_field_flags
+    from electra_tf.tasks import usage
 
     fv = flags.FLAGS if flag_values is None else flag_values
     cli.define_init("A fine-tuning output dir, a TF Serving export (version or model folder), or a pre-trained "
@@ -98,8 +99,9 @@ def define_flags(flag_values=None):
     cli.define("bool", "progress", False, "Progress on stderr even when it is not a terminal.", fv)
     define_field_flags(tasks.ReadOptions, fv)  # the column flags and each task kind's own (`--corrupt`, ...)
     cli.define_backend(fv)
+    formats = {name: kind.predict_formats for name, kind in tasks.KINDS.items()}
     cli.add_usage(sys.modules[__name__], "Task kinds (the kind of the --init model): what each reads from --input "
-                  "and one record it writes:\n\n" + tasks.kinds_usage())
+                  "and one record it writes:\n\n" + usage.kinds_usage(tasks.descriptions(), formats))
 
 
 def main(argv):

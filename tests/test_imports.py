@@ -367,3 +367,18 @@ def test_a_folder_violation_is_found(module, target, check):
     edges = {k: dict(v) for k, v in _edges().items()}
     edges[module][target] = "injected"
     assert any(module in problem and target in problem for problem in check(edges))
+
+
+def test_the_task_registry_is_the_registry_only():
+    """`electra_tf/tasks/__init__.py` declares the kinds and answers questions about them, at most 160 lines; the
+    usage text of the commands is rendered in `tasks/usage.py`, and `convert` branches on no format name (its
+    targets are `convert_targets.TARGETS`, its sources `sources.SOURCES`)."""
+    import re
+
+    with open(os.path.join(REPO, "electra_tf", "tasks", "__init__.py"), encoding="utf-8") as f:
+        registry = f.read()
+    assert registry.count("\n") <= 160
+    defined = {node.name for node in ast.parse(registry).body if isinstance(node, ast.FunctionDef)}
+    assert not defined & {"task_kind_help", "kinds_usage"}, defined
+    with open(os.path.join(REPO, "electra_tf", "convert.py"), encoding="utf-8") as f:
+        assert not re.findall(r"target (==|!=)|source (==|!=)", f.read())

@@ -8,7 +8,7 @@ Everything else finds it here: `get` (a kind by name), `for_config` (which kind 
 is), `finetune` (a fine-tuning run of that kind), `FinetuneConfig` (the recipe's fields and every
 kind's own), `OUTPUTS` (which kind a fine-tuning output holds, and its model: a `sources` form),
 `served.open_model` (what `predict` serves), `descriptions` (what each kind is, for its users: the per-kind
-lists of `finetune --help`, `predict --help` and the guides).
+lists of `finetune --help` and `predict --help`, rendered by `usage`, and of the guides).
 
 Example:
 >>> from electra_tf import tasks
@@ -22,9 +22,8 @@ Example:
 
 import importlib.util
 
-# The recipe's settings (`electra_tf.finetuning.config`) and the readers (`electra_tf.finetuning.examples`) are
-# imported where they are used: a kind's Keras model (`electra_tf.tasks.<kind>.model`) imports with Keras alone,
-# on any backend, TensorFlow absent.
+# The recipe's settings and readers (`electra_tf.finetuning`) are imported where used: a kind's Keras model
+# (`electra_tf.tasks.<kind>.model`) imports with Keras alone, on any backend, TensorFlow absent.
 
 # One line per kind: its `TaskKind` class (module, class name). The first is the default kind (`DEFAULT`).
 DECLARED = (
@@ -37,16 +36,13 @@ DECLARED = (
 )
 
 # Read on first use (`__getattr__`), so that what needs only the settings (`finetune --help`) imports no kind:
-#   KINDS          name -> the kind's `TaskKind` subclass (`DECLARED`)
-#   DEFAULT        the first kind's name: what `--task_kind auto` gives a task no kind claims, an old export's
-#   FINETUNED      the kinds that fine-tune (the `--task_kind`s); the others are served only
-#   PRETRAINED     the served-only kind `predict` reads an `--init` as that is no fine-tuned model nor an export
-#   OUTPUTS        the fine-tuning outputs of the kinds that fine-tune (`sources.FinetunedOutput`): which kind a
-#                  folder or `.keras` file holds (`kind_of`), its model (`load`)
-#   FinetuneConfig every setting of a fine-tuning run: the recipe's fields and each kind's `Config` (its folder's
-#                  `config.py`), one flag each
-#   ReadOptions    how `predict` reads its input: the column flags every reader shares and each kind's
-#                  `PredictOptions` (its folder's `config.py`)
+#   KINDS / DEFAULT  name -> `TaskKind` subclass (`DECLARED`) / the first: `--task_kind auto`'s fallback
+#   FINETUNED        the kinds that fine-tune (the `--task_kind`s); PRETRAINED: the served-only kind `predict`
+#                    reads an `--init` as that is no fine-tuned model nor an export
+#   OUTPUTS          the fine-tuning outputs (`sources.FinetunedOutput`): which kind a folder or `.keras` file
+#                    holds (`kind_of`), its model (`load`)
+#   FinetuneConfig   the recipe's fields and each kind's `Config` (its `config.py`), one flag each
+#   ReadOptions      `predict`'s reading flags: the shared columns and each kind's `PredictOptions`
 _LAZY = ("KINDS", "DEFAULT", "FINETUNED", "PRETRAINED", "OUTPUTS", "FinetuneConfig", "ReadOptions")
 
 
@@ -61,11 +57,6 @@ def _settings_of(folder, name):
     if importlib.util.find_spec(module) is None:
         return None
     return getattr(importlib.import_module(module), name, None)
-
-
-def _kind_class(declared):
-    module, name = declared
-    return getattr(importlib.import_module(module), name)
 
 
 def _kinds():
@@ -84,14 +75,16 @@ def __getattr__(attribute):
 
         configs = [_settings_of(folder, "Config") for folder in _folders()]
         value = finetuning_config.FinetuneConfig.with_fields_of(*(c for c in configs if c is not None))
-        value = value.with_help(task_kind=task_kind_help())  # the kinds, from their descriptions
+        from electra_tf.tasks import usage
+
+        value = value.with_help(task_kind=usage.task_kind_help(descriptions()))  # the kinds, from their descriptions
     elif attribute == "ReadOptions":
         from electra_tf.finetuning import examples
 
         options = [_settings_of(folder, "PredictOptions") for folder in _folders()]
         value = examples.ReadOptions.with_fields_of(*(o for o in options if o is not None))
     elif attribute == "KINDS":
-        value = {kind.name: kind for kind in map(_kind_class, DECLARED)}
+        value = {k.name: k for k in (getattr(importlib.import_module(m), n) for m, n in DECLARED)}
     elif attribute == "DEFAULT":
         value = next(iter(_kinds()))
     elif attribute == "FINETUNED":
@@ -111,38 +104,6 @@ def descriptions():
     `description.py`, read without importing the kind (`finetune --help` imports none)."""
     found = (importlib.import_module(module.rsplit(".", 1)[0] + ".description").DESCRIPTION for module, _ in DECLARED)
     return {description.name: description for description in found}
-
-
-def task_kind_help():
-    """`finetune --task_kind`'s help: auto, then each kind that fine-tunes with its summary (`descriptions`)."""
-    described = descriptions()
-    kinds = "; ".join(f"{d.name}: {d.summary}" + (f" (auto for {', '.join(d.auto_tasks)})" if d.auto_tasks else "")
-                      for d in described.values() if d.finetunes)
-    default = next(iter(described))
-    return f"The task's kind. auto: the kind that claims the task's name, else {default}. The kinds: {kinds}."
-
-
-def kinds_usage(finetuned_only=False):
-    """The per-kind text of a command's usage (`--help`), from the descriptions: what each kind reads and writes.
-
-    For `finetune` (`finetuned_only`): each fine-tuning kind's files (`--data_dir`) and what its
-    `--output_dir` holds (no kind imported); for `predict`: each kind's input (`--input`, its
-    `TaskKind.predict_formats`) and one output record.
-    """
-    import textwrap
-
-    lines = []
-    for d in descriptions().values():
-        if finetuned_only and not d.finetunes:
-            continue
-        parts = ({"--data_dir": d.data, "--output_dir": ", ".join(d.files)} if finetuned_only
-                 else {"input": f"{d.predict_input} (--input_format {', '.join(_kinds()[d.name].predict_formats)})",
-                       "record": d.record})
-        parts["guide"] = d.guide if finetuned_only else f"{d.guide}; served: {d.serving_guide}"
-        lines.append(f"    {d.name}: {d.summary}")
-        lines += [textwrap.fill(text, 108, initial_indent=f"        {name}: ", subsequent_indent=" " * 12,
-                                break_on_hyphens=False, break_long_words=False) for name, text in parts.items()]
-    return "\n".join(lines)
 
 
 def read_finetune_config(folder):
