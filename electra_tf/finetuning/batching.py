@@ -14,6 +14,8 @@ inputs as `tf.RaggedTensor`s `(rows, None, seq)`: each batch is padded to its ow
 widest row (`dense_rows`), never the whole split to the widest of all.
 """
 
+import contextlib
+import contextvars
 import time
 
 import numpy as np
@@ -161,6 +163,24 @@ def _eager_predictor(function, backend):
     return predict
 
 
+# (requested, error) of the innermost `stopping_when`, or None.
+_STOP = contextvars.ContextVar("predict_in_batches_stop", default=None)
+
+
+@contextlib.contextmanager
+def stopping_when(requested, error):
+    """Inside: `predict_in_batches` raises `error()` before its next batch once `requested()` is true.
+
+    The state is polled, not raised from a signal handler: an exception a handler raises while Python
+    runs a garbage-collector callback (JAX registers one) or a `__del__` is printed and dropped.
+    """
+    token = _STOP.set((requested, error))
+    try:
+        yield
+    finally:
+        _STOP.reset(token)
+
+
 def predict_in_batches(predict, arrays, batch_size):
     """`predict(inputs)` over the rows of `arrays`, by length, in batches cut to their longest row; numpy nest of rows.
 
@@ -169,8 +189,9 @@ def predict_in_batches(predict, arrays, batch_size):
     the rows' order. Padding is masked, so the order and cut change no output.
 
     A pass of more than `PROGRESS_BATCHES` batches logs `predicting N rows in B batches` when it
-    starts and `predicted n / N rows` every `PROGRESS_SECONDS`. It runs batch by batch in Python, so
-    an exception raised by a signal handler (the fine-tuning loop's SIGTERM) ends it within a batch.
+    starts and `predicted n / N rows` every `PROGRESS_SECONDS`. It runs batch by batch in Python; inside
+    `stopping_when(requested, error)` (the fine-tuning loop's SIGTERM) it raises `error()` after the
+    batch during which `requested()` came true.
 
     Args:
         predict: a (compiled, `compiled_predictor`) function of an `INPUTS` dict, returning a tensor or a
@@ -192,7 +213,10 @@ def predict_in_batches(predict, arrays, batch_size):
     logged = time.monotonic() if batches > PROGRESS_BATCHES else None
     if logged is not None:
         logging.info("predicting %d rows in %d batches of %d", num_rows, batches, batch_size)
+    stop = _STOP.get()
     for start in range(0, num_rows, batch_size):
+        if stop is not None and stop[0]():
+            raise stop[1]()
         rows = order[start:start + batch_size]
         length = min(rounded_length(int(lengths[rows].max())), seq_length)
         out = predict({k: tf.cast(dense_rows(arrays[k], rows)[..., :length], tf.int32) for k in INPUTS})

@@ -41,7 +41,7 @@ from absl import logging
 from electra_tf import atomic, run_files, sources
 from electra_tf.data.tokenizer import copy_vocab
 from electra_tf.finetuning import recipe
-from electra_tf.finetuning.batching import num_batches
+from electra_tf.finetuning.batching import num_batches, stopping_when
 from electra_tf.finetuning.config import read_finetune_config, set_fields, with_current_keys
 from electra_tf.training import callbacks, distribute, run_lock
 from electra_tf.sources import named_checkpoint
@@ -509,11 +509,11 @@ class _Preempted(BaseException):
 
 class _sigterm_requests:  # noqa: N801  (a context manager, used as a `with` block)
     """Inside: SIGTERM asks `preemption` to stop at the next step boundary (in `fit`), or, inside
-    `interrupting()`, stops an evaluation at once (`_Preempted`, raised in the main thread)."""
+    `interrupting()`, stops an evaluation before its next batch (`_Preempted`, raised by the loop that
+    polls the request: `stopping_when`; the handler itself raises nothing)."""
 
     def __init__(self, preemption):
         self.preemption, self.previous = preemption, None
-        self._interruptible = False
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
@@ -522,20 +522,14 @@ class _sigterm_requests:  # noqa: N801  (a context manager, used as a `with` blo
 
     def _request(self, signum, frame):
         self.preemption.requested = True
-        if self._interruptible:
-            self._interruptible = False
-            raise _Preempted()
 
     @contextlib.contextmanager
     def interrupting(self):
-        """Inside: a SIGTERM (or one that came since the last step) raises `_Preempted`."""
+        """Inside: a SIGTERM (or one that came since the last step) raises `_Preempted` within a batch."""
         if self.preemption.requested:
             raise _Preempted()
-        self._interruptible = True
-        try:
+        with stopping_when(lambda: self.preemption.requested, _Preempted):
             yield
-        finally:
-            self._interruptible = False
 
     def __exit__(self, *exc):
         if self.previous is not None:
