@@ -2,6 +2,7 @@
 
 import collections
 import hashlib
+import json
 import os
 import pathlib
 import re
@@ -347,3 +348,25 @@ def write_lines(path, lines, end="\n"):
     """Writes `lines`, each ended by `end`, as UTF-8; returns the path as a str."""
     path.write_bytes("".join(line + end for line in lines).encode("utf-8"))
     return str(path)
+
+
+def read_records(path):
+    """The records of a JSON Lines file (`predict`'s output)."""
+    return [json.loads(line) for line in pathlib.Path(path).read_text().splitlines()]
+
+
+def assert_same_records(new, old, tolerance=1e-5):
+    """The same records (any nest of dicts and lists), their floats within `tolerance`, all else equal."""
+    assert type(new) is type(old) or {type(new), type(old)} == {int, float}, (new, old)
+    if isinstance(old, dict):
+        assert new.keys() == old.keys(), (new, old)
+        for key in old:
+            assert_same_records(new[key], old[key], tolerance)
+    elif isinstance(old, list):
+        assert len(new) == len(old), (new, old)
+        for a, b in zip(new, old):
+            assert_same_records(a, b, tolerance)
+    elif isinstance(old, float):
+        assert abs(new - old) <= tolerance, (new, old)
+    else:
+        assert new == old, (new, old)

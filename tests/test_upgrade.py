@@ -24,7 +24,7 @@ from concurrent import futures
 import numpy as np
 import pytest
 
-from helpers import REPO, run_python, shared_data, write_records
+from helpers import REPO, assert_same_records, read_records, run_python, shared_data, write_records
 
 PREVIOUS_RELEASE = "7caea23"
 TEXTS = ["ﬁne ǅ İstanbul ß Straße", "é́́ ﬁne Straße was built in 1901."]
@@ -155,27 +155,6 @@ def kind_predictions(root, out):
     out.mkdir()
     return [["--init", str(root / name), "--input", str(root / file_name), "--output_file", str(out / f"{name}.jsonl")]
             for name, (file_name, _) in KIND_INPUTS.items()]
-
-
-def records(path):
-    return [json.loads(line) for line in pathlib.Path(path).read_text().splitlines()]
-
-
-def assert_same_records(new, old):
-    """The same records, numbers within `TOLERANCE`."""
-    assert type(new) is type(old), (new, old)
-    if isinstance(old, dict):
-        assert new.keys() == old.keys(), (new, old)
-        for key in old:
-            assert_same_records(new[key], old[key])
-    elif isinstance(old, list):
-        assert len(new) == len(old), (new, old)
-        for a, b in zip(new, old):
-            assert_same_records(a, b)
-    elif isinstance(old, float):
-        assert abs(new - old) <= TOLERANCE, (new, old)
-    else:
-        assert new == old
 
 
 @pytest.fixture(scope="module")
@@ -309,7 +288,8 @@ def test_the_previous_releases_pretraining_tagging_qa_and_multiple_choice_runs_g
     # the old run folders by this code's predict: the old predict's records (tags, entities, answers, choices,
     # replaced-token scores of the old checkpoint), numbers within the tolerance
     for name in KIND_INPUTS:
-        new, previous = records(tmp_path / "new" / f"{name}.jsonl"), records(old.root / "old" / f"{name}.jsonl")
+        new = read_records(tmp_path / "new" / f"{name}.jsonl")
+        previous = read_records(old.root / "old" / f"{name}.jsonl")
         assert len(previous) >= 2
         assert_same_records(new, previous)
     # the old run's `discriminator.keras` (its encoder) loaded by this code: the old outputs

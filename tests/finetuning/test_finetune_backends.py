@@ -11,14 +11,14 @@ import json
 import os
 import sys
 
-import numpy as np
 import pytest
 
 from test_finetune_strategies import write_toy_tasks
 from toy_tasks import write_conll
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from helpers import checksums, error_line, make_run_dir, run_python, shared_data  # noqa: E402
+from helpers import (assert_same_records, checksums, error_line, make_run_dir, read_records, run_python,  # noqa: E402
+                     shared_data)
 
 pytestmark = [pytest.mark.large,  # slow tier: each fine-tuning run compiles its train step (about a minute)
               pytest.mark.filterwarnings("ignore::UserWarning")]
@@ -33,27 +33,9 @@ def command(module, *args):
     return result
 
 
-def records(path):
-    return [json.loads(line) for line in open(path)]
-
-
-def assert_same_records(a, b):
-    """Equal records, their floats within 1e-5."""
-    assert len(a) == len(b) > 0
-    for x, y in zip(a, b):
-        assert x.keys() == y.keys()
-        for key in x:
-            if isinstance(x[key], dict) and all(isinstance(v, float) for v in x[key].values()):
-                np.testing.assert_allclose(list(x[key].values()), list(y[key].values()), atol=1e-5, rtol=0)
-            elif isinstance(x[key], float):
-                np.testing.assert_allclose(x[key], y[key], atol=1e-5, rtol=0)
-            else:
-                assert x[key] == y[key], key
-
-
 def predicted(run, dev, out, backend):
     command("electra_tf.predict", "--backend", backend, "--init", run, "--input", dev, "--output_file", out)
-    return records(out)
+    return read_records(out)
 
 
 @pytest.fixture(scope="module")
@@ -115,3 +97,24 @@ def test_a_classifier_fine_tuned_under_torch_or_tensorflow_predicts_alike_on_jax
         under_tf = predicted(run, dev, tmp_path / f"{backend}_tf.jsonl", "tensorflow")
         assert_same_records(under_tf, predicted(run, dev, tmp_path / f"{backend}_jax.jsonl", "jax"))
         assert_same_records(under_tf, predicted(run, dev, tmp_path / f"{backend}_torch.jsonl", "torch"))
+
+
+def test_a_model_pre_trained_under_jax_fine_tunes_exports_and_serves_under_tensorflow(data, tmp_path):
+    """The chain a JAX pre-training host hands on: `pretrain --backend jax` on the demo corpus, then `finetune`,
+    `export` and serving under TensorFlow; the served records are the ones the same weights give under JAX."""
+    pre, run, dev = tmp_path / "pre_jax", tmp_path / "movie", os.path.join(data["movie"], "dev.tsv")
+    command("electra_tf.pretrain", "--backend", "jax", "--config", "tiny", "--train_steps", "4",
+            "--save_checkpoints_steps", "4", "--model_dir", pre, "--demo_dir", tmp_path / "demo")
+    assert json.loads((pre / "config.json").read_text())["backend"] == "jax"
+    # The pre-trained model's own outputs (replaced-token scores of the dev sentences) are the same under both.
+    text = tmp_path / "dev.txt"
+    text.write_text("".join(line.split("\t")[0] + "\n" for line in open(dev).readlines()[1:]))
+    assert_same_records(predicted(pre, text, tmp_path / "pre_jax.jsonl", "jax"),
+                        predicted(pre, text, tmp_path / "pre_tf.jsonl", "tensorflow"))
+    command("electra_tf.finetune", "--task", "movie", "--data_dir", data["movie"], "--init", pre,
+            "--output_dir", run, *FINETUNE)  # TensorFlow, the default
+    assert json.loads((run / "results.json").read_text())["settings"]["backend"] == "tensorflow"
+    command("electra_tf.export", "--format", "serving", "--init", run, "--output_dir", tmp_path / "serving",
+            "--model_name", "movie")
+    served = predicted(tmp_path / "serving" / "movie", dev, tmp_path / "served.jsonl", "tensorflow")
+    assert_same_records(predicted(run, dev, tmp_path / "run_jax.jsonl", "jax"), served)

@@ -18,7 +18,7 @@ from test_finetune_strategies import write_toy_tasks
 from toy_tasks import write_conll, write_toy_squad
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from helpers import make_run_dir, official_f1, run_python, shared_data  # noqa: E402
+from helpers import assert_same_records, make_run_dir, official_f1, read_records, run_python, shared_data  # noqa: E402
 
 pytestmark = [pytest.mark.large, pytest.mark.filterwarnings("ignore::UserWarning")]
 
@@ -154,23 +154,6 @@ def command(module, *args):
     return result
 
 
-def records(path):
-    return [json.loads(line) for line in open(path)]
-
-
-def assert_same_records(a, b):
-    assert len(a) == len(b)
-    for x, y in zip(a, b):
-        assert x.keys() == y.keys()
-        for key in x:
-            if isinstance(x[key], float) or (isinstance(x[key], list) and x[key] and isinstance(x[key][0], float)):
-                np.testing.assert_allclose(x[key], y[key], atol=1e-5, rtol=0)
-            elif isinstance(x[key], dict) and all(isinstance(v, float) for v in x[key].values()):
-                np.testing.assert_allclose(list(x[key].values()), list(y[key].values()), atol=1e-5, rtol=0)
-            else:
-                assert x[key] == y[key], key
-
-
 def assert_predictions_are_the_served_outputs(kind, predicted, served):
     assert len(predicted) == len(served)
     for record, row in zip(predicted, served):
@@ -212,7 +195,7 @@ def test_finetune_export_predict_and_a_fresh_server_agree(kind, pretrained, tmp_
                         check=False)
     assert result.returncode == 0, result.stderr[-3000:]
 
-    from_run, from_export = records(tmp_path / "run.jsonl"), records(tmp_path / "export.jsonl")
+    from_run, from_export = read_records(tmp_path / "run.jsonl"), read_records(tmp_path / "export.jsonl")
     assert_same_records(from_run, from_export)
     served = json.loads((tmp_path / "served.json").read_text())
     assert_predictions_are_the_served_outputs(kind, from_run, served)
