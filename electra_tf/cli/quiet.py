@@ -79,22 +79,23 @@ def quiet_console():
             _import_quietly("tensorflow")
 
 
-# Libraries Keras imports with TensorFlow when they are installed, for its scikit-learn wrappers
-# (scikit-learn, and SciPy through it) and its image-plotting helpers (matplotlib): about 4 s of a
-# command's start-up where they are. No command uses either, and Keras defines both without them, so
-# they stay out of that import; a later `import sklearn` or `import matplotlib` (by a user's script)
-# works as ever.
-KERAS_EXTRAS = ("sklearn", "matplotlib", "scipy")
+# Libraries TensorFlow and Keras import with TensorFlow when they are installed, for what no command uses:
+# Keras' scikit-learn wrappers (scikit-learn, and SciPy through it) and image-plotting helpers (matplotlib),
+# about 4 s of a command's start-up where they are; and JAX, which `tf.lite` imports for its JAX converter
+# (about 1 CPU-s, and JAX's collector callback in every TensorFlow process). TensorFlow and Keras define
+# all else without them, so they stay out of that import; a later `import sklearn`, `import jax` (by a
+# user's script) works as ever, only `tf.lite`'s JAX converter stays off in that process.
+KERAS_EXTRAS = ("sklearn", "matplotlib", "scipy", "jax")
 
 
 def keras_extras(backend):
-    """`KERAS_EXTRAS` on the TensorFlow backend; none on another (JAX's Keras backend imports SciPy, PyTorch's
-    start looks for scikit-learn: hidden, Keras' import would fail half-way).
+    """`KERAS_EXTRAS` on the TensorFlow backend; none on another (JAX's Keras backend imports SciPy and JAX,
+    PyTorch's start looks for scikit-learn: hidden, Keras' import would fail half-way).
 
     Example:
     >>> from electra_tf.cli.quiet import keras_extras
     >>> keras_extras("tensorflow"), keras_extras("jax")
-    (('sklearn', 'matplotlib', 'scipy'), ())
+    (('sklearn', 'matplotlib', 'scipy', 'jax'), ())
     """
     return KERAS_EXTRAS if backend in (None, "", "tensorflow") else ()
 

@@ -3,8 +3,8 @@
 A short run's fixed costs are its imports and its set-up: `--help` and a tiny fine-tuning run, each in
 a fresh interpreter, must not import the data builder's or the peers' libraries (Apache Beam, numba,
 PyTorch, transformers), nor what Keras imports for its scikit-learn wrappers and plots (scikit-learn, SciPy,
-matplotlib), nor, for `--help`, the model and tokenizer libraries; and a run builds the
-vocabulary's tokenizer once (checked, then used to tokenize), with Python's garbage collector on and the
+matplotlib) or `tf.lite` for its JAX converter (JAX), nor, for `--help`, the model and tokenizer libraries;
+and a run builds the vocabulary's tokenizer once (checked, then used to tokenize), with Python's garbage collector on and the
 objects of the imports frozen.
 """
 
@@ -17,8 +17,9 @@ from test_finetune_strategies import write_toy_tasks
 FOREIGN = ("apache_beam", "numba", "torch", "transformers", "electra_tf.pipelines.")  # the builder's modules
 # Needed by a run, not by `--help`.
 MODEL_LIBRARIES = ("keras_hub", "tensorflow_text")
-# Installed here (the test extras), imported by Keras with TensorFlow where nothing hides them (`cli.quiet.KERAS_EXTRAS`).
-KERAS_EXTRAS = ("sklearn", "matplotlib", "scipy")
+# Installed here (the test extras), imported by Keras or TensorFlow (JAX: `tf.lite`) with TensorFlow where nothing
+# hides them (`cli.quiet.KERAS_EXTRAS`).
+KERAS_EXTRAS = ("sklearn", "matplotlib", "scipy", "jax")
 
 # Runs the command as `python -m` does, in this interpreter; then prints what it loaded and (after a first
 # argument `count`) the vocabularies of the tokenizers it built.
