@@ -22,9 +22,9 @@ import zipfile
 
 import keras
 import numpy as np
-from absl import logging
 
 from electra_tf import atomic, run_files
+from electra_tf.sources import named_checkpoint
 from electra_tf.sources.named_checkpoint import (CheckpointMismatchError, _OPTIONAL, _describe,
                                                  checkpoint_names)
 
@@ -104,24 +104,7 @@ def write_index(model_dir, kept, backend):
 def restore_latest_good(restore, model_dir):
     """`named_checkpoint.restore_latest_good` for Keras checkpoints: the newest readable one, falling back over
     damaged ones (named in a warning); a checkpoint that does not fit the model is an error at once."""
-    damaged = []
-    for path in run_files.kept_checkpoints(model_dir):
-        try:
-            restore(path)
-        except CheckpointMismatchError:
-            raise
-        except DAMAGE as e:
-            reason = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
-            damaged.append(f"{path} ({reason})")
-            logging.warning("Checkpoint %s is unreadable (%s); falling back to the one before it.", path, reason)
-            continue
-        if damaged:
-            logging.warning("Restored %s instead of the damaged %s.", path, "; ".join(damaged))
-        return path
-    if damaged:
-        raise ValueError(f"No readable checkpoint in {os.path.join(model_dir, run_files.CHECKPOINT_DIR)}: "
-                         + "; ".join(damaged))
-    return None
+    return named_checkpoint.restore_latest_good(restore, model_dir, damage=DAMAGE)
 
 
 def all_finite(variables):

@@ -386,12 +386,13 @@ def _assign_positional(reader, path, chain, variables, what):
 DAMAGE = (tf.errors.OpError, IndexError)
 
 
-def restore_latest_good(restore, model_dir):
+def restore_latest_good(restore, model_dir, damage=DAMAGE):
     """Calls `restore(path)` on the newest readable checkpoint of `model_dir`, falling back over damaged ones.
 
-    A checkpoint that cannot be read (truncated, files missing) is named in a
-    warning and the one before it is tried; a checkpoint that reads but does
-    not fit the model (`CheckpointMismatchError`) is an error at once.
+    A checkpoint that cannot be read (truncated, files missing: `restore` raised one of `damage`) is named
+    in a warning and the one before it is tried; a checkpoint that reads but does not fit the model
+    (`CheckpointMismatchError`) is an error at once. Keras checkpoints pass their own `damage`
+    (`keras_checkpoint.DAMAGE`).
 
     Returns:
         The restored path, or None when `model_dir` has no checkpoint.
@@ -405,8 +406,8 @@ def restore_latest_good(restore, model_dir):
             restore(path)
         except CheckpointMismatchError:
             raise
-        except DAMAGE as e:
-            reason = (getattr(e, "message", None) or str(e)).splitlines()[0][:200]
+        except damage as e:
+            reason = (getattr(e, "message", None) or str(e) or type(e).__name__).splitlines()[0][:200]
             damaged.append(f"{path} ({reason})")
             logging.warning("Checkpoint %s is unreadable (%s); falling back to the one before it.", path, reason)
             continue
