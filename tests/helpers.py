@@ -370,3 +370,21 @@ def assert_same_records(new, old, tolerance=1e-5):
         assert abs(new - old) <= tolerance, (new, old)
     else:
         assert new == old, (new, old)
+
+
+# Runs `pretrain` (its arguments: this script's) and SIGKILLs it once the optimizer has taken `KILL_AT_STEP` steps
+# (after that step's callbacks), wherever that falls between checkpoints.
+KILL_AT_STEP = textwrap.dedent("""
+    import os, signal, sys
+    import keras
+    target = int(os.environ["KILL_AT_STEP"])
+    original = keras.callbacks.CallbackList.on_train_batch_end
+    def on_train_batch_end(self, batch, logs=None):
+        original(self, batch, logs)
+        if int(self.model.optimizer.iterations.numpy()) >= target:
+            os.kill(os.getpid(), signal.SIGKILL)
+    keras.callbacks.CallbackList.on_train_batch_end = on_train_batch_end
+    from electra_tf.pretrain import run
+    sys.argv = ["electra-pretrain", *sys.argv[1:]]
+    run()
+""")

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import REPO, checksums, run_python, tensorboard_values, write_records
+from helpers import KILL_AT_STEP, REPO, checksums, run_python, tensorboard_values, write_records
 from electra_tf import run_files, sources
 from electra_tf.sources.named_checkpoint import all_finite
 
@@ -47,24 +47,6 @@ KILL_DURING_SAVE = textwrap.dedent("""
     sys.argv = ["electra-pretrain", *sys.argv[1:]]
     run()
 """)
-
-# Runs the CLI and SIGKILLs it once the optimizer has taken `KILL_AT_STEP` steps (after that
-# step's callbacks), wherever that falls between checkpoints.
-KILL_AT_STEP = textwrap.dedent("""
-    import os, signal, sys
-    import keras
-    target = int(os.environ["KILL_AT_STEP"])
-    original = keras.callbacks.CallbackList.on_train_batch_end
-    def on_train_batch_end(self, batch, logs=None):
-        original(self, batch, logs)
-        if int(self.model.optimizer.iterations.numpy()) >= target:
-            os.kill(os.getpid(), signal.SIGKILL)
-    keras.callbacks.CallbackList.on_train_batch_end = on_train_batch_end
-    from electra_tf.pretrain import run
-    sys.argv = ["electra-pretrain", *sys.argv[1:]]
-    run()
-""")
-
 
 def command(data, model_dir, strategy_args=(), **overrides):
     values = {**TINY, "data": data, "train_steps": STEPS, **overrides}

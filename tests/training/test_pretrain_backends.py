@@ -13,7 +13,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from helpers import REPO, checksums, error_line, run_python, tensorboard_values, write_records
+from helpers import KILL_AT_STEP, REPO, checksums, error_line, run_python, tensorboard_values, write_records
 
 pytestmark = pytest.mark.large  # slow tier: a dozen pre-training processes, each compiling its step
 
@@ -21,23 +21,6 @@ TINY = dict(vocab_size=400, embedding_dim=16, hidden_dim=32, num_layers=2, num_h
             seq_length=32, max_sequence_length=32, batch_size=8, warmup_steps=4, log_steps=5,
             save_checkpoints_steps=5, keep_checkpoint_max=2, learning_rate=2e-3, train_steps=20)
 STEPS = TINY["train_steps"]
-
-# Runs the CLI and SIGKILLs it once the optimizer has taken `KILL_AT_STEP` steps (after that step's callbacks).
-KILL_AT_STEP = textwrap.dedent("""
-    import os, signal, sys
-    import keras
-    target = int(os.environ["KILL_AT_STEP"])
-    original = keras.callbacks.CallbackList.on_train_batch_end
-    def on_train_batch_end(self, batch, logs=None):
-        original(self, batch, logs)
-        if int(self.model.optimizer.iterations.numpy()) >= target:
-            os.kill(os.getpid(), signal.SIGKILL)
-    keras.callbacks.CallbackList.on_train_batch_end = on_train_batch_end
-    from electra_tf.pretrain import run
-    sys.argv = ["electra-pretrain", *sys.argv[1:]]
-    run()
-""")
-
 
 def command(data, model_dir, backend, **overrides):
     values = {**TINY, "data": data, **overrides}
