@@ -108,9 +108,9 @@ class OptionalBiasCorrection:
         self.bias_correction = bias_correction
 
     def update_step(self, gradient, variable, learning_rate):
-        if self.amsgrad or (self.bias_correction and keras.backend.backend() != "tensorflow"):
-            return super().update_step(gradient, variable, learning_rate)
-        if keras.backend.backend() != "tensorflow":
+        if keras.backend.backend() != "tensorflow" or self.amsgrad:  # Keras' own step, or the official one in ops
+            if self.amsgrad or self.bias_correction:
+                return super().update_step(gradient, variable, learning_rate)
             return self._official_update(gradient, variable, learning_rate)
         dtype = variable.dtype
         index = self._get_variable_index(variable)
