@@ -43,6 +43,7 @@ from absl import app, flags
 from electra_tf import backends, cli
 
 ALIASES = cli.aliases("max_seq_length")
+FLAGS_BEFORE_TENSORFLOW = True  # `define_flags` imports no TensorFlow: `main` prepares its start after the checks
 BACKEND_FLAG = True  # `--backend`, read before Keras is imported
 
 
@@ -71,9 +72,7 @@ FLAGS = flags.FLAGS
 def main(argv):
     from electra_tf import tasks
     from electra_tf.config_fields import fields
-    from electra_tf.finetuning import trials
     from electra_tf.tasks import FinetuneConfig
-    from electra_tf.run_files import RESULTS_FILE
 
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
@@ -82,6 +81,10 @@ def main(argv):
     for name in ("task", "data_dir", "init", "output_dir"):
         if not getattr(config, name):
             raise app.UsageError(f"--{name} is required.")
+    cli.prepare_tensorflow()  # before anything below imports it
+    from electra_tf.finetuning import trials
+    from electra_tf.run_files import RESULTS_FILE
+
     given = {name for name in fields(FinetuneConfig) if FLAGS[name].present}  # a kind's flags are its own
     results = trials.run_trials(config, tasks.for_config(config), given=given)  # what `tasks.finetune` runs
     if results is None:  # preempted: the checkpoint is saved, exit 0

@@ -22,6 +22,7 @@ from electra_tf import cli
 
 FLAGS = flags.FLAGS
 ALIASES = cli.aliases("init_from")
+FLAGS_BEFORE_TENSORFLOW = True  # `define_flags` imports no TensorFlow: `main` prepares its start after the checks
 BACKEND_FLAG = True  # `--backend`, read before Keras is imported
 
 
@@ -29,16 +30,16 @@ def define_flags(flag_values=None):
     """The flags: every `ElectraConfig` field plus the run's own (only when run as a program)."""
     from electra_tf import config as config_lib
     from electra_tf import config_fields
-    from electra_tf.training import distribute
+    from electra_tf.training import strategies
 
     fv = flags.FLAGS if flag_values is None else flag_values
     cli.define("string", "config", "small", f"Preset: {config_lib.preset_names()}.", fv)
     cli.define_backend(fv)
     cli.define_model_dir(flag_values=fv)
     cli.define("enum", "strategy", "auto", "tf.distribute strategy; auto: tpu with --tpu, mirrored over several "
-               "GPUs, the one GPU, else the CPU (logged at start).", fv, enum_values=distribute.STRATEGIES)
+               "GPUs, the one GPU, else the CPU (logged at start).", fv, enum_values=strategies.STRATEGIES)
     cli.define("string", "tpu", None, "TPU name or address for --strategy=tpu.", fv)
-    cli.define("float", "worker_startup_timeout", distribute.STARTUP_TIMEOUT,
+    cli.define("float", "worker_startup_timeout", strategies.STARTUP_TIMEOUT,
                "--strategy=multi_worker: seconds to wait for every worker of TF_CONFIG.", fv, range="(0, inf)")
     cli.define("integer", "num_cpu_devices", 0, "Logical CPU devices for --strategy=mirrored without GPUs.", fv,
                range="[0, inf)")
@@ -55,14 +56,16 @@ def main(argv):
     from electra_tf import backends
     from electra_tf import config as config_lib
     from electra_tf.config_fields import fields
-    from electra_tf.training import distribute, run_lock
-    from electra_tf.training.pretraining import check_prediction_slots
 
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     if not FLAGS.model_dir:
         raise app.UsageError("--model_dir is required.")
     cli.check_backend(FLAGS, "Pre-training", available=backends.BACKENDS)
+    cli.prepare_tensorflow()  # before anything below imports it
+    from electra_tf.training import distribute, run_lock
+    from electra_tf.training.pretraining import check_prediction_slots
+
     _check_model_dir(FLAGS.model_dir, FLAGS.init, FLAGS["data"].value if "data" in FLAGS else None)
     overrides = {name: FLAGS[name].value for name in fields(config_lib.ElectraConfig) if FLAGS[name].value is not None}
     config = config_lib.get_config(FLAGS.config, **overrides)

@@ -36,16 +36,18 @@ __all__ = ["DEPRECATED_FLAGS", "ERROR_EXIT", "PREEMPTED_EXIT", "USAGE_EXIT", "ad
            "quiet_beam_workers", "require_stdout", "rewrite_deprecated", "run", "run_script", "select_backend"]
 
 
-def run(main, known_only=False, aliases=None):  # pylint: disable=redefined-outer-name
+def run(main, known_only=False, aliases=None, tensorflow_first=True):  # pylint: disable=redefined-outer-name
     """`absl.app.run(main)` behind the error boundary; defines `--debug`.
 
     Args:
         main: callable(argv), the program.
         known_only: bool. Leave unknown flags in argv (the Beam builder passes them to Beam).
         aliases: dict old flag name -> new, the deprecated spellings accepted (see `aliases`).
+        tensorflow_first: bool. Prepare TensorFlow's start before the flags are parsed (else `main` does).
     """
     standard_streams.open_closed()
-    prepare_tensorflow()
+    if tensorflow_first:
+        prepare_tensorflow()
     _define_debug()
     _show_in_help()
     collector.settle()  # the modules the command's flags imported are permanent too
@@ -55,7 +57,9 @@ def run(main, known_only=False, aliases=None):  # pylint: disable=redefined-oute
 def console_script(program):
     """The console script of a command module: its Keras backend set (`BACKEND_FLAG`: `select_backend`),
     TensorFlow's start prepared, the module's flags defined (`define_flags`), its `main` run behind the
-    error boundary (`run`) with its deprecated spellings (`ALIASES`). Each command ends with
+    error boundary (`run`) with its deprecated spellings (`ALIASES`). A module whose flags import no
+    TensorFlow (`FLAGS_BEFORE_TENSORFLOW`) prepares TensorFlow's start in its `main`, after the checks of
+    its flags: `--help` and a refused flag take a second, not TensorFlow's import. Each command ends with
     `run = cli.console_script(sys.modules[__name__])`.
 
     Run as the program (`python -m`, the console script), the process ends after its `atexit`
@@ -64,13 +68,15 @@ def console_script(program):
         standard_streams.open_closed()  # before anything writes or opens a file
         if getattr(program, "BACKEND_FLAG", False):
             select_backend(sys.argv[1:])  # before anything imports Keras, which fixes its backend then
-        prepare_tensorflow()  # before `define_flags`, which may import TensorFlow
-        program.define_flags()
+        tensorflow_first = not getattr(program, "FLAGS_BEFORE_TENSORFLOW", False)
+        if tensorflow_first:
+            prepare_tensorflow()  # before `define_flags`, which may import TensorFlow
+        program.define_flags()  # else: TensorFlow-free; its `main` calls `prepare_tensorflow` after its checks
         shown = sys.modules.get("__main__")
         if shown is not None and shown is not program and not shown.__doc__:
             shown.__doc__ = program.__doc__  # the console script's `--help` prints the command's usage too
         try:
-            run(program.main, aliases=getattr(program, "ALIASES", None))
+            run(program.main, aliases=getattr(program, "ALIASES", None), tensorflow_first=tensorflow_first)
         except SystemExit as stop:
             process_exit.leave(stop, script.__code__)  # ends the process here where nothing runs after it
             raise

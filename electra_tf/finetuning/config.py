@@ -13,7 +13,7 @@ import typing
 from electra_tf.config import PRECISIONS
 from electra_tf import config_fields
 from electra_tf.config_fields import Config, field, renamed
-from electra_tf.training.distribute import STRATEGIES
+from electra_tf.training.strategies import STRATEGIES
 
 
 

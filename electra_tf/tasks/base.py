@@ -67,7 +67,9 @@ A served-only kind (`finetunes = False`: nothing to fine-tune) serves a pre-trai
 import dataclasses
 
 from electra_tf.config_fields import Config, fields
-from electra_tf.finetuning.batching import compiled_predictor, length_multiple
+
+# `electra_tf.finetuning.batching` (TensorFlow) is imported where a kind predicts: the descriptions and settings
+# here are read by `finetune --help` before TensorFlow's start.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,6 +217,8 @@ class TaskKind:
     def predictor(self, model, make=None):
         """`make(model)` (default: `model(inputs, training=False)` compiled), made once per model: no retrace per epoch."""
         if self._predictor[0] is not model:
+            from electra_tf.finetuning.batching import compiled_predictor
+
             function = make(model) if make else compiled_predictor(lambda inputs: model(inputs, training=False))
             self._predictor = (model, function)
         return self._predictor[1]
@@ -222,7 +226,9 @@ class TaskKind:
     @property
     def length_multiple(self):
         """What the training batches' cut is rounded up to (`batching.length_multiple`: 16 under XLA, else 1)."""
-        return length_multiple(self.config.jit_compile or _backend() == "jax")  # JAX: XLA always
+        from electra_tf.finetuning import batching
+
+        return batching.length_multiple(self.config.jit_compile or _backend() == "jax")  # JAX: XLA always
 
     def prepare(self, tokenizer):
         """Builds the features of every split (once, before the first trial)."""

@@ -11,8 +11,7 @@ import time
 import tensorflow as tf
 from absl import logging
 
-STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker", "tpu")
-STARTUP_TIMEOUT = 300  # seconds a multi-worker run waits for its peers before it gives up
+from electra_tf.training.strategies import STARTUP_TIMEOUT, STRATEGIES
 
 
 def choose_strategy(gpus, tpu=None, num_cpu_devices=0):
