@@ -70,6 +70,12 @@ def test_help_imports_neither_foreign_nor_model_libraries():
     assert out["collector"]["enabled"], out["collector"]
 
 
+def test_a_refused_flag_or_a_missing_one_is_refused_before_tensorflow_is_imported():
+    for args, code in ((["--epochs=-1"], 2), (["--task=toy"], 2)):  # out of range; --data_dir etc. missing
+        out = loaded("plain", *args)
+        assert out["exit"] == code and "tensorflow" not in out["modules"], (args, out["exit"])
+
+
 def test_a_run_imports_no_foreign_library_and_builds_the_tokenizer_once(tmp_path):
     vocab = write_vocab(tmp_path / "vocab.txt")
     data_dir = write_toy_tasks(tmp_path / "data", num_sentences=16)
