@@ -82,9 +82,9 @@ def quiet_console():
 # Libraries TensorFlow and Keras import with TensorFlow when they are installed, for what no command uses:
 # Keras' scikit-learn wrappers (scikit-learn, and SciPy through it) and image-plotting helpers (matplotlib),
 # about 4 s of a command's start-up where they are; and JAX, which `tf.lite` imports for its JAX converter
-# (about 1 CPU-s, and JAX's collector callback in every TensorFlow process). TensorFlow and Keras define
-# all else without them, so they stay out of that import; a later `import sklearn`, `import jax` (by a
-# user's script) works as ever, only `tf.lite`'s JAX converter stays off in that process.
+# (0.3 CPU-s of a start, and JAX's collector callback in every TensorFlow process). TensorFlow and Keras
+# define all else without them, so they stay out of that import; a later `import sklearn` or `import jax`
+# (by a user's script) works as ever, only `tf.lite`'s JAX converter stays off in that process.
 KERAS_EXTRAS = ("sklearn", "matplotlib", "scipy", "jax")
 
 
