@@ -9,6 +9,8 @@ import pytest
 
 from helpers import checksums, error_line, run_python, without_package
 
+pytestmark = pytest.mark.ci  # its large tests run in CI's slow step
+
 PRETRAIN = ["-m", "electra_tf.pretrain", "--config", "tiny", "--train_steps", "3"]
 
 

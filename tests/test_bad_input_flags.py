@@ -15,7 +15,7 @@ import pytest
 
 from helpers import checksums, make_run_dir, run_python, write_records, write_vocab
 
-pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+pytestmark = [pytest.mark.large, pytest.mark.ci]  # slow tier, in CI: together these tests take minutes
 
 
 def error_lines(result):

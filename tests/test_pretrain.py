@@ -16,7 +16,7 @@ from electra_tf.config import get_config
 from electra_tf.training.pretraining import train
 from electra_tf import run_files, sources
 
-pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+pytestmark = [pytest.mark.large, pytest.mark.ci]  # slow tier, in CI: together these tests take minutes
 
 TINY = dict(vocab_size=400, embedding_dim=16, hidden_dim=32, num_layers=2, num_heads=2,
             intermediate_dim=64, seq_length=32, max_sequence_length=32, batch_size=8,

@@ -21,6 +21,8 @@ from helpers import KILL_AT_STEP, REPO, checksums, run_python, tensorboard_value
 from electra_tf import run_files, sources
 from electra_tf.sources.named_checkpoint import all_finite
 
+pytestmark = pytest.mark.ci  # its large tests (not its release ones) run in CI's slow step
+
 TINY = dict(vocab_size=400, embedding_dim=16, hidden_dim=32, num_layers=2, num_heads=2,
             intermediate_dim=64, seq_length=32, max_sequence_length=32, batch_size=8,
             warmup_steps=4, log_steps=5, save_checkpoints_steps=5, keep_checkpoint_max=3,

@@ -11,6 +11,8 @@ import pytest
 
 from helpers import REPO, run_python
 
+pytestmark = pytest.mark.ci  # its large tests run in CI's slow step
+
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):

@@ -15,7 +15,7 @@ from electra_tf.tasks import OUTPUTS
 from helpers import request_feeds, warmup_requests
 from electra_tf.tasks import get as task_kind  # the registry: a kind by name
 
-pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+pytestmark = [pytest.mark.large, pytest.mark.ci]  # slow tier, in CI: together these tests take minutes
 
 BIN = os.path.dirname(sys.executable)
 

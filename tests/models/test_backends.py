@@ -14,7 +14,7 @@ import pytest
 
 from helpers import run_python
 
-pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+pytestmark = [pytest.mark.large, pytest.mark.ci]  # slow tier, in CI: together these tests take minutes
 
 SCRIPT = "tests/models/backend_outputs.py"
 MODELS = ("encoder", "discriminator", "pretrainer", "generator")

@@ -180,15 +180,16 @@ def _kill_a_busy_worker_once_a_shard_is_written(cluster, build, output_dir):
     return None
 
 
-def _unfinished_tasks(dask_scheduler):
-    """Runs on the scheduler: the state of each task not yet computed or released, and its worker."""
-    return {str(key): (ts.state, ts.processing_on and ts.processing_on.address) for key, ts in
-            dask_scheduler.tasks.items() if ts.state not in ("memory", "released", "forgotten")}
-
-
 def _wait_for_the_build(cluster, build):
     """The build's (stdout, stderr) once it ended. A build that hangs is stopped and the test fails with what the
     scheduler still had to do, its log and the build's."""
+
+    def _unfinished_tasks(dask_scheduler):
+        """Runs on the scheduler: the state of each task not yet computed or released, and its worker. Defined
+        here, not at module level, so that it is pickled by value: the scheduler cannot import this test module."""
+        return {str(key): (ts.state, ts.processing_on and ts.processing_on.address) for key, ts in
+                dask_scheduler.tasks.items() if ts.state not in ("memory", "released", "forgotten")}
+
     try:
         return build.communicate(timeout=BUILD_HANG_GUARD)
     except subprocess.TimeoutExpired:

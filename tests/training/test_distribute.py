@@ -11,7 +11,7 @@ import pytest
 
 from helpers import REPO, run_python
 
-pytestmark = pytest.mark.large  # slow tier: together these tests take minutes
+pytestmark = [pytest.mark.large, pytest.mark.ci]  # slow tier, in CI: together these tests take minutes
 
 MIRRORED_SCRIPT = textwrap.dedent(
     """

@@ -191,6 +191,7 @@ def test_fused_adam_in_a_traced_step_equals_keras_adamw_with_a_sparse_gradient(w
 
 
 @pytest.mark.large
+@pytest.mark.ci  # the update rule on JAX and PyTorch: CI's slow step
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_the_official_update_rule_holds_under_jax_and_torch(backend):
     """The same update-rule tests with Keras on JAX / PyTorch, where the step is `keras.ops`, not TensorFlow's kernel."""
