@@ -20,7 +20,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from helpers import (assert_same_records, checksums, error_line, make_run_dir, read_records, run_python,  # noqa: E402
                      shared_data)
 
-pytestmark = [pytest.mark.large, pytest.mark.ci,  # slow tier, in CI: each fine-tuning run compiles its train step (about a minute)
+# Slow tier, in CI: each fine-tuning run compiles its train step (about a minute).
+pytestmark = [pytest.mark.large, pytest.mark.ci,
               pytest.mark.filterwarnings("ignore::UserWarning")]
 
 FINETUNE = ["--epochs", "1", "--batch_size", "8", "--seq_length", "48", "--learning_rate", "1e-3", "--verbose", "0"]

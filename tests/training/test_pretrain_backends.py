@@ -15,7 +15,8 @@ import pytest
 
 from helpers import KILL_AT_STEP, REPO, checksums, error_line, run_python, tensorboard_values, write_records
 
-pytestmark = [pytest.mark.large, pytest.mark.ci]  # slow tier, in CI: a dozen pre-training processes, each compiling its step
+# Slow tier, in CI: a dozen pre-training processes, each compiling its step.
+pytestmark = [pytest.mark.large, pytest.mark.ci]
 
 TINY = dict(vocab_size=400, embedding_dim=16, hidden_dim=32, num_layers=2, num_heads=2, intermediate_dim=64,
             seq_length=32, max_sequence_length=32, batch_size=8, warmup_steps=4, log_steps=5,
