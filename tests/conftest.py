@@ -30,6 +30,25 @@ def demo_data(tmp_path_factory):
         return dict(build_demo_data(str(shared / "demo"), seq_length=128), demo_dir=str(shared / "demo"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def jax_compilation_cache(tmp_path_factory):
+    """One JAX compilation cache for the session's commands (JAX's own `JAX_COMPILATION_CACHE_DIR`), unless the
+    user set one: the many short JAX processes of the backend tests compile each step once, not once each (a tiny
+    pre-training command: about 30 s cold, 12 s from the cache). The cache holds XLA's executables, so a command
+    computes what it computes cold."""
+    if "JAX_COMPILATION_CACHE_DIR" in os.environ:
+        yield os.environ["JAX_COMPILATION_CACHE_DIR"]
+        return
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "jax-cache"
+    values = {"JAX_COMPILATION_CACHE_DIR": str(folder),
+              "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}  # also the small programs that build the weights
+    os.environ.update(values)
+    yield str(folder)
+    for name in values:
+        os.environ.pop(name, None)
+
+
 def pytest_xdist_auto_num_workers(config):
     """`-n auto` (pytest.ini): one worker per core, at most 4 (each holds TensorFlow, about 1-2 GB)."""
     return max(1, min(len(os.sched_getaffinity(0)), 4))

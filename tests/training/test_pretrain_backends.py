@@ -1,8 +1,8 @@
 """`python -m electra_tf.pretrain --backend jax` (and torch): the same command, config and files as TensorFlow's.
 
 Through the command line: training from the TFRecords and from their arrays, Keras checkpoints, exact resume
-after SIGKILL, a run refused under another backend than the one that trained it (both ways, nothing written),
-`discriminator.keras` loading under TensorFlow with JAX's outputs, and the loss of 20 steps falling as
+after SIGTERM and SIGKILL, a run refused under another backend than the one that trained it (both ways, nothing
+written), `discriminator.keras` loading under TensorFlow with JAX's outputs, and the loss of 20 steps falling as
 TensorFlow's does (inside the spread of three TensorFlow seeds).
 """
 
@@ -85,19 +85,6 @@ def test_a_jax_run_writes_the_files_of_a_run_with_keras_checkpoints(jax_run):
     assert set(final_loss(jax_run)) == {0, 1, 2, 3}  # TensorBoard: one epoch_loss per 5-step epoch
 
 
-def test_sigkill_then_the_same_command_gives_the_uninterrupted_model(jax_run, data, tmp_path):
-    killed = tmp_path / "killed"
-    args = command(data["arrays"], killed, "jax")
-    result = run_python(["-c", KILL_AT_STEP, *args[2:]], env=env(KILL_AT_STEP="13", KERAS_BACKEND="jax"), check=False)
-    assert result.returncode == -9
-    assert json.loads((killed / "checkpoints" / "checkpoints.json").read_text())["kept"][0] == "ckpt-10.npz"
-    run_python(args, env=env())
-    want, got = checkpoint(jax_run), checkpoint(killed)
-    assert want.keys() == got.keys() and len(want) > 50
-    worst = max(float(np.abs(want[n].astype(np.float64) - got[n]).max()) for n in want if n.startswith("model/"))
-    assert worst <= 1e-6, worst
-
-
 def test_a_run_resumes_only_under_the_backend_that_trained_it(jax_run, tensorflow_runs, data):
     for model_dir, trained, other in ((tensorflow_runs[0], "tensorflow", "jax"), (jax_run, "jax", "tensorflow")):
         before = checksums(model_dir)
@@ -178,16 +165,22 @@ TERM_AT_STEP = textwrap.dedent("""
 """)
 
 
-def test_sigterm_saves_the_step_exits_0_and_the_rerun_ends_as_the_uninterrupted_run(jax_run, data, tmp_path):
-    model_dir = tmp_path / "preempted"
+def test_sigterm_then_sigkill_then_the_same_command_gives_the_uninterrupted_model(jax_run, data, tmp_path):
+    """One run stopped twice: SIGTERM (a preemption: it saves the next step and exits 0), then, resumed, SIGKILL
+    (nothing saved past the last checkpoint); the same command once more ends as the uninterrupted run."""
+    model_dir = tmp_path / "stopped"
     args = command(data["arrays"], model_dir, "jax")
     result = run_python(["-c", TERM_AT_STEP, *args[2:]], env=env(TERM_AT_STEP="7", KERAS_BACKEND="jax"), check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "saved the checkpoint of step 8" in result.stderr
     assert json.loads((model_dir / "checkpoints" / "checkpoints.json").read_text())["kept"][0] == "ckpt-8.npz"
     assert not (model_dir / "discriminator.keras").exists()  # an unfinished run does not look finished
+    result = run_python(["-c", KILL_AT_STEP, *args[2:]], env=env(KILL_AT_STEP="13", KERAS_BACKEND="jax"), check=False)
+    assert result.returncode == -9
+    assert json.loads((model_dir / "checkpoints" / "checkpoints.json").read_text())["kept"][0] == "ckpt-10.npz"
     run_python(args, env=env())
     want, got = checkpoint(jax_run), checkpoint(model_dir)
+    assert want.keys() == got.keys() and len(want) > 50
     worst = max(float(np.abs(want[n].astype(np.float64) - got[n]).max()) for n in want if n.startswith("model/"))
     assert worst <= 1e-6, worst
 
