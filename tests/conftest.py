@@ -1,7 +1,8 @@
 """Shared fixtures: a demo corpus built once, small pre-training records, the real CoNLL-2003 files and the shared
-BERT vocabulary (skipped when absent), a tiny pre-training run; the parallel workers."""
+BERT vocabulary (skipped when absent), a tiny pre-training run; one JAX compilation cache; the parallel workers."""
 
 import fcntl
+import importlib.util
 import os
 import pathlib
 
@@ -43,6 +44,10 @@ def jax_compilation_cache(tmp_path_factory):
     folder = (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "jax-cache"
     values = {"JAX_COMPILATION_CACHE_DIR": str(folder),
               "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}  # also the small programs that build the weights
+    if importlib.util.find_spec("filelock") is not None:
+        # A size limit turns on JAX's file lock around each read and write: a process never reads an entry that
+        # another one is writing (without it, JAX warns and compiles again).
+        values["JAX_COMPILATION_CACHE_MAX_SIZE"] = str(4 * 2**30)
     os.environ.update(values)
     yield str(folder)
     for name in values:
