@@ -35,7 +35,7 @@ def demo_data(tmp_path_factory):
 def jax_compilation_cache(tmp_path_factory):
     """One JAX compilation cache for the session's commands (JAX's own `JAX_COMPILATION_CACHE_DIR`), unless the
     user set one: the many short JAX processes of the backend tests compile each step once, not once each (a tiny
-    pre-training command: about 30 s cold, 12 s from the cache). The cache holds XLA's executables, so a command
+    pre-training command: about 23 s cold, 11 s from the cache). The cache holds XLA's executables, so a command
     computes what it computes cold."""
     if "JAX_COMPILATION_CACHE_DIR" in os.environ:
         yield os.environ["JAX_COMPILATION_CACHE_DIR"]
