@@ -14,18 +14,22 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
 
+def run_folder(tmp_path_factory):
+    """The folder every process of this test run shares: pytest-xdist workers' base temp folders lie in the
+    run's folder; without workers, the base temp folder itself."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
+
+
 @pytest.fixture(scope="session")
 def demo_data(tmp_path_factory):
     """The embedded demo corpus built once per session: dict(data=glob, vocab_file=path, demo_dir=the cache,
     what `--demo_dir` takes)."""
     from electra_tf.pipelines.demo_corpus import build_demo_data
 
-    if "PYTEST_XDIST_WORKER" not in os.environ:
-        root = str(tmp_path_factory.mktemp("demo"))
-        return dict(build_demo_data(root, seq_length=128), demo_dir=root)
-    # One build for all pytest-xdist workers: their base temp folders share this run's folder. The
-    # first worker builds under the lock; the others wait and hit build_demo_data's cache.
-    shared = tmp_path_factory.getbasetemp().parent
+    # One build for all pytest-xdist workers: the first builds under the lock; the others wait and hit
+    # build_demo_data's cache.
+    shared = run_folder(tmp_path_factory)
     with open(shared / "demo.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         return dict(build_demo_data(str(shared / "demo"), seq_length=128), demo_dir=str(shared / "demo"))
@@ -40,8 +44,7 @@ def jax_compilation_cache(tmp_path_factory):
     if "JAX_COMPILATION_CACHE_DIR" in os.environ:
         yield os.environ["JAX_COMPILATION_CACHE_DIR"]
         return
-    base = tmp_path_factory.getbasetemp()
-    folder = (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "jax-cache"
+    folder = run_folder(tmp_path_factory) / "jax-cache"
     values = {"JAX_COMPILATION_CACHE_DIR": str(folder),
               "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}  # also the small programs that build the weights
     if importlib.util.find_spec("filelock") is not None:
